@@ -1,0 +1,1 @@
+"""Numba kernels of ultrafs: raw arrays in, arrays out; no I/O, no Dask."""

@@ -1,0 +1,40 @@
+"""Column stores: the storage layer of ultrafs.
+
+``open_store(path)`` opens an on-disk store; :class:`InMemoryStore` wraps
+numpy / scipy.sparse arrays.  Every backend implements
+:class:`~ultrafs.store.base.ColumnStore`.
+"""
+
+from .base import ColumnBlock, ColumnStore, even_block_bounds
+from .memory import InMemoryStore
+
+__all__ = ["ColumnBlock", "ColumnStore", "InMemoryStore", "even_block_bounds",
+           "open_store", "as_store"]
+
+
+def open_store(path):
+    """Open an on-disk ultrafs store (Zarr v3 column-block layout).
+
+    Raises
+    ------
+    StoreFormatError
+        If ``path`` is not an ultrafs store, is corrupt, or has another
+        format version.
+    """
+    from .zarr_store import ZarrStore
+
+    return ZarrStore(path)
+
+
+def as_store(X, y=None, *, block_size=None):
+    """Return a ColumnStore for a store object, a store path, or arrays."""
+    import os
+
+    if isinstance(X, ColumnStore):
+        return X
+    if isinstance(X, (str, os.PathLike)):
+        return open_store(X)
+    if y is None:
+        raise TypeError("y is required when X is an array")
+    kwargs = {} if block_size is None else {"block_size": block_size}
+    return InMemoryStore(X, y, **kwargs)

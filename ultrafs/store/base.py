@@ -1,0 +1,189 @@
+"""The column-store contract shared by every storage backend.
+
+A store holds a labelled sparse design matrix ``X`` (n_samples x n_features)
+column-wise, i.e. in CSC order, so that any contiguous range of columns can
+be read on its own with I/O proportional to its number of nonzeros.
+
+Column numbers and feature ids
+------------------------------
+Inside ultrafs columns are numbered ``0 .. n_features - 1``.  The ids users
+see are ``column + id_offset``: a 1-based LIBSVM file keeps its 1-based ids
+(``id_offset == 1``), numpy / scipy inputs use ``id_offset == 0``.  Only the
+faces (model files, CLI, estimator attributes) convert between the two; the
+engine works with column numbers throughout.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["ColumnBlock", "ColumnStore", "even_block_bounds"]
+
+
+@dataclass(frozen=True)
+class ColumnBlock:
+    """A contiguous range of columns of ``X`` in CSC form.
+
+    Attributes
+    ----------
+    first_column : int
+        Column number of the block's first column.
+    indptr : ndarray of int64, shape (n_columns + 1,)
+        Offsets into ``indices``/``data``; ``indptr[0] == 0``.
+    indices : ndarray of int32, shape (nnz,)
+        Row numbers, sorted increasingly within each column, no duplicates.
+    data : ndarray of float32 or float64, shape (nnz,), or None
+        Values; ``None`` means every stored value equals 1 (binary data).
+    """
+
+    first_column: int
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray | None
+
+    @property
+    def n_columns(self) -> int:
+        """Number of columns in the block."""
+        return len(self.indptr) - 1
+
+    @property
+    def nnz(self) -> int:
+        """Number of stored entries."""
+        return int(self.indptr[-1])
+
+    def values(self, dtype=np.float64) -> np.ndarray:
+        """Return the values as an array, materialising the implicit ones."""
+        if self.data is None:
+            return np.ones(self.nnz, dtype=dtype)
+        return self.data
+
+
+def even_block_bounds(n_columns: int, block_size: int) -> np.ndarray:
+    """Column boundaries of blocks of ``block_size`` columns.
+
+    Parameters
+    ----------
+    n_columns : int
+        Total number of columns.
+    block_size : int
+        Columns per block (the last block may be shorter).
+
+    Returns
+    -------
+    bounds : ndarray of int64, shape (n_blocks + 1,)
+        ``bounds[k]:bounds[k+1]`` is the column range of block ``k``.
+    """
+    if block_size < 1:
+        raise ValueError(f"block_size must be >= 1, got {block_size}")
+    bounds = np.arange(0, n_columns, block_size, dtype=np.int64)
+    return np.append(bounds, np.int64(n_columns))
+
+
+class ColumnStore(abc.ABC):
+    """Abstract labelled column store.
+
+    Implementations must be cheap to pickle (workers reopen them by path),
+    must never mutate arrays handed to them, and must return fresh or
+    read-only arrays from every read.
+    """
+
+    #: number of rows of X
+    n_samples: int
+    #: number of columns of X
+    n_features: int
+    #: feature id of column 0 (1 for 1-based LIBSVM files, else 0)
+    id_offset: int
+    #: total number of stored entries
+    nnz: int
+    #: dtype of the values (float32 or float64)
+    dtype: np.dtype
+
+    # ------------------------------------------------------------------ labels
+    @property
+    @abc.abstractmethod
+    def classes(self) -> np.ndarray:
+        """The two original label values, sorted; ``classes[1]`` maps to +1."""
+
+    @abc.abstractmethod
+    def read_labels(self) -> np.ndarray:
+        """Labels as float64 ±1, shape (n_samples,)."""
+
+    # ------------------------------------------------------------------ blocks
+    @abc.abstractmethod
+    def default_block_bounds(self) -> np.ndarray:
+        """The store's own block partition (int64 column boundaries).
+
+        Roughly balanced in nonzeros; used when no block size is requested.
+        """
+
+    def block_bounds(self, block_size: int | None = None) -> np.ndarray:
+        """Column boundaries for a scoring pass.
+
+        Parameters
+        ----------
+        block_size : int or None
+            Columns per block; ``None`` uses :meth:`default_block_bounds`.
+        """
+        if block_size is None:
+            return self.default_block_bounds()
+        return even_block_bounds(self.n_features, int(block_size))
+
+    @abc.abstractmethod
+    def read_range(self, start: int, stop: int) -> ColumnBlock:
+        """Read columns ``start:stop`` (0 <= start <= stop <= n_features)."""
+
+    def read_columns(self, columns) -> ColumnBlock:
+        """Read arbitrary columns, in the order given.
+
+        Columns ``>= n_features`` (features absent from this store) are
+        returned as empty columns.  The default implementation reads one
+        range per column; backends override it when they can do better.
+
+        Returns
+        -------
+        block : ColumnBlock
+            ``first_column`` is -1 (the columns are not contiguous); the
+            data is always materialised (never None) in the store's dtype.
+        """
+        columns = np.asarray(columns, dtype=np.int64)
+        if columns.size and columns.min() < 0:
+            raise ValueError("negative column number")
+        indptr = np.zeros(len(columns) + 1, dtype=np.int64)
+        parts_idx, parts_val = [], []
+        for pos, col in enumerate(columns):
+            if col >= self.n_features:
+                indptr[pos + 1] = indptr[pos]
+                continue
+            blk = self.read_range(int(col), int(col) + 1)
+            parts_idx.append(blk.indices)
+            parts_val.append(blk.values(self.dtype))
+            indptr[pos + 1] = indptr[pos] + blk.nnz
+        indices = (np.concatenate(parts_idx) if parts_idx
+                   else np.zeros(0, dtype=np.int32)).astype(np.int32, copy=False)
+        data = (np.concatenate(parts_val) if parts_val
+                else np.zeros(0, dtype=self.dtype)).astype(self.dtype, copy=False)
+        return ColumnBlock(-1, indptr, indices, data)
+
+    # ----------------------------------------------------------------- helpers
+    def feature_ids(self, columns) -> np.ndarray:
+        """User-visible ids of column numbers."""
+        return np.asarray(columns, dtype=np.int64) + self.id_offset
+
+    def columns_of(self, feature_ids) -> np.ndarray:
+        """Column numbers of user-visible ids (may exceed n_features)."""
+        return np.asarray(feature_ids, dtype=np.int64) - self.id_offset
+
+    def describe(self) -> dict:
+        """Summary used by ``ultrafs info``."""
+        return {
+            "n_samples": int(self.n_samples),
+            "n_features": int(self.n_features),
+            "nnz": int(self.nnz),
+            "dtype": np.dtype(self.dtype).name,
+            "id_offset": int(self.id_offset),
+            "classes": [float(c) for c in self.classes],
+            "n_blocks": int(len(self.default_block_bounds()) - 1),
+        }

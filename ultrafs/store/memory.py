@@ -1,0 +1,144 @@
+"""In-memory column store built from numpy or scipy.sparse arrays."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..errors import InputFormatError
+from .base import ColumnBlock, ColumnStore, even_block_bounds
+from .labels import encode_labels
+
+__all__ = ["InMemoryStore", "to_csc"]
+
+#: default number of columns per block for in-memory stores
+DEFAULT_MEMORY_BLOCK = 4096
+
+
+def to_csc(X, dtype=None) -> sp.csc_matrix:
+    """Convert a dense or sparse matrix to a canonical CSC copy.
+
+    Parameters
+    ----------
+    X : array-like or scipy.sparse matrix, shape (n_samples, n_features)
+    dtype : float32, float64 or None
+        None keeps float32 inputs as float32 and turns everything else
+        into float64.
+
+    Returns
+    -------
+    csc : scipy.sparse.csc_matrix
+        Sorted indices, no explicit duplicates, int32 indices when possible.
+        Never shares memory with ``X``.
+    """
+    if sp.issparse(X):
+        if dtype is None:
+            dtype = np.float32 if X.dtype == np.float32 else np.float64
+        csc = sp.csc_matrix(X, dtype=dtype, copy=True)
+    else:
+        arr = np.asarray(X)
+        if arr.ndim != 2:
+            raise InputFormatError(f"X must be 2-dimensional, got shape {arr.shape}")
+        if dtype is None:
+            dtype = np.float32 if arr.dtype == np.float32 else np.float64
+        csc = sp.csc_matrix(arr.astype(dtype, copy=False))
+    csc.sum_duplicates()
+    csc.sort_indices()
+    csc.eliminate_zeros()
+    if not np.all(np.isfinite(csc.data)):
+        raise InputFormatError("X contains NaN or infinite values")
+    return csc
+
+
+class InMemoryStore(ColumnStore):
+    """A column store over an in-memory CSC matrix.
+
+    Parameters
+    ----------
+    X : array-like or scipy.sparse matrix, shape (n_samples, n_features)
+        Copied; the caller's array is never modified.
+    y : array-like, shape (n_samples,)
+        Exactly two distinct label values.
+    block_size : int
+        Columns per block of the default partition.
+    dtype : float32, float64 or None
+        Value dtype (None: float32 stays float32, anything else float64).
+    id_offset : int
+        Feature id of column 0.
+    """
+
+    def __init__(self, X, y, *, block_size=DEFAULT_MEMORY_BLOCK, dtype=None,
+                 id_offset=0):
+        csc = to_csc(X, dtype=dtype)
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != csc.shape[0]:
+            raise InputFormatError(
+                f"y must have shape ({csc.shape[0]},), got {y.shape}")
+        self._y_pm, self._classes = encode_labels(y, where="y")
+        self._indptr = csc.indptr.astype(np.int64)
+        self._indices = csc.indices.astype(np.int32)
+        self._data = csc.data
+        self.n_samples, self.n_features = csc.shape
+        self.nnz = int(csc.nnz)
+        self.dtype = csc.dtype
+        self.id_offset = int(id_offset)
+        self._block_size = int(block_size)
+        for arr in (self._indptr, self._indices, self._data, self._y_pm):
+            arr.flags.writeable = False
+
+    @classmethod
+    def from_csc_arrays(cls, indptr, indices, data, n_samples, y_pm, classes,
+                        *, block_size=DEFAULT_MEMORY_BLOCK, id_offset=0):
+        """Wrap already canonical CSC arrays and ±1 labels without checks."""
+        self = cls.__new__(cls)
+        self._indptr = np.asarray(indptr, dtype=np.int64)
+        self._indices = np.asarray(indices, dtype=np.int32)
+        self._data = np.asarray(data)
+        self._y_pm = np.asarray(y_pm, dtype=np.float64)
+        self._classes = np.asarray(classes, dtype=np.float64)
+        self.n_samples = int(n_samples)
+        self.n_features = len(self._indptr) - 1
+        self.nnz = int(self._indptr[-1])
+        self.dtype = self._data.dtype
+        self.id_offset = int(id_offset)
+        self._block_size = int(block_size)
+        return self
+
+    @property
+    def classes(self):
+        return self._classes.copy()
+
+    def read_labels(self):
+        return self._y_pm
+
+    def default_block_bounds(self):
+        return even_block_bounds(self.n_features, self._block_size)
+
+    def read_range(self, start, stop):
+        start, stop = int(start), int(stop)
+        if not 0 <= start <= stop <= self.n_features:
+            raise IndexError(f"column range {start}:{stop} outside 0:{self.n_features}")
+        lo, hi = self._indptr[start], self._indptr[stop]
+        return ColumnBlock(start, self._indptr[start:stop + 1] - lo,
+                           self._indices[lo:hi], self._data[lo:hi])
+
+    def read_columns(self, columns):
+        columns = np.asarray(columns, dtype=np.int64)
+        inside = columns < self.n_features
+        if columns.size and columns.min() < 0:
+            raise ValueError("negative column number")
+        safe = np.where(inside, columns, 0)
+        counts = np.where(inside, self._indptr[safe + 1] - self._indptr[safe], 0)
+        indptr = np.zeros(len(columns) + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        take = np.concatenate(
+            [np.arange(self._indptr[c], self._indptr[c + 1]) for c, ok
+             in zip(safe, inside) if ok] or [np.zeros(0, dtype=np.int64)])
+        return ColumnBlock(-1, indptr, self._indices[take].copy(),
+                           self._data[take].copy())
+
+    def to_csc(self) -> sp.csc_matrix:
+        """The whole matrix as scipy CSC (a copy)."""
+        return sp.csc_matrix((self._data.copy(), self._indices.copy(),
+                              self._indptr.copy()),
+                             shape=(self.n_samples, self.n_features))
