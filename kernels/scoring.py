@@ -1,0 +1,231 @@
+"""Worst-case analysis kernels: column scores and bounded top-k selection.
+
+The score of column j is ``s_j = c_j**2`` with ``c_j = sum_i a_i X_ij`` and
+``a_i = alpha_i * y_i`` (FGM, eq. 26).  Each column's sum runs over its
+nonzeros in row order with float64 accumulation, so a column's score does
+not depend on how columns are grouped into blocks.
+
+Candidates are ranked by the total order "higher score first, then lower
+key": two lists ranked this way merge to the same result in any order.
+"""
+
+import numpy as np
+from numba import njit
+
+__all__ = [
+    "column_sums",
+    "column_sums_binary",
+    "topk_scores",
+    "score_block_topk",
+    "score_block_topk_binary",
+    "merge_topk",
+]
+
+
+@njit(cache=True, nogil=True)
+def column_sums(indptr, indices, data, weights):
+    """Weighted column sums ``c_j = sum_i weights[i] * X[i, j]`` of a CSC block.
+
+    Parameters
+    ----------
+    indptr : int64 array, shape (n_columns + 1,)
+    indices : int32 array, shape (nnz,)
+    data : float32 or float64 array, shape (nnz,)
+    weights : float64 array, shape (n_rows,)
+
+    Returns
+    -------
+    sums : float64 array, shape (n_columns,)
+    """
+    n_columns = indptr.shape[0] - 1
+    sums = np.zeros(n_columns, dtype=np.float64)
+    for j in range(n_columns):
+        acc = 0.0
+        for p in range(indptr[j], indptr[j + 1]):
+            acc += weights[indices[p]] * np.float64(data[p])
+        sums[j] = acc
+    return sums
+
+
+@njit(cache=True, nogil=True)
+def column_sums_binary(indptr, indices, weights):
+    """Column sums of a block whose stored values are all one.
+
+    Same as :func:`column_sums` with ``data`` equal to ones.
+    """
+    n_columns = indptr.shape[0] - 1
+    sums = np.zeros(n_columns, dtype=np.float64)
+    for j in range(n_columns):
+        acc = 0.0
+        for p in range(indptr[j], indptr[j + 1]):
+            acc += weights[indices[p]]
+        sums[j] = acc
+    return sums
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _ranks_before(score_a, key_a, score_b, key_b):
+    """True when candidate a ranks strictly before candidate b."""
+    return score_a > score_b or (score_a == score_b and key_a < key_b)
+
+
+@njit(cache=True, nogil=True)
+def _sift_down(heap_scores, heap_keys, size, pos):
+    # Min-heap on rank: the root is the worst kept candidate.
+    while True:
+        left = 2 * pos + 1
+        if left >= size:
+            return
+        worst = left
+        right = left + 1
+        if right < size and _ranks_before(heap_scores[worst], heap_keys[worst],
+                                          heap_scores[right], heap_keys[right]):
+            worst = right
+        if _ranks_before(heap_scores[pos], heap_keys[pos],
+                         heap_scores[worst], heap_keys[worst]):
+            heap_scores[pos], heap_scores[worst] = heap_scores[worst], heap_scores[pos]
+            heap_keys[pos], heap_keys[worst] = heap_keys[worst], heap_keys[pos]
+            pos = worst
+        else:
+            return
+
+
+@njit(cache=True, nogil=True)
+def _sift_up(heap_scores, heap_keys, pos):
+    while pos > 0:
+        parent = (pos - 1) // 2
+        if _ranks_before(heap_scores[parent], heap_keys[parent],
+                         heap_scores[pos], heap_keys[pos]):
+            heap_scores[pos], heap_scores[parent] = heap_scores[parent], heap_scores[pos]
+            heap_keys[pos], heap_keys[parent] = heap_keys[parent], heap_keys[pos]
+            pos = parent
+        else:
+            return
+
+
+@njit(cache=True, nogil=True)
+def _sorted_heap(heap_scores, heap_keys, size):
+    order = np.argsort(heap_keys[:size], kind="mergesort")
+    keys = heap_keys[:size][order]
+    scores = heap_scores[:size][order]
+    order = np.argsort(-scores, kind="mergesort")  # stable: ties keep key order
+    return keys[order].copy(), scores[order].copy()
+
+
+@njit(cache=True, nogil=True)
+def topk_scores(scores, first_key, excluded, k):
+    """The ``k`` best positive scores of a block of consecutive keys.
+
+    Parameters
+    ----------
+    scores : float64 array, shape (n,)
+        Scores of keys ``first_key .. first_key + n - 1``.
+    first_key : int
+        Key of ``scores[0]``.
+    excluded : int64 array, sorted increasingly
+        Keys that may not be returned (already selected features).
+    k : int
+        Maximum number of candidates returned (k >= 1).
+
+    Returns
+    -------
+    keys : int64 array, shape (<= k,)
+    best : float64 array, shape (<= k,)
+        Sorted by score decreasing, ties by key increasing.  Only scores
+        strictly greater than zero are kept (FGM ignores zero scores).
+    """
+    heap_scores = np.empty(k, dtype=np.float64)
+    heap_keys = np.empty(k, dtype=np.int64)
+    size = 0
+    n = scores.shape[0]
+    ex = np.searchsorted(excluded, first_key)
+    n_excluded = excluded.shape[0]
+    for j in range(n):
+        key = first_key + j
+        while ex < n_excluded and excluded[ex] < key:
+            ex += 1
+        if ex < n_excluded and excluded[ex] == key:
+            continue
+        s = scores[j]
+        if not s > 0.0:
+            continue
+        if size < k:
+            heap_scores[size] = s
+            heap_keys[size] = key
+            _sift_up(heap_scores, heap_keys, size)
+            size += 1
+        elif _ranks_before(s, key, heap_scores[0], heap_keys[0]):
+            heap_scores[0] = s
+            heap_keys[0] = key
+            _sift_down(heap_scores, heap_keys, size, 0)
+    return _sorted_heap(heap_scores, heap_keys, size)
+
+
+@njit(cache=True, nogil=True)
+def score_block_topk(indptr, indices, data, weights, first_key, excluded, k,
+                     scale):
+    """Score every column of a CSC block and keep the ``k`` best.
+
+    Parameters
+    ----------
+    indptr, indices, data : CSC arrays of the block
+        (for blocks of implicit ones use :func:`score_block_topk_binary`).
+    weights : float64 array, shape (n_rows,)
+        ``a_i = alpha_i * y_i``.
+    first_key : int
+        Key of the block's first column.
+    excluded : int64 array, sorted
+        Keys never returned.
+    k : int
+    scale : float
+        Multiplies every column sum before squaring (1 for linear features).
+
+    Returns
+    -------
+    keys, scores : see :func:`topk_scores`
+    """
+    sums = column_sums(indptr, indices, data, weights)
+    scores = np.empty(sums.shape[0], dtype=np.float64)
+    for j in range(sums.shape[0]):
+        v = scale * sums[j]
+        scores[j] = v * v
+    return topk_scores(scores, first_key, excluded, k)
+
+
+@njit(cache=True, nogil=True)
+def score_block_topk_binary(indptr, indices, weights, first_key, excluded, k,
+                            scale):
+    """:func:`score_block_topk` for a block whose values are all one."""
+    sums = column_sums_binary(indptr, indices, weights)
+    scores = np.empty(sums.shape[0], dtype=np.float64)
+    for j in range(sums.shape[0]):
+        v = scale * sums[j]
+        scores[j] = v * v
+    return topk_scores(scores, first_key, excluded, k)
+
+
+@njit(cache=True, nogil=True)
+def merge_topk(keys_a, scores_a, keys_b, scores_b, k):
+    """Merge two ranked candidate lists into the ``k`` best.
+
+    Both inputs must be sorted by (score decreasing, key increasing) and
+    hold distinct keys.  The result does not depend on which list is ``a``.
+    """
+    na = keys_a.shape[0]
+    nb = keys_b.shape[0]
+    n = min(k, na + nb)
+    keys = np.empty(n, dtype=np.int64)
+    scores = np.empty(n, dtype=np.float64)
+    i = 0
+    j = 0
+    for pos in range(n):
+        if j >= nb or (i < na and _ranks_before(scores_a[i], keys_a[i],
+                                                 scores_b[j], keys_b[j])):
+            keys[pos] = keys_a[i]
+            scores[pos] = scores_a[i]
+            i += 1
+        else:
+            keys[pos] = keys_b[j]
+            scores[pos] = scores_b[j]
+            j += 1
+    return keys, scores

@@ -1,0 +1,164 @@
+"""The worst-case analysis pass against a dense NumPy brute force."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ultrafs.analysis import worst_case_analysis
+from ultrafs.features.linear import LinearFeatures
+from ultrafs.kernels.scoring import (column_sums, column_sums_binary,
+                                     merge_topk, topk_scores)
+from ultrafs.store import InMemoryStore
+
+
+def brute_force_topk(X_dense, weights, k, excluded=()):
+    """Reference: scores (X' a)^2, positive only, ranked (score desc, id asc)."""
+    scores = (X_dense.T.astype(np.float64) @ weights) ** 2
+    ids = np.arange(X_dense.shape[1])
+    keep = (scores > 0) & ~np.isin(ids, list(excluded))
+    ids, scores = ids[keep], scores[keep]
+    order = np.lexsort((ids, -scores))[:k]
+    return ids[order], scores[order]
+
+
+def make_problem(rng, n=120, m=300, density=0.05, dtype=np.float64,
+                 binary=False):
+    X = sp.random(n, m, density=density, format="csc", dtype=np.float64,
+                  random_state=np.random.RandomState(rng.integers(2**31)))
+    if binary:
+        X.data[:] = 1.0
+    X = X.tolil()
+    X[:, 7] = 0          # empty columns
+    X[:, m - 1] = 0
+    X[3, :] = 0          # zero rows
+    X[n - 1, :] = 0
+    X = sp.csc_matrix(X, dtype=dtype)
+    X.eliminate_zeros()
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    y[:2] = [-1.0, 1.0]
+    return X, y
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_column_sums_match_dense(rng, dtype):
+    X, _ = make_problem(rng, dtype=dtype)
+    weights = rng.standard_normal(X.shape[0])
+    sums = column_sums(X.indptr.astype(np.int64), X.indices, X.data, weights)
+    expected = X.toarray().astype(np.float64).T @ weights
+    np.testing.assert_allclose(sums, expected, rtol=1e-12, atol=1e-12)
+    Xb = X.copy()
+    Xb.data[:] = 1
+    sums_b = column_sums_binary(Xb.indptr.astype(np.int64), Xb.indices, weights)
+    np.testing.assert_allclose(sums_b, Xb.toarray().T @ weights, rtol=1e-12,
+                               atol=1e-12)
+
+
+def test_column_sums_empty_block():
+    out = column_sums(np.zeros(1, np.int64), np.zeros(0, np.int32),
+                      np.zeros(0), np.zeros(5))
+    assert out.shape == (0,)
+    out = column_sums(np.zeros(4, np.int64), np.zeros(0, np.int32),
+                      np.zeros(0), np.zeros(5))
+    np.testing.assert_array_equal(out, np.zeros(3))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("block_size", [1, 7, 64, 1000])
+@pytest.mark.parametrize("binary", [False, True])
+def test_pass_equals_brute_force(rng, dtype, block_size, binary):
+    X, y = make_problem(rng, dtype=dtype, binary=binary)
+    store = InMemoryStore(X, y, block_size=block_size)
+    weights = rng.random(X.shape[0]) * y
+    excluded = [0, 5, 11]
+    cand, stats = worst_case_analysis(LinearFeatures(store), weights, 10,
+                                      excluded=excluded, scheduler="synchronous")
+    ids, scores = brute_force_topk(X.toarray(), weights, 10, excluded)
+    np.testing.assert_array_equal(cand.keys, ids)
+    np.testing.assert_allclose(cand.scores, scores, rtol=1e-12)
+    assert stats.nnz == X.nnz
+
+
+def test_identical_across_block_sizes_and_schedulers(rng, local_cluster_client):
+    """Same ids and bit-identical scores for any block size and scheduler."""
+    X, y = make_problem(rng, n=200, m=900, density=0.03)
+    weights = rng.random(X.shape[0]) * y
+    features = LinearFeatures(InMemoryStore(X, y))
+    reference, _ = worst_case_analysis(features, weights, 25, excluded=[1, 2],
+                                       scheduler="synchronous", block_size=900)
+    runs = [(bs, sch) for bs in (1, 13, 128, None)
+            for sch in ("synchronous", "threads", "processes")]
+    runs.append((50, local_cluster_client))
+    for block_size, scheduler in runs:
+        cand, _ = worst_case_analysis(features, weights, 25, excluded=[1, 2],
+                                      scheduler=scheduler, block_size=block_size,
+                                      num_workers=2 if scheduler == "threads" else None)
+        np.testing.assert_array_equal(cand.keys, reference.keys)
+        np.testing.assert_array_equal(cand.scores, reference.scores)
+
+
+def test_ties_broken_by_feature_id(rng):
+    """Duplicate columns have equal scores: the lower id wins, whatever the blocks."""
+    base = sp.random(50, 1, density=0.5, format="csc",
+                     random_state=np.random.RandomState(0))
+    X = sp.hstack([base] * 40, format="csc")
+    y = np.where(rng.random(50) < 0.5, -1.0, 1.0)
+    y[:2] = [-1, 1]
+    weights = rng.random(50) * y
+    for block_size in (1, 3, 7, 40):
+        cand, _ = worst_case_analysis(
+            LinearFeatures(InMemoryStore(X, y, block_size=block_size)),
+            weights, 5, excluded=[2], scheduler="threads")
+        np.testing.assert_array_equal(cand.keys, [0, 1, 3, 4, 5])
+
+
+def test_fewer_positive_candidates_than_k(rng):
+    X = sp.csc_matrix(np.array([[1.0, 0, 0], [0, 0, 0], [0, 2.0, 0]]))
+    y = np.array([1.0, -1.0, 1.0])
+    cand, _ = worst_case_analysis(LinearFeatures(InMemoryStore(X, y)),
+                                  np.array([1.0, -1.0, 0.5]), 10)
+    np.testing.assert_array_equal(cand.keys, [0, 1])   # column 2 scores 0
+    cand, _ = worst_case_analysis(LinearFeatures(InMemoryStore(X, y)),
+                                  np.array([1.0, -1.0, 0.5]), 10, excluded=[0, 1])
+    assert len(cand) == 0
+
+
+ranked_lists = st.lists(
+    st.tuples(st.integers(0, 60), st.sampled_from([0.5, 1.0, 2.0, 3.0])),
+    max_size=40, unique_by=lambda t: t[0])
+
+
+def _rank(pairs):
+    pairs = sorted(pairs, key=lambda t: (-t[1], t[0]))
+    keys = np.array([p[0] for p in pairs], dtype=np.int64)
+    scores = np.array([p[1] for p in pairs], dtype=np.float64)
+    return keys, scores
+
+
+@settings(max_examples=200, deadline=None)
+@given(items=ranked_lists, split=st.integers(0, 40), k=st.integers(1, 12))
+def test_merge_is_order_invariant(items, split, k):
+    """Merging any split of a candidate set, in either order, gives its top-k."""
+    left, right = _rank(items[:split]), _rank(items[split:])
+    ab = merge_topk(*left, *right, k)
+    ba = merge_topk(*right, *left, k)
+    expected = _rank(items)
+    np.testing.assert_array_equal(ab[0], expected[0][:k])
+    np.testing.assert_array_equal(ba[0], expected[0][:k])
+    np.testing.assert_array_equal(ab[1], expected[1][:k])
+
+
+@settings(max_examples=200, deadline=None)
+@given(scores=st.lists(st.sampled_from([0.0, 1.0, 2.0, 4.0]), max_size=50),
+       first=st.integers(0, 1000), k=st.integers(1, 10),
+       excluded=st.lists(st.integers(0, 1060), max_size=10))
+def test_topk_scores_matches_sort(scores, first, k, excluded):
+    scores = np.array(scores, dtype=np.float64)
+    excluded = np.unique(np.array(excluded, dtype=np.int64))
+    keys, best = topk_scores(scores, first, excluded, k)
+    ids = np.arange(first, first + len(scores))
+    keep = (scores > 0) & ~np.isin(ids, excluded)
+    order = np.lexsort((ids[keep], -scores[keep]))[:k]
+    np.testing.assert_array_equal(keys, ids[keep][order])
+    np.testing.assert_array_equal(best, scores[keep][order])

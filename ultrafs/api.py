@@ -1,0 +1,60 @@
+"""Functional core shared by the CLI and the estimator."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .features.linear import LinearFeatures
+from .fgm import fit_fgm
+from .model import Model
+from .store import as_store
+
+__all__ = ["select"]
+
+
+def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
+           tol=1e-3, fit_intercept=True, inner_tol=1e-3, inner_max_iter=1000,
+           block_size=None, scheduler=None, num_workers=None, callback=None,
+           command=None):
+    """Select features with FGM and return the fitted :class:`Model`.
+
+    Parameters
+    ----------
+    data : ColumnStore, path of a store, ndarray or scipy.sparse matrix
+    y : array-like, optional
+        Labels when ``data`` is an array.
+    B, C, loss, max_iter, tol, fit_intercept, inner_tol, inner_max_iter,
+    block_size, scheduler, num_workers, callback
+        See :func:`ultrafs.fgm.fit_fgm`.
+    command : str, optional
+        Recorded in the model's ``params``.
+
+    Returns
+    -------
+    model : Model
+    """
+    store = as_store(data, y)
+    features = LinearFeatures(store)
+    result = fit_fgm(
+        features, store.read_labels(), B=B, C=C, loss=loss, max_iter=max_iter,
+        tol=tol, fit_intercept=fit_intercept, inner_tol=inner_tol,
+        inner_max_iter=inner_max_iter, block_size=block_size,
+        scheduler=scheduler, num_workers=num_workers, callback=callback)
+    params = {"B": int(B), "C": float(C), "loss": loss,
+              "max_iter": int(max_iter), "tol": float(tol),
+              "fit_intercept": bool(fit_intercept),
+              "inner_tol": float(inner_tol), "id_offset": int(store.id_offset)}
+    if command:
+        params["command"] = command
+    return Model(
+        features=features.feature_ids(result.keys),
+        coef=np.asarray(result.coef, dtype=np.float64),
+        intercept=-float(result.bias),
+        groups=[int(g) for g in result.group_ptr],
+        loss=loss,
+        classes=[float(c) for c in store.classes],
+        feature_space=features.spec(),
+        params=params,
+        history=result.history,
+        stop_reason=result.stop_reason,
+    )

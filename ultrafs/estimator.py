@@ -1,0 +1,195 @@
+"""scikit-learn estimator face of FGM."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .api import select
+from .errors import ParameterError
+from .fgm import validate_fgm_params
+from .store.base import ColumnStore
+
+__all__ = ["FGMClassifier"]
+
+
+def _has_logistic_loss(estimator):
+    return estimator.loss == "logistic"
+
+
+class FGMClassifier(ClassifierMixin, BaseEstimator):
+    """Feature Generating Machine (Tan, Tsang & Wang, JMLR 2014).
+
+    Selects up to ``B * max_iter`` features by a cutting-plane loop: each
+    outer iteration adds the ``B`` features that violate the optimality
+    conditions most, then solves the ℓ2,1²-regularised problem
+    ``½(Σ_h ‖ω_h‖)² + C Σ_i loss_i`` on the selected features only.
+
+    Parameters
+    ----------
+    B : int, default=50
+        Features added per outer iteration.
+    C : float, default=10.0
+        Weight of the empirical loss (the paper's C, not scikit-learn's
+        inverse regularisation of l1 models).
+    loss : {"logistic", "squared-hinge"}, default="logistic"
+    max_iter : int, default=10
+        Maximum number of outer iterations T.
+    tol : float, default=1e-3
+        ε_c: stop when the objective decreases by less than ``tol`` times
+        the initial objective; 0 runs exactly ``max_iter`` iterations.
+    fit_intercept : bool, default=True
+    inner_tol : float, default=1e-3
+        ε_in, the relative decrease that stops the inner APG solver.
+    block_size : int or None, default=None
+        Columns per scoring task (None: the store's own blocks).
+    scheduler : None, str or distributed.Client, default=None
+        Dask scheduler of the scoring passes ("threads" when None).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+    selected_features_ : ndarray of int64, shape (n_selected,)
+        Selected feature ids in selection order: column numbers from 0 for
+        numpy / scipy inputs, store ids (e.g. LIBSVM's 1-based) for stores.
+    coef_ : ndarray of float64, shape (n_selected,)
+        Weights aligned with ``selected_features_``.
+    intercept_ : float
+    history_ : list of dict
+        One record per outer iteration (objective, timings...).
+    model_ : ultrafs.model.Model
+    n_features_in_ : int
+    """
+
+    def __init__(self, B=50, C=10.0, loss="logistic", max_iter=10, tol=1e-3,
+                 fit_intercept=True, inner_tol=1e-3, block_size=None,
+                 scheduler=None):
+        self.B = B
+        self.C = C
+        self.loss = loss
+        self.max_iter = max_iter
+        self.tol = tol
+        self.fit_intercept = fit_intercept
+        self.inner_tol = inner_tol
+        self.block_size = block_size
+        self.scheduler = scheduler
+
+    def fit(self, X, y=None):
+        """Select features and fit the model.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features), or
+            an opened :class:`~ultrafs.store.base.ColumnStore`
+        y : array-like of shape (n_samples,)
+            Two classes; ignored (may be None) when ``X`` is a store.
+
+        Returns
+        -------
+        self : FGMClassifier
+        """
+        validate_fgm_params(self.B, self.C, self.loss, self.max_iter, self.tol,
+                            self.inner_tol)
+        if self.block_size is not None and (
+                not isinstance(self.block_size, (int, np.integer))
+                or self.block_size < 1):
+            raise ParameterError(
+                f"block_size must be None or an integer >= 1, got {self.block_size!r}")
+        if isinstance(X, ColumnStore):
+            store = X
+            self.classes_ = np.asarray(store.classes)
+            self.n_features_in_ = int(store.n_features)
+            self._fitted_on_store = True
+        else:
+            X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"),
+                                 dtype=(np.float64, np.float32))
+            check_classification_targets(y)
+            self.classes_ = np.unique(y)
+            if len(self.classes_) != 2:
+                raise ValueError(
+                    "FGMClassifier is a binary classifier: y must contain "
+                    f"exactly 2 classes, got {len(self.classes_)} class(es)")
+            from .store.memory import InMemoryStore
+
+            kwargs = {} if self.block_size is None else {"block_size": self.block_size}
+            store = InMemoryStore(X, (y == self.classes_[1]).astype(np.float64),
+                                  **kwargs)
+            self._fitted_on_store = False
+        model = select(store, B=int(self.B), C=float(self.C), loss=self.loss,
+                       max_iter=int(self.max_iter), tol=float(self.tol),
+                       fit_intercept=bool(self.fit_intercept),
+                       inner_tol=float(self.inner_tol),
+                       block_size=self.block_size, scheduler=self.scheduler)
+        self.model_ = model
+        self.selected_features_ = np.asarray(model.features, dtype=np.int64)
+        self.coef_ = np.asarray(model.coef, dtype=np.float64)
+        self.intercept_ = float(model.intercept)
+        self.history_ = list(model.history)
+        return self
+
+    def decision_function(self, X):
+        """Decision values ``X[:, selected_features_] @ coef_ + intercept_``.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features_in_),
+            or a ColumnStore
+
+        Returns
+        -------
+        decision : ndarray of shape (n_samples,)
+            Positive values predict ``classes_[1]``.
+        """
+        check_is_fitted(self)
+        if isinstance(X, ColumnStore):
+            return self.model_.decision_function_store(X)
+        X = validate_data(self, X, accept_sparse=("csr", "csc"),
+                          dtype=(np.float64, np.float32), reset=False)
+        columns = self.selected_features_
+        if self._fitted_on_store:
+            columns = columns - self._store_id_offset()
+        selected = X[:, columns]
+        if sp.issparse(selected):
+            decision = np.asarray(selected @ self.coef_).ravel()
+        else:
+            decision = np.asarray(selected, dtype=np.float64) @ self.coef_
+        return decision + self.intercept_
+
+    def _store_id_offset(self):
+        return int(self.model_.params.get("id_offset", 0))
+
+    def predict(self, X):
+        """Predicted class labels."""
+        decision = self.decision_function(X)
+        return self.classes_[(decision > 0).astype(int)]
+
+    @available_if(_has_logistic_loss)
+    def predict_proba(self, X):
+        """Class probabilities (logistic loss only).
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, 2)
+            Columns follow ``classes_``.
+        """
+        from scipy.special import expit
+
+        positive = expit(self.decision_function(X))
+        return np.column_stack([1.0 - positive, positive])
+
+    @available_if(_has_logistic_loss)
+    def predict_log_proba(self, X):
+        """Logarithm of :meth:`predict_proba`."""
+        decision = self.decision_function(X)
+        return np.column_stack([-np.logaddexp(0, decision),
+                                -np.logaddexp(0, -decision)])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.classifier_tags.multi_class = False
+        return tags

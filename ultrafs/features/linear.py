@@ -1,0 +1,116 @@
+"""Linear feature space: the candidates are the store's own columns."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels.scoring import score_block_topk, score_block_topk_binary
+from ..store.base import ColumnBlock, ColumnStore
+
+__all__ = ["LinearFeatures"]
+
+_EMPTY_KEYS = np.zeros(0, dtype=np.int64)
+_EMPTY_SCORES = np.zeros(0, dtype=np.float64)
+
+
+class LinearFeatures:
+    """Candidates = columns of a :class:`~ultrafs.store.base.ColumnStore`.
+
+    A feature space enumerates candidate blocks for the scoring pass,
+    scores one block (inside a worker), and materialises selected
+    candidates as in-memory columns.  Keys are int64 and opaque to the
+    caller; :meth:`feature_ids` turns them into user-visible ids.
+
+    Parameters
+    ----------
+    store : ColumnStore
+    """
+
+    #: name recorded in model files
+    kind = "linear"
+
+    def __init__(self, store: ColumnStore):
+        self.store = store
+
+    @property
+    def n_samples(self) -> int:
+        """Number of rows."""
+        return self.store.n_samples
+
+    @property
+    def n_candidates(self) -> int:
+        """Number of candidate features."""
+        return self.store.n_features
+
+    def candidate_blocks(self, block_size=None) -> list:
+        """Picklable descriptors of the candidate blocks, in key order.
+
+        Parameters
+        ----------
+        block_size : int or None
+            Columns per block; None uses the store's own partition.
+
+        Returns
+        -------
+        blocks : list of (start, stop) tuples
+            Empty ranges are dropped.
+        """
+        bounds = self.store.block_bounds(block_size)
+        return [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])
+                if hi > lo]
+
+    def score_block(self, block, weights, excluded, k):
+        """Top-``k`` candidates of one block (runs in a worker).
+
+        Parameters
+        ----------
+        block : tuple
+            A descriptor from :meth:`candidate_blocks`.
+        weights : float64 array, shape (n_samples,)
+            ``alpha * y``.
+        excluded : int64 array, sorted
+            Keys already selected.
+        k : int
+
+        Returns
+        -------
+        keys : int64 array
+        scores : float64 array
+            Ranked by score decreasing, key increasing; scores > 0 only.
+        nnz : int
+            Nonzeros visited (for throughput statistics).
+        """
+        start, stop = block
+        cols = self.store.read_range(start, stop)
+        if cols.nnz == 0:
+            return _EMPTY_KEYS, _EMPTY_SCORES, 0
+        if cols.data is None:
+            keys, scores = score_block_topk_binary(
+                cols.indptr, cols.indices, weights, start, excluded, k, 1.0)
+        else:
+            keys, scores = score_block_topk(
+                cols.indptr, cols.indices, cols.data, weights, start, excluded,
+                k, 1.0)
+        return keys, scores, cols.nnz
+
+    def materialize(self, keys, dtype=np.float64) -> ColumnBlock:
+        """The columns of ``keys`` in the order given, values materialised.
+
+        Keys beyond the store's columns (features absent from this store)
+        come back as empty columns.
+        """
+        cols = self.store.read_columns(np.asarray(keys, dtype=np.int64))
+        return ColumnBlock(-1, cols.indptr, cols.indices,
+                           cols.values(dtype).astype(dtype, copy=False))
+
+    def feature_ids(self, keys) -> list:
+        """User-visible ids of keys (store ids, e.g. 1-based for LIBSVM)."""
+        return [int(i) for i in self.store.feature_ids(keys)]
+
+    def keys_of(self, feature_ids) -> np.ndarray:
+        """Keys of user-visible ids (inverse of :meth:`feature_ids`)."""
+        return self.store.columns_of(np.asarray(feature_ids, dtype=np.int64))
+
+    def spec(self) -> dict:
+        """Description of the feature space recorded in model files."""
+        return {"kind": self.kind}

@@ -1,0 +1,238 @@
+"""Versioned model files and prediction from a store.
+
+A model file is one JSON object::
+
+    {"format": "ultrafs-model", "format_version": 1,
+     "features": [...], "coef": [...], "intercept": float,
+     "groups": [0, B, 2B, ...], "loss": "logistic", "classes": [neg, pos],
+     "feature_space": {"kind": "linear"}, "params": {...},
+     "history": [...], "stop_reason": "...", "created_with": "ultrafs x.y"}
+
+``features`` holds user-visible feature ids in selection order (store ids:
+1-based for 1-based LIBSVM files); ``coef`` is aligned with it.  The
+decision value of a sample is ``sum_j coef[j] * x[features[j]] + intercept``
+and the predicted class is ``classes[1]`` when it is positive.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import __version__
+from .errors import InputFormatError, UltraFSWarning
+
+__all__ = ["Model", "MODEL_FORMAT", "MODEL_VERSION", "write_json_atomic",
+           "roc_auc"]
+
+MODEL_FORMAT = "ultrafs-model"
+MODEL_VERSION = 1
+
+
+def write_json_atomic(obj, path) -> None:
+    """Write ``obj`` as JSON to ``path`` through a temporary file + rename."""
+    path = os.fspath(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(obj, fh, indent=1)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def roc_auc(y_true, scores) -> float:
+    """Area under the ROC curve (Mann–Whitney statistic, ties averaged).
+
+    Parameters
+    ----------
+    y_true : bool array, shape (n,)
+        True for the positive class.
+    scores : float array, shape (n,)
+    """
+    from scipy.stats import rankdata
+
+    y_true = np.asarray(y_true, dtype=bool)
+    n_pos = int(y_true.sum())
+    n_neg = y_true.size - n_pos
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    ranks = rankdata(scores)
+    return float((ranks[y_true].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+@dataclass
+class Model:
+    """A fitted FGM model.
+
+    Attributes
+    ----------
+    features : list
+        User-visible feature ids in selection order.
+    coef : float64 array, shape (p,)
+    intercept : float
+        Decision value = X[:, features] @ coef + intercept.
+    groups : list of int
+        Group boundaries (features added by each outer iteration).
+    loss : str
+    classes : list of float
+        ``[negative, positive]`` original label values.
+    feature_space : dict
+    params : dict
+    history : list of dict
+    stop_reason : str
+    """
+
+    features: list
+    coef: np.ndarray
+    intercept: float
+    groups: list
+    loss: str
+    classes: list
+    feature_space: dict = field(default_factory=lambda: {"kind": "linear"})
+    params: dict = field(default_factory=dict)
+    history: list = field(default_factory=list)
+    stop_reason: str = ""
+
+    # ------------------------------------------------------------ file format
+    def to_dict(self) -> dict:
+        """The JSON-serialisable model file content."""
+        return {
+            "format": MODEL_FORMAT,
+            "format_version": MODEL_VERSION,
+            "features": list(self.features),
+            "coef": [float(c) for c in self.coef],
+            "intercept": float(self.intercept),
+            "groups": [int(g) for g in self.groups],
+            "loss": self.loss,
+            "classes": [float(c) for c in self.classes],
+            "feature_space": dict(self.feature_space),
+            "params": dict(self.params),
+            "history": list(self.history),
+            "stop_reason": self.stop_reason,
+            "created_with": f"ultrafs {__version__}",
+        }
+
+    def save(self, path) -> None:
+        """Write the model file atomically."""
+        write_json_atomic(self.to_dict(), path)
+
+    @classmethod
+    def from_dict(cls, obj, where="model") -> "Model":
+        """Build a model from a parsed model file, validating it."""
+        if not isinstance(obj, dict) or obj.get("format") != MODEL_FORMAT:
+            raise InputFormatError(f"{where}: not an ultrafs model file")
+        version = obj.get("format_version")
+        if version != MODEL_VERSION:
+            raise InputFormatError(
+                f"{where}: model format version {version!r} is not supported "
+                f"(this ultrafs reads version {MODEL_VERSION})")
+        try:
+            features = list(obj["features"])
+            coef = np.asarray(obj["coef"], dtype=np.float64)
+            intercept = float(obj["intercept"])
+            classes = [float(c) for c in obj["classes"]]
+            loss = str(obj["loss"])
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputFormatError(f"{where}: invalid model file ({exc})") from None
+        if coef.shape != (len(features),) or len(classes) != 2 \
+                or not np.all(np.isfinite(coef)) or not math.isfinite(intercept):
+            raise InputFormatError(f"{where}: inconsistent model file")
+        return cls(features=features, coef=coef, intercept=intercept,
+                   groups=list(obj.get("groups", [0, len(features)])),
+                   loss=loss, classes=classes,
+                   feature_space=dict(obj.get("feature_space", {"kind": "linear"})),
+                   params=dict(obj.get("params", {})),
+                   history=list(obj.get("history", [])),
+                   stop_reason=str(obj.get("stop_reason", "")))
+
+    @classmethod
+    def load(cls, path) -> "Model":
+        """Read and validate a model file."""
+        path = os.fspath(path)
+        try:
+            with open(path) as fh:
+                obj = json.load(fh)
+        except FileNotFoundError:
+            raise InputFormatError(f"{path}: no such model file") from None
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InputFormatError(f"{path}: not a JSON model file ({exc})") from None
+        return cls.from_dict(obj, where=path)
+
+    # -------------------------------------------------------------- prediction
+    def truncated(self, n_groups: int) -> "Model":
+        """The model restricted to the features of the first ``n_groups``."""
+        stop = int(self.groups[min(n_groups, len(self.groups) - 1)])
+        return Model(self.features[:stop], self.coef[:stop].copy(),
+                     self.intercept, list(self.groups[:n_groups + 1]),
+                     self.loss, self.classes, self.feature_space, self.params,
+                     self.history[:n_groups], self.stop_reason)
+
+    def decision_function_store(self, store) -> np.ndarray:
+        """Decision values for every row of a store.
+
+        Only the model's columns are read.  Features absent from the store
+        (ids beyond its columns, or below its first id) count as zero
+        columns, with a warning.
+        """
+        if self.feature_space.get("kind", "linear") != "linear":
+            raise InputFormatError(
+                f"model feature space {self.feature_space!r} is not supported")
+        columns = store.columns_of(np.asarray(self.features, dtype=np.int64))
+        absent = (columns < 0) | (columns >= store.n_features)
+        if absent.any():
+            warnings.warn(
+                f"{int(absent.sum())} model feature(s) absent from the store "
+                f"(e.g. id {self.features[int(np.flatnonzero(absent)[0])]}) "
+                "count as zero columns", UltraFSWarning, stacklevel=2)
+        columns = np.where(absent, store.n_features, columns)
+        block = store.read_columns(columns)
+        from .kernels.sparse_ops import csc_matvec
+
+        decision = csc_matvec(block.indptr, block.indices,
+                              block.values(np.float64), self.coef,
+                              store.n_samples)
+        return decision + self.intercept
+
+    def predict_from_decision(self, decision) -> np.ndarray:
+        """Original class labels from decision values."""
+        classes = np.asarray(self.classes)
+        return np.where(np.asarray(decision) > 0, classes[1], classes[0])
+
+    def proba_from_decision(self, decision) -> np.ndarray:
+        """P(positive class) for the logistic loss."""
+        if self.loss != "logistic":
+            raise InputFormatError(
+                f"probabilities need the logistic loss, this model uses {self.loss}")
+        from scipy.special import expit
+
+        return expit(np.asarray(decision))
+
+    def evaluate_store(self, store) -> dict:
+        """Accuracy, AUC and counts on a labelled store."""
+        decision = self.decision_function_store(store)
+        y_pm = store.read_labels()
+        truth = np.where(y_pm > 0, store.classes[1], store.classes[0])
+        predicted = self.predict_from_decision(decision)
+        positive = truth == self.classes[1]
+        result = {
+            "n_samples": int(store.n_samples),
+            "n_features_model": len(self.features),
+            "n_nonzero_coef": int(np.count_nonzero(self.coef)),
+            "accuracy": float(np.mean(predicted == truth)),
+            "auc": roc_auc(positive, decision),
+        }
+        if self.loss == "logistic":
+            margin = np.where(positive, decision, -decision)
+            result["log_loss"] = float(np.mean(np.logaddexp(0.0, -margin)))
+        return result

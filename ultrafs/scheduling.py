@@ -1,0 +1,53 @@
+"""Resolve the user's scheduler choice into something ``dask.compute`` takes."""
+
+from __future__ import annotations
+
+from .errors import ParameterError
+
+__all__ = ["LOCAL_SCHEDULERS", "resolve_scheduler", "compute"]
+
+#: scheduler names understood without a cluster
+LOCAL_SCHEDULERS = ("threads", "processes", "synchronous")
+
+
+def resolve_scheduler(scheduler):
+    """Validate a scheduler specification.
+
+    Parameters
+    ----------
+    scheduler : None, str or distributed.Client
+        None or ``"threads"`` (the default: local threads; numba kernels
+        release the GIL), ``"processes"``, ``"synchronous"``, or a
+        ``dask.distributed.Client``.
+
+    Returns
+    -------
+    scheduler : str or Client
+    """
+    if scheduler is None:
+        return "threads"
+    if isinstance(scheduler, str):
+        if scheduler in LOCAL_SCHEDULERS:
+            return scheduler
+        raise ParameterError(
+            f"unknown scheduler {scheduler!r}; expected one of "
+            f"{', '.join(LOCAL_SCHEDULERS)} or a dask.distributed Client")
+    if hasattr(scheduler, "get") and hasattr(scheduler, "submit"):
+        return scheduler  # a distributed Client
+    raise ParameterError(f"unsupported scheduler object {scheduler!r}")
+
+
+def compute(collection, scheduler, num_workers=None):
+    """``dask.compute`` one collection on the resolved scheduler."""
+    import dask
+
+    scheduler = resolve_scheduler(scheduler)
+    kwargs = {}
+    if isinstance(scheduler, str):
+        kwargs["scheduler"] = scheduler
+        if num_workers is not None and scheduler != "synchronous":
+            kwargs["num_workers"] = int(num_workers)
+    else:
+        kwargs["scheduler"] = scheduler.get
+    (result,) = dask.compute(collection, **kwargs)
+    return result
