@@ -45,6 +45,10 @@ class FGMResult:
     history : list of dict
         One record per outer iteration (see :func:`fit_fgm`).
     stop_reason : str
+    path : list of (coef, bias)
+        The subproblem solution after each outer iteration (``coef`` of
+        iteration h is aligned with ``keys[:group_ptr[h + 1]]``); O(T²B)
+        floats, kept for accuracy-versus-features curves.
     """
 
     keys: np.ndarray
@@ -53,6 +57,7 @@ class FGMResult:
     bias: float
     history: list = field(default_factory=list)
     stop_reason: str = ""
+    path: list = field(default_factory=list)
 
 
 def validate_fgm_params(B, C, loss, max_iter, tol, inner_tol):
@@ -124,6 +129,7 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
     lipschitz = None
     keys = np.zeros(0, dtype=np.int64)
     history = []
+    path = []
     stop_reason = f"reached max_iter={max_iter}"
 
     for iteration in range(1, max_iter + 1):
@@ -162,6 +168,7 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
             "top_score": float(candidates.scores[0]),
         }
         history.append(record)
+        path.append((coef.copy(), float(bias)))
         logger.info("iteration %d: %d features, objective %.6g", iteration,
                     len(keys), solution.objective)
         if callback is not None:
@@ -173,4 +180,5 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
             break
 
     return FGMResult(keys=keys, group_ptr=cache.group_ptr.copy(), coef=coef,
-                     bias=float(bias), history=history, stop_reason=stop_reason)
+                     bias=float(bias), history=history, stop_reason=stop_reason,
+                     path=path)

@@ -1,0 +1,156 @@
+"""The click CLI: the whole flow, JSON outputs and one-line errors."""
+
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from sklearn.datasets import dump_svmlight_file
+
+from ultrafs.cli import main
+from ultrafs.synthetic import make_planted_problem
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def run(*args, ok=True):
+    result = CliRunner().invoke(main, [str(a) for a in args], prog_name="ultrafs",
+                                terminal_width=80)
+    if ok:
+        assert result.exit_code == 0, result.output
+    return result
+
+
+def assert_one_line_error(result, *fragments):
+    """Non-zero exit, a single 'Error: ...' line naming the problem, no traceback."""
+    assert result.exit_code != 0
+    assert "Traceback" not in result.output
+    assert not isinstance(result.exception, (AssertionError, TypeError, KeyError))
+    lines = [ln for ln in result.output.strip().splitlines() if ln.startswith("Error")]
+    assert len(lines) == 1, result.output
+    for fragment in fragments:
+        assert fragment in lines[0], result.output
+
+
+@pytest.fixture(scope="module")
+def stores(tmp_path_factory):
+    root = tmp_path_factory.mktemp("cli")
+    problem = make_planted_problem(n_samples=300, n_features=120, n_relevant=10,
+                                   n_test=200, seed=1)
+    dump_svmlight_file(problem.X_train, problem.y_train, root / "train.svm",
+                       zero_based=False)
+    # the test file lacks the last 20 features: they count as zero columns
+    dump_svmlight_file(problem.X_test[:, :100], problem.y_test, root / "test.svm",
+                       zero_based=False)
+    run("ingest", root / "train.svm", root / "train.zarr")
+    run("ingest", root / "test.svm", root / "test.zarr")
+    return root
+
+
+def test_flow_ingest_info_select_predict_evaluate(stores):
+    info = json.loads(run("info", stores / "train.zarr").output)
+    assert info["n_samples"] == 300 and info["n_features"] == 120
+    assert info["id_offset"] == 1
+    model_path = stores / "model.json"
+    run("select", "--data", stores / "train.zarr", "--B", 5, "--max-iter", 3,
+        "--tol", 0, "--out", model_path)
+    model = json.loads(model_path.read_text())
+    assert model["format"] == "ultrafs-model"
+    assert len(model["features"]) == 15 == len(model["coef"])
+    assert all(1 <= f <= 120 for f in model["features"])   # 1-based ids
+    assert len(model["history"]) == 3
+    for key in ("objective", "n_features", "score_seconds", "solve_seconds",
+                "materialize_seconds"):
+        assert key in model["history"][0]
+    stdout_model = json.loads(run("select", "--data", stores / "train.zarr",
+                                  "--B", 5, "--max-iter", 3, "--tol", 0).output)
+    assert stdout_model["features"] == model["features"]
+
+    predictions = run("predict", "--model", model_path, "--data",
+                      stores / "test.zarr").output.splitlines()
+    assert predictions[0].split("\t") == ["label", "decision", "probability"]
+    assert len(predictions) == 201
+    metrics = json.loads(run("evaluate", "--model", model_path, "--data",
+                             stores / "test.zarr").output)
+    assert {"accuracy", "auc", "n_samples"} <= set(metrics)
+    assert metrics["n_samples"] == 200 and metrics["accuracy"] > 0.7
+
+    out = stores / "pred.tsv"
+    run("predict", "--model", model_path, "--data", stores / "test.zarr",
+        "--out", out)
+    assert out.read_text().splitlines() == predictions
+
+
+@pytest.mark.parametrize("args, fragments", [
+    (["--B", "0"], ["--B", "0"]),
+    (["--C", "0"], ["--C"]),
+    (["--C", "-2"], ["--C"]),
+    (["--loss", "hinge"], ["--loss"]),
+    (["--scheduler", "bogus"], ["bogus"]),
+])
+def test_select_bad_parameters(stores, args, fragments):
+    result = run("select", "--data", stores / "train.zarr", *args, ok=False)
+    assert_one_line_error(result, *fragments)
+
+
+def test_select_on_something_that_is_not_a_store(tmp_path, stores):
+    (tmp_path / "plain").mkdir()
+    result = run("select", "--data", tmp_path / "plain", ok=False)
+    assert_one_line_error(result, "not an ultrafs store")
+    result = run("select", "--data", tmp_path / "missing.zarr", ok=False)
+    assert_one_line_error(result, "missing.zarr")
+    result = run("info", stores / "train.svm", ok=False)
+    assert_one_line_error(result, "train.svm")
+
+
+def test_select_does_not_leave_partial_model(tmp_path, stores):
+    out = tmp_path / "model.json"
+    result = run("select", "--data", tmp_path / "missing.zarr", "--out", out, ok=False)
+    assert result.exit_code != 0
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("content, fragments", [
+    (b"1 1:0.5 2:abc\n", ["line 1"]),
+    (b"1 1:0.5\n-1 2:nan\n", ["line 2"]),
+    (b"1 1:0.5\n-1 2:1\n1 0:1\n", ["line 3", "0"]),
+    (b"1 1:0.5 1:2\n-1 2:1\n", ["line 1", "duplicate"]),
+    (b"1 1:0.5\n1 2:1\n", ["two"]),
+    (b"1 1:0.5\n-1 2:1\n2 3:1\n", ["two"]),
+    (b"", ["no samples"]),
+    (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00", ["LIBSVM"]),
+])
+def test_ingest_bad_input(tmp_path, content, fragments):
+    source = tmp_path / "bad.svm"
+    source.write_bytes(content)
+    result = run("ingest", source, tmp_path / "out.zarr", ok=False)
+    assert_one_line_error(result, *fragments)
+    assert not (tmp_path / "out.zarr").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad.svm"]
+
+
+def test_model_file_errors(tmp_path, stores):
+    bad = tmp_path / "model.json"
+    bad.write_text("{not json")
+    result = run("evaluate", "--model", bad, "--data", stores / "test.zarr", ok=False)
+    assert_one_line_error(result, "model.json")
+    bad.write_text(json.dumps({"format": "ultrafs-model", "format_version": 99}))
+    result = run("predict", "--model", bad, "--data", stores / "test.zarr", ok=False)
+    assert_one_line_error(result, "version")
+
+
+def _help_text(command):
+    return run(command, "--help").output.rstrip()
+
+
+def test_readme_cli_reference_matches_help():
+    """The README's CLI reference is generated from --help (tools/readme_cli.py)."""
+    text = README.read_text()
+    for command in ("select", "ingest", "predict", "evaluate"):
+        block = re.search(rf"<!-- help:{command} -->\n```text\n(.*?)\n```", text,
+                          re.S)
+        assert block, f"README lacks the help block of {command}"
+        assert block.group(1).rstrip() == _help_text(command), (
+            f"README help of {command} is stale: run python tools/readme_cli.py")

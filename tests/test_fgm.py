@@ -1,0 +1,111 @@
+"""The cutting-plane loop (Algorithm 1) end to end on in-memory and Zarr stores."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from ultrafs.api import select
+from ultrafs.errors import ParameterError
+from ultrafs.features.linear import LinearFeatures
+from ultrafs.fgm import fit_fgm
+from ultrafs.model import Model
+from ultrafs.store import InMemoryStore, open_store
+from ultrafs.synthetic import make_planted_problem
+
+
+@pytest.fixture(scope="module")
+def planted():
+    return make_planted_problem(n_samples=400, n_features=300, n_relevant=20,
+                                n_test=400, seed=3)
+
+
+@pytest.mark.parametrize("loss", ["logistic", "squared-hinge"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_objective_decreases_across_outer_iterations(planted, loss, fit_intercept):
+    store = InMemoryStore(planted.X_train, planted.y_train)
+    result = fit_fgm(LinearFeatures(store), store.read_labels(), B=5, C=10.0,
+                     loss=loss, max_iter=6, tol=0.0, fit_intercept=fit_intercept,
+                     scheduler="synchronous")
+    objectives = [h["objective"] for h in result.history]
+    assert len(objectives) == 6
+    assert np.all(np.diff(objectives) < 0)
+    assert len(np.unique(result.keys)) == len(result.keys) == 30
+    np.testing.assert_array_equal(result.group_ptr, np.arange(0, 31, 5))
+
+
+def test_tol_zero_runs_exactly_max_iter_and_stops_without_candidates(rng):
+    X = rng.standard_normal((60, 7))
+    y = np.where(X[:, 0] + 0.3 * rng.standard_normal(60) > 0, 1.0, -1.0)
+    store = InMemoryStore(X, y)
+    result = fit_fgm(LinearFeatures(store), store.read_labels(), B=3,
+                     max_iter=10, tol=0.0, scheduler="synchronous")
+    # 7 candidates, 3 per iteration: the third pass finds 1, the fourth none
+    assert [h["n_new"] for h in result.history] == [3, 3, 1]
+    assert "no candidate" in result.stop_reason
+
+
+def test_tol_stops_early(planted):
+    store = InMemoryStore(planted.X_train, planted.y_train)
+    loose = fit_fgm(LinearFeatures(store), store.read_labels(), B=5,
+                    max_iter=20, tol=0.05, scheduler="synchronous")
+    assert len(loose.history) < 20
+    assert "tol" in loose.stop_reason
+
+
+def test_recovers_planted_features_and_generalises(planted):
+    model = select(planted.X_train, planted.y_train, B=5, max_iter=6, tol=0.0)
+    recovered = set(model.features) & set(planted.relevant.tolist())
+    assert len(recovered) >= 15
+    store = InMemoryStore(planted.X_test, planted.y_test)
+    assert model.evaluate_store(store)["accuracy"] > 0.85
+
+
+def test_same_model_for_any_block_size_scheduler_and_backend(planted, tmp_path):
+    from ultrafs.store.writer import write_store
+
+    X = sp.csc_matrix(planted.X_train)
+    reference = select(X, planted.y_train, B=4, max_iter=4, tol=0.0,
+                       scheduler="synchronous")
+    write_store(tmp_path / "train.zarr", X, planted.y_train)
+    zarr_store = open_store(tmp_path / "train.zarr")
+    for data, block_size, scheduler in [(X, 1, "threads"), (X, 37, "processes"),
+                                        (zarr_store, None, "threads"),
+                                        (zarr_store, 50, "processes")]:
+        if data is X:
+            data = InMemoryStore(X, planted.y_train)
+        model = select(data, B=4, max_iter=4, tol=0.0, block_size=block_size,
+                       scheduler=scheduler)
+        assert model.features == reference.features
+        np.testing.assert_array_equal(model.coef, reference.coef)
+        assert model.intercept == reference.intercept
+
+
+def test_model_round_trip_and_store_prediction(planted, tmp_path):
+    model = select(planted.X_train, planted.y_train, B=5, max_iter=3)
+    path = tmp_path / "model.json"
+    model.save(path)
+    loaded = Model.load(path)
+    assert loaded.features == model.features
+    np.testing.assert_array_equal(loaded.coef, model.coef)
+    store = InMemoryStore(planted.X_test, planted.y_test)
+    expected = planted.X_test[:, model.features].astype(np.float64) @ model.coef \
+        + model.intercept
+    np.testing.assert_allclose(loaded.decision_function_store(store), expected,
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_truncated_model_keeps_first_groups(planted):
+    model = select(planted.X_train, planted.y_train, B=5, max_iter=3, tol=0.0)
+    first = model.truncated(1)
+    assert first.features == model.features[:5]
+    assert first.groups == [0, 5]
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"B": 0}, "B must be"), ({"C": 0.0}, "C must be"), ({"C": -1.0}, "C must be"),
+    ({"loss": "hinge"}, "unknown loss"), ({"max_iter": 0}, "max_iter"),
+    ({"tol": -1.0}, "tol must be"),
+])
+def test_bad_parameters(planted, kwargs, match):
+    with pytest.raises(ParameterError, match=match):
+        select(planted.X_train, planted.y_train, **kwargs)
