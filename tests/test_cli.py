@@ -39,10 +39,10 @@ def stores(tmp_path_factory):
     root = tmp_path_factory.mktemp("cli")
     problem = make_planted_problem(n_samples=300, n_features=120, n_relevant=10,
                                    n_test=200, seed=1)
-    dump_svmlight_file(problem.X_train, problem.y_train, root / "train.svm",
+    dump_svmlight_file(problem.X_train, problem.y_train, str(root / "train.svm"),
                        zero_based=False)
     # the test file lacks the last 20 features: they count as zero columns
-    dump_svmlight_file(problem.X_test[:, :100], problem.y_test, root / "test.svm",
+    dump_svmlight_file(problem.X_test[:, :100], problem.y_test, str(root / "test.svm"),
                        zero_based=False)
     run("ingest", root / "train.svm", root / "train.zarr")
     run("ingest", root / "test.svm", root / "test.zarr")
@@ -68,12 +68,13 @@ def test_flow_ingest_info_select_predict_evaluate(stores):
                                   "--B", 5, "--max-iter", 3, "--tol", 0).output)
     assert stdout_model["features"] == model["features"]
 
-    predictions = run("predict", "--model", model_path, "--data",
-                      stores / "test.zarr").output.splitlines()
+    predicted = run("predict", "--model", model_path, "--data", stores / "test.zarr")
+    assert "absent from the store" in predicted.stderr   # features 101..120
+    predictions = predicted.stdout.splitlines()
     assert predictions[0].split("\t") == ["label", "decision", "probability"]
     assert len(predictions) == 201
     metrics = json.loads(run("evaluate", "--model", model_path, "--data",
-                             stores / "test.zarr").output)
+                             stores / "test.zarr").stdout)
     assert {"accuracy", "auc", "n_samples"} <= set(metrics)
     assert metrics["n_samples"] == 200 and metrics["accuracy"] > 0.7
 

@@ -11,10 +11,11 @@ import functools
 import json
 import os
 import sys
+import warnings
 
 import click
 
-from .errors import UltraFSError
+from .errors import UltraFSError, UltraFSWarning
 
 LOSS_CHOICES = ("logistic", "squared-hinge")
 
@@ -25,7 +26,16 @@ def _one_line_errors(func):
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
         try:
-            return func(*args, **kwargs)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", UltraFSWarning)
+                result = func(*args, **kwargs)
+            for warning in caught:
+                if issubclass(warning.category, UltraFSWarning):
+                    click.echo(f"Warning: {warning.message}", err=True)
+                else:
+                    warnings.warn_explicit(warning.message, warning.category,
+                                           warning.filename, warning.lineno)
+            return result
         except UltraFSError as exc:
             raise click.ClickException(str(exc).splitlines()[0]) from None
         except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:

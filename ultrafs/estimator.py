@@ -61,6 +61,8 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
     intercept_ : float
     history_ : list of dict
         One record per outer iteration (objective, timings...).
+    n_iter_ : int
+        Outer iterations run.
     model_ : ultrafs.model.Model
     n_features_in_ : int
     """
@@ -109,10 +111,14 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
                                  dtype=(np.float64, np.float32))
             check_classification_targets(y)
             self.classes_ = np.unique(y)
+            if len(self.classes_) == 1:
+                raise ValueError(
+                    "FGMClassifier needs samples of 2 classes, y has only one "
+                    f"class ({self.classes_[0]!r})")
             if len(self.classes_) != 2:
                 raise ValueError(
-                    "FGMClassifier is a binary classifier: y must contain "
-                    f"exactly 2 classes, got {len(self.classes_)} class(es)")
+                    "Only binary classification is supported. FGMClassifier "
+                    f"needs exactly 2 classes in y, got {len(self.classes_)}")
             from .store.memory import InMemoryStore
 
             kwargs = {} if self.block_size is None else {"block_size": self.block_size}
@@ -129,6 +135,7 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         self.coef_ = np.asarray(model.coef, dtype=np.float64)
         self.intercept_ = float(model.intercept)
         self.history_ = list(model.history)
+        self.n_iter_ = len(model.history)
         return self
 
     def decision_function(self, X):
