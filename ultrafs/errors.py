@@ -11,6 +11,7 @@ __all__ = [
     "InputFormatError",
     "StoreFormatError",
     "StoreVersionError",
+    "StoreExistsError",
     "ParameterError",
     "UltraFSWarning",
 ]
@@ -33,6 +34,10 @@ class StoreFormatError(UltraFSError, OSError):
 
 class StoreVersionError(StoreFormatError):
     """A store was written with a format version this ultrafs cannot read."""
+
+
+class StoreExistsError(UltraFSError, FileExistsError):
+    """An output path exists and overwriting was not requested."""
 
 
 class ParameterError(UltraFSError):

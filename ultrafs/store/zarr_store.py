@@ -1,0 +1,482 @@
+"""On-disk column store: a Zarr v3 group holding X in CSC order.
+
+The layout is documented in ``docs/FORMAT.md``; this module holds the
+constants shared with :mod:`ultrafs.store.writer` and the reader,
+:class:`ZarrStore`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import StoreFormatError, StoreVersionError
+from ..kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
+from .base import ColumnBlock, ColumnStore
+
+__all__ = [
+    "ZarrStore",
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "CHUNK_ELEMENTS",
+    "DEFAULT_BLOCK_NNZ",
+    "is_ultrafs_store",
+]
+
+#: value of the ``format`` group attribute
+FORMAT_NAME = "ultrafs-colstore"
+#: the only format version this code reads and writes
+FORMAT_VERSION = 1
+#: elements per Zarr chunk of every 1-D array (4 MiB of int32)
+CHUNK_ELEMENTS = 1 << 20
+#: target nonzeros per block of the default partition
+DEFAULT_BLOCK_NNZ = 4 << 20
+
+#: fill values: a missing chunk reads as values every check rejects
+FILL_VALUES = {"indptr": -1, "indices": -1, "data": float("nan"),
+               "labels": float("nan")}
+ARRAY_DTYPES = {"indptr": np.dtype(np.int64), "indices": np.dtype(np.int32),
+                "labels": np.dtype(np.float64)}
+VALUE_DTYPES = ("float32", "float64")
+REQUIRED_ATTRS = ("format", "format_version", "n_samples", "n_features", "nnz",
+                  "dtype", "id_offset", "classes", "binary", "block_bounds",
+                  "created_by", "created_with", "complete")
+
+
+def _compressor():
+    """The codec of every array: Blosc-LZ4 with byte shuffle (fast reads)."""
+    from zarr.codecs import BloscCodec
+
+    return BloscCodec(cname="lz4", clevel=5, shuffle="shuffle")
+
+
+def _read_group_attrs(path: Path) -> dict:
+    """Open the Zarr group at ``path`` and return its attributes.
+
+    Raises
+    ------
+    StoreFormatError
+        If ``path`` does not exist or is not a Zarr v3 group.
+    """
+    import zarr
+
+    if not path.exists():
+        raise StoreFormatError(f"{path}: not an ultrafs store (no such file or directory)")
+    if not path.is_dir():
+        raise StoreFormatError(f"{path}: not an ultrafs store (not a directory)")
+    if not (path / "zarr.json").is_file():
+        raise StoreFormatError(f"{path}: not an ultrafs store (no zarr.json: not a Zarr v3 group)")
+    try:
+        group = zarr.open_group(store=str(path), mode="r", zarr_format=3)
+        return dict(group.attrs)
+    except Exception as exc:  # zarr raises many kinds for foreign content
+        raise StoreFormatError(
+            f"{path}: not an ultrafs store (cannot open as a Zarr v3 group: {exc})"
+        ) from exc
+
+
+def is_ultrafs_store(path) -> bool:
+    """Whether ``path`` carries the ultrafs format marker (any version)."""
+    try:
+        return _read_group_attrs(Path(path)).get("format") == FORMAT_NAME
+    except StoreFormatError:
+        return False
+
+
+def _check_attrs(path: Path, attrs: dict) -> None:
+    """Validate the group attributes of a store (see docs/FORMAT.md)."""
+    if attrs.get("format") != FORMAT_NAME:
+        raise StoreFormatError(
+            f"{path}: not an ultrafs store (format attribute is "
+            f"{attrs.get('format')!r}, expected {FORMAT_NAME!r})")
+    version = attrs.get("format_version")
+    if version != FORMAT_VERSION:
+        raise StoreVersionError(
+            f"{path}: store format version {version!r}, but this ultrafs "
+            f"reads version {FORMAT_VERSION}")
+    missing = [name for name in REQUIRED_ATTRS if name not in attrs]
+    if missing:
+        raise StoreFormatError(f"{path}: missing attributes {', '.join(missing)}")
+    if attrs["complete"] is not True:
+        raise StoreFormatError(f"{path}: store is incomplete (interrupted write)")
+    for name in ("n_samples", "n_features", "nnz", "id_offset"):
+        value = attrs[name]
+        if not isinstance(value, int) or isinstance(value, bool) or (
+                name != "id_offset" and value < 0):
+            raise StoreFormatError(f"{path}: attribute {name}={value!r} is not a valid count")
+    if attrs["n_samples"] >= 2 ** 31:
+        raise StoreFormatError(f"{path}: n_samples={attrs['n_samples']} needs int64 rows")
+    if attrs["dtype"] not in VALUE_DTYPES:
+        raise StoreFormatError(
+            f"{path}: attribute dtype={attrs['dtype']!r} is not one of {VALUE_DTYPES}")
+    if not isinstance(attrs["binary"], bool):
+        raise StoreFormatError(f"{path}: attribute binary={attrs['binary']!r} is not a boolean")
+    classes = attrs["classes"]
+    if (not isinstance(classes, list) or len(classes) != 2
+            or not all(isinstance(c, (int, float)) for c in classes)
+            or not np.all(np.isfinite(classes)) or not classes[0] < classes[1]):
+        raise StoreFormatError(f"{path}: attribute classes={classes!r} is not two sorted labels")
+    bounds = attrs["block_bounds"]
+    n_features = attrs["n_features"]
+    ok = isinstance(bounds, list) and len(bounds) >= 1 and all(
+        isinstance(b, int) for b in bounds)
+    if ok:
+        arr = np.asarray(bounds, dtype=np.int64)
+        ok = (arr[0] == 0 and arr[-1] == n_features and np.all(np.diff(arr) > 0)
+              and (n_features == 0) == (len(arr) == 1))
+    if not ok:
+        raise StoreFormatError(
+            f"{path}: attribute block_bounds is not an increasing partition of "
+            f"0..{n_features}")
+
+
+class _StoreMeta:
+    """Validated metadata and open array handles of one store."""
+
+    def __init__(self, path: Path):
+        import zarr
+
+        attrs = _read_group_attrs(path)
+        _check_attrs(path, attrs)
+        self.attrs = attrs
+        self.n_samples = attrs["n_samples"]
+        self.n_features = attrs["n_features"]
+        self.nnz = attrs["nnz"]
+        self.dtype = np.dtype(attrs["dtype"])
+        self.id_offset = attrs["id_offset"]
+        self.binary = attrs["binary"]
+        self.classes = np.asarray(attrs["classes"], dtype=np.float64)
+        self.block_bounds = np.asarray(attrs["block_bounds"], dtype=np.int64)
+        self.block_bounds.flags.writeable = False
+        group = zarr.open_group(store=str(path), mode="r", zarr_format=3)
+        expected = {"indptr": (self.n_features + 1, ARRAY_DTYPES["indptr"]),
+                    "indices": (self.nnz, ARRAY_DTYPES["indices"]),
+                    "labels": (self.n_samples, ARRAY_DTYPES["labels"])}
+        if not self.binary:
+            expected["data"] = (self.nnz, self.dtype)
+        elif "data" in group:
+            raise StoreFormatError(f"{path}: binary store has a 'data' array")
+        self.arrays = {}
+        for name, (length, dtype) in expected.items():
+            try:
+                array = group[name]
+            except KeyError:
+                raise StoreFormatError(f"{path}: missing array {name!r}") from None
+            except Exception as exc:
+                raise StoreFormatError(f"{path}: cannot open array {name!r}: {exc}") from exc
+            if not isinstance(array, zarr.Array):
+                raise StoreFormatError(f"{path}: {name!r} is not an array")
+            if array.shape != (length,) or np.dtype(array.dtype) != dtype:
+                raise StoreFormatError(
+                    f"{path}: array {name!r} has shape {array.shape} and dtype "
+                    f"{array.dtype}, expected ({length},) and {dtype}")
+            self.arrays[name] = array
+        #: elements per chunk of indptr and of indices/data
+        self.indptr_chunk = int(self.arrays["indptr"].chunks[0])
+        self.entry_chunk = int(self.arrays["indices"].chunks[0])
+
+
+class ZarrStore(ColumnStore):
+    """A column store on local disk (Zarr v3, layout in ``docs/FORMAT.md``).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Directory of the store.
+
+    Raises
+    ------
+    StoreFormatError
+        If ``path`` is not an ultrafs store, is incomplete, or its
+        metadata is inconsistent.
+    StoreVersionError
+        If the store has another format version.
+
+    Notes
+    -----
+    Pickling keeps only the path: an unpickled store reopens (and
+    revalidates) the metadata on first use.  Reads are thread-safe; every
+    read returns fresh arrays and checks them (row numbers in range and
+    increasing within each column, offsets consistent, values finite), so
+    missing or corrupt chunks raise :class:`StoreFormatError` instead of
+    reading as zeros.
+    """
+
+    def __init__(self, path):
+        self._path = Path(os.path.abspath(os.fspath(path)))
+        self._lock = threading.Lock()
+        self._meta_cache = None
+        self._labels_pm = None
+        self._meta()                         # validate on open
+
+    # ----------------------------------------------------------- pickling
+    def __reduce__(self):
+        return (_reopen_lazily, (str(self._path),))
+
+    def _meta(self) -> _StoreMeta:
+        meta = self._meta_cache
+        if meta is None:
+            with self._lock:
+                if self._meta_cache is None:
+                    self._meta_cache = _StoreMeta(self._path)
+                meta = self._meta_cache
+        return meta
+
+    def __repr__(self):
+        return f"ZarrStore({str(self._path)!r})"
+
+    # --------------------------------------------------------- attributes
+    @property
+    def path(self) -> Path:
+        """Absolute path of the store directory."""
+        return self._path
+
+    @property
+    def n_samples(self) -> int:
+        return self._meta().n_samples
+
+    @property
+    def n_features(self) -> int:
+        return self._meta().n_features
+
+    @property
+    def nnz(self) -> int:
+        return self._meta().nnz
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._meta().dtype
+
+    @property
+    def id_offset(self) -> int:
+        return self._meta().id_offset
+
+    @property
+    def binary(self) -> bool:
+        """True when the store omits ``data`` (every value is 1)."""
+        return self._meta().binary
+
+    @property
+    def attrs(self) -> dict:
+        """A copy of the group attributes."""
+        return dict(self._meta().attrs)
+
+    @property
+    def classes(self) -> np.ndarray:
+        return self._meta().classes.copy()
+
+    # ------------------------------------------------------------- labels
+    def read_labels(self) -> np.ndarray:
+        """Labels as float64 ±1 (read-only array), shape (n_samples,)."""
+        if self._labels_pm is None:
+            meta = self._meta()
+            raw = np.asarray(meta.arrays["labels"][:], dtype=np.float64)
+            negative = raw == meta.classes[0]
+            positive = raw == meta.classes[1]
+            if not np.all(negative | positive):
+                bad = int(np.flatnonzero(~(negative | positive))[0])
+                raise StoreFormatError(
+                    f"{self._path}: corrupt labels (row {bad} holds {raw[bad]!r}, "
+                    f"not one of the classes {meta.classes.tolist()})")
+            labels = np.where(positive, 1.0, -1.0)
+            labels.flags.writeable = False
+            self._labels_pm = labels
+        return self._labels_pm
+
+    def read_raw_labels(self) -> np.ndarray:
+        """The original label values (float64), shape (n_samples,)."""
+        meta = self._meta()
+        pm = self.read_labels()
+        return np.where(pm > 0, meta.classes[1], meta.classes[0])
+
+    # ------------------------------------------------------------- blocks
+    def default_block_bounds(self) -> np.ndarray:
+        return self._meta().block_bounds.copy()
+
+    def read_range(self, start, stop) -> ColumnBlock:
+        """Read columns ``start:stop`` with I/O proportional to their nnz.
+
+        Returns
+        -------
+        block : ColumnBlock
+            ``data`` is None when the store is binary.
+
+        Raises
+        ------
+        IndexError
+            If the range is outside ``0:n_features``.
+        StoreFormatError
+            If the stored arrays are missing chunks or corrupt.
+        """
+        meta = self._meta()
+        start, stop = int(start), int(stop)
+        if not 0 <= start <= stop <= meta.n_features:
+            raise IndexError(
+                f"column range {start}:{stop} outside 0:{meta.n_features}")
+        if start == stop:
+            return ColumnBlock(start, np.zeros(1, dtype=np.int64),
+                               np.zeros(0, dtype=np.int32),
+                               None if meta.binary else np.zeros(0, dtype=meta.dtype))
+        offsets = self._read_array("indptr", start, stop + 1, f"columns {start}:{stop}")
+        lo, hi = int(offsets[0]), int(offsets[-1])
+        if (lo < 0 or hi > meta.nnz or hi < lo or (start == 0 and lo != 0)
+                or (stop == meta.n_features and hi != meta.nnz)):
+            self._corrupt(start, stop, "inconsistent column offsets (indptr)")
+        indptr = offsets - lo
+        indices = self._read_array("indices", lo, hi, f"columns {start}:{stop}")
+        data = None if meta.binary else self._read_array("data", lo, hi, f"columns {start}:{stop}")
+        self._check_block(indptr, indices, data, start, stop)
+        return ColumnBlock(start, indptr, indices, data)
+
+    def read_columns(self, columns) -> ColumnBlock:
+        """Read arbitrary columns, in the order given (duplicates allowed).
+
+        Columns ``>= n_features`` come back empty; the data is always
+        materialised in the store dtype.  Each needed chunk is read once.
+        """
+        meta = self._meta()
+        columns = np.asarray(columns, dtype=np.int64).reshape(-1)
+        if columns.size and columns.min() < 0:
+            raise ValueError("negative column number")
+        inside = columns < meta.n_features
+        unique = np.unique(columns[inside])
+        starts, stops = self._column_spans(unique)
+        u_indices, u_data = self._read_spans(starts, stops)
+        u_indptr = np.zeros(len(unique) + 1, dtype=np.int64)
+        np.cumsum(stops - starts, out=u_indptr[1:])
+        # map every requested column to its span among the unique ones
+        where = np.searchsorted(unique, columns[inside])
+        counts = np.zeros(len(columns), dtype=np.int64)
+        counts[inside] = u_indptr[where + 1] - u_indptr[where]
+        indptr = np.zeros(len(columns) + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        first = np.zeros(len(columns), dtype=np.int64)
+        first[inside] = u_indptr[where]
+        take = (np.repeat(first - indptr[:-1], counts)
+                + np.arange(indptr[-1], dtype=np.int64))
+        return ColumnBlock(-1, indptr, u_indices[take], u_data[take])
+
+    def to_csc(self):
+        """The whole matrix as a scipy CSC matrix (reads everything)."""
+        import scipy.sparse as sp
+
+        block = self.read_range(0, self.n_features)
+        return sp.csc_matrix((block.values(self.dtype), block.indices, block.indptr),
+                             shape=(self.n_samples, self.n_features))
+
+    def describe(self) -> dict:
+        summary = super().describe()
+        attrs = self._meta().attrs
+        summary.update(path=str(self._path), format_version=attrs["format_version"],
+                       binary=attrs["binary"], created_by=attrs["created_by"],
+                       created_with=attrs["created_with"])
+        return summary
+
+    # ----------------------------------------------------------- internals
+    def _corrupt(self, start, stop, problem):
+        raise StoreFormatError(
+            f"{self._path}: corrupt or truncated store: {problem} in columns "
+            f"{start}:{stop}")
+
+    def _read_array(self, name, lo, hi, purpose) -> np.ndarray:
+        """``array[lo:hi]`` as numpy; I/O errors become StoreFormatError."""
+        array = self._meta().arrays[name]
+        try:
+            return np.asarray(array[lo:hi])
+        except Exception as exc:
+            raise StoreFormatError(
+                f"{self._path}: cannot read {name}[{lo}:{hi}] for {purpose}: "
+                f"{exc}") from exc
+
+    def _check_block(self, indptr, indices, data, start, stop):
+        code, column = check_csc_block(indptr, indices, self._meta().n_samples)
+        if code != CSC_OK:
+            problem = {1: "inconsistent column offsets (indptr)",
+                       2: "row numbers out of range (indices)",
+                       3: "row numbers not increasing within a column (indices)"}[code]
+            where = f" (column {start + column})" if column >= 0 else ""
+            self._corrupt(start, stop, problem + where)
+        if data is not None and count_nonfinite(data):
+            self._corrupt(start, stop, "NaN or infinite values (data)")
+
+    def _column_spans(self, unique_columns):
+        """Offsets ``indptr[c]`` and ``indptr[c + 1]`` of sorted columns."""
+        meta = self._meta()
+        if unique_columns.size == 0:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty
+        lo_col, hi_col = int(unique_columns[0]), int(unique_columns[-1]) + 1
+        if hi_col - lo_col <= 4 * len(unique_columns) + meta.indptr_chunk:
+            # dense enough: one contiguous read of the offsets
+            offsets = self._read_array("indptr", lo_col, hi_col + 1,
+                                       f"columns {lo_col}:{hi_col}")
+            starts = offsets[unique_columns - lo_col]
+            stops = offsets[unique_columns - lo_col + 1]
+        else:
+            coords = np.concatenate([unique_columns, unique_columns + 1])
+            try:
+                both = np.asarray(meta.arrays["indptr"].get_coordinate_selection(coords))
+            except Exception as exc:
+                raise StoreFormatError(
+                    f"{self._path}: cannot read indptr for {len(unique_columns)} "
+                    f"columns: {exc}") from exc
+            starts, stops = both[:len(unique_columns)], both[len(unique_columns):]
+        if np.any(starts < 0) or np.any(stops < starts) or np.any(stops > meta.nnz):
+            raise StoreFormatError(
+                f"{self._path}: corrupt or truncated store: inconsistent column "
+                f"offsets (indptr) among columns {lo_col}:{hi_col}")
+        return starts.astype(np.int64), stops.astype(np.int64)
+
+    def _read_spans(self, starts, stops):
+        """Concatenated ``indices``/``data`` of sorted, disjoint spans.
+
+        Spans closer than a quarter chunk are merged into one contiguous
+        read, so that each chunk is decoded once.
+        """
+        meta = self._meta()
+        lengths = stops - starts
+        out_start = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=out_start[1:])
+        indices = np.empty(int(out_start[-1]), dtype=np.int32)
+        data = np.ones(len(indices), dtype=meta.dtype)
+        nonempty = np.flatnonzero(lengths)
+        if nonempty.size:
+            s, e, dst = starts[nonempty], stops[nonempty], out_start[nonempty]
+            breaks = np.flatnonzero(s[1:] - e[:-1] > meta.entry_chunk // 4) + 1
+            for group in np.split(np.arange(len(s)), breaks):
+                lo, hi = int(s[group[0]]), int(e[group[-1]])
+                span_len = e[group] - s[group]
+                n_out = int(span_len.sum())
+                first = np.repeat(s[group] - lo - (dst[group] - dst[group[0]]),
+                                  span_len)
+                src = first + np.arange(n_out, dtype=np.int64)
+                d0 = int(dst[group[0]])
+                indices[d0:d0 + n_out] = self._read_array(
+                    "indices", lo, hi, "the requested columns")[src]
+                if not meta.binary:
+                    data[d0:d0 + n_out] = self._read_array(
+                        "data", lo, hi, "the requested columns")[src]
+        self._check_spans(lengths, indices, data)
+        return indices, data
+
+    def _check_spans(self, lengths, indices, data):
+        indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.cumsum(lengths, out=indptr[1:])
+        code, column = check_csc_block(indptr, indices, self._meta().n_samples)
+        if code != CSC_OK or (not self._meta().binary and count_nonfinite(data)):
+            raise StoreFormatError(
+                f"{self._path}: corrupt or truncated store: invalid row numbers or "
+                f"values among {len(lengths)} requested columns")
+
+
+def _reopen_lazily(path):
+    """Unpickle a ZarrStore: keep the path, open the metadata on first use."""
+    store = ZarrStore.__new__(ZarrStore)
+    store._path = Path(path)
+    store._lock = threading.Lock()
+    store._meta_cache = None
+    store._labels_pm = None
+    return store
