@@ -19,6 +19,7 @@ __all__ = [
     "score_block_topk",
     "score_block_topk_binary",
     "merge_topk",
+    "topk_keyed",
 ]
 
 
@@ -229,3 +230,46 @@ def merge_topk(keys_a, scores_a, keys_b, scores_b, k):
             scores[pos] = scores_b[j]
             j += 1
     return keys, scores
+
+
+@njit(cache=True, nogil=True)
+def topk_keyed(scores, keys, excluded, k):
+    """The ``k`` best positive scores of candidates with arbitrary keys.
+
+    Parameters
+    ----------
+    scores : float64 array, shape (n,)
+    keys : int64 array, shape (n,)
+        Distinct keys (any order).
+    excluded : int64 array, sorted
+        Keys never returned.
+    k : int
+
+    Returns
+    -------
+    keys, scores : ranked by score decreasing, key increasing.
+    """
+    heap_scores = np.empty(k, dtype=np.float64)
+    heap_keys = np.empty(k, dtype=np.int64)
+    size = 0
+    n_excluded = excluded.shape[0]
+    for j in range(scores.shape[0]):
+        s = scores[j]
+        if not s > 0.0:
+            continue
+        key = keys[j]
+        if size == k and not _ranks_before(s, key, heap_scores[0], heap_keys[0]):
+            continue
+        pos = np.searchsorted(excluded, key)
+        if pos < n_excluded and excluded[pos] == key:
+            continue
+        if size < k:
+            heap_scores[size] = s
+            heap_keys[size] = key
+            _sift_up(heap_scores, heap_keys, size)
+            size += 1
+        else:
+            heap_scores[0] = s
+            heap_keys[0] = key
+            _sift_down(heap_scores, heap_keys, size, 0)
+    return _sorted_heap(heap_scores, heap_keys, size)

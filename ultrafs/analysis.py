@@ -1,25 +1,33 @@
-"""Worst-case analysis (FGM Algorithms 2 and 5): one streamed scoring pass.
+"""Worst-case analysis (FGM Algorithms 2 and 5): streamed scoring passes.
 
-One Dask task per candidate block calls the feature space's numba kernel
-and returns that block's top-k; a tree reduction merges the partial
-results.  The weights vector (``alpha * y``, n floats) enters the graph
-once and the workers read their blocks themselves, so the same code runs on
-local threads, processes or a ``dask.distributed`` cluster.  Candidates are
-ranked by (score decreasing, key increasing), a total order: the result is
-the same for every block size, worker count, scheduler and arrival order.
+A pass is a list of picklable block descriptors, a task function scoring one
+block (it reads the block itself, inside the worker) and an associative,
+order-independent merge.  :func:`run_block_tasks` turns that into one Dask
+task per block and a tree reduction (``dask.bag`` ``reduction`` with
+``split_every``); the weights vector ``alpha * y`` (n floats) and the
+feature space enter the graph once.  The same code runs on local threads,
+processes or a ``dask.distributed`` cluster.
+
+Candidates are ranked by (score decreasing, key increasing), a total order,
+so the result is the same for every block size, worker count, scheduler
+and arrival order.  Feature spaces drive the passes they need through
+their ``find_candidates`` method: one pass for linear features, several
+phases for degree-2 features.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
 from .kernels.scoring import merge_topk
 from .scheduling import compute
 
-__all__ = ["Candidates", "PassStats", "worst_case_analysis"]
+__all__ = ["Candidates", "PassStats", "TopK", "merge_topk_results",
+           "run_block_tasks", "worst_case_analysis"]
 
 
 @dataclass(frozen=True)
@@ -42,33 +50,119 @@ class Candidates:
 
 
 @dataclass(frozen=True)
+class TopK:
+    """Partial result of block tasks: ranked candidates plus counters.
+
+    ``counters`` is a dict of ints summed by the merge (e.g. ``nnz``).
+    """
+
+    keys: np.ndarray
+    scores: np.ndarray
+    counters: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class PassStats:
-    """What one scoring pass did."""
+    """What one worst-case analysis did.
+
+    Attributes
+    ----------
+    n_blocks : int
+        Tasks run (all phases).
+    n_candidates : int
+        Candidates the pass had to consider (m, or m(m+3)/2 for degree 2).
+    nnz : int
+        Nonzeros streamed.
+    seconds : float
+    details : dict
+        Feature-space specific figures (pairs evaluated, pruned...).
+    """
 
     n_blocks: int
     n_candidates: int
     nnz: int
     seconds: float
+    details: dict = field(default_factory=dict)
 
     @property
     def nnz_per_second(self) -> float:
-        """Throughput of the pass."""
+        """Streaming throughput of the pass."""
         return self.nnz / self.seconds if self.seconds > 0 else float("inf")
 
 
-def _score_one(block, features, weights, excluded, k):
-    keys, scores, nnz = features.score_block(block, weights, excluded, k)
-    return keys, scores, nnz
+def merge_topk_results(results, k):
+    """Merge :class:`TopK` partial results into the ``k`` best.
 
-
-def _merge_results(results, k):
+    Associative and independent of the order of ``results``.
+    """
     keys = np.zeros(0, dtype=np.int64)
     scores = np.zeros(0, dtype=np.float64)
-    nnz = 0
-    for part_keys, part_scores, part_nnz in results:
-        keys, scores = merge_topk(keys, scores, part_keys, part_scores, k)
-        nnz += part_nnz
-    return keys, scores, nnz
+    counters = {}
+    for part in results:
+        keys, scores = merge_topk(keys, scores, part.keys, part.scores, k)
+        for name, value in part.counters.items():
+            counters[name] = counters.get(name, 0) + int(value)
+    return TopK(keys, scores, counters)
+
+
+def run_block_tasks(blocks, task, merge, *, shared=None, scheduler=None,
+                    num_workers=None, split_every=8):
+    """Run ``task`` on every block with Dask and tree-merge the results.
+
+    Parameters
+    ----------
+    blocks : list
+        Picklable block descriptors (at least one).
+    task : callable
+        ``task(block, **shared)``, executed in the workers.
+    merge : callable
+        ``merge(list_of_results)`` -> result; associative and commutative.
+    shared : dict
+        Arguments common to every task (weights, the feature space...);
+        each enters the graph once.
+    scheduler, num_workers
+        See :func:`ultrafs.scheduling.compute`.
+    split_every : int
+        Fan-in of the tree reduction.
+
+    Returns
+    -------
+    result
+        The merged result.
+    """
+    import dask
+    import dask.bag as db
+
+    shared = {name: dask.delayed(value, traverse=False)
+              for name, value in (shared or {}).items()}
+    bag = db.from_sequence(blocks, npartitions=len(blocks))
+    mapped = bag.map(task, **shared)
+    merged = mapped.reduction(merge, merge, split_every=split_every)
+    return compute(merged, scheduler, num_workers=num_workers)
+
+
+class _Runner:
+    """Runs block tasks with the pass's scheduler settings; counts tasks."""
+
+    def __init__(self, scheduler, num_workers, split_every, block_size):
+        self.scheduler = scheduler
+        self.num_workers = num_workers
+        self.split_every = split_every
+        self.block_size = block_size
+        self.n_tasks = 0
+
+    def __call__(self, blocks, task, merge, shared=None):
+        self.n_tasks += len(blocks)
+        return run_block_tasks(blocks, task, merge, shared=shared,
+                               scheduler=self.scheduler,
+                               num_workers=self.num_workers,
+                               split_every=self.split_every)
+
+    def topk(self, blocks, task, k, shared=None):
+        """Run tasks returning :class:`TopK` and merge them to the k best."""
+        if not blocks:
+            return TopK(np.zeros(0, np.int64), np.zeros(0, np.float64), {})
+        return self(blocks, task, partial(merge_topk_results, k=k), shared)
 
 
 def worst_case_analysis(features, weights, k, *, excluded=None,
@@ -93,7 +187,7 @@ def worst_case_analysis(features, weights, k, *, excluded=None,
     num_workers : int, optional
         Threads or processes for local schedulers.
     split_every : int
-        Fan-in of the tree reduction.
+        Fan-in of the tree reductions.
 
     Returns
     -------
@@ -101,32 +195,15 @@ def worst_case_analysis(features, weights, k, *, excluded=None,
         At most ``k``; fewer when fewer candidates have a positive score.
     stats : PassStats
     """
-    import dask
-    import dask.bag as db
-
     weights = np.ascontiguousarray(weights, dtype=np.float64)
     excluded = np.unique(np.asarray(
         [] if excluded is None else excluded, dtype=np.int64))
-    k = int(k)
-    blocks = features.candidate_blocks(block_size)
+    runner = _Runner(scheduler, num_workers, split_every, block_size)
     started = time.perf_counter()
-    if not blocks:
-        empty = Candidates(np.zeros(0, np.int64), np.zeros(0, np.float64))
-        return empty, PassStats(0, features.n_candidates, 0, 0.0)
-    bag = db.from_sequence(blocks, npartitions=len(blocks))
-    scored = bag.map(
-        _score_one,
-        features=dask.delayed(features, traverse=False),
-        weights=dask.delayed(weights, traverse=False),
-        excluded=dask.delayed(excluded, traverse=False),
-        k=k,
-    )
-    merged = scored.reduction(
-        lambda part: _merge_results(part, k),
-        lambda parts: _merge_results(parts, k),
-        split_every=split_every,
-    )
-    keys, scores, nnz = compute(merged, scheduler, num_workers=num_workers)
+    result = features.find_candidates(weights, int(k), excluded, runner)
     seconds = time.perf_counter() - started
-    stats = PassStats(len(blocks), features.n_candidates, int(nnz), seconds)
-    return Candidates(keys, scores), stats
+    counters = dict(result.counters)
+    nnz = int(counters.pop("nnz", 0))
+    stats = PassStats(runner.n_tasks, features.n_candidates, nnz, seconds,
+                      counters)
+    return Candidates(result.keys, result.scores), stats

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .features.linear import LinearFeatures
+from .features import make_feature_space
 from .fgm import fit_fgm
 from .model import Model
 from .store import as_store
@@ -15,7 +15,7 @@ __all__ = ["select"]
 def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
            tol=1e-3, fit_intercept=True, inner_tol=1e-3, inner_max_iter=1000,
            block_size=None, scheduler=None, num_workers=None, callback=None,
-           command=None):
+           command=None, poly=1, gamma=1.0, coef0=1.0):
     """Select features with FGM and return the fitted :class:`Model`.
 
     Parameters
@@ -28,19 +28,24 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
         See :func:`ultrafs.fgm.fit_fgm`.
     command : str, optional
         Recorded in the model's ``params``.
+    poly : {1, 2}
+        1: the candidates are the columns; 2: all degree-2 polynomial
+        features of the kernel (gamma x'z + coef0)^2, generated on the fly.
+    gamma, coef0 : float
+        Kernel parameters for ``poly=2`` (gamma > 0, coef0 >= 0).
 
     Returns
     -------
     model : Model
     """
     store = as_store(data, y)
-    features = LinearFeatures(store)
+    features = make_feature_space(store, poly=poly, gamma=gamma, coef0=coef0)
     result = fit_fgm(
         features, store.read_labels(), B=B, C=C, loss=loss, max_iter=max_iter,
         tol=tol, fit_intercept=fit_intercept, inner_tol=inner_tol,
         inner_max_iter=inner_max_iter, block_size=block_size,
         scheduler=scheduler, num_workers=num_workers, callback=callback)
-    params = {"B": int(B), "C": float(C), "loss": loss,
+    params = {"poly": int(poly), "B": int(B), "C": float(C), "loss": loss,
               "max_iter": int(max_iter), "tol": float(tol),
               "fit_intercept": bool(fit_intercept),
               "inner_tol": float(inner_tol), "id_offset": int(store.id_offset)}

@@ -149,6 +149,15 @@ def _fgm_options(func):
         click.option("--no-intercept", is_flag=True, help="Do not learn a bias."),
         click.option("--inner-tol", type=click.FloatRange(min=0, min_open=True),
                      default=1e-3, show_default=True, help="ε_in of the APG solver."),
+        click.option("--poly", type=click.Choice(["1", "2"]), default="1",
+                     show_default=True,
+                     help="2: select among all degree-2 polynomial features "
+                          "(linear, squares, crosses) generated on the fly."),
+        click.option("--gamma", type=click.FloatRange(min=0, min_open=True),
+                     default=1.0, show_default=True,
+                     help="γ of the degree-2 kernel (γ x'z + r)^2."),
+        click.option("--coef0", type=click.FloatRange(min=0), default=1.0,
+                     show_default=True, help="r of the degree-2 kernel."),
         click.option("--block-size", type=click.IntRange(min=1), default=None,
                      help="Columns per scoring task (default: the store's blocks)."),
         click.option("--scheduler", type=SchedulerType(), default="threads",
@@ -165,7 +174,8 @@ def _fgm_options(func):
 
 
 def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
-                block_size, scheduler, workers, progress, command):
+                block_size, scheduler, workers, progress, command, poly=1,
+                gamma=1.0, coef0=1.0):
     from .api import select
 
     show = _progress_enabled(progress)
@@ -176,13 +186,17 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                 f"iteration {record['iteration']:>3}: "
                 f"{record['n_features']:>6} features  "
                 f"objective {record['objective']:.6g}  "
-                f"(score {record['score_seconds']:.2f}s, "
+                + (f"pairs evaluated {record['pairs_evaluated']:,} of "
+                   f"{record['candidates']:,} candidates  "
+                   if "pairs_evaluated" in record else "")
+                + f"(score {record['score_seconds']:.2f}s, "
                 f"solve {record['solve_seconds']:.2f}s)", err=True)
 
     return select(store, B=B, C=C, loss=loss, max_iter=max_iter, tol=tol,
                   fit_intercept=not no_intercept, inner_tol=inner_tol,
                   block_size=block_size, scheduler=_open_scheduler(scheduler),
-                  num_workers=workers, callback=report, command=command)
+                  num_workers=workers, callback=report, command=command,
+                  poly=int(poly), gamma=gamma, coef0=coef0)
 
 
 @main.command("select")

@@ -17,6 +17,16 @@ from .store.base import ColumnStore
 __all__ = ["FGMClassifier"]
 
 
+def _unlabelled_store(X, id_offset):
+    """Wrap a matrix as a store for prediction (labels are not used)."""
+    from .store.memory import InMemoryStore, to_csc
+
+    csc = to_csc(X)
+    return InMemoryStore.from_csc_arrays(
+        csc.indptr, csc.indices, csc.data, csc.shape[0],
+        np.ones(csc.shape[0]), np.array([0.0, 1.0]), id_offset=id_offset)
+
+
 def _has_logistic_loss(estimator):
     return estimator.loss == "logistic"
 
@@ -49,13 +59,21 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         Columns per scoring task (None: the store's own blocks).
     scheduler : None, str or distributed.Client, default=None
         Dask scheduler of the scoring passes ("threads" when None).
+    poly : {1, 2}, default=1
+        2 selects among all degree-2 polynomial features of the kernel
+        ``(gamma x'z + coef0)^2`` (linear, squares, crosses), generated on
+        the fly; selected crosses are reported as ``[j, k]`` pairs.
+    gamma : float, default=1.0
+    coef0 : float, default=1.0
 
     Attributes
     ----------
     classes_ : ndarray of shape (2,)
-    selected_features_ : ndarray of int64, shape (n_selected,)
+    selected_features_ : ndarray of int64, shape (n_selected,), or list
         Selected feature ids in selection order: column numbers from 0 for
         numpy / scipy inputs, store ids (e.g. LIBSVM's 1-based) for stores.
+        With ``poly=2`` a list whose entries are ``j`` (linear term) or
+        ``[j, k]`` (square when j == k, cross otherwise).
     coef_ : ndarray of float64, shape (n_selected,)
         Weights aligned with ``selected_features_``.
     intercept_ : float
@@ -69,7 +87,7 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, B=50, C=10.0, loss="logistic", max_iter=10, tol=1e-3,
                  fit_intercept=True, inner_tol=1e-3, block_size=None,
-                 scheduler=None):
+                 scheduler=None, poly=1, gamma=1.0, coef0=1.0):
         self.B = B
         self.C = C
         self.loss = loss
@@ -79,6 +97,9 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         self.inner_tol = inner_tol
         self.block_size = block_size
         self.scheduler = scheduler
+        self.poly = poly
+        self.gamma = gamma
+        self.coef0 = coef0
 
     def fit(self, X, y=None):
         """Select features and fit the model.
@@ -96,6 +117,8 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         """
         validate_fgm_params(self.B, self.C, self.loss, self.max_iter, self.tol,
                             self.inner_tol)
+        if self.poly not in (1, 2) or isinstance(self.poly, bool):
+            raise ParameterError(f"poly must be 1 or 2, got {self.poly!r}")
         if self.block_size is not None and (
                 not isinstance(self.block_size, (int, np.integer))
                 or self.block_size < 1):
@@ -129,9 +152,11 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
                        max_iter=int(self.max_iter), tol=float(self.tol),
                        fit_intercept=bool(self.fit_intercept),
                        inner_tol=float(self.inner_tol),
-                       block_size=self.block_size, scheduler=self.scheduler)
+                       block_size=self.block_size, scheduler=self.scheduler,
+                       poly=self.poly, gamma=self.gamma, coef0=self.coef0)
         self.model_ = model
-        self.selected_features_ = np.asarray(model.features, dtype=np.int64)
+        self.selected_features_ = (np.asarray(model.features, dtype=np.int64)
+                                   if self.poly == 1 else list(model.features))
         self.coef_ = np.asarray(model.coef, dtype=np.float64)
         self.intercept_ = float(model.intercept)
         self.history_ = list(model.history)
@@ -156,6 +181,9 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
             return self.model_.decision_function_store(X)
         X = validate_data(self, X, accept_sparse=("csr", "csc"),
                           dtype=(np.float64, np.float32), reset=False)
+        if self.poly != 1:
+            return self.model_.decision_function_store(_unlabelled_store(
+                X, self._store_id_offset() if self._fitted_on_store else 0))
         columns = self.selected_features_
         if self._fitted_on_store:
             columns = columns - self._store_id_offset()

@@ -114,7 +114,9 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
         ``history`` records hold: ``iteration``, ``n_features``,
         ``n_new``, ``objective``, ``inner_iterations``, ``score_seconds``,
         ``materialize_seconds``, ``solve_seconds``, ``scan_nnz``,
-        ``top_score``.
+        ``candidates`` (candidates possible), ``top_score``, plus the
+        feature space's pass figures (for degree 2: ``pairs_evaluated``,
+        ``pairs_pruned``, ``live_columns``, ``seed_columns``).
     """
     validate_fgm_params(B, C, loss, max_iter, tol, inner_tol)
     y = np.ascontiguousarray(y, dtype=np.float64)
@@ -165,7 +167,9 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
             "materialize_seconds": materialize_seconds,
             "solve_seconds": solve_seconds,
             "scan_nnz": pass_stats.nnz,
+            "candidates": int(pass_stats.n_candidates),
             "top_score": float(candidates.scores[0]),
+            **{name: int(value) for name, value in pass_stats.details.items()},
         }
         history.append(record)
         path.append((coef.copy(), float(bias)))

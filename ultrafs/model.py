@@ -181,24 +181,22 @@ class Model:
     def decision_function_store(self, store) -> np.ndarray:
         """Decision values for every row of a store.
 
-        Only the model's columns are read.  Features absent from the store
-        (ids beyond its columns, or below its first id) count as zero
-        columns, with a warning.
+        Only the source columns of the model's features are read (and, for
+        degree-2 features, only the products the model needs are formed).
+        Features absent from the store (ids beyond its columns, or below
+        its first id) count as zero columns, with a warning.
         """
-        if self.feature_space.get("kind", "linear") != "linear":
-            raise InputFormatError(
-                f"model feature space {self.feature_space!r} is not supported")
-        columns = store.columns_of(np.asarray(self.features, dtype=np.int64))
-        absent = (columns < 0) | (columns >= store.n_features)
-        if absent.any():
-            warnings.warn(
-                f"{int(absent.sum())} model feature(s) absent from the store "
-                f"(e.g. id {self.features[int(np.flatnonzero(absent)[0])]}) "
-                "count as zero columns", UltraFSWarning, stacklevel=2)
-        columns = np.where(absent, store.n_features, columns)
-        block = store.read_columns(columns)
+        from .features import feature_space_from_spec
         from .kernels.sparse_ops import csc_matvec
 
+        features = feature_space_from_spec(store, self.feature_space)
+        absent = features.absent_ids(self.features)
+        if absent:
+            warnings.warn(
+                f"{len(absent)} model feature(s) absent from the store "
+                f"(e.g. id {absent[0]}) count as zero columns", UltraFSWarning,
+                stacklevel=2)
+        block = features.materialize_ids(self.features)
         decision = csc_matvec(block.indptr, block.indices,
                               block.values(np.float64), self.coef,
                               store.n_samples)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..analysis import TopK
 from ..kernels.scoring import score_block_topk, score_block_topk_binary
 from ..store.base import ColumnBlock, ColumnStore
 
@@ -11,6 +12,21 @@ __all__ = ["LinearFeatures"]
 
 _EMPTY_KEYS = np.zeros(0, dtype=np.int64)
 _EMPTY_SCORES = np.zeros(0, dtype=np.float64)
+
+
+def _score_columns(block, store, weights, excluded, k):
+    """Task: top-``k`` columns of one column range by ``(Σ_i a_i x_ij)²``."""
+    start, stop = block
+    cols = store.read_range(start, stop)
+    if cols.nnz == 0:
+        return TopK(_EMPTY_KEYS, _EMPTY_SCORES, {"nnz": 0})
+    if cols.data is None:
+        keys, scores = score_block_topk_binary(
+            cols.indptr, cols.indices, weights, start, excluded, k, 1.0)
+    else:
+        keys, scores = score_block_topk(
+            cols.indptr, cols.indices, cols.data, weights, start, excluded, k, 1.0)
+    return TopK(keys, scores, {"nnz": cols.nnz})
 
 
 class LinearFeatures:
@@ -59,39 +75,29 @@ class LinearFeatures:
         return [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])
                 if hi > lo]
 
-    def score_block(self, block, weights, excluded, k):
-        """Top-``k`` candidates of one block (runs in a worker).
+    def find_candidates(self, weights, k, excluded, run):
+        """Top-``k`` columns by ``c_j**2``: one streamed pass.
 
         Parameters
         ----------
-        block : tuple
-            A descriptor from :meth:`candidate_blocks`.
         weights : float64 array, shape (n_samples,)
             ``alpha * y``.
+        k : int
         excluded : int64 array, sorted
             Keys already selected.
-        k : int
+        run : runner
+            Executes block tasks on the pass's scheduler (see
+            :mod:`ultrafs.analysis`).
 
         Returns
         -------
-        keys : int64 array
-        scores : float64 array
-            Ranked by score decreasing, key increasing; scores > 0 only.
-        nnz : int
-            Nonzeros visited (for throughput statistics).
+        result : TopK
+            With counter ``nnz`` (nonzeros streamed).
         """
-        start, stop = block
-        cols = self.store.read_range(start, stop)
-        if cols.nnz == 0:
-            return _EMPTY_KEYS, _EMPTY_SCORES, 0
-        if cols.data is None:
-            keys, scores = score_block_topk_binary(
-                cols.indptr, cols.indices, weights, start, excluded, k, 1.0)
-        else:
-            keys, scores = score_block_topk(
-                cols.indptr, cols.indices, cols.data, weights, start, excluded,
-                k, 1.0)
-        return keys, scores, cols.nnz
+        blocks = self.candidate_blocks(run.block_size)
+        return run.topk(blocks, _score_columns, k,
+                        shared={"store": self.store, "weights": weights,
+                                "excluded": excluded, "k": k})
 
     def materialize(self, keys, dtype=np.float64) -> ColumnBlock:
         """The columns of ``keys`` in the order given, values materialised.
@@ -102,6 +108,23 @@ class LinearFeatures:
         cols = self.store.read_columns(np.asarray(keys, dtype=np.int64))
         return ColumnBlock(-1, cols.indptr, cols.indices,
                            cols.values(dtype).astype(dtype, copy=False))
+
+    def materialize_ids(self, feature_ids, dtype=np.float64) -> ColumnBlock:
+        """Like :meth:`materialize` from user-visible ids (for prediction).
+
+        Ids outside the store (beyond its columns or below its first id)
+        count as zero columns.
+        """
+        columns = self.keys_of(feature_ids)
+        absent = (columns < 0) | (columns >= self.store.n_features)
+        return self.materialize(np.where(absent, self.store.n_features, columns),
+                                dtype)
+
+    def absent_ids(self, feature_ids) -> list:
+        """The ids whose source columns are not in the store."""
+        columns = self.keys_of(feature_ids)
+        absent = (columns < 0) | (columns >= self.store.n_features)
+        return [fid for fid, out in zip(feature_ids, absent) if out]
 
     def feature_ids(self, keys) -> list:
         """User-visible ids of keys (store ids, e.g. 1-based for LIBSVM)."""

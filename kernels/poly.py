@@ -1,0 +1,277 @@
+"""Degree-2 polynomial feature kernels: column statistics and cross scores.
+
+The explicit map of the kernel (γ x′z + r)² has linear terms √(2γr)·x_j,
+squares γ·x_j² and crosses √2·γ·x_j·x_k (j < k).  With ``a_i = α_i y_i``
+the scores are
+
+* linear  ``2γr · (Σ_i a_i x_ij)²``
+* square  ``γ² · (Σ_i a_i x_ij²)²``
+* cross   ``2γ² · (Σ_i a_i x_ij x_ik)²``.
+
+A cross sum is accumulated over the rows of column j in increasing row
+order, whatever the blocking, so scores are bit-identical for any block
+layout.  Keys encode pairs as ``j * (m + 1) + (k + 1)`` (k = -1 for the
+linear term, k = j for the square), an order-preserving encoding of the
+pair (j, k) that fits int64 for m < 3·10⁹.
+
+Safe pruning: |Σ_i a_i x_ij x_ik| ≤ min(A_j M_k, A_k M_j) with
+A_j = Σ_i |a_i||x_ij| and M_j = max_i |x_ij|; a pair whose bound cannot
+reach the current B-th best score is never accumulated.
+"""
+
+import numpy as np
+from numba import njit
+
+from .scoring import _ranks_before, _sift_down, _sift_up, _sorted_heap
+
+__all__ = [
+    "column_stats",
+    "pair_key",
+    "cross_topk",
+    "multiply_columns",
+    "rows_of_columns",
+]
+
+#: relative safety margin of the pruning bound against rounding
+BOUND_SLACK = 1e-9
+
+
+@njit(cache=True, nogil=True)
+def column_stats(indptr, indices, data, weights, binary):
+    """Per-column sums needed by the degree-2 worst-case analysis.
+
+    Parameters
+    ----------
+    indptr, indices, data : CSC arrays of a column block
+        ``data`` is ignored when ``binary`` is True (all values one).
+    weights : float64 array, shape (n_rows,)
+        ``a = alpha * y``.
+    binary : bool
+
+    Returns
+    -------
+    linear_sums : float64 array  Σ_i a_i x_ij
+    square_sums : float64 array  Σ_i a_i x_ij²
+    abs_sums : float64 array     A_j = Σ_i |a_i| |x_ij|
+    max_abs : float64 array      M_j = max_i |x_ij| (0 for empty columns)
+    """
+    n_columns = indptr.shape[0] - 1
+    linear_sums = np.zeros(n_columns)
+    square_sums = np.zeros(n_columns)
+    abs_sums = np.zeros(n_columns)
+    max_abs = np.zeros(n_columns)
+    for j in range(n_columns):
+        lin = 0.0
+        sq = 0.0
+        ab = 0.0
+        mx = 0.0
+        for p in range(indptr[j], indptr[j + 1]):
+            w = weights[indices[p]]
+            x = 1.0 if binary else np.float64(data[p])
+            wx = w * x
+            lin += wx
+            sq += wx * x
+            ab += abs(wx)
+            if abs(x) > mx:
+                mx = abs(x)
+        linear_sums[j] = lin
+        square_sums[j] = sq
+        abs_sums[j] = ab
+        max_abs[j] = mx
+    return linear_sums, square_sums, abs_sums, max_abs
+
+
+@njit(cache=True, nogil=True, inline="always")
+def pair_key(j, k, n_features):
+    """Key of the pair (j, k); k = -1 is the linear term, k = j the square."""
+    return j * (n_features + 1) + (k + 1)
+
+
+@njit(cache=True, nogil=True)
+def rows_of_columns(indptr, indices, data, n_rows):
+    """Transpose a CSC block to CSR (rows -> local column positions).
+
+    Returns
+    -------
+    row_ptr : int64 array, shape (n_rows + 1,)
+    row_cols : int32 array  local column positions, increasing within a row
+    row_vals : float64 array
+    """
+    n_columns = indptr.shape[0] - 1
+    nnz = indptr[n_columns]
+    row_ptr = np.zeros(n_rows + 1, dtype=np.int64)
+    for p in range(nnz):
+        row_ptr[indices[p] + 1] += 1
+    for i in range(n_rows):
+        row_ptr[i + 1] += row_ptr[i]
+    fill = row_ptr[:-1].copy()
+    row_cols = np.empty(nnz, dtype=np.int32)
+    row_vals = np.empty(nnz, dtype=np.float64)
+    for j in range(n_columns):
+        for p in range(indptr[j], indptr[j + 1]):
+            i = indices[p]
+            row_cols[fill[i]] = j
+            row_vals[fill[i]] = data[p]
+            fill[i] += 1
+    return row_ptr, row_cols, row_vals
+
+
+@njit(cache=True, nogil=True)
+def _is_excluded(excluded, key):
+    pos = np.searchsorted(excluded, key)
+    return pos < excluded.shape[0] and excluded[pos] == key
+
+
+@njit(cache=True, nogil=True)
+def cross_topk(left_indptr, left_indices, left_data, left_columns, left_abs,
+               left_max, row_ptr, row_cols, row_vals, right_columns, right_abs,
+               right_max, weights, scale, threshold, excluded, n_features, k):
+    """Top-``k`` cross features between a left and a right set of columns.
+
+    Every pair (j, k) with j in the left set, k in the right set and
+    j < k (global column numbers) is a candidate.  The right set is given
+    row-wise (CSR over its local positions) so that, for a left column j,
+    the sums Σ_i a_i x_ij x_ik over all k are accumulated by visiting the
+    rows of j once, in increasing row order.
+
+    Parameters
+    ----------
+    left_indptr, left_indices, left_data : CSC arrays of the left columns
+    left_columns : int64 array, increasing
+        Global column numbers of the left columns.
+    left_abs, left_max : float64 arrays
+        A_j and M_j of the left columns.
+    row_ptr, row_cols, row_vals : CSR arrays of the right columns
+        (``row_cols`` are positions into ``right_columns``).
+    right_columns : int64 array, increasing
+    right_abs, right_max : float64 arrays
+    weights : float64 array  a = alpha * y
+    scale : float
+        2γ², the factor of a cross score.
+    threshold : float
+        Scores that cannot exceed it are pruned (a proven lower bound of
+        the final k-th best score, 0 to disable pruning).
+    excluded : int64 array, sorted
+        Keys never returned (already selected).
+    n_features : int
+        m, for the key encoding.
+    k : int
+
+    Returns
+    -------
+    keys, scores : ranked top-k (score decreasing, key increasing)
+    n_evaluated : int   pairs whose sum was accumulated
+    n_pruned : int      co-occurring pairs skipped by the bound
+    """
+    n_right = right_columns.shape[0]
+    acc = np.zeros(n_right)
+    seen = np.zeros(n_right, dtype=np.bool_)
+    touched = np.empty(n_right, dtype=np.int64)
+    heap_scores = np.empty(k, dtype=np.float64)
+    heap_keys = np.empty(k, dtype=np.int64)
+    size = 0
+    n_evaluated = 0
+    n_pruned = 0
+    slack = 1.0 + BOUND_SLACK
+    for jl in range(left_columns.shape[0]):
+        j = left_columns[jl]
+        a_j = left_abs[jl]
+        m_j = left_max[jl]
+        level = threshold
+        if size == k and heap_scores[0] > level:
+            level = heap_scores[0]
+        # a pair (j, .) scores at most scale * (a_j * max M)^2; the column
+        # is skipped when even that cannot beat the level.
+        first = np.searchsorted(right_columns, j + 1)
+        if first >= n_right:
+            continue
+        n_touched = 0
+        for p in range(left_indptr[jl], left_indptr[jl + 1]):
+            i = left_indices[p]
+            wx = weights[i] * np.float64(left_data[p])
+            if wx == 0.0:
+                continue
+            start = row_ptr[i]
+            stop = row_ptr[i + 1]
+            # positions in a row are increasing: skip those with k <= j
+            lo = start
+            hi = stop
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if row_cols[mid] < first:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            for q in range(lo, stop):
+                kl = row_cols[q]
+                if not seen[kl]:
+                    seen[kl] = True
+                    touched[n_touched] = kl
+                    n_touched += 1
+                    bound = min(a_j * right_max[kl], right_abs[kl] * m_j) * slack
+                    if scale * bound * bound < level:
+                        acc[kl] = np.nan   # marks a pruned pair
+                        continue
+                    acc[kl] = 0.0
+                if acc[kl] == acc[kl]:     # not pruned
+                    acc[kl] += wx * row_vals[q]
+        for t in range(n_touched):
+            kl = touched[t]
+            seen[kl] = False
+            s_sum = acc[kl]
+            acc[kl] = 0.0
+            if s_sum != s_sum:
+                n_pruned += 1
+                continue
+            n_evaluated += 1
+            v = s_sum
+            s = scale * v * v
+            if not s > 0.0:
+                continue
+            key = pair_key(j, right_columns[kl], n_features)
+            if size < k:
+                if _is_excluded(excluded, key):
+                    continue
+                heap_scores[size] = s
+                heap_keys[size] = key
+                _sift_up(heap_scores, heap_keys, size)
+                size += 1
+            elif _ranks_before(s, key, heap_scores[0], heap_keys[0]):
+                if _is_excluded(excluded, key):
+                    continue
+                heap_scores[0] = s
+                heap_keys[0] = key
+                _sift_down(heap_scores, heap_keys, size, 0)
+    keys, scores = _sorted_heap(heap_scores, heap_keys, size)
+    return keys, scores, n_evaluated, n_pruned
+
+
+@njit(cache=True, nogil=True)
+def multiply_columns(idx_a, val_a, idx_b, val_b):
+    """Elementwise product of two sparse columns (sorted row indices).
+
+    Returns
+    -------
+    rows : int32 array
+    values : float64 array
+    """
+    n = min(idx_a.shape[0], idx_b.shape[0])
+    rows = np.empty(n, dtype=np.int32)
+    values = np.empty(n, dtype=np.float64)
+    p = 0
+    q = 0
+    out = 0
+    while p < idx_a.shape[0] and q < idx_b.shape[0]:
+        if idx_a[p] < idx_b[q]:
+            p += 1
+        elif idx_a[p] > idx_b[q]:
+            q += 1
+        else:
+            v = np.float64(val_a[p]) * np.float64(val_b[q])
+            if v != 0.0:
+                rows[out] = idx_a[p]
+                values[out] = v
+                out += 1
+            p += 1
+            q += 1
+    return rows[:out].copy(), values[:out].copy()

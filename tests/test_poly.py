@@ -1,0 +1,201 @@
+"""Degree-2 features: exact pruned worst-case analysis, materialisation, CLI."""
+
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from click.testing import CliRunner
+
+from ultrafs.analysis import worst_case_analysis
+from ultrafs.api import select
+from ultrafs.cli import main
+from ultrafs.errors import ParameterError, UltraFSWarning
+from ultrafs.features.poly import PolyFeatures
+from ultrafs.kernels.poly import multiply_columns, rows_of_columns
+from ultrafs.store import InMemoryStore
+
+
+def expand(X, gamma, coef0):
+    """Explicit degree-2 map with the keys PolyFeatures uses."""
+    X = np.asarray(X, dtype=np.float64)
+    n, m = X.shape
+    cols, keys, ids = [], [], []
+    for j in range(m):
+        cols.append(np.sqrt(2 * gamma * coef0) * X[:, j])
+        keys.append(j * (m + 1))
+        ids.append(j)
+        cols.append(gamma * X[:, j] ** 2)
+        keys.append(j * (m + 1) + j + 1)
+        ids.append([j, j])
+        for k in range(j + 1, m):
+            cols.append(np.sqrt(2) * gamma * X[:, j] * X[:, k])
+            keys.append(j * (m + 1) + k + 1)
+            ids.append([j, k])
+    return np.column_stack(cols), np.array(keys), ids
+
+
+def brute_force(E, keys, weights, k, excluded):
+    scores = (E.T @ weights) ** 2
+    keep = (scores > 0) & ~np.isin(keys, excluded)
+    order = np.lexsort((keys[keep], -scores[keep]))[:k]
+    return keys[keep][order], scores[keep][order]
+
+
+def make_data(rng, n=70, m=30, density=0.2, binary=False, dtype=np.float64):
+    X = sp.random(n, m, density=density, format="csc",
+                  random_state=np.random.RandomState(rng.integers(2**31))).toarray()
+    if binary:
+        X = (X > 0).astype(float)
+    X[:, 4] = 0          # empty column
+    X[5, :] = 0          # zero row
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    y[:2] = [-1.0, 1.0]
+    return X.astype(dtype), y
+
+
+@pytest.mark.parametrize("binary", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("block_size", [1, 6, 30])
+@pytest.mark.parametrize("n_seed", [2, 256])
+def test_pass_equals_brute_force(rng, binary, dtype, block_size, n_seed):
+    X, y = make_data(rng, binary=binary, dtype=dtype)
+    weights = rng.random(len(y)) * y
+    E, keys, _ = expand(X.astype(np.float64), 4.0, 0.5)
+    excluded = np.sort(brute_force(E, keys, weights, 3, [])[0])
+    expected_keys, expected_scores = brute_force(E, keys, weights, 12, excluded)
+    features = PolyFeatures(InMemoryStore(X, y, block_size=block_size), gamma=4.0,
+                            coef0=0.5, n_seed=n_seed)
+    cand, stats = worst_case_analysis(features, weights, 12, excluded=excluded,
+                                      scheduler="synchronous")
+    np.testing.assert_array_equal(cand.keys, expected_keys)
+    np.testing.assert_allclose(cand.scores, expected_scores, rtol=1e-9)
+    assert stats.n_candidates == 30 + 30 + 30 * 29 // 2
+
+
+def test_pruning_never_changes_the_result(rng):
+    """A strong threshold prunes pairs, yet the result equals the unpruned one."""
+    # columns of very different frequency: the bound prunes rare ones
+    n, m = 400, 60
+    freq = np.geomspace(0.6, 0.01, m)
+    X = (rng.random((n, m)) < freq).astype(float)
+    y = np.where(X[:, 0] * X[:, 1] + 0.2 * rng.standard_normal(n) > 0.3, 1.0, -1.0)
+    weights = rng.random(n) * y
+    E, keys, _ = expand(X, 1.0, 1.0)
+    expected = brute_force(E, keys, weights, 5, [])
+    for n_seed in (3, 10, 64):
+        features = PolyFeatures(InMemoryStore(X, y, block_size=7), n_seed=n_seed)
+        cand, stats = worst_case_analysis(features, weights, 5, scheduler="threads")
+        np.testing.assert_array_equal(cand.keys, expected[0])
+        assert stats.details["live_columns"] < m
+    assert stats.details["pairs_evaluated"] < m * (m - 1) // 2
+
+
+def test_same_result_on_every_scheduler(rng, local_cluster_client):
+    X, y = make_data(rng, n=120, m=40)
+    weights = rng.random(len(y)) * y
+    features = PolyFeatures(InMemoryStore(X, y, block_size=9), gamma=2.0, n_seed=5)
+    reference, _ = worst_case_analysis(features, weights, 10, scheduler="synchronous")
+    for scheduler in ("threads", "processes", local_cluster_client):
+        cand, _ = worst_case_analysis(features, weights, 10, scheduler=scheduler)
+        np.testing.assert_array_equal(cand.keys, reference.keys)
+        np.testing.assert_array_equal(cand.scores, reference.scores)
+
+
+def test_kernels_match_dense(rng):
+    X, _ = make_data(rng)
+    csc = sp.csc_matrix(X)
+    row_ptr, row_cols, row_vals = rows_of_columns(
+        csc.indptr.astype(np.int64), csc.indices, csc.data, X.shape[0])
+    csr = sp.csr_matrix((row_vals, row_cols, row_ptr), shape=X.shape)
+    np.testing.assert_array_equal(csr.toarray(), X)
+    rows, vals = multiply_columns(csc.indices[csc.indptr[1]:csc.indptr[2]],
+                                  csc.data[csc.indptr[1]:csc.indptr[2]],
+                                  csc.indices[csc.indptr[2]:csc.indptr[3]],
+                                  csc.data[csc.indptr[2]:csc.indptr[3]])
+    dense = np.zeros(X.shape[0])
+    dense[rows] = vals
+    np.testing.assert_array_equal(dense, X[:, 1] * X[:, 2])
+
+
+def test_model_matches_sklearn_on_expanded_columns(rng):
+    """Decision values equal those of scikit-learn's model on the explicit columns."""
+    from sklearn.linear_model import LogisticRegression
+
+    n, m = 300, 12
+    X = rng.standard_normal((n, m))
+    y = np.where(X[:, 0] * X[:, 1] - X[:, 2] + 0.1 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    model = select(X, y, B=3, max_iter=3, tol=0.0, poly=2, gamma=1.0, coef0=1.0,
+                   inner_tol=1e-10, inner_max_iter=100000)
+    assert [0, 1] in model.features
+    E, _, ids = expand(X, 1.0, 1.0)
+    columns = [ids.index(f) for f in model.features]
+    decision = model.decision_function_store(InMemoryStore(X, y))
+    np.testing.assert_allclose(decision, E[:, columns] @ model.coef + model.intercept,
+                               rtol=1e-6, atol=1e-8)
+    # with one group the FGM subproblem is L2 logistic regression with the same C
+    single = select(X, y, B=6, max_iter=1, poly=2, inner_tol=1e-12,
+                    inner_max_iter=100000)
+    columns = [ids.index(f) for f in single.features]
+    ref = LogisticRegression(C=10.0, tol=1e-12, max_iter=100000).fit(E[:, columns], y)
+    np.testing.assert_allclose(single.coef, ref.coef_.ravel(), rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(single.intercept, ref.intercept_[0], rtol=1e-4,
+                               atol=1e-6)
+
+
+def test_estimator_poly(rng):
+    from ultrafs import FGMClassifier
+
+    X = rng.standard_normal((200, 8))
+    y = np.where(X[:, 2] * X[:, 5] > 0, "a", "b")
+    clf = FGMClassifier(B=2, max_iter=2, poly=2, gamma=1.0).fit(X, y)
+    assert [2, 5] in clf.selected_features_
+    assert clf.score(X, y) > 0.85
+
+
+def test_bad_parameters(rng):
+    X, y = make_data(rng)
+    with pytest.raises(ParameterError, match="gamma"):
+        select(X, y, poly=2, gamma=0.0)
+    with pytest.raises(ParameterError, match="poly"):
+        select(X, y, poly=3)
+
+
+def test_cli_poly_and_missing_columns(tmp_path, rng):
+    from sklearn.datasets import dump_svmlight_file
+
+    X = rng.standard_normal((150, 10))
+    y = np.where(X[:, 8] * X[:, 9] > 0, 1, -1)
+    dump_svmlight_file(X, y, str(tmp_path / "train.svm"), zero_based=False)
+    dump_svmlight_file(X[:, :8], y, str(tmp_path / "test.svm"), zero_based=False)
+    runner = CliRunner()
+    for name in ("train", "test"):
+        result = runner.invoke(main, ["ingest", str(tmp_path / f"{name}.svm"),
+                                      str(tmp_path / f"{name}.zarr")])
+        assert result.exit_code == 0, result.output
+    model_path = tmp_path / "model.json"
+    result = runner.invoke(main, ["select", "--data", str(tmp_path / "train.zarr"),
+                                  "--poly", "2", "--B", "2", "--max-iter", "2",
+                                  "--out", str(model_path)])
+    assert result.exit_code == 0, result.output
+    model = json.loads(model_path.read_text())
+    assert [9, 10] in model["features"]           # 1-based ids of the pair
+    assert model["feature_space"]["kind"] == "poly2"
+    result = runner.invoke(main, ["evaluate", "--model", str(model_path), "--data",
+                                  str(tmp_path / "test.zarr")])
+    assert result.exit_code == 0
+    assert "absent from the store" in result.stderr
+    for args in (["--poly", "3"], ["--gamma", "0"], ["--gamma", "-1"]):
+        result = runner.invoke(main, ["select", "--data", str(tmp_path / "train.zarr"),
+                                      *args])
+        assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_missing_pair_column_warns(rng):
+    X = rng.standard_normal((100, 6))
+    y = np.where(X[:, 4] * X[:, 5] > 0, 1.0, -1.0)
+    model = select(X, y, B=2, max_iter=1, poly=2)
+    assert [4, 5] in model.features
+    with pytest.warns(UltraFSWarning, match="absent"):
+        decision = model.decision_function_store(InMemoryStore(X[:, :5], y))
+    assert np.all(np.isfinite(decision))

@@ -1,0 +1,388 @@
+"""Degree-2 polynomial feature space, generated on the fly (FGM §6.2, Alg. 5).
+
+Candidates are the terms of the explicit map of the kernel (γ x′z + r)²:
+linear √(2γr)·x_j, squares γ·x_j² and crosses √2·γ·x_j·x_k (j < k); the
+constant r² is absorbed by the bias.  With m columns there are
+m(m+3)/2 candidates, never written down.
+
+The worst-case analysis is exact and runs in phases:
+
+1. **column pass** (one task per column block, streamed): the linear and
+   square scores, a top-B over them, and the per-column bound ingredients
+   A_j = Σ_i |a_i||x_ij| and M_j = max_i |x_ij|; each block also returns its
+   ``n_seed`` columns with the largest A_j.
+2. **seeding** (driver, in memory): the exact cross scores among the
+   seed columns give, with phase 1's top-B, a proven lower bound θ of the
+   final B-th best score.
+3. **live set**: a cross (j, k) scores at most 2γ²·min(A_j M_k, A_k M_j)²,
+   so only columns with A_j·max M ≥ √(θ / 2γ²) can take part in a winning
+   pair.  When the seed list does not already hold all of them, a second
+   streamed pass collects them.
+4. **cross pass** (one task per chunk of live columns): every pair of live
+   columns is scored by :func:`ultrafs.kernels.poly.cross_topk`, which also
+   prunes single pairs by the same bound against the running B-th best.
+
+Pruning never changes the result: a pair is skipped only when its bound,
+inflated by a relative slack of 1e-9 against rounding, is strictly below a
+score that is already guaranteed.  Memory holds the live columns only,
+never anything of size m².
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..analysis import TopK
+from ..errors import ParameterError
+from ..kernels.poly import (BOUND_SLACK, column_stats, cross_topk,
+                            multiply_columns, rows_of_columns)
+from ..kernels.scoring import merge_topk, topk_keyed
+from ..store.base import ColumnBlock, ColumnStore
+
+__all__ = ["PolyFeatures", "DEFAULT_N_SEED"]
+
+#: columns with the largest A_j that every column block proposes for seeding
+DEFAULT_N_SEED = 256
+#: target nonzeros of left columns per cross task
+CROSS_TASK_NNZ = 1 << 18
+
+_EMPTY_KEYS = np.zeros(0, dtype=np.int64)
+_EMPTY_SCORES = np.zeros(0, dtype=np.float64)
+
+
+# --------------------------------------------------------------------- tasks
+def _column_pass(block, store, weights, excluded, k, n_seed, linear_scale,
+                 square_scale):
+    """Phase 1 task: linear/square top-k, seed columns and max |x| of a block."""
+    start, stop = block
+    cols = store.read_range(start, stop)
+    m = store.n_features
+    empty = np.zeros(0)
+    data = cols.data if cols.data is not None else empty
+    lin, sq, abs_sums, max_abs = column_stats(
+        cols.indptr, cols.indices, data, weights, cols.data is None)
+    columns = np.arange(start, stop, dtype=np.int64)
+    keys = np.concatenate([columns * (m + 1), columns * (m + 1) + columns + 1])
+    scores = np.concatenate([linear_scale * lin * lin, square_scale * sq * sq])
+    top_keys, top_scores = topk_keyed(scores, keys, excluded, k)
+    seed_cols, seed_abs = topk_keyed(abs_sums, columns, _EMPTY_KEYS, n_seed)
+    return {
+        "topk": TopK(top_keys, top_scores, {"nnz": cols.nnz}),
+        "seed": TopK(seed_cols, seed_abs, {}),
+        "max_abs": float(max_abs.max()) if len(max_abs) else 0.0,
+    }
+
+
+def _merge_column_pass(parts, k, n_seed):
+    topk_keys, topk_scores = _EMPTY_KEYS, _EMPTY_SCORES
+    seed_keys, seed_scores = _EMPTY_KEYS, _EMPTY_SCORES
+    nnz, max_abs, n_seed_total = 0, 0.0, 0
+    for part in parts:
+        topk_keys, topk_scores = merge_topk(topk_keys, topk_scores,
+                                            part["topk"].keys, part["topk"].scores, k)
+        seed_keys, seed_scores = merge_topk(seed_keys, seed_scores,
+                                            part["seed"].keys, part["seed"].scores,
+                                            n_seed)
+        nnz += part["topk"].counters.get("nnz", 0)
+        max_abs = max(max_abs, part["max_abs"])
+    return {"topk": TopK(topk_keys, topk_scores, {"nnz": nnz}),
+            "seed": TopK(seed_keys, seed_scores, {}), "max_abs": max_abs}
+
+
+def _live_pass(block, store, weights, min_abs):
+    """Phase 3 task: columns of a block with A_j >= min_abs."""
+    start, stop = block
+    cols = store.read_range(start, stop)
+    data = cols.data if cols.data is not None else np.zeros(0)
+    _, _, abs_sums, _ = column_stats(cols.indptr, cols.indices, data, weights,
+                                     cols.data is None)
+    live = start + np.flatnonzero(abs_sums >= min_abs)
+    return {"live": live.astype(np.int64), "nnz": cols.nnz}
+
+
+def _merge_live(parts):
+    parts = list(parts)
+    live = np.concatenate([p["live"] for p in parts] or [_EMPTY_KEYS])
+    return {"live": np.sort(live), "nnz": sum(p["nnz"] for p in parts)}
+
+
+def _cross_task(chunk, live, weights, scale, threshold, excluded, n_features, k):
+    """Phase 4 task: top-k crosses of a chunk of live columns with all live."""
+    lo, hi = chunk
+    indptr = live["indptr"][lo:hi + 1]
+    offset = indptr[0]
+    keys, scores, n_eval, n_pruned = cross_topk(
+        indptr - offset, live["indices"][offset:indptr[-1]],
+        live["data"][offset:indptr[-1]], live["columns"][lo:hi],
+        live["abs"][lo:hi], live["max"][lo:hi], live["row_ptr"], live["row_cols"],
+        live["row_vals"], live["columns"], live["abs"], live["max"], weights,
+        scale, threshold, excluded, n_features, k)
+    return TopK(keys, scores, {"pairs_evaluated": n_eval, "pairs_pruned": n_pruned})
+
+
+# ------------------------------------------------------------- feature space
+class PolyFeatures:
+    """All degree-2 polynomial features of a store's columns.
+
+    Parameters
+    ----------
+    store : ColumnStore
+    gamma : float
+        γ > 0 of the kernel (γ x′z + r)².
+    coef0 : float
+        r >= 0; the linear terms are scaled by √(2γr) (0 drops them).
+    n_seed : int
+        Seed columns proposed by each block (see module docstring).
+    """
+
+    kind = "poly2"
+
+    def __init__(self, store: ColumnStore, gamma=1.0, coef0=1.0,
+                 n_seed=DEFAULT_N_SEED):
+        if not (np.isfinite(gamma) and gamma > 0):
+            raise ParameterError(f"gamma must be > 0, got {gamma!r}")
+        if not (np.isfinite(coef0) and coef0 >= 0):
+            raise ParameterError(f"coef0 must be >= 0, got {coef0!r}")
+        self.store = store
+        self.gamma = float(gamma)
+        self.coef0 = float(coef0)
+        self.n_seed = int(n_seed)
+        self.last_details = {}
+
+    # scales of the three kinds of terms
+    @property
+    def linear_factor(self) -> float:
+        """√(2γr), the factor of a linear term."""
+        return math.sqrt(2.0 * self.gamma * self.coef0)
+
+    @property
+    def square_factor(self) -> float:
+        """γ, the factor of a square term."""
+        return self.gamma
+
+    @property
+    def cross_factor(self) -> float:
+        """√2·γ, the factor of a cross term."""
+        return math.sqrt(2.0) * self.gamma
+
+    @property
+    def n_samples(self) -> int:
+        """Number of rows."""
+        return self.store.n_samples
+
+    @property
+    def n_candidates(self) -> int:
+        """m linear + m squares + m(m-1)/2 crosses."""
+        m = self.store.n_features
+        return m + m + m * (m - 1) // 2
+
+    # ---------------------------------------------------------------- keys
+    def decode(self, keys):
+        """Pairs (j, k) of keys; k = -1 for a linear term, k = j for a square."""
+        keys = np.asarray(keys, dtype=np.int64)
+        m1 = self.store.n_features + 1
+        return keys // m1, keys % m1 - 1
+
+    def encode(self, first, second):
+        """Keys of pairs (see :meth:`decode`)."""
+        m1 = self.store.n_features + 1
+        return np.asarray(first, dtype=np.int64) * m1 + \
+            np.asarray(second, dtype=np.int64) + 1
+
+    def feature_ids(self, keys) -> list:
+        """User-visible ids: ``j`` (linear), ``[j, j]`` (square), ``[j, k]``."""
+        first, second = self.decode(keys)
+        offset = self.store.id_offset
+        ids = []
+        for j, k in zip(first.tolist(), second.tolist()):
+            ids.append(j + offset if k < 0 else [j + offset, k + offset])
+        return ids
+
+    def keys_of(self, feature_ids) -> np.ndarray:
+        """Keys of user-visible ids (inverse of :meth:`feature_ids`)."""
+        first, second = self._columns_of_ids(feature_ids)
+        return self.encode(first, second)
+
+    def _columns_of_ids(self, feature_ids):
+        offset = self.store.id_offset
+        first, second = [], []
+        for fid in feature_ids:
+            if isinstance(fid, (list, tuple)):
+                if len(fid) != 2:
+                    raise ParameterError(f"degree-2 feature id must be [j, k], got {fid!r}")
+                j, k = int(fid[0]) - offset, int(fid[1]) - offset
+                if k < j:
+                    j, k = k, j
+            else:
+                j, k = int(fid) - offset, -1
+            first.append(j)
+            second.append(k)
+        return np.array(first, dtype=np.int64), np.array(second, dtype=np.int64)
+
+    def spec(self) -> dict:
+        """Description recorded in model files."""
+        return {"kind": self.kind, "gamma": self.gamma, "coef0": self.coef0}
+
+    # ------------------------------------------------------ worst-case pass
+    def find_candidates(self, weights, k, excluded, run):
+        """Exact top-``k`` degree-2 candidates (see the module docstring).
+
+        Returns
+        -------
+        result : TopK
+            Counters: ``nnz`` streamed, ``pairs_evaluated``,
+            ``pairs_pruned`` (co-occurring pairs skipped by the bound inside
+            the cross tasks), ``live_columns``, ``seed_columns``.
+        """
+        store = self.store
+        m = store.n_features
+        bounds = store.block_bounds(run.block_size)
+        blocks = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])
+                  if hi > lo]
+        if not blocks:
+            return TopK(_EMPTY_KEYS, _EMPTY_SCORES, {"nnz": 0})
+        shared = {"store": store, "weights": weights, "excluded": excluded,
+                  "k": k, "n_seed": self.n_seed,
+                  "linear_scale": self.linear_factor ** 2,
+                  "square_scale": self.square_factor ** 2}
+        from functools import partial
+
+        phase1 = run(blocks, _column_pass,
+                     partial(_merge_column_pass, k=k, n_seed=self.n_seed), shared)
+        nnz = phase1["topk"].counters["nnz"]
+        max_abs = phase1["max_abs"]
+        cross_scale = self.cross_factor ** 2
+
+        # seeding: exact crosses among the seed columns
+        seed_columns = np.sort(phase1["seed"].keys)
+        seed = self._live_arrays(seed_columns, weights)
+        best = phase1["topk"]
+        if len(seed_columns) > 1:
+            keys, scores, _, _ = cross_topk(
+                seed["indptr"], seed["indices"], seed["data"], seed["columns"],
+                seed["abs"], seed["max"], seed["row_ptr"], seed["row_cols"],
+                seed["row_vals"], seed["columns"], seed["abs"], seed["max"],
+                weights, cross_scale, 0.0, excluded, m, k)
+            merged = merge_topk(best.keys, best.scores, keys, scores, k)
+            threshold = merged[1][-1] if len(merged[0]) == k else 0.0
+        else:
+            threshold = best.scores[-1] if len(best.keys) == k else 0.0
+
+        # live columns: those that can take part in a pair reaching threshold
+        if threshold > 0.0 and max_abs > 0.0:
+            min_abs = math.sqrt(threshold / cross_scale) / (max_abs * (1.0 + BOUND_SLACK))
+        else:
+            min_abs = 0.0
+        # The seed list holds every live column when it is not full (it then
+        # holds every column with A_j > 0) or when its smallest A_j is
+        # already below min_abs; otherwise a second streamed pass is needed.
+        seed_abs = phase1["seed"].scores
+        if len(seed_abs) < self.n_seed or seed_abs[-1] < min_abs:
+            live_columns = np.sort(phase1["seed"].keys[seed_abs >= min_abs])
+        else:
+            live = run(blocks, _live_pass, _merge_live,
+                       {"store": store, "weights": weights,
+                        "min_abs": max(min_abs, np.nextafter(0.0, 1.0))})
+            live_columns = live["live"]
+            nnz += live["nnz"]
+
+        counters = {"nnz": nnz, "live_columns": int(len(live_columns)),
+                    "seed_columns": int(len(seed_columns)),
+                    "pairs_evaluated": 0, "pairs_pruned": 0}
+        if len(live_columns) > 1:
+            live = self._live_arrays(live_columns, weights)
+            chunks = _chunks_by_nnz(live["indptr"], CROSS_TASK_NNZ)
+            crosses = run.topk(chunks, _cross_task, k, shared={
+                "live": live, "weights": weights, "scale": cross_scale,
+                "threshold": threshold, "excluded": excluded, "n_features": m,
+                "k": k})
+            counters["pairs_evaluated"] = crosses.counters.get("pairs_evaluated", 0)
+            counters["pairs_pruned"] = crosses.counters.get("pairs_pruned", 0)
+            keys, scores = merge_topk(best.keys, best.scores, crosses.keys,
+                                      crosses.scores, k)
+        else:
+            keys, scores = best.keys, best.scores
+        self.last_details = dict(counters, threshold=float(threshold))
+        return TopK(keys, scores, counters)
+
+    def _live_arrays(self, columns, weights):
+        """Columns held in memory for the cross computation (CSC and CSR)."""
+        block = self.store.read_columns(columns)
+        data = block.values(np.float64).astype(np.float64, copy=False)
+        _, _, abs_sums, max_abs = column_stats(block.indptr, block.indices, data,
+                                               weights, False)
+        row_ptr, row_cols, row_vals = rows_of_columns(
+            block.indptr, block.indices, data, self.store.n_samples)
+        return {"columns": np.asarray(columns, dtype=np.int64),
+                "indptr": block.indptr, "indices": block.indices, "data": data,
+                "abs": abs_sums, "max": max_abs, "row_ptr": row_ptr,
+                "row_cols": row_cols, "row_vals": row_vals}
+
+    # --------------------------------------------------------- materialize
+    def materialize(self, keys, dtype=np.float64) -> ColumnBlock:
+        """Columns of the given candidates, in order, with their map factors.
+
+        Source columns absent from the store (ids beyond its columns) count
+        as zero columns.
+        """
+        first, second = self.decode(keys)
+        return self._materialize_pairs(first, second, dtype)
+
+    def materialize_ids(self, feature_ids, dtype=np.float64) -> ColumnBlock:
+        """Like :meth:`materialize` from user-visible ids (for prediction)."""
+        first, second = self._columns_of_ids(feature_ids)
+        return self._materialize_pairs(first, second, dtype)
+
+    def absent_ids(self, feature_ids) -> list:
+        """The ids with a source column that is not in the store."""
+        first, second = self._columns_of_ids(feature_ids)
+        m = self.store.n_features
+        bad = (first < 0) | (first >= m) | (second >= m) | ((second < 0) & (second != -1))
+        return [fid for fid, out in zip(feature_ids, bad) if out]
+
+    def _materialize_pairs(self, first, second, dtype):
+        m = self.store.n_features
+        sources = np.unique(np.concatenate([first, second[second >= 0]]))
+        inside = sources[(sources >= 0) & (sources < m)]
+        block = self.store.read_columns(inside)
+        position = {int(c): i for i, c in enumerate(inside)}
+        values = block.values(np.float64)
+
+        def column(c):
+            i = position.get(int(c))
+            if i is None:
+                return np.zeros(0, np.int32), np.zeros(0)
+            lo, hi = block.indptr[i], block.indptr[i + 1]
+            return block.indices[lo:hi], values[lo:hi]
+
+        indptr = np.zeros(len(first) + 1, dtype=np.int64)
+        parts_idx, parts_val = [], []
+        for pos, (j, k) in enumerate(zip(first.tolist(), second.tolist())):
+            rows_j, vals_j = column(j)
+            if k < 0:
+                rows, vals = rows_j, self.linear_factor * vals_j
+            elif k == j:
+                rows, vals = rows_j, self.square_factor * vals_j * vals_j
+            else:
+                rows_k, vals_k = column(k)
+                rows, vals = multiply_columns(rows_j, vals_j, rows_k, vals_k)
+                vals = self.cross_factor * vals
+            parts_idx.append(np.asarray(rows, dtype=np.int32))
+            parts_val.append(np.asarray(vals, dtype=dtype))
+            indptr[pos + 1] = indptr[pos] + len(rows)
+        indices = np.concatenate(parts_idx) if parts_idx else np.zeros(0, np.int32)
+        data = np.concatenate(parts_val) if parts_val else np.zeros(0, dtype)
+        return ColumnBlock(-1, indptr, indices, data)
+
+
+def _chunks_by_nnz(indptr, target):
+    """Split columns 0..len(indptr)-2 into ranges of about ``target`` nnz."""
+    n = len(indptr) - 1
+    bounds = [0]
+    while bounds[-1] < n:
+        start = bounds[-1]
+        stop = int(np.searchsorted(indptr, indptr[start] + target, side="right")) - 1
+        bounds.append(min(n, max(stop, start + 1)))
+    return [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]
