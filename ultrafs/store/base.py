@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ColumnBlock", "ColumnStore", "even_block_bounds"]
+__all__ = ["ColumnBlock", "ColumnStore", "balanced_block_bounds",
+           "even_block_bounds"]
 
 
 @dataclass(frozen=True)
@@ -80,6 +81,39 @@ def even_block_bounds(n_columns: int, block_size: int) -> np.ndarray:
         raise ValueError(f"block_size must be >= 1, got {block_size}")
     bounds = np.arange(0, n_columns, block_size, dtype=np.int64)
     return np.append(bounds, np.int64(n_columns))
+
+
+def balanced_block_bounds(indptr, block_nnz) -> np.ndarray:
+    """Column boundaries of blocks holding about ``block_nnz`` nonzeros.
+
+    Parameters
+    ----------
+    indptr : ndarray of int64, shape (n_columns + 1,)
+        Column offsets of the whole matrix.
+    block_nnz : int
+        Target nonzeros per block; a block ends at the first column
+        boundary where the running count reaches a multiple of it.
+
+    Returns
+    -------
+    bounds : ndarray of int64, shape (n_blocks + 1,)
+        Strictly increasing from 0 to ``n_columns``: every block holds at
+        least one column (a column heavier than ``block_nnz`` is a block of
+        its own).  ``[0]`` when there are no columns.
+    """
+    block_nnz = int(block_nnz)
+    if block_nnz < 1:
+        raise ValueError(f"block_nnz must be >= 1, got {block_nnz}")
+    indptr = np.asarray(indptr, dtype=np.int64)
+    n_columns = len(indptr) - 1
+    if n_columns <= 0:
+        return np.zeros(1, dtype=np.int64)
+    nnz = int(indptr[-1])
+    n_cuts = max(0, -(-nnz // block_nnz) - 1)
+    targets = block_nnz * np.arange(1, n_cuts + 1, dtype=np.int64)
+    cuts = np.searchsorted(indptr, targets, side="left")
+    cuts = np.unique(cuts[(cuts > 0) & (cuts < n_columns)])
+    return np.concatenate([[0], cuts, [n_columns]]).astype(np.int64)
 
 
 class ColumnStore(abc.ABC):

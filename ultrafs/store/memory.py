@@ -6,13 +6,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..errors import InputFormatError
-from .base import ColumnBlock, ColumnStore, even_block_bounds
+from .base import (ColumnBlock, ColumnStore, balanced_block_bounds,
+                   even_block_bounds)
 from .labels import encode_labels
 
 __all__ = ["InMemoryStore", "to_csc"]
 
-#: default number of columns per block for in-memory stores
-DEFAULT_MEMORY_BLOCK = 4096
+#: default target of nonzeros per block of the default partition
+DEFAULT_BLOCK_NNZ = 1 << 20
 
 
 def to_csc(X, dtype=None) -> sp.csc_matrix:
@@ -59,15 +60,16 @@ class InMemoryStore(ColumnStore):
         Copied; the caller's array is never modified.
     y : array-like, shape (n_samples,)
         Exactly two distinct label values.
-    block_size : int
-        Columns per block of the default partition.
+    block_size : int or None
+        Columns per block of the default partition; None (the default)
+        balances blocks to about ``DEFAULT_BLOCK_NNZ`` nonzeros each.
     dtype : float32, float64 or None
         Value dtype (None: float32 stays float32, anything else float64).
     id_offset : int
         Feature id of column 0.
     """
 
-    def __init__(self, X, y, *, block_size=DEFAULT_MEMORY_BLOCK, dtype=None,
+    def __init__(self, X, y, *, block_size=None, dtype=None,
                  id_offset=0):
         csc = to_csc(X, dtype=dtype)
         y = np.asarray(y)
@@ -82,13 +84,13 @@ class InMemoryStore(ColumnStore):
         self.nnz = int(csc.nnz)
         self.dtype = csc.dtype
         self.id_offset = int(id_offset)
-        self._block_size = int(block_size)
+        self._block_size = None if block_size is None else int(block_size)
         for arr in (self._indptr, self._indices, self._data, self._y_pm):
             arr.flags.writeable = False
 
     @classmethod
     def from_csc_arrays(cls, indptr, indices, data, n_samples, y_pm, classes,
-                        *, block_size=DEFAULT_MEMORY_BLOCK, id_offset=0):
+                        *, block_size=None, id_offset=0):
         """Wrap already canonical CSC arrays and ±1 labels without checks."""
         self = cls.__new__(cls)
         self._indptr = np.asarray(indptr, dtype=np.int64)
@@ -101,7 +103,7 @@ class InMemoryStore(ColumnStore):
         self.nnz = int(self._indptr[-1])
         self.dtype = self._data.dtype
         self.id_offset = int(id_offset)
-        self._block_size = int(block_size)
+        self._block_size = None if block_size is None else int(block_size)
         return self
 
     @property
@@ -112,6 +114,8 @@ class InMemoryStore(ColumnStore):
         return self._y_pm
 
     def default_block_bounds(self):
+        if self._block_size is None:
+            return balanced_block_bounds(self._indptr, DEFAULT_BLOCK_NNZ)
         return even_block_bounds(self.n_features, self._block_size)
 
     def read_range(self, start, stop):

@@ -19,6 +19,7 @@ import numpy as np
 from .. import __version__
 from ..errors import InputFormatError, ParameterError, StoreExistsError, UltraFSError
 from ..kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
+from .base import balanced_block_bounds  # noqa: F401  (re-exported)
 from .labels import encode_labels
 from .zarr_store import (CHUNK_ELEMENTS, DEFAULT_BLOCK_NNZ, FILL_VALUES,
                          FORMAT_NAME, FORMAT_VERSION, VALUE_DTYPES,
@@ -28,37 +29,6 @@ __all__ = ["StoreWriter", "StoreExistsError", "write_store",
            "balanced_block_bounds", "temporary_sibling", "remove_tree"]
 
 
-def balanced_block_bounds(indptr, block_nnz) -> np.ndarray:
-    """Column boundaries of blocks holding about ``block_nnz`` nonzeros.
-
-    Parameters
-    ----------
-    indptr : ndarray of int64, shape (n_columns + 1,)
-        Column offsets of the whole matrix.
-    block_nnz : int
-        Target nonzeros per block; a block ends at the first column
-        boundary where the running count reaches a multiple of it.
-
-    Returns
-    -------
-    bounds : ndarray of int64, shape (n_blocks + 1,)
-        Strictly increasing from 0 to ``n_columns``: every block holds at
-        least one column (a column heavier than ``block_nnz`` is a block of
-        its own).  ``[0]`` when there are no columns.
-    """
-    block_nnz = int(block_nnz)
-    if block_nnz < 1:
-        raise ValueError(f"block_nnz must be >= 1, got {block_nnz}")
-    indptr = np.asarray(indptr, dtype=np.int64)
-    n_columns = len(indptr) - 1
-    if n_columns <= 0:
-        return np.zeros(1, dtype=np.int64)
-    nnz = int(indptr[-1])
-    n_cuts = max(0, -(-nnz // block_nnz) - 1)
-    targets = block_nnz * np.arange(1, n_cuts + 1, dtype=np.int64)
-    cuts = np.searchsorted(indptr, targets, side="left")
-    cuts = np.unique(cuts[(cuts > 0) & (cuts < n_columns)])
-    return np.concatenate([[0], cuts, [n_columns]]).astype(np.int64)
 
 
 def temporary_sibling(path: Path, tag: str) -> Path:

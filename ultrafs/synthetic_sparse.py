@@ -1,0 +1,875 @@
+"""kddb-like synthetic stores: Zipf-distributed sparse binary rows, planted labels.
+
+:func:`make_kddb_like` writes an ultrafs column store (``docs/FORMAT.md``)
+that imitates the shape of kddb (KDD Cup 2010, ~29 binary features per row
+among millions of columns, heavily skewed column frequencies) and labels it
+with a planted sparse model that has both linear and degree-2 (cross)
+terms, so that a benchmark can count how many planted features a selector
+recovers.
+
+Generative model
+----------------
+*Columns.*  Column *rank* ``r`` (0 = most frequent) is drawn with
+probability ``p_r ∝ 1 / (r + 1) ** zipf_exponent``.  Ranks are mapped to
+column numbers by a seeded random permutation (``shuffle_columns=True``,
+the default), so that frequent columns are spread over the whole id range
+as in real data; with ``shuffle_columns=False`` column ``r`` is rank ``r``.
+
+*Rows.*  Row ``i`` asks for ``K_i ~ Poisson(nnz_per_row)`` features,
+clipped to ``[1, n_features]``, and gets a weighted sample of ``K_i``
+distinct ranks without replacement (successive sampling: draw with the
+probabilities above, drop the ranks the row already has, draw again for
+the missing ones, and after a few rounds draw directly among the ranks the
+row lacks; :func:`sample_row_sets`).  All values are 1 (binary store).
+
+*Planted model.*  ``n_linear`` single features and ``n_cross`` pairs, all
+on distinct columns, none on the most frequent column (rank 0, present in
+almost every row):
+
+Expected row frequencies ``f_r`` come from Rosén's approximation of
+successive sampling (:meth:`ZipfColumns.expected_frequency`, within a few
+percent of the measured ones).
+
+- linear features are drawn among the ranks ``1..R`` whose expected row
+  frequency is at least :data:`LINEAR_MIN_FREQUENCY`, with probability
+  ``∝ 1 / (rank + 1)`` (log-uniform in rank: a few head features that
+  appear in a large share of rows and cover most rows, and a tail of rarer
+  ones that are harder to find);
+- pair members are drawn uniformly among the remaining ranks whose
+  expected row frequency lies in ``[CROSS_MIN_FREQUENCY,
+  CROSS_MAX_FREQUENCY]``, then paired at random.  Independent columns
+  with such frequencies co-occur in only ``f_j f_k`` of the rows, so
+  co-occurrence is *injected*: in a row that holds the more frequent
+  member ``j`` (the *source*) but not ``k``, ``k`` is added with
+  probability ``q = (c - f_j f_k) / (f_j (1 - f_k))`` (clipped to
+  ``[0, 1]``), which makes the expected share of rows holding both equal
+  to ``c = min_cooccurrence`` (unless ``f_j < c``, or ``f_j f_k > c``
+  already).  The realised counts are recorded in the store attributes
+  (with ``c = 1 %`` and 10^5 rows: 0.93 % to 1.32 % of the rows).
+
+When a frequency window holds too few ranks (small ``n_features``), the
+most frequent unused ranks after rank 0 fill in.  Weights have random
+signs and magnitudes uniform in ``[1, 2]``.
+
+*Labels.*  ``score_i = Σ_j w_j x_ij + Σ_(j,k) w_jk x_ij x_ik``;
+``y_i = +1`` if ``score_i + noise · ε_i > t`` else ``−1`` with
+``ε_i ~ N(0, 1)``.  The threshold ``t`` (:func:`balanced_threshold`) is
+computed from the training scores: among the cuts that leave between 40 %
+and 60 % of the rows below, the one with the fewest rows within reach of
+the noise.  Scores are sums of a few weights, so they cluster in atoms
+(e.g. every row without a planted feature scores exactly 0); a plain
+median would cut through such an atom and make its labels pure noise.
+A test split uses the same model and the training threshold.
+
+Reproducibility
+---------------
+Everything is drawn from ``numpy.random.SeedSequence(seed)`` streams: one
+for the model and the column permutation, one per chunk of ``chunk_rows``
+rows (training and test chunks apart).  The same arguments give
+bit-identical arrays on the same platform, whatever the memory budget;
+``chunk_rows`` is part of the definition of the random streams (recorded
+in the ``generator`` attribute), so changing it changes the data.
+
+Memory
+------
+Rows are generated ``chunk_rows`` at a time and fed to the external
+transpose of LIBSVM ingest (:class:`ultrafs.io.libsvm.ExternalTranspose`),
+which spills sorted runs to disk and writes the store one column group at a
+time through :class:`ultrafs.store.writer.StoreWriter` (atomic publish).
+Besides ``memory_budget`` (transpose buffer, sorting, writing), memory
+holds O(n_features) arrays (cumulative Zipf weights, the permutation,
+frequencies, column counts and offsets: up to about 90 bytes per column
+at peak), O(n_samples) scores (16 bytes per row), and one chunk of rows
+(about 60 bytes per entry).  Measured on 2 cores with n_features =
+4,590,807: 10^6 rows in about 8 s, 0.73 GB peak RSS.
+
+Store attributes
+----------------
+Besides the format's attributes (``id_offset`` is 0: ids are column
+numbers), each store holds ``generator`` (the arguments, and ``split``:
+``"train"`` or ``"test"``) and ``planted``: ``linear`` (ids), ``cross``
+(pairs ``[j, k]``, ``j < k``), ``weights`` (``{"linear": [...], "cross":
+[...]}``), ``threshold``, ``noise``, ``cross_source`` and
+``cross_injection`` (see above), ``linear_counts`` and ``cross_counts``
+(rows of that store holding each feature / both members of each pair),
+and the frequency ranks of the planted columns.  The training store is
+published before the test split is generated.
+"""
+
+from __future__ import annotations
+
+import math
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .errors import ParameterError, UltraFSError
+# _MemoryPlan: the budget split of LIBSVM ingest, reused so both agree on chunk sizes
+from .io.libsvm import MIN_MEMORY_BUDGET, ExternalTranspose, _MemoryPlan
+from .store.writer import StoreWriter, balanced_block_bounds, check_output_path, remove_tree
+from .store.zarr_store import DEFAULT_BLOCK_NNZ
+
+__all__ = ["make_kddb_like", "ZipfColumns", "PlantedModel", "plant_model",
+           "sample_row_sets", "generate_chunk", "balanced_threshold", "DEFAULT_NNZ_PER_ROW",
+           "DEFAULT_ZIPF_EXPONENT", "DEFAULT_CHUNK_ROWS"]
+
+#: default mean number of features per row (kddb: about 29)
+DEFAULT_NNZ_PER_ROW = 29
+#: default exponent ``s`` of the Zipf column distribution
+DEFAULT_ZIPF_EXPONENT = 1.1
+#: default number of planted linear features
+DEFAULT_N_LINEAR = 20
+#: default number of planted cross pairs
+DEFAULT_N_CROSS = 20
+#: default target share of rows holding both members of a planted pair
+DEFAULT_MIN_COOCCURRENCE = 0.01
+#: default standard deviation of the Gaussian noise added to the scores
+DEFAULT_NOISE = 0.1
+#: default rows per chunk (and per random stream)
+DEFAULT_CHUNK_ROWS = 8192
+#: default memory budget of the transpose (bytes)
+DEFAULT_MEMORY_BUDGET = 256 * 2 ** 20
+#: rounds of redrawing duplicated ranks before drawing among absent ranks
+REDRAW_ROUNDS = 8
+#: extra steps of drawing among absent ranks (rounding may waste a step)
+EXACT_RETRIES = 8
+#: smallest expected row frequency of a planted linear feature
+LINEAR_MIN_FREQUENCY = 0.005
+#: expected row frequency window of the members of planted pairs
+CROSS_MIN_FREQUENCY = 0.02
+CROSS_MAX_FREQUENCY = 0.5
+#: magnitudes of planted weights are uniform in this interval
+WEIGHT_RANGE = (1.0, 2.0)
+#: accepted share of rows below the threshold (balance of the classes)
+BALANCE_WINDOW = (0.4, 0.6)
+#: extra imbalance accepted to keep the threshold away from an atom covering the window
+ATOM_SLACK = 0.05
+
+# spawn keys of the random streams
+_STREAM_MODEL, _STREAM_TRAIN, _STREAM_TEST = 0, 1, 2
+
+
+def _rng(seed: int, *key: int) -> np.random.Generator:
+    """The random generator of one stream: ``SeedSequence(seed, spawn_key=key)``."""
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=key))
+
+
+# --------------------------------------------------------------------------
+# columns
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ZipfColumns:
+    """The Zipf distribution of column ranks and the rank → column map.
+
+    Attributes
+    ----------
+    cdf : ndarray of float64, shape (n_features,)
+        Cumulative (unnormalised) weights ``Σ_{r' <= r} (r' + 1) ** -s``.
+    column_of_rank : ndarray of int32, shape (n_features,)
+        Column number of each rank.
+    """
+
+    cdf: np.ndarray
+    column_of_rank: np.ndarray
+
+    @classmethod
+    def build(cls, n_features: int, exponent: float, rng=None) -> "ZipfColumns":
+        """Weights ``(r + 1) ** -exponent``; ranks permuted by ``rng`` (None: identity)."""
+        weights = np.arange(1, n_features + 1, dtype=np.float64)
+        np.power(weights, -float(exponent), out=weights)
+        cdf = np.cumsum(weights, out=weights)
+        if rng is None:
+            column_of_rank = np.arange(n_features, dtype=np.int32)
+        else:
+            column_of_rank = rng.permutation(n_features).astype(np.int32)
+        return cls(cdf, column_of_rank)
+
+    @property
+    def n_features(self) -> int:
+        """Number of columns."""
+        return len(self.cdf)
+
+    def probabilities(self) -> np.ndarray:
+        """Probability of each rank, shape (n_features,)."""
+        return np.diff(self.cdf, prepend=0.0) / self.cdf[-1]
+
+    def expected_frequency(self, nnz_per_row: float) -> np.ndarray:
+        """Approximate share of rows holding each rank, shape (n_features,).
+
+        Rosén's approximation of the inclusion probabilities of successive
+        sampling, ``1 - exp(-τ p_r)`` with ``τ`` such that they sum to
+        ``nnz_per_row`` (Newton's method; the Poisson spread of the row
+        sizes is ignored).
+        """
+        p = self.probabilities()
+        k = float(nnz_per_row)
+        if k >= np.count_nonzero(p):
+            return (p > 0).astype(np.float64)
+        tau = k               # g(τ) = Σ (1 - exp(-τ p)) - k <= 0 here; g is concave
+        for _ in range(100):  # increasing, so Newton's steps approach the root from below
+            step = ((-np.expm1(-tau * p)).sum() - k) / (p * np.exp(-tau * p)).sum()
+            tau -= step
+            if abs(step) <= 1e-10 * tau:
+                break
+        return -np.expm1(-tau * p)
+
+    def draw_ranks(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """``n`` independent ranks, shape (n,), int64."""
+        u = rng.random(n)
+        u *= self.cdf[-1]
+        # searching sorted keys is about twice as fast (numpy narrows each
+        # search with the previous result); the ranks are then put back in
+        # draw order, so the result equals the plain search
+        order = np.argsort(u)
+        ranks = np.empty(n, dtype=np.int64)
+        ranks[order] = np.searchsorted(self.cdf, u[order], side="right")
+        np.minimum(ranks, self.n_features - 1, out=ranks)
+        return ranks
+
+
+# --------------------------------------------------------------------------
+# planted model
+# --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PlantedModel:
+    """The planted sparse model, in rank space.
+
+    Attributes
+    ----------
+    linear_ranks : ndarray of int64, shape (n_linear,)
+    linear_weights : ndarray of float64, shape (n_linear,)
+    cross_ranks : ndarray of int64, shape (n_cross, 2)
+        ``[source, target]``: the source is the more frequent member; the
+        target is injected into rows holding the source.
+    cross_weights : ndarray of float64, shape (n_cross,)
+    injection : ndarray of float64, shape (n_cross,)
+        Probability of adding the target to a row holding the source but
+        not the target.
+    noise : float
+        Standard deviation of the Gaussian noise added to the scores.
+    """
+
+    linear_ranks: np.ndarray
+    linear_weights: np.ndarray
+    cross_ranks: np.ndarray
+    cross_weights: np.ndarray
+    injection: np.ndarray
+    noise: float
+
+    @property
+    def member_ranks(self) -> np.ndarray:
+        """Sorted distinct ranks of the pair members."""
+        return np.unique(self.cross_ranks)
+
+    def to_attrs(self, column_of_rank, threshold: float, linear_counts,
+                 cross_counts) -> dict:
+        """The ``planted`` store attribute (column numbers, JSON types).
+
+        Pairs are written ``[j, k]`` with ``j < k``; ``cross_source`` names
+        the member that triggers the injection of the other.
+        """
+        linear = column_of_rank[self.linear_ranks]
+        cross = column_of_rank[self.cross_ranks]
+        return {
+            "linear": [int(j) for j in linear],
+            "cross": [sorted(int(j) for j in pair) for pair in cross],
+            "weights": {"linear": [float(w) for w in self.linear_weights],
+                        "cross": [float(w) for w in self.cross_weights]},
+            "cross_source": [int(pair[0]) for pair in cross],
+            "cross_injection": [float(q) for q in self.injection],
+            "threshold": float(threshold),
+            "noise": float(self.noise),
+            "linear_counts": [int(c) for c in linear_counts],
+            "cross_counts": [int(c) for c in cross_counts],
+            "linear_ranks": [int(r) for r in self.linear_ranks],
+            "cross_ranks": [[int(r) for r in pair] for pair in self.cross_ranks],
+        }
+
+
+def _pick_ranks(rng, candidates, n, fallback, weights=None) -> np.ndarray:
+    """``n`` distinct ranks from ``candidates``, topped up from ``fallback``.
+
+    ``weights`` (aligned with ``candidates``) are selection weights; when
+    there are too few candidates, all are taken and the first unused ranks
+    of ``fallback`` (in its order) complete the draw.
+    """
+    if len(candidates) >= n:
+        p = None if weights is None else weights / weights.sum()
+        return np.sort(rng.choice(candidates, size=n, replace=False, p=p))
+    extra = fallback[~np.isin(fallback, candidates)][:n - len(candidates)]
+    return np.sort(np.concatenate([candidates, extra]))
+
+
+def _injection_probability(f_source, f_target, target_share) -> np.ndarray:
+    """Probability ``q`` making ``P(source and target) == target_share``."""
+    natural = f_source * f_target
+    room = np.maximum(f_source * (1.0 - f_target), 1e-300)
+    return np.clip((target_share - natural) / room, 0.0, 1.0)
+
+
+def plant_model(rng, frequency, *, n_linear, n_cross, min_cooccurrence=DEFAULT_MIN_COOCCURRENCE,
+                noise=DEFAULT_NOISE) -> PlantedModel:
+    """Choose the planted features and weights (see the module docstring).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    frequency : ndarray of float64, shape (n_features,)
+        Expected share of rows holding each rank (decreasing).
+    n_linear, n_cross : int
+        Planted single features and pairs; ``n_linear + 2 n_cross`` must
+        not exceed ``n_features``.
+    min_cooccurrence : float
+        Target share of rows holding both members of each pair.
+    noise : float
+        Standard deviation of the score noise.
+
+    Returns
+    -------
+    model : PlantedModel
+    """
+    n_features = len(frequency)
+    ranks = np.arange(n_features, dtype=np.int64)
+    # most frequent first, rank 0 (in nearly every row) only as a last resort
+    fallback = np.concatenate([ranks[1:], ranks[:1]])
+    linear_candidates = ranks[1:][frequency[1:] >= LINEAR_MIN_FREQUENCY]
+    linear = _pick_ranks(rng, linear_candidates, n_linear, fallback,
+                         weights=1.0 / (linear_candidates + 1.0))
+    in_window = ((frequency >= CROSS_MIN_FREQUENCY) & (frequency <= CROSS_MAX_FREQUENCY))
+    in_window[0] = False
+    in_window[linear] = False
+    unused = fallback[~np.isin(fallback, linear)]
+    members = _pick_ranks(rng, ranks[in_window], 2 * n_cross, unused)
+    members = rng.permutation(members).reshape(n_cross, 2)
+    cross = np.sort(members, axis=1)             # lower rank (more frequent) is the source
+    injection = _injection_probability(frequency[cross[:, 0]], frequency[cross[:, 1]],
+                                       float(min_cooccurrence))
+    low, high = WEIGHT_RANGE
+    signs = rng.choice(np.array([-1.0, 1.0]), size=n_linear + n_cross)
+    magnitudes = rng.uniform(low, high, size=n_linear + n_cross)
+    weights = signs * magnitudes
+    return PlantedModel(linear, weights[:n_linear], cross, weights[n_linear:],
+                        injection, float(noise))
+
+
+# --------------------------------------------------------------------------
+# rows
+# --------------------------------------------------------------------------
+def _sorted_distinct(keys) -> np.ndarray:
+    """Sorted distinct values of an int64 array (``keys`` is sorted in place).
+
+    Faster than ``np.unique`` on the nearly sorted keys used here.
+    """
+    keys.sort()
+    first = np.empty(len(keys), dtype=bool)
+    first[:1] = True
+    np.not_equal(keys[1:], keys[:-1], out=first[1:])
+    return keys[first]
+
+
+def _insert_new(keys, new) -> np.ndarray:
+    """Insert the sorted keys ``new`` absent from the sorted ``keys``."""
+    if not len(keys):
+        return new
+    where = np.searchsorted(keys, new)
+    present = keys[np.minimum(where, len(keys) - 1)] == new
+    return np.insert(keys, where[~present], new[~present])
+
+
+def _redraw_round(rng, keys, missing, zipf):
+    """Draw ``missing[i]`` more ranks for each row; keep the new ones."""
+    m = zipf.n_features
+    rows = np.repeat(np.arange(len(missing), dtype=np.int64), missing)
+    return _insert_new(keys, _sorted_distinct(rows * m + zipf.draw_ranks(rng, len(rows))))
+
+
+def _draw_absent(rng, keys, rows, zipf):
+    """One rank per row among the ranks the row does not hold yet.
+
+    Inverts the cumulative weight of the absent ranks, ``G(r) = cdf[r] -
+    S(r)`` with ``S(r)`` the weight of the held ranks ``<= r``, by the
+    fixed point ``r <- searchsorted(cdf, u + S(r))`` (non-decreasing, at
+    most one step per held rank).
+
+    Returns
+    -------
+    new_keys : ndarray of int64
+        ``row * n_features + rank`` for the rows that got a rank (sorted);
+        a row gets none when its absent ranks weigh nothing (weights
+        underflowed) or rounding lands on a held rank (then it draws again).
+    """
+    m, cdf = zipf.n_features, zipf.cdf
+    held_ranks = keys % m
+    held_weight = cdf[held_ranks] - np.where(held_ranks > 0, cdf[held_ranks - 1], 0.0)
+    prefix = np.concatenate([[0.0], np.cumsum(held_weight)])
+    base = prefix[np.searchsorted(keys, rows * m)]
+    absent = cdf[-1] - (prefix[np.searchsorted(keys, (rows + 1) * m)] - base)
+    u = rng.random(len(rows)) * absent
+    ranks = np.minimum(np.searchsorted(cdf, u, side="right"), m - 1)
+    while True:
+        below = prefix[np.searchsorted(keys, rows * m + ranks, side="right")] - base
+        moved = np.minimum(np.searchsorted(cdf, u + below, side="right"), m - 1)
+        if np.array_equal(moved, ranks):
+            break
+        ranks = moved
+    new = rows * m + ranks
+    where = np.minimum(np.searchsorted(keys, new), len(keys) - 1)
+    valid = (absent > 0) & (keys[where] != new)
+    return new[valid]
+
+
+def sample_row_sets(rng, counts, zipf: ZipfColumns):
+    """Weighted samples of distinct ranks, ``counts[i]`` for row ``i``.
+
+    The first ``counts[i]`` distinct values of an i.i.d. stream of ranks
+    (successive sampling without replacement): draw ``counts[i]`` ranks,
+    drop duplicates, draw the missing number again (at most
+    :data:`REDRAW_ROUNDS` rounds), then finish the rows still short with
+    draws from the distribution restricted to their absent ranks (which
+    is what redrawing converges to).
+
+    Parameters
+    ----------
+    rng : numpy.random.Generator
+    counts : ndarray of int64, shape (n_rows,)
+        Requested features per row, in ``[1, n_features]``.
+    zipf : ZipfColumns
+
+    Returns
+    -------
+    keys : ndarray of int64, shape (nnz,)
+        ``row * n_features + rank``, sorted (rows in order, ranks
+        increasing within a row), distinct.  A row holds fewer than
+        ``counts[i]`` ranks only when its remaining ranks have probability
+        0 in floating point (extreme ``zipf_exponent``).
+    """
+    n_rows, m = len(counts), zipf.n_features
+    keys = _redraw_round(rng, np.zeros(0, dtype=np.int64), counts, zipf)
+    for _ in range(REDRAW_ROUNDS):
+        missing = counts - np.bincount(keys // m, minlength=n_rows)
+        if not missing.any():
+            return keys
+        keys = _redraw_round(rng, keys, missing, zipf)
+    missing = counts - np.bincount(keys // m, minlength=n_rows)
+    for _ in range(int(missing.max()) + EXACT_RETRIES):
+        rows = np.flatnonzero(missing > 0)
+        if not len(rows):
+            break
+        new = _draw_absent(rng, keys, rows, zipf)
+        keys = _insert_new(keys, new)
+        missing[new // m] -= 1
+    return keys
+
+
+def _membership(row_of, ranks, targets, n_rows) -> np.ndarray:
+    """Boolean matrix (n_rows, len(targets)): row holds ``targets[t]``.
+
+    ``targets`` must be sorted.
+    """
+    held = np.zeros((n_rows, len(targets)), dtype=bool)
+    if len(targets):
+        where = np.searchsorted(targets, ranks)
+        hit = targets[np.minimum(where, len(targets) - 1)] == ranks
+        held[row_of[hit], where[hit]] = True
+    return held
+
+
+def _inject_pairs(rng, model: PlantedModel, members, held):
+    """Add pair targets to rows holding the source (updates ``held``).
+
+    Returns
+    -------
+    rows, ranks : ndarray of int64
+        The injected entries.
+    """
+    n_rows = held.shape[0]
+    draws = rng.random((n_rows, len(model.cross_ranks)))
+    source_col = np.searchsorted(members, model.cross_ranks[:, 0])
+    target_col = np.searchsorted(members, model.cross_ranks[:, 1])
+    rows, ranks = [], []
+    for p in range(len(model.cross_ranks)):
+        add = (held[:, source_col[p]] & ~held[:, target_col[p]]
+               & (draws[:, p] < model.injection[p]))
+        added = np.flatnonzero(add)
+        held[added, target_col[p]] = True
+        rows.append(added)
+        ranks.append(np.full(len(added), model.cross_ranks[p, 1], dtype=np.int64))
+    if not rows:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    return np.concatenate(rows).astype(np.int64), np.concatenate(ranks)
+
+
+@dataclass
+class RowChunk:
+    """One generated chunk of rows.
+
+    Attributes
+    ----------
+    rows : ndarray of int64, shape (nnz,)
+        Row of each entry, local to the chunk, non-decreasing.
+    ranks : ndarray of int64, shape (nnz,)
+        Rank of each entry (map with ``ZipfColumns.column_of_rank``).
+    scores : ndarray of float64, shape (n_rows,)
+        Noiseless planted scores.
+    noise : ndarray of float64, shape (n_rows,)
+        Noise added to the scores before thresholding.
+    linear_counts : ndarray of int64, shape (n_linear,)
+        Rows of the chunk holding each planted linear feature.
+    cross_counts : ndarray of int64, shape (n_cross,)
+        Rows of the chunk holding both members of each planted pair.
+    """
+
+    rows: np.ndarray
+    ranks: np.ndarray
+    scores: np.ndarray
+    noise: np.ndarray
+    linear_counts: np.ndarray
+    cross_counts: np.ndarray
+
+
+def generate_chunk(rng, n_rows, zipf: ZipfColumns, model: PlantedModel,
+                   nnz_per_row: float) -> RowChunk:
+    """Draw ``n_rows`` rows, inject pair co-occurrences, score them.
+
+    The draws happen in a fixed order (row sizes, ranks, redraws,
+    injections, noise), so a chunk depends only on ``rng``'s state.
+    """
+    m = zipf.n_features
+    counts = np.clip(rng.poisson(nnz_per_row, size=n_rows), 1, m).astype(np.int64)
+    keys = sample_row_sets(rng, counts, zipf)
+    row_of, ranks = np.divmod(keys, m)
+    del keys
+    members = model.member_ranks
+    held = _membership(row_of, ranks, members, n_rows)
+    added_rows, added_ranks = _inject_pairs(rng, model, members, held)
+    if len(added_rows):
+        order = np.argsort(np.concatenate([row_of, added_rows]), kind="stable")
+        row_of = np.concatenate([row_of, added_rows])[order]
+        ranks = np.concatenate([ranks, added_ranks])[order]
+    linear_order = np.argsort(model.linear_ranks)
+    linear_held = _membership(row_of, ranks, model.linear_ranks[linear_order], n_rows)
+    linear_held = linear_held[:, np.argsort(linear_order)]      # back to model order
+    source = held[:, np.searchsorted(members, model.cross_ranks[:, 0])]
+    target = held[:, np.searchsorted(members, model.cross_ranks[:, 1])]
+    both = source & target
+    scores = linear_held @ model.linear_weights + both @ model.cross_weights
+    noise = model.noise * rng.standard_normal(n_rows)
+    return RowChunk(row_of, ranks, scores, noise,
+                    linear_held.sum(axis=0, dtype=np.int64), both.sum(axis=0, dtype=np.int64))
+
+
+# --------------------------------------------------------------------------
+# labels
+# --------------------------------------------------------------------------
+def balanced_threshold(scores, noise, window=BALANCE_WINDOW) -> float:
+    """A threshold that splits the scores in roughly balanced halves.
+
+    Among the cuts leaving a share of rows below them inside ``window``
+    (or, if an atom of equal scores covers the window, the cuts at most
+    :data:`ATOM_SLACK` less balanced than the atom's edges), return the one
+    with the fewest expected label flips
+    ``Σ_i Φ(-|score_i - t| / noise)``, evaluated on a histogram of bin
+    width ``noise / 4`` (``noise = 0`` is treated as ``1e-3``).
+
+    Parameters
+    ----------
+    scores : ndarray of float64, shape (n,)
+        Noiseless scores.
+    noise : float
+        Standard deviation of the score noise.
+    window : (float, float)
+        Accepted shares of rows below the threshold.
+
+    Returns
+    -------
+    threshold : float
+    """
+    from scipy.special import ndtr
+
+    scores = np.asarray(scores, dtype=np.float64)
+    sigma = max(float(noise), 1e-3)
+    lo, hi = float(scores.min()), float(scores.max())
+    width = max(sigma / 4.0, (hi - lo) / 2 ** 22)
+    n_bins = int((hi - lo) // width) + 2
+    bins = np.minimum(((scores - lo) / width).astype(np.int64), n_bins - 1)
+    counts = np.bincount(bins, minlength=n_bins).astype(np.float64)
+    # cut k sits between bins k - 1 and k (k = 1..n_bins-1), at lo + k * width
+    reach = int(math.ceil(4.0 * sigma / width))
+    offsets = (np.arange(-reach, reach) + 0.5) * width        # bin centre minus cut
+    kernel = ndtr(-np.abs(offsets) / sigma)
+    flips = np.convolve(counts, kernel[::-1], mode="full")
+    # flips at cut k: sum_b counts[b] * kernel[b - k + reach]
+    cuts = np.arange(1, n_bins)
+    expected = flips[cuts + reach - 1]
+    share = np.cumsum(counts)[:-1] / len(scores)
+    inside = (share >= window[0]) & (share <= window[1])
+    if not inside.any():
+        # an atom covers the window: accept a little more imbalance than the
+        # atom's edges, so that the cut can keep away from the atom
+        imbalance = np.abs(share - 0.5)
+        inside = imbalance <= imbalance.min() + ATOM_SLACK
+    best = np.flatnonzero(inside)[np.argmin(expected[inside])]
+    return lo + float(cuts[best]) * width
+
+
+def _labels(scores, noise, threshold) -> np.ndarray:
+    """±1 labels: +1 where ``scores + noise > threshold``."""
+    return np.where(scores + noise > threshold, 1.0, -1.0)
+
+
+# --------------------------------------------------------------------------
+# streaming a split into a store
+# --------------------------------------------------------------------------
+@dataclass
+class _Split:
+    """A generated split, transposed and waiting to be written."""
+
+    transpose: ExternalTranspose
+    scores: np.ndarray
+    noise: np.ndarray
+    linear_counts: np.ndarray
+    cross_counts: np.ndarray
+
+
+def _generate_split(transpose, n_samples, *, seed, stream, chunk_rows, zipf, model,
+                    nnz_per_row) -> _Split:
+    """Generate every chunk of one split into ``transpose``."""
+    scores = np.empty(n_samples, dtype=np.float64)
+    noise = np.empty(n_samples, dtype=np.float64)
+    linear_counts = np.zeros(len(model.linear_ranks), dtype=np.int64)
+    cross_counts = np.zeros(len(model.cross_ranks), dtype=np.int64)
+    for index, first in enumerate(range(0, n_samples, chunk_rows)):
+        n_rows = min(chunk_rows, n_samples - first)
+        chunk = generate_chunk(_rng(seed, stream, index), n_rows, zipf, model, nnz_per_row)
+        rows = (chunk.rows + first).astype(np.int32)
+        transpose.add(zipf.column_of_rank[chunk.ranks], rows, None)
+        scores[first:first + n_rows] = chunk.scores
+        noise[first:first + n_rows] = chunk.noise
+        linear_counts += chunk.linear_counts
+        cross_counts += chunk.cross_counts
+    transpose.finish()
+    return _Split(transpose, scores, noise, linear_counts, cross_counts)
+
+
+def _write_split(output, split: _Split, labels, plan, *, n_features, command, block_nnz,
+                 overwrite, attrs) -> int:
+    """Write a transposed split as a binary store; return its nnz."""
+    indptr = split.transpose.indptr(n_features)
+    split.transpose.column_counts = None           # indptr holds the same information
+    writer = StoreWriter(output, n_samples=len(labels), n_features=n_features,
+                         nnz=int(indptr[-1]), dtype="float32", binary=True, labels=labels,
+                         id_offset=0, command=command, block_nnz=block_nnz,
+                         overwrite=overwrite, chunk_size=plan.chunk_size, attrs=attrs,
+                         labels_source=str(output))
+    with writer:
+        bounds = balanced_block_bounds(indptr, plan.group_nnz)
+        for first, stop, rows, _ in split.transpose.iter_blocks(bounds, indptr, np.float32):
+            writer.append(indptr[first:stop + 1] - indptr[first], rows, None)
+        writer.close()
+    return int(indptr[-1])
+
+
+def _store_split(output, n_samples, *, stream, threshold, plan, common, attrs_for) -> dict:
+    """Generate, label and write one split; return its summary.
+
+    ``threshold`` None computes it from this split's scores (training).
+    """
+    run_dir = Path(tempfile.mkdtemp(prefix=f"{output.name}.runs-", dir=output.parent))
+    transpose = ExternalTranspose(run_dir, plan.buffer_bytes)
+    try:
+        split = _generate_split(transpose, n_samples, stream=stream, seed=common["seed"],
+                                chunk_rows=common["chunk_rows"], zipf=common["zipf"],
+                                model=common["model"], nnz_per_row=common["nnz_per_row"])
+        if threshold is None:
+            threshold = balanced_threshold(split.scores, common["model"].noise)
+        labels = _labels(split.scores, split.noise, threshold)
+        if np.all(labels == labels[0]):
+            raise UltraFSError(f"{output}: every generated label is {labels[0]:+.0f}; "
+                               "use more samples or planted features")
+        del split.scores, split.noise
+        nnz = _write_split(output, split, labels, plan, n_features=common["zipf"].n_features,
+                           command=common["command"], block_nnz=common["block_nnz"],
+                           overwrite=common["overwrite"],
+                           attrs=attrs_for(threshold, split.linear_counts, split.cross_counts))
+        n_runs = transpose.n_spilled
+    finally:
+        transpose.close()
+        remove_tree(run_dir)
+    return {"output": str(output), "n_samples": int(n_samples), "nnz": nnz,
+            "mean_nnz_per_row": nnz / n_samples,
+            "positive_fraction": float(np.mean(labels > 0)),
+            "threshold": float(threshold), "n_runs": int(n_runs),
+            "linear_counts": [int(c) for c in split.linear_counts],
+            "cross_counts": [int(c) for c in split.cross_counts]}
+
+
+# --------------------------------------------------------------------------
+# public entry point
+# --------------------------------------------------------------------------
+def _check_parameters(n_samples, n_features, nnz_per_row, zipf_exponent, n_linear, n_cross,
+                      min_cooccurrence, noise, chunk_rows, memory_budget, n_test, seed):
+    def integer(name, value, low):
+        if isinstance(value, bool) or int(value) != value or value < low:
+            raise ParameterError(f"{name} must be an integer >= {low}, got {value!r}")
+        return int(value)
+
+    n_samples = integer("n_samples", n_samples, 1)
+    n_features = integer("n_features", n_features, 1)
+    if n_samples >= 2 ** 31 or n_features >= 2 ** 31:
+        raise ParameterError("n_samples and n_features must be below 2**31")
+    n_linear = integer("n_linear", n_linear, 0)
+    n_cross = integer("n_cross", n_cross, 0)
+    if n_linear + n_cross == 0:
+        raise ParameterError("the planted model needs n_linear + n_cross >= 1")
+    if n_linear + 2 * n_cross > n_features:
+        raise ParameterError(f"n_linear + 2 * n_cross = {n_linear + 2 * n_cross} "
+                             f"exceeds n_features = {n_features}")
+    if not (0 < float(nnz_per_row) <= n_features):
+        raise ParameterError(f"nnz_per_row must be in (0, n_features], got {nnz_per_row!r}")
+    if not (float(zipf_exponent) >= 0 and math.isfinite(zipf_exponent)):
+        raise ParameterError(f"zipf_exponent must be finite and >= 0, got {zipf_exponent!r}")
+    if not 0 <= float(min_cooccurrence) <= 1:
+        raise ParameterError(f"min_cooccurrence must be in [0, 1], got {min_cooccurrence!r}")
+    if not (float(noise) >= 0 and math.isfinite(noise)):
+        raise ParameterError(f"noise must be finite and >= 0, got {noise!r}")
+    chunk_rows = integer("chunk_rows", chunk_rows, 1)
+    if int(memory_budget) < MIN_MEMORY_BUDGET:
+        raise ParameterError(f"memory_budget must be at least {MIN_MEMORY_BUDGET} bytes, "
+                             f"got {memory_budget}")
+    n_test = integer("n_test", n_test, 0)
+    seed = integer("seed", seed, 0)
+    return n_samples, n_features, n_linear, n_cross, chunk_rows, n_test, seed
+
+
+def _describe_call(output_path, generator: dict, test_output) -> str:
+    args = ", ".join(f"{k}={v!r}" for k, v in generator.items()
+                     if k not in ("name", "split"))
+    extra = "" if test_output is None else f", test_output={str(test_output)!r}"
+    return (f"python: ultrafs.synthetic_sparse.make_kddb_like({str(output_path)!r}, "
+            f"{args}{extra})")
+
+
+def make_kddb_like(output_path, *, n_samples, n_features, nnz_per_row=DEFAULT_NNZ_PER_ROW,
+                   zipf_exponent=DEFAULT_ZIPF_EXPONENT, n_linear=DEFAULT_N_LINEAR,
+                   n_cross=DEFAULT_N_CROSS, min_cooccurrence=DEFAULT_MIN_COOCCURRENCE,
+                   noise=DEFAULT_NOISE, shuffle_columns=True, seed=0,
+                   memory_budget=DEFAULT_MEMORY_BUDGET, chunk_rows=DEFAULT_CHUNK_ROWS,
+                   block_nnz=DEFAULT_BLOCK_NNZ, test_output=None, n_test=0,
+                   command=None, overwrite=False) -> dict:
+    """Write a kddb-like synthetic store with a planted linear + cross model.
+
+    See the module docstring for the generative model.
+
+    Parameters
+    ----------
+    output_path : str or os.PathLike
+        Training store to create (``docs/FORMAT.md``; binary, ids are
+        column numbers, ``id_offset == 0``).
+    n_samples, n_features : int
+        Shape of the training matrix.
+    nnz_per_row : float
+        Mean requested features per row (Poisson, clipped to
+        ``[1, n_features]``).
+    zipf_exponent : float
+        Rank ``r`` has probability ``∝ (r + 1) ** -zipf_exponent``.
+    n_linear, n_cross : int
+        Planted single features and pairs.
+    min_cooccurrence : float
+        Target share of rows holding both members of a planted pair
+        (reached by injection, see the module docstring).
+    noise : float
+        Standard deviation of the Gaussian noise added to the scores
+        (planted weights have magnitudes in ``[1, 2]``).
+    shuffle_columns : bool
+        Map frequency ranks to columns through a random permutation (True)
+        or keep rank ``r`` at column ``r`` (False).
+    seed : int
+        Seed of every random stream (>= 0).
+    memory_budget : int
+        Bytes for the external transpose (buffer, sorting, writing); the
+        O(n_features) and O(n_samples) arrays and one chunk come on top.
+    chunk_rows : int
+        Rows generated at once and per random stream (part of the data's
+        definition, like ``seed``).
+    block_nnz : int
+        Target nonzeros per block of the stores' default partition.
+    test_output : str, os.PathLike or None
+        Test store to create with ``n_test`` rows of the same distribution,
+        model and threshold.
+    n_test : int
+        Rows of the test store (required > 0 with ``test_output``).
+    command : str or None
+        Recorded as ``created_by``; None records the Python call.
+    overwrite : bool
+        Replace existing ultrafs stores at the output paths.
+
+    Returns
+    -------
+    summary : dict
+        ``output``, ``n_samples``, ``n_features``, ``nnz``,
+        ``mean_nnz_per_row``, ``positive_fraction``, ``threshold``,
+        ``n_runs`` (spilled runs), ``linear_counts`` / ``cross_counts``
+        (training rows holding each planted feature / both members of each
+        pair), ``planted`` (the store attribute), ``generator``, ``test``
+        (the same keys for the test store, or None) and ``seconds``.
+
+    Raises
+    ------
+    ParameterError
+        For invalid parameters.
+    StoreExistsError
+        If an output exists and ``overwrite`` is False.
+    UltraFSError
+        If the labels of a split come out all equal.
+    """
+    started = time.perf_counter()
+    n_samples, n_features, n_linear, n_cross, chunk_rows, n_test, seed = _check_parameters(
+        n_samples, n_features, nnz_per_row, zipf_exponent, n_linear, n_cross,
+        min_cooccurrence, noise, chunk_rows, memory_budget, n_test, seed)
+    output = check_output_path(output_path, overwrite)
+    if test_output is not None:
+        if n_test < 1:
+            raise ParameterError("test_output needs n_test >= 1")
+        test_output = check_output_path(test_output, overwrite)
+        if test_output == output:
+            raise ParameterError("test_output must differ from output_path")
+    generator = {"name": "ultrafs.synthetic_sparse.make_kddb_like",
+                 "n_samples": n_samples, "n_features": n_features,
+                 "nnz_per_row": float(nnz_per_row), "zipf_exponent": float(zipf_exponent),
+                 "n_linear": n_linear, "n_cross": n_cross,
+                 "min_cooccurrence": float(min_cooccurrence), "noise": float(noise),
+                 "shuffle_columns": bool(shuffle_columns), "seed": seed,
+                 "chunk_rows": chunk_rows, "n_test": n_test}
+    if command is None:
+        command = _describe_call(output, generator, test_output)
+    model_rng = _rng(seed, _STREAM_MODEL)
+    zipf = ZipfColumns.build(n_features, zipf_exponent, model_rng if shuffle_columns else None)
+    model = plant_model(model_rng, zipf.expected_frequency(nnz_per_row), n_linear=n_linear,
+                        n_cross=n_cross, min_cooccurrence=min_cooccurrence, noise=noise)
+    plan = _MemoryPlan(int(memory_budget))
+    common = {"seed": seed, "chunk_rows": chunk_rows, "zipf": zipf, "model": model,
+              "nnz_per_row": float(nnz_per_row), "command": command,
+              "block_nnz": int(block_nnz), "overwrite": bool(overwrite)}
+    planted = {}
+
+    def attrs_for(split_name):
+        def attrs(threshold, linear_counts, cross_counts):
+            planted[split_name] = model.to_attrs(zipf.column_of_rank, threshold,
+                                                 linear_counts, cross_counts)
+            return {"planted": planted[split_name],
+                    "generator": dict(generator, split=split_name)}
+        return attrs
+
+    summary = _store_split(output, n_samples, stream=_STREAM_TRAIN, threshold=None,
+                           plan=plan, common=common, attrs_for=attrs_for("train"))
+    test_summary = None
+    if test_output is not None:
+        test_summary = _store_split(test_output, n_test, stream=_STREAM_TEST,
+                                    threshold=summary["threshold"], plan=plan,
+                                    common=common, attrs_for=attrs_for("test"))
+    summary.update(n_features=n_features, planted=planted["train"], generator=generator,
+                   test=test_summary, seconds=time.perf_counter() - started)
+    return summary
