@@ -13,6 +13,9 @@ arrays ``y`` and ``f`` of the same length ``n`` (float64):
     writes ``out[i] = dl/df (y_i, f_i)`` and returns ``out``.
 ``<loss>_dual(y, f, out)``
     writes ``out[i] = alpha_i / C`` (Theorem 3) and returns ``out``.
+``<loss>_curvature_sum(y, f, d)``
+    ``sum_i d2l/df2 (y_i, f_i)`` given ``d = dl/df`` at the same point, without
+    new exponentials (labels must be ``+1``/``-1``).
 
 Losses:
 
@@ -36,10 +39,12 @@ __all__ = [
     "logistic_value_derivative",
     "logistic_derivative",
     "logistic_dual",
+    "logistic_curvature_sum",
     "squared_hinge_value",
     "squared_hinge_value_derivative",
     "squared_hinge_derivative",
     "squared_hinge_dual",
+    "squared_hinge_curvature_sum",
 ]
 
 
@@ -143,6 +148,29 @@ def logistic_dual(y, f, out):
 
 
 @njit(cache=True, nogil=True)
+def logistic_curvature_sum(y, f, d):
+    """Return ``sum_i sigma_i (1 - sigma_i)`` with ``sigma_i = -y_i d_i``.
+
+    Parameters
+    ----------
+    y, f : ndarray of float64, shape (n,)
+        ``f`` is unused (the curvature follows from ``d``).
+    d : ndarray of float64, shape (n,)
+        ``dl/df = -y sigma(-y f)`` at ``f``.
+
+    Returns
+    -------
+    float
+        ``sum_i d2l/df2 (y_i, f_i)``.
+    """
+    total = 0.0
+    for i in range(len(y)):
+        s = -y[i] * d[i]
+        total += s * (1.0 - s)
+    return total
+
+
+@njit(cache=True, nogil=True)
 def squared_hinge_value(y, f):
     """Return ``sum_i max(0, 1 - y_i f_i)^2 / 2``.
 
@@ -224,3 +252,25 @@ def squared_hinge_dual(y, f, out):
         m = 1.0 - y[i] * f[i]
         out[i] = m if m > 0.0 else 0.0
     return out
+
+
+@njit(cache=True, nogil=True)
+def squared_hinge_curvature_sum(y, f, d):
+    """Return the number of samples with ``1 - y_i f_i > 0``.
+
+    Parameters
+    ----------
+    y, f : ndarray of float64, shape (n,)
+    d : ndarray of float64, shape (n,)
+        Unused (present for a common signature).
+
+    Returns
+    -------
+    float
+        ``sum_i d2l/df2 (y_i, f_i)`` (the right derivative at the kink).
+    """
+    total = 0.0
+    for i in range(len(y)):
+        if 1.0 - y[i] * f[i] > 0.0:
+            total += 1.0
+    return total

@@ -1,4 +1,6 @@
-"""Proximal kernels: the l2,1-squared Moreau projection and soft-thresholding.
+"""Proximal kernels: the l2,1-squared Moreau projection, soft-thresholding.
+
+Plain (l1) and group (l2,1) soft-thresholding serve the companion solvers.
 
 Groups are contiguous coordinate ranges given by ``group_ptr`` (length
 ``t + 1``): group ``h`` is ``w[group_ptr[h]:group_ptr[h + 1]]``.  Empty groups
@@ -24,6 +26,7 @@ __all__ = [
     "l21sq_moreau_norms",
     "l21sq_prox",
     "soft_threshold",
+    "group_soft_threshold",
 ]
 
 
@@ -75,7 +78,9 @@ def l21sq_threshold(norms, s):
     rho = 0
     for h in range(len(ordered)):
         cumsum += ordered[h]
-        if ordered[h] - s / (1.0 + (h + 1) * s) * cumsum > 0.0:
+        # o_(h) - s / (1 + h s) * cumsum > 0, multiplied by 1 + h s: exact
+        # for h = 1 even when s / (1 + s) rounds to 1.
+        if ordered[h] + s * ((h + 1) * ordered[h] - cumsum) > 0.0:
             rho = h + 1
             best_sum = cumsum
     if rho == 0:
@@ -161,3 +166,34 @@ def soft_threshold(u, threshold, out):
         else:
             out[j] = 0.0
     return out
+
+
+@njit(cache=True, nogil=True)
+def group_soft_threshold(u, threshold, group_ptr, out):
+    """Group soft-thresholding: write ``max(0, 1 - threshold / ||u_h||) u_h``.
+
+    The proximal operator of ``threshold * sum_h ||w_h||`` (group lasso).
+
+    Parameters
+    ----------
+    u : ndarray of float64, shape (p,)
+    threshold : float
+        Non-negative.
+    group_ptr : ndarray of int64, shape (t + 1,)
+    out : ndarray of float64, shape (p,)
+        May be ``u`` itself.
+
+    Returns
+    -------
+    ndarray of float64, shape (t,)
+        The factor applied to each group.
+    """
+    norms = group_norms(u, group_ptr)
+    t = len(norms)
+    scale = np.zeros(t, dtype=np.float64)
+    for h in range(t):
+        if norms[h] > threshold:
+            scale[h] = 1.0 - threshold / norms[h]
+        for j in range(group_ptr[h], group_ptr[h + 1]):
+            out[j] = scale[h] * u[j]
+    return scale

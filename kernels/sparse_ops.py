@@ -8,9 +8,10 @@ Columns may be empty and rows may hold no entry at all.
 Columns are split into ``t`` contiguous groups by ``group_ptr`` (length
 ``t + 1``, ``group_ptr[0] == 0``, ``group_ptr[t] == p``): group ``h`` is the
 columns ``group_ptr[h]:group_ptr[h + 1]``.  Per-group products are laid out as
-``(n_rows, t)`` C-ordered arrays, so that the ``t`` values of one row are
-contiguous; that is the order in which :func:`combine_group_products` reads
-them (paper §5.5: a line-search trial costs O(n t) instead of O(nnz)).
+``(t, n_rows)`` C-ordered arrays: row ``h`` is ``X_h @ w_h``, so the scatter of
+one group stays in one contiguous vector (as fast as :func:`csc_matvec`) and
+:func:`combine_group_products` streams whole rows (paper §5.5: a line-search
+trial costs O(n t) instead of O(nnz)).
 """
 
 import numpy as np
@@ -62,22 +63,23 @@ def csc_group_matvec_into(indptr, indices, data, w, group_ptr, out):
         CSC arrays of ``X`` (see the module docstring).
     w : ndarray of float64, shape (p,)
     group_ptr : ndarray of int64, shape (t + 1,)
-    out : ndarray of float64, shape (n_rows, t)
-        Overwritten: ``out[i, h] = sum_{j in group h} X[i, j] * w[j]``.
+    out : ndarray of float64, shape (t, n_rows)
+        Overwritten: ``out[h, i] = sum_{j in group h} X[i, j] * w[j]``.
 
     Returns
     -------
-    ndarray of float64, shape (n_rows, t)
+    ndarray of float64, shape (t, n_rows)
         ``out`` itself.
     """
-    out[:, :] = 0.0
     for h in range(len(group_ptr) - 1):
+        row = out[h]
+        row[:] = 0.0
         for j in range(group_ptr[h], group_ptr[h + 1]):
             wj = np.float64(w[j])
             if wj == 0.0:
                 continue
             for k in range(indptr[j], indptr[j + 1]):
-                out[indices[k], h] += np.float64(data[k]) * wj
+                row[indices[k]] += np.float64(data[k]) * wj
     return out
 
 
@@ -95,11 +97,11 @@ def csc_group_matvec(indptr, indices, data, w, group_ptr, n_rows):
 
     Returns
     -------
-    ndarray of float64, shape (n_rows, t)
-        Column ``h`` is ``X[:, group h] @ w[group h]``; the row sums are
+    ndarray of float64, shape (t, n_rows)
+        Row ``h`` is ``X[:, group h] @ w[group h]``; the column sums are
         ``X @ w``.
     """
-    out = np.empty((n_rows, len(group_ptr) - 1), dtype=np.float64)
+    out = np.empty((len(group_ptr) - 1, n_rows), dtype=np.float64)
     return csc_group_matvec_into(indptr, indices, data, w, group_ptr, out)
 
 
@@ -131,14 +133,14 @@ def csc_rmatvec(indptr, indices, data, r):
 def combine_group_products(xv, xg, scale, step, offset, out):
     """Decision values from cached per-group products (paper §5.5).
 
-    Computes ``out[i] = sum_h scale[h] * (xv[i, h] - step * xg[i, h]) - offset``,
+    Computes ``out[i] = sum_h scale[h] * (xv[h, i] - step * xg[h, i]) - offset``,
     i.e. ``X @ w - offset`` for ``w_h = scale[h] * (v_h - step * g_h)`` when
     ``xv`` and ``xg`` hold the per-group products of ``v`` and ``g``.
     Groups whose ``scale`` is zero are skipped.
 
     Parameters
     ----------
-    xv, xg : ndarray of float64, shape (n_rows, t)
+    xv, xg : ndarray of float64, shape (t, n_rows)
     scale : ndarray of float64, shape (t,)
     step : float
     offset : float
@@ -150,17 +152,15 @@ def combine_group_products(xv, xg, scale, step, offset, out):
     ndarray of float64, shape (n_rows,)
         ``out`` itself.
     """
-    n_rows, t = xv.shape
-    active = np.empty(t, dtype=np.int64)
-    n_active = 0
+    t, n_rows = xv.shape
+    out[:] = -offset
     for h in range(t):
-        if scale[h] != 0.0:
-            active[n_active] = h
-            n_active += 1
-    for i in range(n_rows):
-        acc = -offset
-        for a in range(n_active):
-            h = active[a]
-            acc += scale[h] * (xv[i, h] - step * xg[i, h])
-        out[i] = acc
+        sh = scale[h]
+        if sh == 0.0:
+            continue
+        gh = sh * step
+        xv_h = xv[h]
+        xg_h = xg[h]
+        for i in range(n_rows):
+            out[i] += sh * xv_h[i] - gh * xg_h[i]
     return out

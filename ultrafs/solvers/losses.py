@@ -21,6 +21,14 @@ from ultrafs.kernels import losses as _k
 __all__ = ["Loss", "Logistic", "SquaredHinge", "LOSSES", "get_loss"]
 
 
+def _check_lengths(y, f):
+    """Reject ``y`` and ``f`` of different lengths (the kernels trust them)."""
+    if len(y) != len(f):
+        raise ParameterError(
+            f"y and f must have the same length, got {len(y)} and {len(f)}"
+        )
+
+
 class Loss:
     """Interface of a per-sample loss ``l(y, f)`` (subclasses bind kernels).
 
@@ -28,17 +36,18 @@ class Loss:
     ----------
     name : str
         Registry key.
-    curvature : float
-        Upper bound on ``d2l/df2``; ``C * curvature * ||X||_2^2`` is a
+    curvature_bound : float
+        Upper bound on ``d2l/df2``; ``C * curvature_bound * ||X||_2^2`` is a
         Lipschitz constant of the gradient of ``P``.
     """
 
     name = ""
-    curvature = math.inf
+    curvature_bound = math.inf
     _value_kernel = None
     _value_derivative_kernel = None
     _derivative_kernel = None
     _dual_kernel = None
+    _curvature_kernel = None
 
     def value(self, y, f):
         """Return ``sum_i l(y_i, f_i)``.
@@ -51,6 +60,7 @@ class Loss:
         -------
         float
         """
+        _check_lengths(y, f)
         return float(self._value_kernel(y, f))
 
     def derivative(self, y, f, out=None):
@@ -66,8 +76,10 @@ class Loss:
         -------
         ndarray of float64, shape (n,)
         """
+        _check_lengths(y, f)
         if out is None:
             out = np.empty(len(y), dtype=np.float64)
+        _check_lengths(y, out)
         return self._derivative_kernel(y, f, out)
 
     def value_derivative(self, y, f, out):
@@ -82,6 +94,8 @@ class Loss:
         -------
         float
         """
+        _check_lengths(y, f)
+        _check_lengths(y, out)
         return float(self._value_derivative_kernel(y, f, out))
 
     def dual(self, y, f, out=None):
@@ -96,9 +110,29 @@ class Loss:
         -------
         ndarray of float64, shape (n,)
         """
+        _check_lengths(y, f)
         if out is None:
             out = np.empty(len(y), dtype=np.float64)
+        _check_lengths(y, out)
         return self._dual_kernel(y, f, out)
+
+    def curvature_sum(self, y, f, derivative):
+        """Return ``sum_i d2l/df2 (y_i, f_i)``.
+
+        Parameters
+        ----------
+        y, f : ndarray of float64, shape (n,)
+        derivative : ndarray of float64, shape (n,)
+            ``dl/df`` at ``f`` (as written by :meth:`value_derivative`); lets
+            the logistic loss avoid new exponentials.
+
+        Returns
+        -------
+        float
+        """
+        _check_lengths(y, f)
+        _check_lengths(y, derivative)
+        return float(self._curvature_kernel(y, f, derivative))
 
     def optimal_constant(self, y):
         """Return ``argmin_c sum_i l(y_i, c)`` (the best constant decision).
@@ -121,11 +155,12 @@ class Logistic(Loss):
     """Logistic loss ``l = log(1 + exp(-y f))``; ``alpha / C = sigma(-y f)``."""
 
     name = "logistic"
-    curvature = 0.25
+    curvature_bound = 0.25
     _value_kernel = staticmethod(_k.logistic_value)
     _value_derivative_kernel = staticmethod(_k.logistic_value_derivative)
     _derivative_kernel = staticmethod(_k.logistic_derivative)
     _dual_kernel = staticmethod(_k.logistic_dual)
+    _curvature_kernel = staticmethod(_k.logistic_curvature_sum)
 
     def optimal_constant(self, y):
         """Return ``log(n_+ / n_-)``, the exact minimiser.
@@ -149,11 +184,12 @@ class SquaredHinge(Loss):
     """Squared hinge ``l = max(0, 1 - y f)^2 / 2``; ``alpha / C = max(0, 1 - y f)``."""
 
     name = "squared-hinge"
-    curvature = 1.0
+    curvature_bound = 1.0
     _value_kernel = staticmethod(_k.squared_hinge_value)
     _value_derivative_kernel = staticmethod(_k.squared_hinge_value_derivative)
     _derivative_kernel = staticmethod(_k.squared_hinge_derivative)
     _dual_kernel = staticmethod(_k.squared_hinge_dual)
+    _curvature_kernel = staticmethod(_k.squared_hinge_curvature_sum)
 
     def optimal_constant(self, y):
         """Return ``(n_+ - n_-) / n``, the exact minimiser (0 when ``n = 0``)."""
