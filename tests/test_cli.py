@@ -155,3 +155,29 @@ def test_readme_cli_reference_matches_help():
         assert block, f"README lacks the help block of {command}"
         assert block.group(1).rstrip() == _help_text(command), (
             f"README help of {command} is stale: run python tools/readme_cli.py")
+
+
+def test_parquet_formats_give_the_same_model(stores, tmp_path):
+    """ingest --format parquet and a wide Parquet table select like Zarr."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ultrafs.store import open_store
+
+    run("ingest", "--format", "parquet", stores / "train.svm", tmp_path / "train.pq")
+    args = ["--B", 4, "--max-iter", 2, "--tol", 0]
+    zarr_model = json.loads(run("select", "--data", stores / "train.zarr", *args).stdout)
+    long_model = json.loads(run("select", "--data", tmp_path / "train.pq", *args).stdout)
+    assert long_model["features"] == zarr_model["features"]
+    assert long_model["coef"] == zarr_model["coef"]
+
+    X = open_store(stores / "train.zarr").to_csc().toarray()
+    y = open_store(stores / "train.zarr").read_labels()
+    table = pa.table({**{f"f{j}": X[:, j] for j in range(X.shape[1])}, "target": y})
+    pq.write_table(table, tmp_path / "wide.parquet")
+    wide_model = json.loads(run("select", "--data", tmp_path / "wide.parquet",
+                                "--label", "target", *args).stdout)
+    # wide tables number features from 0 (column positions)
+    assert [f + 1 for f in wide_model["features"]] == zarr_model["features"]
+    result = run("select", "--data", tmp_path / "wide.parquet", *args, ok=False)
+    assert_one_line_error(result, "label")

@@ -106,10 +106,13 @@ def main():
               show_default=True, help="MiB of triplets buffered before spilling a run.")
 @click.option("--block-nnz", type=click.IntRange(min=1), default=None,
               help="Target nonzeros per default column block.")
+@click.option("--format", "store_format", type=click.Choice(["zarr", "parquet"]),
+              default="zarr", show_default=True,
+              help="Store layout: Zarr column blocks or a Parquet long table.")
 @click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")
 @_one_line_errors
 def ingest(input_path, output_path, dtype, zero_based, n_features,
-           memory_budget, block_nnz, overwrite):
+           memory_budget, block_nnz, store_format, overwrite):
     """Convert a LIBSVM/svmlight file (plain, .gz, .bz2, .xz) to a store."""
     from .io.libsvm import ingest_libsvm
 
@@ -118,18 +121,29 @@ def ingest(input_path, output_path, dtype, zero_based, n_features,
         input_path, output_path, dtype=dtype, zero_based=zero_based,
         n_features=n_features, memory_budget=memory_budget * 2**20,
         command=" ".join(["ultrafs"] + sys.argv[1:]), overwrite=overwrite,
-        **kwargs)
+        format=store_format, **kwargs)
     click.echo(json.dumps(summary, default=str))
+
+
+LABEL_OPTION = click.option(
+    "--label", default=None,
+    help="Label column of a wide Parquet table (default: 'label').")
+
+
+def _open(path, label):
+    from .store import open_store
+
+    return open_store(path) if label is None else open_store(path, label=label)
 
 
 @main.command()
 @click.argument("store_path", metavar="STORE", type=click.Path())
+@LABEL_OPTION
 @_one_line_errors
-def info(store_path):
-    """Print a store's metadata as JSON."""
-    from .store import open_store
-
-    click.echo(json.dumps(open_store(store_path).describe(), indent=1))
+def info(store_path, label):
+    """Print a store's metadata as JSON (Zarr, Parquet long or wide)."""
+    click.echo(json.dumps(_open(store_path, label).describe(), indent=1,
+                          default=str))
 
 
 def _fgm_options(func):
@@ -201,16 +215,15 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
 
 @main.command("select")
 @click.option("--data", "data_path", required=True, type=click.Path(),
-              help="Training store (see `ultrafs ingest`).")
+              help="Training store: Zarr or Parquet (see `ultrafs ingest`).")
+@LABEL_OPTION
 @_fgm_options
 @click.option("--out", default="-", show_default=True,
               help="Model file to write, or - for stdout.")
 @_one_line_errors
-def select_command(data_path, out, **params):
+def select_command(data_path, label, out, **params):
     """Select features with FGM and write the model as JSON."""
-    from .store import open_store
-
-    store = open_store(data_path)
+    store = _open(data_path, label)
     model = _run_select(store, command=" ".join(["ultrafs"] + sys.argv[1:]),
                         **params)
     _emit_json(model.to_dict(), out)
@@ -246,30 +259,30 @@ def _write_predictions(model, decision, out):
 @main.command()
 @click.option("--model", "model_path", required=True, type=click.Path())
 @click.option("--data", "data_path", required=True, type=click.Path())
+@LABEL_OPTION
 @click.option("--out", default="-", show_default=True,
               help="TSV file (label, decision[, probability]) or - for stdout.")
 @_one_line_errors
-def predict(model_path, data_path, out):
+def predict(model_path, data_path, label, out):
     """Predict every row of a store with a model file."""
     from .model import Model
-    from .store import open_store
 
     model = Model.load(model_path)
-    store = open_store(data_path)
+    store = _open(data_path, label)
     _write_predictions(model, model.decision_function_store(store), out)
 
 
 @main.command()
 @click.option("--model", "model_path", required=True, type=click.Path())
 @click.option("--data", "data_path", required=True, type=click.Path())
+@LABEL_OPTION
 @_one_line_errors
-def evaluate(model_path, data_path):
+def evaluate(model_path, data_path, label):
     """Print accuracy, AUC and counts of a model on a labelled store (JSON)."""
     from .model import Model
-    from .store import open_store
 
     model = Model.load(model_path)
-    click.echo(json.dumps(model.evaluate_store(open_store(data_path))))
+    click.echo(json.dumps(model.evaluate_store(_open(data_path, label))))
 
 
 @main.command()

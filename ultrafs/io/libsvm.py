@@ -657,9 +657,25 @@ def _describe_call(input_path, output_path, dtype, zero_based, n_features):
             f"{str(output_path)!r}, dtype={dtype.name!r}, zero_based={zero_based}{extra})")
 
 
+def _store_writer(format):
+    """The writer class and output-path check of a store ``format``.
+
+    ``"zarr"``: :class:`~ultrafs.store.writer.StoreWriter`; ``"parquet"``:
+    :class:`~ultrafs.store.parquet_long_writer.ParquetLongWriter` (the
+    Parquet-long layout).  Both take the same constructor arguments.
+    """
+    if format == "zarr":
+        return StoreWriter, check_output_path
+    if format == "parquet":
+        from ..store import parquet_long_writer
+
+        return parquet_long_writer.ParquetLongWriter, parquet_long_writer.check_output_path
+    raise ParameterError(f"format must be 'zarr' or 'parquet', got {format!r}")
+
+
 def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
                   n_features=None, memory_budget=DEFAULT_MEMORY_BUDGET, block_nnz=None,
-                  command=None, overwrite=False) -> dict:
+                  command=None, overwrite=False, format="zarr") -> dict:
     """Convert a LIBSVM / svmlight file into an on-disk column store.
 
     Parameters
@@ -687,6 +703,9 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
         Recorded as ``created_by``; None records the Python call.
     overwrite : bool
         Replace an existing ultrafs store at ``output_path``.
+    format : {"zarr", "parquet"}
+        Store layout written: Zarr v3, or the Parquet-long table (both in
+        ``docs/FORMAT.md``).
 
     Returns
     -------
@@ -703,13 +722,14 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
     StoreExistsError
         If ``output_path`` exists and ``overwrite`` is False.
     ParameterError
-        For an invalid dtype, n_features, memory_budget or block_nnz.
+        For an invalid dtype, n_features, memory_budget, block_nnz or format.
     """
     started = time.perf_counter()
     dtype, n_features, memory_budget, block_nnz = _check_ingest_parameters(
         dtype, n_features, memory_budget, block_nnz)
+    writer_class, check_output = _store_writer(format)
     source = Path(input_path)
-    output = check_output_path(output_path, overwrite)
+    output = check_output(output_path, overwrite)
     detect_compression(source)
     if command is None:
         command = _describe_call(source, output, dtype, zero_based, n_features)
@@ -732,7 +752,7 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
         transpose.finish()
         indptr = transpose.indptr(n_features)
         transpose.column_counts = None          # indptr holds the same information
-        _write_csc(output, transpose, indptr, labels, plan, dtype=dtype,
+        _write_csc(output, transpose, indptr, labels, plan, writer_class, dtype=dtype,
                    binary=stats["binary"], id_offset=0 if zero_based else 1,
                    command=command, block_nnz=block_nnz, overwrite=overwrite,
                    source_attrs={"path": str(source.resolve()),
@@ -791,15 +811,15 @@ def _transpose_file(source, transpose, plan, dtype, zero_based) -> dict:
             "explicit_zeros": explicit_zeros, "binary": binary}
 
 
-def _write_csc(output, transpose, indptr, labels, plan, *, dtype, binary, id_offset,
-               command, block_nnz, overwrite, source_attrs) -> None:
+def _write_csc(output, transpose, indptr, labels, plan, writer_class, *, dtype, binary,
+               id_offset, command, block_nnz, overwrite, source_attrs) -> None:
     """Write the transposed triplets as a store, one column group at a time."""
     n_features = len(indptr) - 1
-    writer = StoreWriter(output, n_samples=len(labels), n_features=n_features,
-                         nnz=int(indptr[-1]), dtype=dtype, binary=binary, labels=labels,
-                         id_offset=id_offset, command=command, block_nnz=block_nnz,
-                         overwrite=overwrite, chunk_size=plan.chunk_size,
-                         attrs={"source": source_attrs}, labels_source=str(output))
+    writer = writer_class(output, n_samples=len(labels), n_features=n_features,
+                          nnz=int(indptr[-1]), dtype=dtype, binary=binary, labels=labels,
+                          id_offset=id_offset, command=command, block_nnz=block_nnz,
+                          overwrite=overwrite, chunk_size=plan.chunk_size,
+                          attrs={"source": source_attrs}, labels_source=str(output))
     with writer:
         bounds = balanced_block_bounds(indptr, plan.group_nnz)
         for first, stop, rows, values in transpose.iter_blocks(bounds, indptr, dtype):

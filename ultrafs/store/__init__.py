@@ -1,6 +1,7 @@
 """Column stores: the storage layer of ultrafs.
 
-``open_store(path)`` opens an on-disk store; :class:`InMemoryStore` wraps
+``open_store(path)`` opens an on-disk store (Zarr, Parquet-long or a
+wide Parquet table, see :mod:`ultrafs.store.detect`); :class:`InMemoryStore` wraps
 numpy / scipy.sparse arrays.  Every backend implements
 :class:`~ultrafs.store.base.ColumnStore`.
 """
@@ -12,8 +13,11 @@ __all__ = ["ColumnBlock", "ColumnStore", "InMemoryStore", "even_block_bounds",
            "open_store", "as_store"]
 
 
-def open_store(path):
-    """Open an on-disk ultrafs store (Zarr v3 column-block layout).
+def open_store(path, **kwargs):
+    """Open an on-disk store: Zarr, Parquet-long, or a wide Parquet table.
+
+    Keyword arguments go to :func:`ultrafs.store.detect.open_store`
+    (``label``: the label column of a wide Parquet table).
 
     Raises
     ------
@@ -21,9 +25,9 @@ def open_store(path):
         If ``path`` is not an ultrafs store, is corrupt, or has another
         format version.
     """
-    from .zarr_store import ZarrStore
+    from .detect import open_store as open_detected
 
-    return ZarrStore(path)
+    return open_detected(path, **kwargs)
 
 
 def as_store(X, y=None, *, block_size=None):

@@ -48,6 +48,13 @@ def remove_tree(path) -> None:
             pass
 
 
+def _is_any_ultrafs_store(path) -> bool:
+    """True for an ultrafs store of any on-disk format (Zarr or Parquet-long)."""
+    from .parquet_long import is_parquet_long_store
+
+    return is_ultrafs_store(path) or is_parquet_long_store(path)
+
+
 def check_output_path(path, overwrite: bool) -> Path:
     """Validate an output path before any work is done.
 
@@ -68,7 +75,7 @@ def check_output_path(path, overwrite: bool) -> Path:
     if os.path.lexists(path):
         if not overwrite:
             raise StoreExistsError(f"{path}: already exists (use overwrite=True to replace it)")
-        if not is_ultrafs_store(path):
+        if not _is_any_ultrafs_store(path):
             raise StoreExistsError(
                 f"{path}: exists and is not an ultrafs store; refusing to replace it")
     if not path.parent.is_dir():

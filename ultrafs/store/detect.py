@@ -1,0 +1,114 @@
+"""Open whatever store lies at a path: Zarr, Parquet-long or wide Parquet.
+
+Dispatch, in this order:
+
+1. a directory with ``zarr.json`` → :class:`~ultrafs.store.zarr_store.ZarrStore`
+   (which refuses Zarr groups without the ultrafs format attribute);
+2. a directory with ``_ultrafs.json`` →
+   :class:`~ultrafs.store.parquet_long.ParquetLongStore`;
+3. a Parquet file (``.parquet`` suffix or ``PAR1`` magic bytes), or a
+   directory of ``*.parquet`` files → :class:`~ultrafs.store.parquet_wide.ParquetWideStore`
+   with the label column ``label`` (default ``"label"``);
+4. anything else → ``StoreFormatError("<path>: not an ultrafs store (...)")``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from ..errors import ParameterError, StoreFormatError
+from .base import ColumnStore
+
+__all__ = ["open_store", "store_kind"]
+
+_PARQUET_MAGIC = b"PAR1"
+
+
+def _is_parquet_file(path: Path) -> bool:
+    if path.suffix == ".parquet":
+        return True
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == _PARQUET_MAGIC
+    except OSError:
+        return False
+
+
+def store_kind(path) -> str:
+    """What :func:`open_store` would open at ``path``.
+
+    Returns
+    -------
+    kind : {"zarr", "parquet-long", "parquet-wide"}
+
+    Raises
+    ------
+    StoreFormatError
+        If ``path`` is none of these.
+    """
+    from .parquet_long import METADATA_FILE
+
+    path = Path(os.path.abspath(os.fspath(path)))
+    if not path.exists():
+        raise StoreFormatError(f"{path}: not an ultrafs store (no such file or directory)")
+    if path.is_dir():
+        if (path / "zarr.json").is_file():
+            return "zarr"
+        if (path / METADATA_FILE).is_file():
+            return "parquet-long"
+        if any(p.suffix == ".parquet" and not p.name.startswith(("_", "."))
+               for p in path.iterdir()):
+            return "parquet-wide"
+        raise StoreFormatError(
+            f"{path}: not an ultrafs store (no zarr.json, no {METADATA_FILE} and no "
+            ".parquet files)")
+    if path.is_file() and _is_parquet_file(path):
+        return "parquet-wide"
+    raise StoreFormatError(
+        f"{path}: not an ultrafs store (neither a store directory nor a Parquet file)")
+
+
+def open_store(path, *, label=None) -> ColumnStore:
+    """Open the column store at ``path``, whatever its format.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A Zarr store or Parquet-long store directory written by ultrafs,
+        or a wide Parquet file / dataset directory.
+    label : str or None
+        Label column of a wide Parquet table (None: ``"label"``).  Stores
+        written by ultrafs carry their labels: giving ``label`` for one is
+        an error.
+
+    Returns
+    -------
+    store : ColumnStore
+
+    Raises
+    ------
+    StoreFormatError
+        If ``path`` is not a store, or the store is corrupt.
+    ParameterError
+        If ``label`` is given for a store written by ultrafs.
+    InputFormatError
+        If a wide table has no such label column or a non-numeric feature
+        column.
+    """
+    kind = store_kind(path)
+    if kind != "parquet-wide" and label is not None:
+        raise ParameterError(
+            f"{path}: label={label!r} applies to wide Parquet tables only; this "
+            f"{kind} store carries its own labels")
+    if kind == "zarr":
+        from .zarr_store import ZarrStore
+
+        return ZarrStore(path)
+    if kind == "parquet-long":
+        from .parquet_long import ParquetLongStore
+
+        return ParquetLongStore(path)
+    from .parquet_wide import DEFAULT_LABEL, ParquetWideStore
+
+    return ParquetWideStore(path, label=DEFAULT_LABEL if label is None else label)

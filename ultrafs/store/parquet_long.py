@@ -1,0 +1,635 @@
+"""On-disk column store as a long Parquet table ``(feature, row, value)``.
+
+A directory written by ultrafs (:mod:`ultrafs.store.parquet_long_writer`):
+part files ``part-00000.parquet``, ... hold the entries of X sorted by
+(feature, row), in row groups that never straddle a block of the default
+partition; ``_labels.parquet`` holds the labels and ``_ultrafs.json`` the
+metadata (the attributes of the Zarr store plus a table of every row
+group).  The layout is documented in ``docs/FORMAT.md`` (section
+*Parquet layouts*); this module holds the constants and the reader,
+:class:`ParquetLongStore`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import StoreFormatError, StoreVersionError
+from ..kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
+from ..kernels.long_table import feature_offsets
+from .base import ColumnBlock, ColumnStore
+from .zarr_store import VALUE_DTYPES
+
+__all__ = [
+    "ParquetLongStore",
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "METADATA_FILE",
+    "LABELS_FILE",
+    "ROW_GROUP_TABLE_KEYS",
+    "is_parquet_long_store",
+    "part_file_name",
+    "gather_columns",
+]
+
+#: value of the ``format`` attribute
+FORMAT_NAME = "ultrafs-colstore-parquet-long"
+#: the only format version this code reads and writes
+FORMAT_VERSION = 1
+#: metadata file (JSON), written last
+METADATA_FILE = "_ultrafs.json"
+#: labels file: one float64 column ``label``, n_samples rows
+LABELS_FILE = "_labels.parquet"
+#: names of the part files
+PART_FILE_PATTERN = re.compile(r"part-\d{5,}\.parquet")
+#: columns of the row-group table, each a list of ints
+ROW_GROUP_TABLE_KEYS = ("file", "index", "first_feature", "last_feature", "nnz")
+FEATURE_DTYPES = ("int32", "int64")
+REQUIRED_ATTRS = ("format", "format_version", "n_samples", "n_features", "nnz",
+                  "dtype", "id_offset", "classes", "binary", "block_bounds",
+                  "created_by", "created_with", "complete", "feature_dtype",
+                  "files", "row_groups")
+
+
+def part_file_name(number: int) -> str:
+    """Name of the ``number``-th part file (``part-00000.parquet``)."""
+    return f"part-{number:05d}.parquet"
+
+
+def _read_metadata(path: Path) -> dict:
+    """The parsed ``_ultrafs.json`` of ``path``.
+
+    Raises
+    ------
+    StoreFormatError
+        If ``path`` is not a directory holding a readable JSON object.
+    """
+    if not path.exists():
+        raise StoreFormatError(f"{path}: not an ultrafs store (no such file or directory)")
+    if not path.is_dir():
+        raise StoreFormatError(f"{path}: not an ultrafs store (not a directory)")
+    meta_file = path / METADATA_FILE
+    if not meta_file.is_file():
+        raise StoreFormatError(f"{path}: not an ultrafs store (no {METADATA_FILE})")
+    try:
+        attrs = json.loads(meta_file.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StoreFormatError(
+            f"{path}: not an ultrafs store (cannot read {METADATA_FILE}: {exc})") from exc
+    if not isinstance(attrs, dict):
+        raise StoreFormatError(
+            f"{path}: not an ultrafs store ({METADATA_FILE} is not a JSON object)")
+    return attrs
+
+
+def is_parquet_long_store(path) -> bool:
+    """Whether ``path`` carries the Parquet-long format marker (any version)."""
+    try:
+        return _read_metadata(Path(path)).get("format") == FORMAT_NAME
+    except StoreFormatError:
+        return False
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_attrs(path: Path, attrs: dict) -> None:
+    """Validate the scalar attributes (as the Zarr store does)."""
+    if attrs.get("format") != FORMAT_NAME:
+        raise StoreFormatError(
+            f"{path}: not an ultrafs store (format attribute is "
+            f"{attrs.get('format')!r}, expected {FORMAT_NAME!r})")
+    version = attrs.get("format_version")
+    if version != FORMAT_VERSION:
+        raise StoreVersionError(
+            f"{path}: store format version {version!r}, but this ultrafs "
+            f"reads version {FORMAT_VERSION}")
+    if attrs.get("complete") is False:        # the placeholder of a running writer
+        raise StoreFormatError(f"{path}: store is incomplete (interrupted write)")
+    missing = [name for name in REQUIRED_ATTRS if name not in attrs]
+    if missing:
+        raise StoreFormatError(f"{path}: missing attributes {', '.join(missing)}")
+    if attrs["complete"] is not True:
+        raise StoreFormatError(f"{path}: store is incomplete (interrupted write)")
+    for name in ("n_samples", "n_features", "nnz", "id_offset"):
+        value = attrs[name]
+        if not _is_count(value) or (name != "id_offset" and value < 0):
+            raise StoreFormatError(f"{path}: attribute {name}={value!r} is not a valid count")
+    if attrs["n_samples"] >= 2 ** 31:
+        raise StoreFormatError(f"{path}: n_samples={attrs['n_samples']} needs int64 rows")
+    if attrs["dtype"] not in VALUE_DTYPES:
+        raise StoreFormatError(
+            f"{path}: attribute dtype={attrs['dtype']!r} is not one of {VALUE_DTYPES}")
+    if attrs["feature_dtype"] not in FEATURE_DTYPES:
+        raise StoreFormatError(
+            f"{path}: attribute feature_dtype={attrs['feature_dtype']!r} is not one "
+            f"of {FEATURE_DTYPES}")
+    if attrs["feature_dtype"] == "int32" and attrs["n_features"] > 2 ** 31:
+        raise StoreFormatError(
+            f"{path}: n_features={attrs['n_features']} needs feature_dtype int64")
+    if not isinstance(attrs["binary"], bool):
+        raise StoreFormatError(f"{path}: attribute binary={attrs['binary']!r} is not a boolean")
+    classes = attrs["classes"]
+    if (not isinstance(classes, list) or len(classes) != 2
+            or not all(isinstance(c, (int, float)) and not isinstance(c, bool)
+                       for c in classes)
+            or not np.all(np.isfinite(classes)) or not classes[0] < classes[1]):
+        raise StoreFormatError(f"{path}: attribute classes={classes!r} is not two sorted labels")
+    bounds = attrs["block_bounds"]
+    n_features = attrs["n_features"]
+    ok = isinstance(bounds, list) and len(bounds) >= 1 and all(map(_is_count, bounds))
+    if ok:
+        arr = np.asarray(bounds, dtype=np.int64)
+        ok = (arr[0] == 0 and arr[-1] == n_features and np.all(np.diff(arr) > 0)
+              and (n_features == 0) == (len(arr) == 1))
+    if not ok:
+        raise StoreFormatError(
+            f"{path}: attribute block_bounds is not an increasing partition of "
+            f"0..{n_features}")
+
+
+def _check_files(path: Path, files) -> list:
+    """The part-file names: a list of distinct ``part-NNNNN.parquet``."""
+    if (not isinstance(files, list)
+            or not all(isinstance(f, str) and PART_FILE_PATTERN.fullmatch(f) for f in files)
+            or len(set(files)) != len(files)):
+        raise StoreFormatError(
+            f"{path}: attribute files is not a list of distinct part-NNNNN.parquet names")
+    return list(files)
+
+
+def _row_group_table(path: Path, attrs: dict, n_files: int) -> dict:
+    """Validate the row-group table; return its columns as int64 arrays.
+
+    Row groups are listed in feature order; every row group of every part
+    file is listed once, files in order and row groups ``0, 1, ...`` within
+    a file; each holds ``nnz >= 1`` entries with features
+    ``first_feature..last_feature`` (inclusive), inside one block.
+    """
+    table = attrs["row_groups"]
+    ok = isinstance(table, dict) and set(ROW_GROUP_TABLE_KEYS) <= set(table)
+    if ok:
+        columns = [table[key] for key in ROW_GROUP_TABLE_KEYS]
+        ok = (all(isinstance(c, list) for c in columns)
+              and len({len(c) for c in columns}) == 1
+              and all(_is_count(v) for c in columns for v in c))
+    if not ok:
+        raise StoreFormatError(
+            f"{path}: attribute row_groups is not a table of integer columns "
+            f"{', '.join(ROW_GROUP_TABLE_KEYS)}")
+
+    def fail(problem):
+        raise StoreFormatError(f"{path}: inconsistent row_groups table: {problem}")
+
+    rg = {key: np.asarray(table[key], dtype=np.int64).reshape(-1)
+          for key in ROW_GROUP_TABLE_KEYS}
+    file, index = rg["file"], rg["index"]
+    first, last, nnz = rg["first_feature"], rg["last_feature"], rg["nnz"]
+    n_features, bounds = attrs["n_features"], np.asarray(attrs["block_bounds"], np.int64)
+    if len(file) == 0:
+        if attrs["nnz"] != 0 or n_files != 0:
+            fail("no row groups, but nnz > 0 or part files are listed")
+        return rg
+    if np.any(nnz < 1) or int(nnz.sum()) != attrs["nnz"]:
+        fail("row-group entry counts do not add up to nnz")
+    if np.any(first < 0) or np.any(last >= n_features) or np.any(first > last):
+        fail("feature ranges outside 0..n_features - 1")
+    if np.any(first[1:] < last[:-1]):
+        fail("row groups are not in feature order")
+    if file[0] != 0 or np.any(np.diff(file) < 0) or np.any(np.diff(file) > 1) or (
+            file[-1] != n_files - 1):
+        fail("part files are not listed in order, each with at least one row group")
+    new_file = np.r_[True, file[1:] != file[:-1]]
+    expected_index = np.arange(len(file)) - np.maximum.accumulate(
+        np.where(new_file, np.arange(len(file)), 0))
+    if not np.array_equal(index, expected_index):
+        fail("row-group numbers within a file are not 0, 1, 2, ...")
+    block_of_first = np.searchsorted(bounds, first, side="right")
+    block_of_last = np.searchsorted(bounds, last, side="right")
+    if not np.array_equal(block_of_first, block_of_last):
+        bad = int(np.flatnonzero(block_of_first != block_of_last)[0])
+        fail(f"row group {bad} straddles a block boundary")
+    return rg
+
+
+class _StoreMeta:
+    """Validated metadata of one Parquet-long store."""
+
+    def __init__(self, path: Path):
+        attrs = _read_metadata(path)
+        _check_attrs(path, attrs)
+        self.attrs = attrs
+        self.n_samples = attrs["n_samples"]
+        self.n_features = attrs["n_features"]
+        self.nnz = attrs["nnz"]
+        self.dtype = np.dtype(attrs["dtype"])
+        self.feature_dtype = np.dtype(attrs["feature_dtype"])
+        self.id_offset = attrs["id_offset"]
+        self.binary = attrs["binary"]
+        self.classes = np.asarray(attrs["classes"], dtype=np.float64)
+        self.block_bounds = np.asarray(attrs["block_bounds"], dtype=np.int64)
+        self.block_bounds.flags.writeable = False
+        self.files = _check_files(path, attrs["files"])
+        rg = _row_group_table(path, attrs, len(self.files))
+        self.rg_file, self.rg_index = rg["file"], rg["index"]
+        self.rg_first, self.rg_last, self.rg_nnz = (
+            rg["first_feature"], rg["last_feature"], rg["nnz"])
+        if not (path / LABELS_FILE).is_file():
+            raise StoreFormatError(f"{path}: missing labels file {LABELS_FILE}")
+        #: the columns read from every part file
+        self.columns = ["feature", "row"] if self.binary else ["feature", "row", "value"]
+
+    def row_groups_of(self, start: int, stop: int) -> np.ndarray:
+        """Global numbers of the row groups holding features ``start:stop``."""
+        lo = np.searchsorted(self.rg_last, start, side="left")
+        hi = np.searchsorted(self.rg_first, stop, side="left")
+        return np.arange(lo, max(lo, hi), dtype=np.int64)
+
+
+class ParquetLongStore(ColumnStore):
+    """A column store in a long Parquet table written by ultrafs.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Directory of the store (layout in ``docs/FORMAT.md``).
+
+    Raises
+    ------
+    StoreFormatError
+        If ``path`` is not a Parquet-long ultrafs store, is incomplete, or
+        its metadata is inconsistent.
+    StoreVersionError
+        If the store has another format version.
+
+    Notes
+    -----
+    Opening reads ``_ultrafs.json`` only.  :meth:`read_range` reads just
+    the row groups whose feature range (recorded in the metadata) overlaps
+    the requested columns, with the ``feature``, ``row`` and (unless
+    binary) ``value`` columns, and checks what it returns: the part file
+    and row groups exist with the recorded row counts and schema, features
+    are sorted and match the recorded ranges, rows are in range and
+    strictly increasing within each column, values are finite.  Any
+    failure raises :class:`StoreFormatError` naming the store and the
+    column range, never zeros.  Pickling keeps only the path.
+    """
+
+    def __init__(self, path):
+        self._path = Path(os.path.abspath(os.fspath(path)))
+        self._lock = threading.Lock()
+        self._meta_cache = None
+        self._labels_pm = None
+        self._footers = {}
+        self._meta()                         # validate on open
+
+    # ----------------------------------------------------------- pickling
+    def __reduce__(self):
+        return (_reopen_lazily, (str(self._path),))
+
+    def _meta(self) -> _StoreMeta:
+        meta = self._meta_cache
+        if meta is None:
+            with self._lock:
+                if self._meta_cache is None:
+                    self._meta_cache = _StoreMeta(self._path)
+                meta = self._meta_cache
+        return meta
+
+    def __repr__(self):
+        return f"ParquetLongStore({str(self._path)!r})"
+
+    # --------------------------------------------------------- attributes
+    @property
+    def path(self) -> Path:
+        """Absolute path of the store directory."""
+        return self._path
+
+    @property
+    def n_samples(self) -> int:
+        return self._meta().n_samples
+
+    @property
+    def n_features(self) -> int:
+        return self._meta().n_features
+
+    @property
+    def nnz(self) -> int:
+        return self._meta().nnz
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._meta().dtype
+
+    @property
+    def id_offset(self) -> int:
+        return self._meta().id_offset
+
+    @property
+    def binary(self) -> bool:
+        """True when the part files have no ``value`` column (all values 1)."""
+        return self._meta().binary
+
+    @property
+    def attrs(self) -> dict:
+        """A copy of the metadata (``_ultrafs.json``)."""
+        return json.loads(json.dumps(self._meta().attrs))
+
+    @property
+    def classes(self) -> np.ndarray:
+        return self._meta().classes.copy()
+
+    # ------------------------------------------------------------- labels
+    def read_labels(self) -> np.ndarray:
+        """Labels as float64 ±1 (read-only array), shape (n_samples,)."""
+        if self._labels_pm is None:
+            meta = self._meta()
+            raw = self._read_raw_label_column(meta)
+            negative = raw == meta.classes[0]
+            positive = raw == meta.classes[1]
+            if not np.all(negative | positive):
+                bad = int(np.flatnonzero(~(negative | positive))[0])
+                raise StoreFormatError(
+                    f"{self._path}: corrupt labels (row {bad} holds {raw[bad]!r}, "
+                    f"not one of the classes {meta.classes.tolist()})")
+            labels = np.where(positive, 1.0, -1.0)
+            labels.flags.writeable = False
+            self._labels_pm = labels
+        return self._labels_pm
+
+    def read_raw_labels(self) -> np.ndarray:
+        """The original label values (float64), shape (n_samples,)."""
+        meta = self._meta()
+        return np.where(self.read_labels() > 0, meta.classes[1], meta.classes[0])
+
+    def _read_raw_label_column(self, meta) -> np.ndarray:
+        import pyarrow.parquet as pq
+
+        labels_path = self._path / LABELS_FILE
+        try:
+            table = pq.read_table(labels_path, columns=["label"], use_threads=False)
+            raw = table.column("label")
+            if raw.null_count:
+                raise StoreFormatError(f"{self._path}: corrupt labels (null values)")
+            raw = np.asarray(raw.to_numpy(), dtype=np.float64)
+        except StoreFormatError:
+            raise
+        except Exception as exc:
+            raise StoreFormatError(
+                f"{self._path}: cannot read labels from {LABELS_FILE}: {exc}") from exc
+        if raw.shape != (meta.n_samples,):
+            raise StoreFormatError(
+                f"{self._path}: corrupt labels ({len(raw)} values, expected "
+                f"{meta.n_samples})")
+        return raw
+
+    # ------------------------------------------------------------- blocks
+    def default_block_bounds(self) -> np.ndarray:
+        return self._meta().block_bounds.copy()
+
+    def read_range(self, start, stop) -> ColumnBlock:
+        """Read columns ``start:stop`` from the row groups that hold them.
+
+        Returns
+        -------
+        block : ColumnBlock
+            ``data`` is None when the store is binary.
+
+        Raises
+        ------
+        IndexError
+            If the range is outside ``0:n_features``.
+        StoreFormatError
+            If a part file or row group is missing or the data is corrupt.
+        """
+        meta = self._meta()
+        start, stop = int(start), int(stop)
+        if not 0 <= start <= stop <= meta.n_features:
+            raise IndexError(
+                f"column range {start}:{stop} outside 0:{meta.n_features}")
+        where = f"columns {start}:{stop}"
+        features, rows, values = self._read_row_groups(
+            meta.row_groups_of(start, stop), where)
+        offsets = np.empty(stop - start + 1, dtype=np.int64)
+        if not feature_offsets(features, start, stop, offsets):
+            self._corrupt(where, "features not sorted")
+        lo, hi = int(offsets[0]), int(offsets[-1])
+        indptr = offsets - lo
+        indices = rows[lo:hi]
+        data = None if meta.binary else values[lo:hi]
+        self._check_block(indptr, indices, data, where)
+        return ColumnBlock(start, indptr, indices, data)
+
+    def read_columns(self, columns) -> ColumnBlock:
+        """Read arbitrary columns, in the order given (duplicates allowed).
+
+        Columns ``>= n_features`` come back empty; the data is always
+        materialised in the store dtype.  Each needed row group is read
+        once.
+        """
+        meta = self._meta()
+        columns = np.asarray(columns, dtype=np.int64).reshape(-1)
+        if columns.size and columns.min() < 0:
+            raise ValueError("negative column number")
+        inside = columns < meta.n_features
+        unique = np.unique(columns[inside])
+        first_rg = np.searchsorted(meta.rg_last, unique, side="left")
+        stop_rg = np.searchsorted(meta.rg_first, unique, side="right")
+        spans = np.maximum(stop_rg - first_rg, 0)
+        needed = np.unique(np.repeat(first_rg - np.r_[0, np.cumsum(spans)[:-1]], spans)
+                           + np.arange(int(spans.sum()), dtype=np.int64))
+        where = f"{len(unique)} requested columns"
+        features, rows, values = self._read_row_groups(needed, where)
+        if not np.all(features[1:] >= features[:-1]):
+            self._corrupt(where, "features not sorted")
+        needles = unique.astype(features.dtype)      # no cast of the haystack
+        starts = np.searchsorted(features, needles, side="left")
+        stops = np.searchsorted(features, needles, side="right")
+        u_indptr = np.zeros(len(unique) + 1, dtype=np.int64)
+        np.cumsum(stops - starts, out=u_indptr[1:])
+        take = (np.repeat(starts - u_indptr[:-1], stops - starts)
+                + np.arange(u_indptr[-1], dtype=np.int64))
+        u_indices = rows[take]
+        u_data = (np.ones(len(take), dtype=meta.dtype) if meta.binary
+                  else values[take])
+        self._check_block(u_indptr, u_indices, u_data, where)
+        return gather_columns(columns, inside, unique,
+                              ColumnBlock(-1, u_indptr, u_indices, u_data))
+
+    def to_csc(self):
+        """The whole matrix as a scipy CSC matrix (reads everything)."""
+        import scipy.sparse as sp
+
+        block = self.read_range(0, self.n_features)
+        return sp.csc_matrix((block.values(self.dtype), block.indices, block.indptr),
+                             shape=(self.n_samples, self.n_features))
+
+    def describe(self) -> dict:
+        summary = super().describe()
+        meta = self._meta()
+        attrs = meta.attrs
+        summary.update(path=str(self._path), format=FORMAT_NAME,
+                       format_version=attrs["format_version"], binary=attrs["binary"],
+                       n_files=len(meta.files), n_row_groups=int(len(meta.rg_file)),
+                       created_by=attrs["created_by"], created_with=attrs["created_with"])
+        return summary
+
+    # ----------------------------------------------------------- internals
+    def _corrupt(self, where, problem):
+        raise StoreFormatError(
+            f"{self._path}: corrupt or truncated store: {problem} in {where}")
+
+    def _footer(self, file_number: int, where: str):
+        """The validated Parquet footer of a part file (cached)."""
+        footer = self._footers.get(file_number)
+        if footer is not None:
+            return footer
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        meta = self._meta()
+        name = meta.files[file_number]
+        part = self._path / name
+        if not part.is_file():
+            raise StoreFormatError(
+                f"{self._path}: corrupt or truncated store: missing part file {name} "
+                f"(needed for {where})")
+        try:
+            footer = pq.read_metadata(part)
+            schema = footer.schema.to_arrow_schema()
+        except Exception as exc:
+            raise StoreFormatError(
+                f"{self._path}: corrupt or truncated store: cannot read part file "
+                f"{name} (needed for {where}): {exc}") from exc
+        expected = {"feature": meta.feature_dtype, "row": np.dtype(np.int32)}
+        if not meta.binary:
+            expected["value"] = meta.dtype
+        found = {field.name: field.type for field in schema}
+        for column, dtype in expected.items():
+            if found.get(column) != pa.from_numpy_dtype(dtype):
+                self._corrupt(where, f"part file {name} lacks a {dtype} column {column!r}")
+        if meta.binary and "value" in found:
+            self._corrupt(where, f"binary store, but part file {name} has a value column")
+        mine = meta.rg_file == file_number
+        listed = meta.rg_nnz[mine]
+        if footer.num_row_groups != len(listed):
+            self._corrupt(where, f"part file {name} has {footer.num_row_groups} row "
+                                 f"groups, the metadata lists {len(listed)}")
+        held = np.array([footer.row_group(k).num_rows for k in range(len(listed))],
+                        dtype=np.int64)
+        if not np.array_equal(held, listed):
+            bad = int(np.flatnonzero(held != listed)[0])
+            self._corrupt(where, f"row group {bad} of part file {name} has "
+                                 f"{held[bad]} entries, the metadata lists {listed[bad]}")
+        with self._lock:
+            self._footers[file_number] = footer
+        return footer
+
+    def _read_row_groups(self, row_groups, where):
+        """Concatenated ``feature``, ``row``, ``value`` of global row groups.
+
+        ``row_groups`` is sorted; those of one file are read with one
+        ``read_row_groups`` call.  The first and last feature of every row
+        group are checked against the recorded ranges; the callers check
+        that the features are sorted.
+        """
+        import pyarrow.parquet as pq
+
+        meta = self._meta()
+        if len(row_groups) == 0:
+            empty_values = None if meta.binary else np.zeros(0, dtype=meta.dtype)
+            return (np.zeros(0, dtype=meta.feature_dtype), np.zeros(0, dtype=np.int32),
+                    empty_values)
+        files = meta.rg_file[row_groups]
+        parts = {name: [] for name in meta.columns}
+        for file_number in np.unique(files):
+            file_number = int(file_number)
+            footer = self._footer(file_number, where)
+            local = meta.rg_index[row_groups[files == file_number]].tolist()
+            name = meta.files[file_number]
+            try:
+                reader = pq.ParquetFile(self._path / name, metadata=footer,
+                                        memory_map=True)
+                table = reader.read_row_groups(local, columns=meta.columns,
+                                               use_threads=False)
+                for column in meta.columns:
+                    array = table.column(column)
+                    if array.null_count:
+                        raise ValueError(f"null values in column {column!r}")
+                    parts[column].append(array.to_numpy())
+            except Exception as exc:
+                raise StoreFormatError(
+                    f"{self._path}: corrupt or truncated store: cannot read row groups "
+                    f"{local} of part file {name} (needed for {where}): {exc}") from exc
+        arrays = [np.concatenate(parts[c]) if len(parts[c]) > 1 else parts[c][0]
+                  for c in meta.columns]
+        features, rows = arrays[0], arrays[1]
+        values = None if meta.binary else arrays[2]
+        ends = np.cumsum(meta.rg_nnz[row_groups])
+        if len(features) != ends[-1] or len(rows) != ends[-1]:
+            self._corrupt(where, "row groups hold fewer entries than recorded")
+        if (not np.array_equal(features[ends - meta.rg_nnz[row_groups]],
+                               meta.rg_first[row_groups])
+                or not np.array_equal(features[ends - 1], meta.rg_last[row_groups])):
+            self._corrupt(where, "features outside the ranges recorded for their row groups")
+        return features, rows, values
+
+    def _check_block(self, indptr, indices, data, where):
+        code, column = check_csc_block(indptr, indices, self._meta().n_samples)
+        if code != CSC_OK:
+            problem = {1: "inconsistent column offsets",
+                       2: "row numbers out of range",
+                       3: "row numbers not increasing within a column"}[code]
+            self._corrupt(where, problem)
+        if data is not None and count_nonfinite(data):
+            self._corrupt(where, "NaN or infinite values")
+
+
+def gather_columns(columns, inside, unique, unique_block) -> ColumnBlock:
+    """Arrange the columns of ``unique_block`` as requested by ``columns``.
+
+    Parameters
+    ----------
+    columns : ndarray of int64
+        Requested column numbers (any order, duplicates allowed).
+    inside : ndarray of bool
+        ``columns < n_features``; the other columns come back empty.
+    unique : ndarray of int64
+        ``np.unique(columns[inside])``, the columns of ``unique_block``.
+    unique_block : ColumnBlock
+        Those columns, with materialised ``data``.
+
+    Returns
+    -------
+    block : ColumnBlock
+        ``first_column == -1``.
+    """
+    u_indptr = unique_block.indptr
+    position = np.searchsorted(unique, columns[inside])
+    counts = np.zeros(len(columns), dtype=np.int64)
+    counts[inside] = u_indptr[position + 1] - u_indptr[position]
+    indptr = np.zeros(len(columns) + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    first = np.zeros(len(columns), dtype=np.int64)
+    first[inside] = u_indptr[position]
+    take = (np.repeat(first - indptr[:-1], counts)
+            + np.arange(indptr[-1], dtype=np.int64))
+    return ColumnBlock(-1, indptr, unique_block.indices[take], unique_block.data[take])
+
+
+def _reopen_lazily(path):
+    """Unpickle a ParquetLongStore: keep the path, read metadata on first use."""
+    store = ParquetLongStore.__new__(ParquetLongStore)
+    store._path = Path(path)
+    store._lock = threading.Lock()
+    store._meta_cache = None
+    store._labels_pm = None
+    store._footers = {}
+    return store
