@@ -6,6 +6,8 @@ import numpy as np
 
 from .features import make_feature_space
 from .fgm import fit_fgm
+from .checkpoint import Checkpoint, store_fingerprint
+from .errors import ParameterError
 from .model import Model
 from .store import as_store
 
@@ -15,7 +17,8 @@ __all__ = ["select"]
 def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
            tol=1e-3, fit_intercept=True, inner_tol=1e-3, inner_max_iter=1000,
            block_size=None, scheduler=None, num_workers=None, callback=None,
-           command=None, poly=1, gamma=1.0, coef0=1.0):
+           command=None, poly=1, gamma=1.0, coef0=1.0, checkpoint=None,
+           resume=False):
     """Select features with FGM and return the fitted :class:`Model`.
 
     Parameters
@@ -33,6 +36,12 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
         features of the kernel (gamma x'z + coef0)^2, generated on the fly.
     gamma, coef0 : float
         Kernel parameters for ``poly=2`` (gamma > 0, coef0 >= 0).
+    checkpoint : path, optional
+        Directory where the loop state is committed after every outer
+        iteration (see :mod:`ultrafs.checkpoint`).
+    resume : bool
+        Continue from the checkpoint's state; refused (with the reason)
+        when it was written for other data or parameters.
 
     Returns
     -------
@@ -40,15 +49,24 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
     """
     store = as_store(data, y)
     features = make_feature_space(store, poly=poly, gamma=gamma, coef0=coef0)
+    params = {"poly": int(poly), "B": int(B), "C": float(C), "loss": loss,
+              "max_iter": int(max_iter), "tol": float(tol),
+              "fit_intercept": bool(fit_intercept),
+              "inner_tol": float(inner_tol), "inner_max_iter": int(inner_max_iter),
+              "id_offset": int(store.id_offset)}
+    if poly == 2:
+        params.update(gamma=float(gamma), coef0=float(coef0))
+    if resume and checkpoint is None:
+        raise ParameterError("resume needs a checkpoint directory")
+    saver = None
+    if checkpoint is not None:
+        saver = Checkpoint(checkpoint, store_fingerprint(store), params)
     result = fit_fgm(
         features, store.read_labels(), B=B, C=C, loss=loss, max_iter=max_iter,
         tol=tol, fit_intercept=fit_intercept, inner_tol=inner_tol,
         inner_max_iter=inner_max_iter, block_size=block_size,
-        scheduler=scheduler, num_workers=num_workers, callback=callback)
-    params = {"poly": int(poly), "B": int(B), "C": float(C), "loss": loss,
-              "max_iter": int(max_iter), "tol": float(tol),
-              "fit_intercept": bool(fit_intercept),
-              "inner_tol": float(inner_tol), "id_offset": int(store.id_offset)}
+        scheduler=scheduler, num_workers=num_workers, callback=callback,
+        checkpoint=saver, resume=resume)
     if command:
         params["command"] = command
     return Model(

@@ -7,6 +7,7 @@ status 1; usage errors exit with status 2.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -60,17 +61,30 @@ class SchedulerType(click.ParamType):
                   "or a scheduler address such as tcp://host:8786", param, ctx)
 
 
+#: how long a scheduler address may take to answer
+CONNECT_TIMEOUT_S = 10.0
+
+
+@contextlib.contextmanager
 def _open_scheduler(spec):
-    """Connect to a scheduler address; local names are passed through."""
+    """Yield a scheduler for ``dask.compute``; connects to addresses.
+
+    Local names are passed through; an address gets a
+    ``dask.distributed.Client`` that is closed on exit.  An address that
+    does not answer within ``CONNECT_TIMEOUT_S`` is a one-line error.
+    """
     if spec is None or spec in ("threads", "processes", "synchronous"):
-        return spec
+        yield spec
+        return
     from distributed import Client
 
     try:
-        return Client(spec, timeout="10s")
-    except OSError as exc:
+        client = Client(spec, timeout=f"{CONNECT_TIMEOUT_S}s")
+    except (OSError, ValueError) as exc:
         raise click.ClickException(
             f"cannot reach the dask scheduler at {spec} ({exc})") from None
+    with client:
+        yield client
 
 
 def _emit_json(obj, out):
@@ -175,8 +189,9 @@ def _fgm_options(func):
         click.option("--block-size", type=click.IntRange(min=1), default=None,
                      help="Columns per scoring task (default: the store's blocks)."),
         click.option("--scheduler", type=SchedulerType(), default="threads",
-                     show_default=True,
-                     help="threads, processes, synchronous or tcp://HOST:PORT."),
+                     show_default=True, envvar="ULTRAFS_SCHEDULER",
+                     help="threads, processes, synchronous or a dask.distributed "
+                          "scheduler address tcp://HOST:PORT (env ULTRAFS_SCHEDULER)."),
         click.option("--workers", type=click.IntRange(min=1), default=None,
                      help="Threads/processes of a local scheduler."),
         click.option("--progress/--no-progress", default=None,
@@ -189,7 +204,7 @@ def _fgm_options(func):
 
 def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                 block_size, scheduler, workers, progress, command, poly=1,
-                gamma=1.0, coef0=1.0):
+                gamma=1.0, coef0=1.0, checkpoint=None, resume=False):
     from .api import select
 
     show = _progress_enabled(progress)
@@ -206,11 +221,13 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                 + f"(score {record['score_seconds']:.2f}s, "
                 f"solve {record['solve_seconds']:.2f}s)", err=True)
 
-    return select(store, B=B, C=C, loss=loss, max_iter=max_iter, tol=tol,
-                  fit_intercept=not no_intercept, inner_tol=inner_tol,
-                  block_size=block_size, scheduler=_open_scheduler(scheduler),
-                  num_workers=workers, callback=report, command=command,
-                  poly=int(poly), gamma=gamma, coef0=coef0)
+    with _open_scheduler(scheduler) as dask_scheduler:
+        return select(store, B=B, C=C, loss=loss, max_iter=max_iter, tol=tol,
+                      fit_intercept=not no_intercept, inner_tol=inner_tol,
+                      block_size=block_size, scheduler=dask_scheduler,
+                      num_workers=workers, callback=report, command=command,
+                      poly=int(poly), gamma=gamma, coef0=coef0,
+                      checkpoint=checkpoint, resume=resume)
 
 
 @main.command("select")
@@ -218,6 +235,10 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
               help="Training store: Zarr or Parquet (see `ultrafs ingest`).")
 @LABEL_OPTION
 @_fgm_options
+@click.option("--checkpoint", type=click.Path(file_okay=False), default=None,
+              help="Directory where the state is saved after every outer iteration.")
+@click.option("--resume", is_flag=True,
+              help="Continue from --checkpoint (same data and parameters).")
 @click.option("--out", default="-", show_default=True,
               help="Model file to write, or - for stdout.")
 @_one_line_errors

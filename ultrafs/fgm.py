@@ -80,7 +80,8 @@ def validate_fgm_params(B, C, loss, max_iter, tol, inner_tol):
 
 def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
             tol=1e-3, fit_intercept=True, inner_tol=1e-3, inner_max_iter=1000,
-            block_size=None, scheduler=None, num_workers=None, callback=None):
+            block_size=None, scheduler=None, num_workers=None, callback=None,
+            checkpoint=None, resume=False):
     """Run FGM on a feature space.
 
     Parameters
@@ -107,6 +108,11 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
         Passed to :func:`~ultrafs.analysis.worst_case_analysis`.
     callback : callable, optional
         Called with each history record as soon as it is complete.
+    checkpoint : ultrafs.checkpoint.Checkpoint, optional
+        Where the state is committed after every outer iteration.
+    resume : bool
+        Continue from ``checkpoint``'s committed state when there is one;
+        the result is the same as an uninterrupted run's.
 
     Returns
     -------
@@ -133,14 +139,47 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
     history = []
     path = []
     stop_reason = f"reached max_iter={max_iter}"
+    first_iteration = 1
 
-    for iteration in range(1, max_iter + 1):
+    if resume and checkpoint is not None and checkpoint.exists():
+        state, decision = checkpoint.load()
+        keys = np.asarray(state["keys"], dtype=np.int64)
+        group_ptr = np.asarray(state["group_ptr"], dtype=np.int64)
+        for lo, hi in zip(group_ptr[:-1], group_ptr[1:]):
+            cache.append_group(features.materialize(keys[lo:hi]))
+        coef = np.asarray(state["coef"], dtype=np.float64)
+        bias = float(state["bias"])
+        lipschitz = state["lipschitz"]
+        objective_0 = float(state["objective_0"])
+        objective_prev = float(state["objective_prev"])
+        history = list(state["history"])
+        path = [(np.asarray(c, dtype=np.float64), float(b)) for c, b in state["path"]]
+        first_iteration = int(state["iteration"]) + 1
+        if state.get("stop_reason"):
+            return FGMResult(keys=keys, group_ptr=group_ptr, coef=coef, bias=bias,
+                             history=history, stop_reason=state["stop_reason"],
+                             path=path)
+        logger.info("resuming after iteration %d", first_iteration - 1)
+
+    def commit(iteration, finished_reason=""):
+        if checkpoint is None:
+            return
+        checkpoint.save({
+            "iteration": iteration, "keys": keys.tolist(),
+            "group_ptr": cache.group_ptr.tolist(), "coef": coef.tolist(),
+            "bias": float(bias), "lipschitz": lipschitz,
+            "objective_0": float(objective_0), "objective_prev": float(objective_prev),
+            "history": history, "path": [(c.tolist(), b) for c, b in path],
+            "stop_reason": finished_reason}, decision)
+
+    for iteration in range(first_iteration, max_iter + 1):
         weights = dual_variables(decision, y, C, loss=loss) * y
         candidates, pass_stats = worst_case_analysis(
             features, weights, B, excluded=keys, block_size=block_size,
             scheduler=scheduler, num_workers=num_workers)
         if len(candidates) == 0:
             stop_reason = "no candidate feature with a positive score"
+            commit(iteration - 1, stop_reason)
             break
 
         started = time.perf_counter()
@@ -155,7 +194,8 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
             max_iter=inner_max_iter)
         solve_seconds = time.perf_counter() - started
         coef, bias = solution.coef, solution.bias
-        decision, lipschitz = solution.decision, solution.lipschitz
+        decision = solution.decision
+        lipschitz = None if solution.lipschitz is None else float(solution.lipschitz)
 
         record = {
             "iteration": iteration,
@@ -175,12 +215,16 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
         path.append((coef.copy(), float(bias)))
         logger.info("iteration %d: %d features, objective %.6g", iteration,
                     len(keys), solution.objective)
+        decrease = (objective_prev - solution.objective) / objective_0
+        objective_prev = float(solution.objective)
+        finished = ""
+        if tol > 0 and decrease <= tol:
+            finished = f"relative objective decrease {decrease:.3g} <= tol={tol:g}"
+        commit(iteration, finished)
         if callback is not None:
             callback(record)
-        decrease = (objective_prev - solution.objective) / objective_0
-        objective_prev = solution.objective
-        if tol > 0 and decrease <= tol:
-            stop_reason = f"relative objective decrease {decrease:.3g} <= tol={tol:g}"
+        if finished:
+            stop_reason = finished
             break
 
     return FGMResult(keys=keys, group_ptr=cache.group_ptr.copy(), coef=coef,
