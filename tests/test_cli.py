@@ -181,3 +181,13 @@ def test_parquet_formats_give_the_same_model(stores, tmp_path):
     assert [f + 1 for f in wide_model["features"]] == zarr_model["features"]
     result = run("select", "--data", tmp_path / "wide.parquet", *args, ok=False)
     assert_one_line_error(result, "label")
+
+
+def test_progress_on_stderr_only_when_asked(stores):
+    quiet = run("select", "--data", stores / "train.zarr", "--B", 3, "--max-iter", 1)
+    assert quiet.stderr == ""
+    loud = run("select", "--data", stores / "train.zarr", "--B", 3, "--max-iter", 1,
+               "--progress", "--block-size", 10)
+    assert "blocks" in loud.stderr and "nnz/s" in loud.stderr and "ETA" in loud.stderr
+    assert "iteration   1:" in loud.stderr
+    json.loads(loud.stdout)                       # stdout holds only the model

@@ -106,7 +106,7 @@ def merge_topk_results(results, k):
 
 
 def run_block_tasks(blocks, task, merge, *, shared=None, scheduler=None,
-                    num_workers=None, split_every=8):
+                    num_workers=None, split_every=8, progress_label=None):
     """Run ``task`` on every block with Dask and tree-merge the results.
 
     Parameters
@@ -124,6 +124,8 @@ def run_block_tasks(blocks, task, merge, *, shared=None, scheduler=None,
         See :func:`ultrafs.scheduling.compute`.
     split_every : int
         Fan-in of the tree reduction.
+    progress_label : str, optional
+        Show progress on stderr under this label.
 
     Returns
     -------
@@ -138,25 +140,36 @@ def run_block_tasks(blocks, task, merge, *, shared=None, scheduler=None,
     bag = db.from_sequence(blocks, npartitions=len(blocks))
     mapped = bag.map(task, **shared)
     merged = mapped.reduction(merge, merge, split_every=split_every)
-    return compute(merged, scheduler, num_workers=num_workers)
+    progress = None
+    if progress_label is not None:
+        progress = (progress_label, len(blocks), getattr(task, "__name__", "task"))
+    return compute(merged, scheduler, num_workers=num_workers, progress=progress)
 
 
 class _Runner:
     """Runs block tasks with the pass's scheduler settings; counts tasks."""
 
-    def __init__(self, scheduler, num_workers, split_every, block_size):
+    def __init__(self, scheduler, num_workers, split_every, block_size,
+                 progress_label=None):
         self.scheduler = scheduler
         self.num_workers = num_workers
         self.split_every = split_every
         self.block_size = block_size
+        self.progress_label = progress_label
         self.n_tasks = 0
+        self.n_runs = 0
 
     def __call__(self, blocks, task, merge, shared=None):
         self.n_tasks += len(blocks)
+        self.n_runs += 1
+        label = None
+        if self.progress_label is not None:
+            label = f"{self.progress_label} phase {self.n_runs}"
         return run_block_tasks(blocks, task, merge, shared=shared,
                                scheduler=self.scheduler,
                                num_workers=self.num_workers,
-                               split_every=self.split_every)
+                               split_every=self.split_every,
+                               progress_label=label)
 
     def topk(self, blocks, task, k, shared=None):
         """Run tasks returning :class:`TopK` and merge them to the k best."""
@@ -167,7 +180,7 @@ class _Runner:
 
 def worst_case_analysis(features, weights, k, *, excluded=None,
                         block_size=None, scheduler=None, num_workers=None,
-                        split_every=8):
+                        split_every=8, progress_label=None):
     """Find the ``k`` candidates with the largest scores ``s_j = c_j**2``.
 
     Parameters
@@ -188,6 +201,8 @@ def worst_case_analysis(features, weights, k, *, excluded=None,
         Threads or processes for local schedulers.
     split_every : int
         Fan-in of the tree reductions.
+    progress_label : str, optional
+        Show per-phase progress (blocks, nnz/s, ETA) on stderr.
 
     Returns
     -------
@@ -198,7 +213,8 @@ def worst_case_analysis(features, weights, k, *, excluded=None,
     weights = np.ascontiguousarray(weights, dtype=np.float64)
     excluded = np.unique(np.asarray(
         [] if excluded is None else excluded, dtype=np.int64))
-    runner = _Runner(scheduler, num_workers, split_every, block_size)
+    runner = _Runner(scheduler, num_workers, split_every, block_size,
+                     progress_label)
     started = time.perf_counter()
     result = features.find_candidates(weights, int(k), excluded, runner)
     seconds = time.perf_counter() - started

@@ -18,7 +18,7 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
            tol=1e-3, fit_intercept=True, inner_tol=1e-3, inner_max_iter=1000,
            block_size=None, scheduler=None, num_workers=None, callback=None,
            command=None, poly=1, gamma=1.0, coef0=1.0, checkpoint=None,
-           resume=False):
+           resume=False, progress=False):
     """Select features with FGM and return the fitted :class:`Model`.
 
     Parameters
@@ -42,6 +42,8 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
     resume : bool
         Continue from the checkpoint's state; refused (with the reason)
         when it was written for other data or parameters.
+    progress : bool
+        Show the progress of every scoring pass on stderr.
 
     Returns
     -------
@@ -66,7 +68,7 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
         tol=tol, fit_intercept=fit_intercept, inner_tol=inner_tol,
         inner_max_iter=inner_max_iter, block_size=block_size,
         scheduler=scheduler, num_workers=num_workers, callback=callback,
-        checkpoint=saver, resume=resume)
+        checkpoint=saver, resume=resume, progress=progress)
     if command:
         params["command"] = command
     return Model(

@@ -227,7 +227,7 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                       block_size=block_size, scheduler=dask_scheduler,
                       num_workers=workers, callback=report, command=command,
                       poly=int(poly), gamma=gamma, coef0=coef0,
-                      checkpoint=checkpoint, resume=resume)
+                      checkpoint=checkpoint, resume=resume, progress=show)
 
 
 @main.command("select")

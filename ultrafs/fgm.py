@@ -81,7 +81,7 @@ def validate_fgm_params(B, C, loss, max_iter, tol, inner_tol):
 def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
             tol=1e-3, fit_intercept=True, inner_tol=1e-3, inner_max_iter=1000,
             block_size=None, scheduler=None, num_workers=None, callback=None,
-            checkpoint=None, resume=False):
+            checkpoint=None, resume=False, progress=False):
     """Run FGM on a feature space.
 
     Parameters
@@ -113,6 +113,8 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
     resume : bool
         Continue from ``checkpoint``'s committed state when there is one;
         the result is the same as an uninterrupted run's.
+    progress : bool
+        Show the progress of every scoring pass on stderr.
 
     Returns
     -------
@@ -176,7 +178,8 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
         weights = dual_variables(decision, y, C, loss=loss) * y
         candidates, pass_stats = worst_case_analysis(
             features, weights, B, excluded=keys, block_size=block_size,
-            scheduler=scheduler, num_workers=num_workers)
+            scheduler=scheduler, num_workers=num_workers,
+            progress_label=f"iteration {iteration} pass" if progress else None)
         if len(candidates) == 0:
             stop_reason = "no candidate feature with a positive score"
             commit(iteration - 1, stop_reason)

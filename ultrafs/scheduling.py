@@ -37,17 +37,43 @@ def resolve_scheduler(scheduler):
     raise ParameterError(f"unsupported scheduler object {scheduler!r}")
 
 
-def compute(collection, scheduler, num_workers=None):
-    """``dask.compute`` one collection on the resolved scheduler."""
+def compute(collection, scheduler, num_workers=None, progress=None):
+    """``dask.compute`` one collection on the resolved scheduler.
+
+    Parameters
+    ----------
+    collection : dask collection
+    scheduler : see :func:`resolve_scheduler`
+    num_workers : int, optional
+        Threads or processes of a local scheduler.
+    progress : (label, n_blocks) or None
+        Show a progress line on stderr: local schedulers count block tasks
+        (:class:`ultrafs.progress.PassProgress`); a distributed client uses
+        Dask's own progress bar.
+    """
+    import contextlib
+    import sys
+
     import dask
 
     scheduler = resolve_scheduler(scheduler)
-    kwargs = {}
-    if isinstance(scheduler, str):
-        kwargs["scheduler"] = scheduler
-        if num_workers is not None and scheduler != "synchronous":
-            kwargs["num_workers"] = int(num_workers)
-    else:
-        kwargs["scheduler"] = scheduler.get
-    (result,) = dask.compute(collection, **kwargs)
+    if not isinstance(scheduler, str):
+        future = scheduler.compute(collection)
+        if progress is not None:
+            from distributed import progress as dask_progress
+
+            with contextlib.redirect_stdout(sys.stderr):
+                dask_progress(future)
+            sys.stderr.write("\n")
+        return future.result()
+    kwargs = {"scheduler": scheduler}
+    if num_workers is not None and scheduler != "synchronous":
+        kwargs["num_workers"] = int(num_workers)
+    reporter = contextlib.nullcontext()
+    if progress is not None:
+        from .progress import PassProgress
+
+        reporter = PassProgress(*progress)
+    with reporter:
+        (result,) = dask.compute(collection, **kwargs)
     return result
