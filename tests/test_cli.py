@@ -191,3 +191,19 @@ def test_progress_on_stderr_only_when_asked(stores):
     assert "blocks" in loud.stderr and "nnz/s" in loud.stderr and "ETA" in loud.stderr
     assert "iteration   1:" in loud.stderr
     json.loads(loud.stdout)                       # stdout holds only the model
+
+
+def test_report_command(stores, tmp_path):
+    pytest.importorskip("matplotlib")
+    model_path = tmp_path / "model.json"
+    run("select", "--data", stores / "train.zarr", "--B", 4, "--max-iter", 3,
+        "--tol", 0, "--out", model_path)
+    out = tmp_path / "report.html"
+    summary = json.loads(run("report", model_path, "--test", stores / "test.zarr",
+                             "--out", out).stdout)
+    assert Path(summary["html"]).exists()
+    for png in summary["figures"].values():
+        assert Path(png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert 0.5 < summary["test"]["accuracy"] <= 1.0
+    result = run("report", tmp_path / "nope.json", "--out", out, ok=False)
+    assert_one_line_error(result, "nope.json")

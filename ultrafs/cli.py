@@ -306,6 +306,30 @@ def evaluate(model_path, data_path, label):
     click.echo(json.dumps(model.evaluate_store(_open(data_path, label))))
 
 
+@main.command("report")
+@click.argument("model_path", metavar="MODEL", type=click.Path())
+@click.option("--test", "test_path", default=None, type=click.Path(),
+              help="Labelled store: adds test accuracy vs number of features.")
+@LABEL_OPTION
+@click.option("--top", type=click.IntRange(min=0), default=30, show_default=True,
+              help="Features in the top-features figure and table.")
+@click.option("--out", required=True, type=click.Path(dir_okay=False),
+              help="HTML file to write; the PNGs go next to it (STEM_*.png).")
+@_one_line_errors
+def report_command(model_path, test_path, label, top, out):
+    """Write an HTML run report (and PNG figures) for a model file."""
+    from .model import Model
+    from .report import build_report
+
+    model = Model.load(model_path)
+    test_store = None if test_path is None else _open(test_path, label)
+    result = build_report(model, out, test_store=test_store, top=top)
+    summary = {"html": result["html"], "figures": result["figures"]}
+    if result["data"]["accuracy"]:
+        summary["test"] = result["data"]["accuracy"][-1]
+    click.echo(json.dumps(summary, indent=1))
+
+
 @main.command()
 @click.option("--dir", "directory", type=click.Path(file_okay=False),
               default="ultrafs-demo", show_default=True,

@@ -1,0 +1,538 @@
+"""Run report: an HTML page with PNG figures describing a fitted model.
+
+``build_report(model, "out/report.html")`` writes ``out/report.html`` and,
+next to it, ``out/report_objective.png`` (objective and number of features
+per outer iteration), ``out/report_timing.png`` (seconds per phase per
+iteration), ``out/report_features.png`` (top features by ``|weight|``) and,
+when a labelled test store is given, ``out/report_accuracy.png`` (test
+accuracy and AUC of the model truncated to its first k selection
+iterations).  The PNG names are built from the HTML file's stem, so
+several reports can share a folder.
+
+The page is self-contained apart from the PNGs, which it references by
+relative name; it also holds the tables behind the figures.  matplotlib is
+an optional dependency (``pip install 'ultrafs[report]'``), imported only
+here and used through its object-oriented API with the Agg canvas, so the
+caller's pyplot backend is never touched.
+"""
+
+from __future__ import annotations
+
+import errno
+import html
+import math
+import os
+import shutil
+import tempfile
+import urllib.parse
+import warnings
+
+import numpy as np
+
+from . import __version__
+from .errors import UltraFSError, UltraFSWarning
+
+__all__ = ["build_report", "accuracy_vs_features"]
+
+#: phases timed by the cutting-plane loop, in the order they run
+PHASES = ("score_seconds", "materialize_seconds", "solve_seconds")
+#: history columns shown first in the iteration table, in this order
+HISTORY_FIRST = ("iteration", "n_features", "n_new", "objective",
+                 "inner_iterations") + PHASES
+
+MISSING_MATPLOTLIB = "the report needs matplotlib: pip install 'ultrafs[report]'"
+
+
+# ------------------------------------------------------------------ helpers
+def _feature_label(feature) -> str:
+    """Display form of a feature id: ``48`` or ``[5, 10]``."""
+    if isinstance(feature, (list, tuple, np.ndarray)):
+        return "[" + ", ".join(str(int(f)) for f in feature) + "]"
+    return str(int(feature))
+
+
+def _json_id(feature):
+    """A feature id as plain JSON (int or list of ints)."""
+    if isinstance(feature, (list, tuple, np.ndarray)):
+        return [int(f) for f in feature]
+    return int(feature)
+
+
+def _fmt(value) -> str:
+    """Compact display of a table cell."""
+    if value is None:
+        return ""
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)):
+        return f"{int(value):,}" if abs(int(value)) >= 10_000 else str(int(value))
+    if isinstance(value, (float, np.floating)):
+        value = float(value)
+        if not math.isfinite(value):
+            return str(value)
+        if value == 0.0:
+            return "0"
+        return f"{value:.6g}"
+    if isinstance(value, (list, tuple, dict)):
+        import json
+
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+def _group_of_each_feature(model) -> np.ndarray:
+    """Outer iteration (1-based) that selected each feature of ``model``."""
+    groups = np.asarray(model.groups, dtype=np.int64)
+    positions = np.arange(len(model.features))
+    return np.searchsorted(groups, positions, side="right").astype(np.int64)
+
+
+def _top_features(model, top: int) -> list[dict]:
+    """The ``top`` features by ``|weight|`` (ties: selection order)."""
+    coef = np.asarray(model.coef, dtype=np.float64)
+    order = np.argsort(-np.abs(coef), kind="stable")[:max(int(top), 0)]
+    selected_in = _group_of_each_feature(model)
+    return [{"rank": rank + 1,
+             "id": _json_id(model.features[pos]),
+             "label": _feature_label(model.features[pos]),
+             "weight": float(coef[pos]),
+             "iteration": int(selected_in[pos]),
+             "position": int(pos)}
+            for rank, pos in enumerate(order)]
+
+
+def _n_iterations(model) -> int:
+    return max(len(model.groups) - 1, 0)
+
+
+def accuracy_vs_features(model, test_store, *, _stacklevel=2
+                         ) -> tuple[list[dict], str | None]:
+    """Test metrics of the model truncated to its first k iterations.
+
+    Parameters
+    ----------
+    model : Model
+    test_store : ColumnStore
+        Labelled store holding (at least) the model's source columns.
+
+    Returns
+    -------
+    rows : list of dict
+        One row per k = 1..t (t outer iterations): ``n_groups`` (k),
+        ``n_features``, ``accuracy``, ``auc`` and, for the logistic loss,
+        ``log_loss``.  The truncated models keep the final weights and
+        intercept (they are not refitted).
+    absent_warning : str or None
+        The :class:`~ultrafs.errors.UltraFSWarning` message about model
+        features absent from the store, re-emitted once (not once per k).
+    """
+    rows = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UltraFSWarning)
+        for k in range(1, _n_iterations(model) + 1):
+            metrics = model.truncated(k).evaluate_store(test_store)
+            row = {"n_groups": k, "n_features": metrics["n_features_model"],
+                   "accuracy": metrics["accuracy"], "auc": metrics["auc"]}
+            if "log_loss" in metrics:
+                row["log_loss"] = metrics["log_loss"]
+            rows.append(row)
+    ours = [w for w in caught if issubclass(w.category, UltraFSWarning)]
+    seen = set()
+    for w in caught:  # anything else goes back to the caller's filters, once
+        key = (w.category, str(w.message))
+        if issubclass(w.category, UltraFSWarning) or key in seen:
+            continue
+        seen.add(key)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    absent_warning = None
+    if ours:
+        # The last one comes from the largest model and names all absentees.
+        absent_warning = str(ours[-1].message)
+        warnings.warn(absent_warning, UltraFSWarning, stacklevel=_stacklevel)
+    return rows, absent_warning
+
+
+# ------------------------------------------------------------------ figures
+def _new_figure(width, height):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _no_data(ax, text):
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def _iteration_xaxis(ax, iterations):
+    """One tick per outer iteration (integer ticks when there are many)."""
+    from matplotlib.ticker import MaxNLocator
+
+    if len(iterations) <= 20:
+        ax.set_xticks(list(iterations))
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def _integer_xaxis(ax):
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def _integer_yaxis(ax):
+    from matplotlib.ticker import MaxNLocator
+
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+
+
+def _plot_objective(path, data):
+    fig = _new_figure(7.0, 5.5)
+    ax_obj, ax_feat = fig.subplots(2, 1, sharex=True)
+    it = data["iteration"]
+    objective = [np.nan if v is None else v for v in data["objective"]]
+    if it:
+        ax_obj.plot(it, objective, marker="o", color="tab:blue")
+        finite = [v for v in objective if np.isfinite(v) and v > 0]
+        if finite and max(finite) / min(finite) > 30:
+            ax_obj.set_yscale("log")
+        bars = ax_feat.bar(it, data["n_features"], width=0.6, color="tab:green")
+        ax_feat.bar_label(bars, fontsize=8)
+        ax_feat.margins(y=0.15)
+        ax_feat.set_ylim(bottom=0)
+        _iteration_xaxis(ax_feat, it)
+        _integer_yaxis(ax_feat)
+    else:
+        _no_data(ax_obj, "no iterations recorded")
+        _no_data(ax_feat, "no iterations recorded")
+    ax_obj.set_ylabel("objective")
+    ax_obj.set_title(r"Objective $\frac{1}{2}(\Sigma_h\,\|\omega_h\|)^2"
+                     r" + C\,\Sigma_i\,\ell_i$ per outer iteration")
+    ax_obj.grid(True, alpha=0.3)
+    ax_feat.set_ylabel("selected features")
+    ax_feat.set_xlabel("outer iteration")
+    ax_feat.set_title("Number of selected features per outer iteration")
+    ax_feat.grid(True, alpha=0.3)
+    fig.savefig(path, format="png")
+
+
+def _plot_timing(path, data):
+    fig = _new_figure(7.0, 4.0)
+    ax = fig.subplots()
+    it = np.asarray(data["iteration"], dtype=float)
+    phases = data["phases"]
+    if len(it) and phases:
+        colors = ["tab:blue", "tab:orange", "tab:green", "tab:red",
+                  "tab:purple", "tab:brown"]
+        width = 0.8 / len(phases)
+        for i, (name, seconds) in enumerate(phases.items()):
+            values = np.nan_to_num(np.asarray(seconds, dtype=float))
+            offset = (i - (len(phases) - 1) / 2) * width
+            ax.bar(it + offset, values, width=width,
+                   label=name.removesuffix("_seconds"),
+                   color=colors[i % len(colors)])
+        positive = np.concatenate([np.asarray(v, dtype=float)
+                                   for v in phases.values()])
+        positive = positive[np.isfinite(positive) & (positive > 0)]
+        if positive.size and positive.max() / positive.min() > 50:
+            ax.set_yscale("log")
+        ax.legend(title="phase", loc="best", fontsize=8)
+        _iteration_xaxis(ax, data["iteration"])
+    else:
+        _no_data(ax, "no timings recorded")
+    ax.set_xlabel("outer iteration")
+    ax.set_ylabel("seconds")
+    ax.set_title("Time per phase per outer iteration")
+    ax.grid(True, axis="y", alpha=0.3)
+    fig.savefig(path, format="png")
+
+
+def _plot_features(path, top_rows):
+    n = len(top_rows)
+    fig = _new_figure(7.0, max(2.5, 1.2 + 0.28 * n))
+    ax = fig.subplots()
+    if n:
+        weights = np.array([r["weight"] for r in top_rows])
+        positions = np.arange(n)[::-1]  # rank 1 at the top
+        positive = weights >= 0
+        for mask, color, label in ((positive, "tab:blue", "positive weight"),
+                                   (~positive, "tab:red", "negative weight")):
+            if mask.any():
+                ax.barh(positions[mask], weights[mask], color=color, label=label)
+        ax.set_yticks(positions)
+        ax.set_yticklabels([r["label"] for r in top_rows], fontsize=8)
+        ax.axvline(0.0, color="black", linewidth=0.8)
+        ax.set_ylim(-0.7, n - 0.3)
+        ax.legend(loc="best", fontsize=8)
+    else:
+        _no_data(ax, "no features selected")
+    ax.set_xlabel("weight")
+    ax.set_ylabel("feature id")
+    ax.set_title(f"Top {n} features by |weight|")
+    ax.grid(True, axis="x", alpha=0.3)
+    fig.savefig(path, format="png")
+
+
+def _plot_accuracy(path, rows):
+    fig = _new_figure(7.0, 4.0)
+    ax = fig.subplots()
+    if rows:
+        n_features = [r["n_features"] for r in rows]
+        ax.plot(n_features, [r["accuracy"] for r in rows], marker="o",
+                label="accuracy")
+        ax.plot(n_features, [r["auc"] for r in rows], marker="s",
+                linestyle="--", label="AUC")
+        ax.legend(loc="lower right")
+        ax.set_ylim(top=1.0)
+        _integer_xaxis(ax)
+    else:
+        _no_data(ax, "no selection iterations")
+    ax.set_xlabel("number of features (model truncated to its first k iterations)")
+    ax.set_ylabel("test score")
+    ax.set_title("Test accuracy vs number of features")
+    ax.grid(True, alpha=0.3)
+    fig.savefig(path, format="png")
+
+
+# --------------------------------------------------------------------- HTML
+_CSS = """
+body { font-family: sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
+h1 { font-size: 1.6em; } h2 { font-size: 1.25em; margin-top: 1.8em; }
+table { border-collapse: collapse; margin: 0.5em 0; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: right; }
+th { background: #f0f0f0; }
+td.text, th.text { text-align: left; }
+img { max-width: 100%; border: 1px solid #eee; }
+p.note { color: #8a5a00; }
+"""
+
+
+def _table(columns, rows, text_columns=(), table_id=None):
+    """An HTML table; every cell is escaped."""
+    def cls(col):
+        return ' class="text"' if col in text_columns else ""
+
+    attr = f' id="{html.escape(table_id)}"' if table_id else ""
+    out = [f"<table{attr}>", "<thead><tr>"]
+    out += [f"<th{cls(c)}>{html.escape(str(c))}</th>" for c in columns]
+    out.append("</tr></thead><tbody>")
+    for row in rows:
+        out.append("<tr>" + "".join(
+            f"<td{cls(c)}>{html.escape(_fmt(row.get(c)))}</td>" for c in columns)
+            + "</tr>")
+    out.append("</tbody></table>")
+    return "\n".join(out)
+
+
+def _img(name, alt):
+    src = html.escape(urllib.parse.quote(name))
+    return f'<p><img src="{src}" alt="{html.escape(alt)}"></p>'
+
+
+def _html_page(model, figures, data, title, test_info):
+    history_rows = data["history"]
+    history_cols = [c for c in HISTORY_FIRST
+                    if any(c in r for r in history_rows)]
+    history_cols += sorted({k for r in history_rows for k in r} - set(history_cols))
+
+    params = [("loss", model.loss),
+              ("feature space", model.feature_space),
+              ("features selected", len(model.features)),
+              ("outer iterations", _n_iterations(model)),
+              ("intercept", float(model.intercept)),
+              ("classes [negative, positive]", model.classes),
+              ("stop reason", model.stop_reason)]
+    params += [(f"params.{k}", v) for k, v in sorted(model.params.items())]
+
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{html.escape(title)}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>{html.escape(title)}</h1>",
+        f"<p>Generated by ultrafs {html.escape(__version__)}.</p>",
+        '<h2 id="parameters">Parameters</h2>',
+        _table(["name", "value"],
+               [{"name": k, "value": v} for k, v in params],
+               text_columns=("name", "value"), table_id="parameters-table"),
+        '<h2 id="objective">Objective and features per outer iteration</h2>',
+        _img(figures["objective"], "objective and number of features per outer iteration"),
+        '<h2 id="timing">Time per phase</h2>',
+        _img(figures["timing"], "seconds per phase per outer iteration"),
+        '<h2 id="history">Iteration history</h2>',
+        _table(history_cols, history_rows, table_id="history-table")
+        if history_rows else "<p>No iteration history recorded.</p>",
+        f'<h2 id="features">Top {len(data["top_features"])} features by |weight|</h2>',
+        _img(figures["features"], "top features by absolute weight"),
+        _table(["rank", "feature id", "weight", "selected in iteration"],
+               [{"rank": r["rank"], "feature id": r["label"],
+                 "weight": r["weight"], "selected in iteration": r["iteration"]}
+                for r in data["top_features"]],
+               text_columns=("feature id",), table_id="features-table"),
+    ]
+    if "accuracy" in figures:
+        parts += [
+            '<h2 id="accuracy">Test accuracy vs number of features</h2>',
+            "<p>Test store: " + html.escape(test_info) + ". Each row is "
+            "the model truncated to its first k selection iterations, with the "
+            "final weights and intercept (not refitted).</p>",
+        ]
+        if data.get("absent_warning"):
+            parts.append('<p class="note">Warning: '
+                         + html.escape(data["absent_warning"]) + "</p>")
+        cols = ["k (iterations)", "features", "accuracy", "AUC"]
+        if any("log_loss" in r for r in data["accuracy"]):
+            cols.append("log loss")
+        acc_rows = [{"k (iterations)": r["n_groups"], "features": r["n_features"],
+                     "accuracy": f"{r['accuracy']:.4f}", "AUC": f"{r['auc']:.4f}",
+                     "log loss": r.get("log_loss")} for r in data["accuracy"]]
+        parts += [_img(figures["accuracy"], "test accuracy vs number of features"),
+                  _table(cols, acc_rows, table_id="accuracy-table")]
+    parts.append("</body></html>\n")
+    return "\n".join(parts)
+
+
+# ------------------------------------------------------------------ driver
+def _figure_data(model, top):
+    history = [dict(r) for r in model.history]
+    phases = {}
+    names = list(PHASES) + sorted({k for r in history for k in r
+                                   if k.endswith("_seconds")} - set(PHASES))
+    for name in names:
+        if any(name in r for r in history):
+            phases[name] = [float(r.get(name, 0.0) or 0.0) for r in history]
+    return {
+        "iteration": [int(r.get("iteration", i + 1)) for i, r in enumerate(history)],
+        "n_features": [int(r.get("n_features", 0)) for r in history],
+        "objective": [None if r.get("objective") is None else float(r["objective"])
+                      for r in history],
+        "phases": phases,
+        "history": history,
+        "top_features": _top_features(model, top),
+        "accuracy": None,
+        "absent_warning": None,
+    }
+
+
+def build_report(model, out_html, *, test_store=None, top=30) -> dict:
+    """Write an HTML run report and its PNG figures.
+
+    Parameters
+    ----------
+    model : Model or path of a model file
+    out_html : str or os.PathLike
+        The HTML file to write; its folder must exist.  The figures go next
+        to it as ``<stem>_objective.png``, ``<stem>_timing.png``,
+        ``<stem>_features.png`` and, with a test store,
+        ``<stem>_accuracy.png``; existing files of those names are replaced.
+    test_store : ColumnStore or path of a store, optional
+        A labelled store; adds test accuracy and AUC of the model truncated
+        to its first k = 1..t selection iterations.
+    top : int
+        Number of features (largest ``|weight|``) in the feature figure and
+        table.
+
+    Returns
+    -------
+    report : dict
+        ``html``: path of the page; ``figures``: figure name -> PNG path
+        (``objective``, ``timing``, ``features`` and maybe ``accuracy``);
+        ``data``: the figures' data, JSON-serialisable — ``iteration``,
+        ``n_features``, ``objective`` (lists over outer iterations),
+        ``phases`` (phase -> seconds per iteration), ``history`` (the
+        model's records), ``top_features`` (dicts with ``rank``, ``id``,
+        ``label``, ``weight``, ``iteration``, ``position``), ``accuracy``
+        (rows of :func:`accuracy_vs_features`, or None) and
+        ``absent_warning``.
+
+    Raises
+    ------
+    UltraFSError
+        If matplotlib is not installed.
+
+    Warns
+    -----
+    UltraFSWarning
+        Once, when model features are absent from the test store.
+
+    Notes
+    -----
+    All files are rendered in a temporary folder next to ``out_html`` and
+    moved in with :func:`os.replace` only once every one of them is
+    complete, figures first and the page last.  A failure while rendering
+    leaves the target folder untouched; a failure while moving (rare: the
+    same file system) removes the files already moved.
+    """
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UltraFSError(MISSING_MATPLOTLIB) from None
+    from .model import Model
+
+    if not isinstance(model, Model):
+        model = Model.load(model)
+    if test_store is not None and isinstance(test_store, (str, os.PathLike)):
+        from .store import open_store
+
+        test_store = open_store(test_store)
+    if int(top) < 0:
+        raise UltraFSError(f"top must be >= 0, got {top}")
+
+    out_html = os.path.abspath(os.fspath(out_html))
+    directory, html_name = os.path.split(out_html)
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), directory)
+    stem = os.path.splitext(html_name)[0]
+    names = {"objective": f"{stem}_objective.png",
+             "timing": f"{stem}_timing.png",
+             "features": f"{stem}_features.png"}
+    if test_store is not None:
+        names["accuracy"] = f"{stem}_accuracy.png"
+
+    data = _figure_data(model, top)
+    test_info = None
+    if test_store is not None:
+        data["accuracy"], data["absent_warning"] = accuracy_vs_features(
+            model, test_store, _stacklevel=3)
+        test_info = (f"{int(test_store.n_samples):,} samples, "
+                     f"{int(test_store.n_features):,} columns")
+        path = getattr(test_store, "path", None)
+        if path is not None:
+            test_info = f"{os.fspath(path)} ({test_info})"
+
+    tmpdir = tempfile.mkdtemp(prefix=f".tmp-{stem}-", dir=directory)
+    moved = []
+    try:
+        tmp = {key: os.path.join(tmpdir, name) for key, name in names.items()}
+        _plot_objective(tmp["objective"], data)
+        _plot_timing(tmp["timing"], data)
+        _plot_features(tmp["features"], data["top_features"])
+        if "accuracy" in tmp:
+            _plot_accuracy(tmp["accuracy"], data["accuracy"])
+        page = _html_page(model, names, data, f"ultrafs run report: {stem}",
+                          test_info)
+        tmp_html = os.path.join(tmpdir, html_name)
+        with open(tmp_html, "w", encoding="utf-8") as fh:
+            fh.write(page)
+        for key, name in names.items():
+            final = os.path.join(directory, name)
+            os.replace(tmp[key], final)
+            moved.append(final)
+        os.replace(tmp_html, out_html)
+    except BaseException:
+        for final in moved:
+            try:
+                os.unlink(final)
+            except OSError:
+                pass
+        raise
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    return {"html": out_html,
+            "figures": {key: os.path.join(directory, name)
+                        for key, name in names.items()},
+            "data": data}
