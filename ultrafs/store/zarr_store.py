@@ -136,7 +136,7 @@ def _check_attrs(path: Path, attrs: dict) -> None:
 class _StoreMeta:
     """Validated metadata and open array handles of one store."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, zarr_store=None):
         import zarr
 
         attrs = _read_group_attrs(path)
@@ -151,7 +151,8 @@ class _StoreMeta:
         self.classes = np.asarray(attrs["classes"], dtype=np.float64)
         self.block_bounds = np.asarray(attrs["block_bounds"], dtype=np.int64)
         self.block_bounds.flags.writeable = False
-        group = zarr.open_group(store=str(path), mode="r", zarr_format=3)
+        group = zarr.open_group(store=str(path) if zarr_store is None else zarr_store,
+                                mode="r", zarr_format=3)
         expected = {"indptr": (self.n_features + 1, ARRAY_DTYPES["indptr"]),
                     "indices": (self.nnz, ARRAY_DTYPES["indices"]),
                     "labels": (self.n_samples, ARRAY_DTYPES["labels"])}
@@ -221,9 +222,18 @@ class ZarrStore(ColumnStore):
         if meta is None:
             with self._lock:
                 if self._meta_cache is None:
-                    self._meta_cache = _StoreMeta(self._path)
+                    self._meta_cache = _StoreMeta(self._path, self._zarr_store())
                 meta = self._meta_cache
         return meta
+
+    def _zarr_store(self):
+        """The zarr-python store the arrays are read through; None: the path.
+
+        A hook for subclasses that read through a wrapping zarr store, e.g.
+        :class:`ultrafs.store.latency.ZarrLatencyStore` (injected latency
+        per chunk request).  The metadata is always validated from the path.
+        """
+        return None
 
     def __repr__(self):
         return f"ZarrStore({str(self._path)!r})"
