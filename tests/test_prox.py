@@ -53,7 +53,8 @@ def _reduced_norms(norms, tau):
 def test_moreau_projection_matches_brute_force(sizes, tau, rng):
     group_ptr = _group_ptr(sizes)
     for _ in range(3):
-        u = rng.normal(size=group_ptr[-1]) * rng.choice([0.1, 1.0, 3.0], size=group_ptr[-1])
+        p = group_ptr[-1]
+        u = rng.normal(size=p) * rng.choice([0.1, 1.0, 3.0], size=p)
         w, scale = L21Squared().prox(u, 1.0 / tau, group_ptr)
         ref = _brute_force_moreau(u, tau, group_ptr, rng)
         f_w = _moreau_objective(w, u, tau, group_ptr)
@@ -70,7 +71,8 @@ def test_moreau_norms_match_reduced_smooth_problem(t, rng):
     for tau in (0.05, 0.7, 20.0):
         norms = np.abs(rng.normal(size=t)) * rng.choice([0.01, 1.0, 10.0], size=t)
         o = kprox.l21sq_moreau_norms(norms, 1.0 / tau)
-        np.testing.assert_allclose(o, _reduced_norms(norms, tau), atol=1e-7 * (1 + norms.max()))
+        np.testing.assert_allclose(o, _reduced_norms(norms, tau),
+                                   atol=1e-7 * (1 + norms.max()))
 
 
 @pytest.mark.parametrize("sizes", [[4], [1, 2, 3], [2, 0, 2, 5], [1] * 10])
@@ -137,7 +139,8 @@ def test_moreau_projection_edge_cases():
     assert np.all(w >= 0) and w[0] == 0.0
     # Empty groups and p = 0.
     w, scale = penalty.prox(np.array([1.0]), 1.0, _group_ptr([0, 1, 0]))
-    np.testing.assert_allclose(w, [0.5]) and np.testing.assert_allclose(scale, [0, 0.5, 0])
+    np.testing.assert_allclose(w, [0.5])
+    np.testing.assert_allclose(scale, [0, 0.5, 0])
     w, scale = penalty.prox(np.zeros(0), 1.0, _group_ptr([]))
     assert w.shape == (0,) and scale.shape == (0,)
 

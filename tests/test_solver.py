@@ -93,14 +93,15 @@ def _kkt(X, y, C, group_ptr, result, loss, penalty=None, fit_intercept=True):
     d = LOSSES[loss].derivative(y, f)
     grad = C * (X.T @ d)
     residual = penalty.optimality_residual(result.coef, grad, group_ptr)
-    total = sum(np.linalg.norm(result.coef[a:b]) for a, b in zip(group_ptr[:-1], group_ptr[1:]))
+    total = _group_norms(result.coef, group_ptr).sum()
     rel_w = np.linalg.norm(residual) / (1.0 + np.linalg.norm(grad) + total)
     rel_b = abs(C * d.sum()) / (1.0 + C * np.abs(d).sum()) if fit_intercept else 0.0
     return rel_w, rel_b
 
 
 def _group_norms(coef, group_ptr):
-    return np.array([np.linalg.norm(coef[a:b]) for a, b in zip(group_ptr[:-1], group_ptr[1:])])
+    bounds = zip(group_ptr[:-1], group_ptr[1:])
+    return np.array([np.linalg.norm(coef[a:b]) for a, b in bounds])
 
 
 # -- sparse kernels ------------------------------------------------------------
@@ -114,14 +115,15 @@ def test_sparse_kernels_match_dense(rng, dtype, index_dtype):
     w = rng.normal(size=p)
     r = rng.normal(size=n)
     args = (X.indptr, X.indices, X.data)
-    np.testing.assert_allclose(sparse_ops.csc_matvec(*args, w, n), dense @ w, rtol=1e-13, atol=1e-13)
-    np.testing.assert_allclose(sparse_ops.csc_rmatvec(*args, r), dense.T @ r, rtol=1e-13, atol=1e-13)
+    close = dict(rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(sparse_ops.csc_matvec(*args, w, n), dense @ w, **close)
+    np.testing.assert_allclose(sparse_ops.csc_rmatvec(*args, r), dense.T @ r, **close)
     group_ptr = _group_ptr([3, 0, 4, 4])
     per_group = sparse_ops.csc_group_matvec(*args, w, group_ptr, n)
     assert per_group.shape == (4, n) and per_group.dtype == np.float64
     for h in range(4):
         a, b = group_ptr[h], group_ptr[h + 1]
-        np.testing.assert_allclose(per_group[h], dense[:, a:b] @ w[a:b], rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(per_group[h], dense[:, a:b] @ w[a:b], **close)
     assert np.all(per_group[:, [3, 36]] == 0)
     # The _into variant overwrites whatever the buffer held.
     out = np.full((4, n), np.nan)
@@ -187,8 +189,9 @@ def test_kkt_conditions_of_eq30(rng, loss, fit_intercept, sizes, signal):
 @pytest.mark.parametrize("group_cache", [True, False])
 def test_group_cache_and_direct_products_agree(rng, group_cache):
     X, y, group_ptr = _grouped_problem(rng)
-    reference = solve_subproblem(*_args(X, group_ptr), y, 2.0, tol=1e-6, group_cache=True)
-    result = solve_subproblem(*_args(X, group_ptr), y, 2.0, tol=1e-6, group_cache=group_cache)
+    args = _args(X, group_ptr)
+    reference = solve_subproblem(*args, y, 2.0, tol=1e-6, group_cache=True)
+    result = solve_subproblem(*args, y, 2.0, tol=1e-6, group_cache=group_cache)
     assert result.n_iter == reference.n_iter
     np.testing.assert_allclose(result.history, reference.history, rtol=1e-12)
     np.testing.assert_allclose(result.coef, reference.coef, rtol=1e-9, atol=1e-12)
@@ -207,7 +210,8 @@ def test_single_group_logistic_matches_sklearn(rng, fit_intercept):
     clf = LogisticRegression(C=C, tol=1e-12, max_iter=100000,
                              fit_intercept=fit_intercept).fit(X.toarray(), y)
     expected_bias = -clf.intercept_[0] if fit_intercept else 0.0
-    reference = objective(*_args(X, _group_ptr([p])), y, C, clf.coef_.ravel(), expected_bias)
+    reference = objective(*_args(X, _group_ptr([p])), y, C, clf.coef_.ravel(),
+                          expected_bias)
     assert result.objective <= reference * (1 + 1e-12)
     np.testing.assert_allclose(result.coef, clf.coef_.ravel(), rtol=1e-5, atol=1e-6)
     assert result.bias == pytest.approx(expected_bias, rel=1e-5, abs=1e-6)
@@ -231,7 +235,9 @@ def test_single_group_squared_hinge_matches_lbfgs(rng, fit_intercept):
         w, b = x[:p], (x[p] if fit_intercept else 0.0)
         slack = np.maximum(0.0, 1.0 - y * (A @ w - b))
         grad_f = -C * y * slack
-        grad = np.r_[w + A.T @ grad_f, -grad_f.sum()] if fit_intercept else w + A.T @ grad_f
+        grad = w + A.T @ grad_f
+        if fit_intercept:
+            grad = np.r_[grad, -grad_f.sum()]
         return 0.5 * w @ w + 0.5 * C * slack @ slack, grad
 
     ref = minimize(fun, np.zeros(k), jac=True, method="L-BFGS-B",
@@ -259,8 +265,10 @@ def test_float32_and_float64_data_give_the_same_solution(rng, loss):
     X64, y, group_ptr = _grouped_problem(rng)
     X32 = sp.csc_matrix(X64, dtype=np.float32)
     X32_as_64 = sp.csc_matrix(X32, dtype=np.float64)
-    solve = lambda X: solve_subproblem(*_args(X, group_ptr), y, 1.0, loss=loss, **TIGHT)  # noqa
-    r32, r32_as_64, r64 = solve(X32), solve(X32_as_64), solve(X64)
+    r32, r32_as_64, r64 = (
+        solve_subproblem(*_args(X, group_ptr), y, 1.0, loss=loss, **TIGHT)
+        for X in (X32, X32_as_64, X64)
+    )
     # Same values: same arithmetic (float64 accumulation).
     np.testing.assert_allclose(r32.coef, r32_as_64.coef, rtol=1e-12, atol=1e-14)
     # Values rounded to float32: the solution moves by ~1e-7 relative.
@@ -274,7 +282,8 @@ def test_empty_columns_and_rows(rng, loss):
     group_ptr = _group_ptr(sizes)
     X = _random_csc(rng, n, group_ptr[-1], density=0.4,
                     empty_columns=(1, 3), empty_rows=(0, 7, 149))
-    y = np.where(X @ rng.normal(size=group_ptr[-1]) + rng.normal(size=n) >= 0, 1.0, -1.0)
+    margin = X @ rng.normal(size=group_ptr[-1]) + rng.normal(size=n)
+    y = np.where(margin >= 0, 1.0, -1.0)
     result = solve_subproblem(*_args(X, group_ptr), y, 1.0, loss=loss, **TIGHT)
     assert result.coef[1] == 0 and result.coef[3] == 0  # group 1 is all empty
     rel_w, rel_b = _kkt(X, y, 1.0, group_ptr, result, loss)
@@ -324,8 +333,8 @@ def test_warm_start_with_new_groups_appended(rng):
     p_old = group_ptr[3]
     X_old = X[:, :p_old]
     old = solve_subproblem(*_args(X_old, group_ptr[:4]), y, 1.0, tol=1e-4)
-    warm = solve_subproblem(*_args(X, group_ptr), y, 1.0, coef0=old.coef, bias0=old.bias,
-                            lipschitz0=old.lipschitz, **TIGHT)
+    warm = solve_subproblem(*_args(X, group_ptr), y, 1.0, coef0=old.coef,
+                            bias0=old.bias, lipschitz0=old.lipschitz, **TIGHT)
     cold = solve_subproblem(*_args(X, group_ptr), y, 1.0, **TIGHT)
     np.testing.assert_allclose(warm.coef, cold.coef, rtol=1e-4, atol=1e-6)
     # The first kept iterate cannot be worse than the warm start [w_old, 0].
@@ -365,6 +374,20 @@ def test_max_iter_and_lipschitz_defaults(rng):
     assert ratio == pytest.approx(round(ratio), abs=1e-9)
 
 
+@pytest.mark.parametrize("loss", LOSS_NAMES)
+def test_lipschitz_estimate_stays_below_the_global_constant(rng, loss):
+    """Any tau >= L passes the line search, so eta * tau_k <= L when the
+    search starts below L; running to rounding level (tol = 0) must not
+    inflate it."""
+    X, y, group_ptr = _grouped_problem(rng)
+    C = 1.5
+    bound = C * LOSSES[loss].curvature_bound * np.linalg.norm(X.toarray(), 2) ** 2
+    r = solve_subproblem(*_args(X, group_ptr), y, C, loss=loss, tol=0.0,
+                         max_iter=5000, lipschitz0=1e-3)
+    assert r.converged  # stopped at rounding level, not by max_iter
+    assert 0 < r.lipschitz <= bound * (1 + 1e-9)
+
+
 def test_inexact_solution_is_close_to_the_optimum(rng):
     X, y, group_ptr = _grouped_problem(rng, n=400)
     exact = solve_subproblem(*_args(X, group_ptr), y, 1.0, **TIGHT)
@@ -390,8 +413,8 @@ def test_objective_matches_dense_formula(rng, loss):
     else:
         data_term = C / 2 * np.sum(np.maximum(0, 1 - y * f) ** 2)
     omega = 0.5 * _group_norms(coef, group_ptr).sum() ** 2
-    assert objective(*_args(X, group_ptr), y, C, coef, bias, loss=loss) == pytest.approx(
-        omega + data_term, rel=1e-12)
+    value = objective(*_args(X, group_ptr), y, C, coef, bias, loss=loss)
+    assert value == pytest.approx(omega + data_term, rel=1e-12)
 
 
 def test_apg_solver_object_can_be_reused(rng):
@@ -427,6 +450,14 @@ def test_invalid_inputs_are_rejected(rng):
         solve_subproblem(*args, y[:10], 1.0)
     with pytest.raises(ParameterError, match="both classes"):
         solve_subproblem(*args, np.ones_like(y), 1.0)
+    with pytest.raises(ParameterError, match="data must be finite"):
+        bad = X.copy()
+        bad.data[0] = np.nan
+        solve_subproblem(*_args(bad, group_ptr), y, 1.0)
+    with pytest.raises(ParameterError, match="lipschitz0"):
+        solve_subproblem(*args, y, 1.0, lipschitz0=0.0)
+    with pytest.raises(ParameterError, match="coef0 must be finite"):
+        solve_subproblem(*args, y, 1.0, coef0=np.full(2, np.inf))
     with pytest.raises(ParameterError, match="group-radial"):
         solve_subproblem(*args, y, 1.0, penalty=L1(), group_cache=True)
     # One class is fine for the squared hinge, or without an intercept.

@@ -40,10 +40,14 @@ class Candidates:
         Feature-space keys, best first.
     scores : float64 array
         Their scores ``s_j``, decreasing.
+    payload : dict or None
+        Optional data the feature space attached to the winners (e.g. their
+        columns, read during the pass), keyed by key.
     """
 
     keys: np.ndarray
     scores: np.ndarray
+    payload: dict | None = None
 
     def __len__(self):
         return len(self.keys)
@@ -53,12 +57,15 @@ class Candidates:
 class TopK:
     """Partial result of block tasks: ranked candidates plus counters.
 
-    ``counters`` is a dict of ints summed by the merge (e.g. ``nnz``).
+    ``counters`` is a dict of ints summed by the merge (e.g. ``nnz``);
+    ``payload`` optionally maps kept keys to data that travels with them
+    (only the survivors' entries are kept by the merge).
     """
 
     keys: np.ndarray
     scores: np.ndarray
     counters: dict = field(default_factory=dict)
+    payload: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -98,11 +105,16 @@ def merge_topk_results(results, k):
     keys = np.zeros(0, dtype=np.int64)
     scores = np.zeros(0, dtype=np.float64)
     counters = {}
+    payload = None
     for part in results:
         keys, scores = merge_topk(keys, scores, part.keys, part.scores, k)
         for name, value in part.counters.items():
             counters[name] = counters.get(name, 0) + int(value)
-    return TopK(keys, scores, counters)
+        if part.payload is not None:
+            payload = {**(payload or {}), **part.payload}
+    if payload is not None:
+        payload = {int(key): payload[int(key)] for key in keys if int(key) in payload}
+    return TopK(keys, scores, counters, payload)
 
 
 def run_block_tasks(blocks, task, merge, *, shared=None, scheduler=None,
@@ -222,4 +234,4 @@ def worst_case_analysis(features, weights, k, *, excluded=None,
     nnz = int(counters.pop("nnz", 0))
     stats = PassStats(runner.n_tasks, features.n_candidates, nnz, seconds,
                       counters)
-    return Candidates(result.keys, result.scores), stats
+    return Candidates(result.keys, result.scores, result.payload), stats

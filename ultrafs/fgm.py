@@ -186,7 +186,8 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
             break
 
         started = time.perf_counter()
-        cache.append_group(features.materialize(candidates.keys))
+        cache.append_group(features.materialize(candidates.keys,
+                                                payload=candidates.payload))
         keys = np.concatenate([keys, candidates.keys])
         materialize_seconds = time.perf_counter() - started
 

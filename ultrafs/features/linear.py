@@ -26,7 +26,29 @@ def _score_columns(block, store, weights, excluded, k):
     else:
         keys, scores = score_block_topk(
             cols.indptr, cols.indices, cols.data, weights, start, excluded, k, 1.0)
-    return TopK(keys, scores, {"nnz": cols.nnz})
+    return TopK(keys, scores, {"nnz": cols.nnz}, _winner_columns(cols, keys))
+
+
+def _columns_from_payload(keys, payload, dtype):
+    parts = [payload[int(key)] for key in keys]
+    indptr = np.zeros(len(keys) + 1, dtype=np.int64)
+    np.cumsum([len(rows) for rows, _ in parts], out=indptr[1:])
+    indices = np.concatenate([rows for rows, _ in parts] or [np.zeros(0, np.int32)])
+    data = np.concatenate(
+        [np.ones(len(rows), dtype) if values is None else values.astype(dtype)
+         for rows, values in parts] or [np.zeros(0, dtype)])
+    return ColumnBlock(-1, indptr, indices.astype(np.int32, copy=False), data)
+
+
+def _winner_columns(cols, keys):
+    """Copies of the winning columns, so the driver need not read them again."""
+    payload = {}
+    for key in keys.tolist():
+        lo, hi = cols.indptr[key - cols.first_column], \
+            cols.indptr[key - cols.first_column + 1]
+        values = None if cols.data is None else cols.data[lo:hi].copy()
+        payload[key] = (cols.indices[lo:hi].copy(), values)
+    return payload
 
 
 class LinearFeatures:
@@ -99,13 +121,17 @@ class LinearFeatures:
                         shared={"store": self.store, "weights": weights,
                                 "excluded": excluded, "k": k})
 
-    def materialize(self, keys, dtype=np.float64) -> ColumnBlock:
+    def materialize(self, keys, dtype=np.float64, payload=None) -> ColumnBlock:
         """The columns of ``keys`` in the order given, values materialised.
 
         Keys beyond the store's columns (features absent from this store)
-        come back as empty columns.
+        come back as empty columns.  ``payload`` (the columns a scoring pass
+        attached to its winners) avoids reading them again.
         """
-        cols = self.store.read_columns(np.asarray(keys, dtype=np.int64))
+        keys = np.asarray(keys, dtype=np.int64)
+        if payload is not None and all(int(key) in payload for key in keys):
+            return _columns_from_payload(keys, payload, dtype)
+        cols = self.store.read_columns(keys)
         return ColumnBlock(-1, cols.indptr, cols.indices,
                            cols.values(dtype).astype(dtype, copy=False))
 

@@ -321,11 +321,12 @@ class PolyFeatures:
                 "row_cols": row_cols, "row_vals": row_vals}
 
     # --------------------------------------------------------- materialize
-    def materialize(self, keys, dtype=np.float64) -> ColumnBlock:
+    def materialize(self, keys, dtype=np.float64, payload=None) -> ColumnBlock:
         """Columns of the given candidates, in order, with their map factors.
 
         Source columns absent from the store (ids beyond its columns) count
-        as zero columns.
+        as zero columns.  ``payload`` is accepted for interface parity and
+        ignored (degree-2 columns are products formed here).
         """
         first, second = self.decode(keys)
         return self._materialize_pairs(first, second, dtype)
