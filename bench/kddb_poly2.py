@@ -50,12 +50,12 @@ def count_cooccurring_pairs(store_path):
         block = store.read_range(int(lo), int(hi))
         used.append(lo + np.flatnonzero(np.diff(block.indptr)))
     columns = np.concatenate(used)
-    live = features._live_arrays(columns, weights)
+    live = features._live_arrays(columns, weights, True)
     _, _, n_pairs, _ = cross_topk(
-        live["indptr"], live["indices"], live["data"], live["columns"], live["abs"],
-        live["max"], live["row_ptr"], live["row_cols"], live["row_vals"],
-        live["columns"], live["abs"], live["max"], weights, 0.0, 0.0,
-        np.zeros(0, np.int64), store.n_features, 1)   # scale 0: no pruning
+        live["indptr"], live["indices"], live["data"], live["columns"], live["pos"],
+        live["neg"], live["max"], live["row_ptr"], live["row_cols"],
+        live["row_vals"], live["columns"], live["pos"], live["neg"], live["max"],
+        weights, 0.0, 0.0, np.zeros(0, np.int64), store.n_features, 1)  # no pruning
     return int(n_pairs)
 
 

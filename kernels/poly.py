@@ -15,8 +15,11 @@ linear term, k = j for the square), an order-preserving encoding of the
 pair (j, k) that fits int64 for m < 3·10⁹.
 
 Safe pruning: |Σ_i a_i x_ij x_ik| ≤ min(A_j M_k, A_k M_j) with
-A_j = Σ_i |a_i||x_ij| and M_j = max_i |x_ij|; a pair whose bound cannot
-reach the current B-th best score is never accumulated.
+A_j = Σ_i |a_i||x_ij| and M_j = max_i |x_ij|.  For non-negative data the
+sum splits into a positive part S⁺ ≤ min(P_j M_k, P_k M_j) and a negative
+part S⁻ ≤ min(N_j M_k, N_k M_j) (P_j, N_j: the positive and negative parts
+of A_j), so |S| ≤ max(S⁺, S⁻) bounds it up to twice as tightly.  A pair
+whose bound cannot reach the current B-th best score is never accumulated.
 """
 
 import numpy as np
@@ -52,18 +55,23 @@ def column_stats(indptr, indices, data, weights, binary):
     -------
     linear_sums : float64 array  Σ_i a_i x_ij
     square_sums : float64 array  Σ_i a_i x_ij²
-    abs_sums : float64 array     A_j = Σ_i |a_i| |x_ij|
+    pos_sums : float64 array     P_j = Σ_i max(a_i x_ij, 0)
+    neg_sums : float64 array     N_j = Σ_i max(-a_i x_ij, 0)   (P_j + N_j = A_j)
     max_abs : float64 array      M_j = max_i |x_ij| (0 for empty columns)
+    min_value : float            smallest stored value of the block (0 if none)
     """
     n_columns = indptr.shape[0] - 1
     linear_sums = np.zeros(n_columns)
     square_sums = np.zeros(n_columns)
-    abs_sums = np.zeros(n_columns)
+    pos_sums = np.zeros(n_columns)
+    neg_sums = np.zeros(n_columns)
     max_abs = np.zeros(n_columns)
+    min_value = 0.0
     for j in range(n_columns):
         lin = 0.0
         sq = 0.0
-        ab = 0.0
+        pos = 0.0
+        neg = 0.0
         mx = 0.0
         for p in range(indptr[j], indptr[j + 1]):
             w = weights[indices[p]]
@@ -71,14 +79,20 @@ def column_stats(indptr, indices, data, weights, binary):
             wx = w * x
             lin += wx
             sq += wx * x
-            ab += abs(wx)
+            if wx > 0.0:
+                pos += wx
+            else:
+                neg -= wx
             if abs(x) > mx:
                 mx = abs(x)
+            if x < min_value:
+                min_value = x
         linear_sums[j] = lin
         square_sums[j] = sq
-        abs_sums[j] = ab
+        pos_sums[j] = pos
+        neg_sums[j] = neg
         max_abs[j] = mx
-    return linear_sums, square_sums, abs_sums, max_abs
+    return linear_sums, square_sums, pos_sums, neg_sums, max_abs, min_value
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -123,9 +137,10 @@ def _is_excluded(excluded, key):
 
 
 @njit(cache=True, nogil=True)
-def cross_topk(left_indptr, left_indices, left_data, left_columns, left_abs,
-               left_max, row_ptr, row_cols, row_vals, right_columns, right_abs,
-               right_max, weights, scale, threshold, excluded, n_features, k):
+def cross_topk(left_indptr, left_indices, left_data, left_columns, left_pos,
+               left_neg, left_max, row_ptr, row_cols, row_vals, right_columns,
+               right_pos, right_neg, right_max, weights, scale, threshold,
+               excluded, n_features, k):
     """Top-``k`` cross features between a left and a right set of columns.
 
     Every pair (j, k) with j in the left set, k in the right set and
@@ -139,12 +154,16 @@ def cross_topk(left_indptr, left_indices, left_data, left_columns, left_abs,
     left_indptr, left_indices, left_data : CSC arrays of the left columns
     left_columns : int64 array, increasing
         Global column numbers of the left columns.
-    left_abs, left_max : float64 arrays
-        A_j and M_j of the left columns.
+    left_pos, left_neg, left_max : float64 arrays
+        Bound ingredients of the left columns: for non-negative data the
+        positive and negative parts P_j, N_j of A_j (then
+        |Σ a x_j x_k| ≤ max(min(P_j M_k, P_k M_j), min(N_j M_k, N_k M_j)));
+        for data with negative values pass A_j for both (the bound is then
+        min(A_j M_k, A_k M_j)).  M_j = max |x_ij|.
     row_ptr, row_cols, row_vals : CSR arrays of the right columns
         (``row_cols`` are positions into ``right_columns``).
     right_columns : int64 array, increasing
-    right_abs, right_max : float64 arrays
+    right_pos, right_neg, right_max : float64 arrays
     weights : float64 array  a = alpha * y
     scale : float
         2γ², the factor of a cross score.
@@ -175,7 +194,8 @@ def cross_topk(left_indptr, left_indices, left_data, left_columns, left_abs,
     slack = 1.0 + BOUND_SLACK
     for jl in range(left_columns.shape[0]):
         j = left_columns[jl]
-        a_j = left_abs[jl]
+        p_j = left_pos[jl]
+        n_j = left_neg[jl]
         m_j = left_max[jl]
         level = threshold
         if size == k and heap_scores[0] > level:
@@ -208,7 +228,9 @@ def cross_topk(left_indptr, left_indices, left_data, left_columns, left_abs,
                     seen[kl] = True
                     touched[n_touched] = kl
                     n_touched += 1
-                    bound = min(a_j * right_max[kl], right_abs[kl] * m_j) * slack
+                    m_k = right_max[kl]
+                    bound = max(min(p_j * m_k, right_pos[kl] * m_j),
+                                min(n_j * m_k, right_neg[kl] * m_j)) * slack
                     if scale * bound * bound < level:
                         acc[kl] = np.nan   # marks a pruned pair
                         continue

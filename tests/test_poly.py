@@ -42,11 +42,14 @@ def brute_force(E, keys, weights, k, excluded):
     return keys[keep][order], scores[keep][order]
 
 
-def make_data(rng, n=70, m=30, density=0.2, binary=False, dtype=np.float64):
+def make_data(rng, n=70, m=30, density=0.2, binary=False, dtype=np.float64,
+              signed=False):
     X = sp.random(n, m, density=density, format="csc",
                   random_state=np.random.RandomState(rng.integers(2**31))).toarray()
     if binary:
         X = (X > 0).astype(float)
+    if signed:
+        X = X * np.where(rng.random(X.shape) < 0.5, -1.0, 1.0)
     X[:, 4] = 0          # empty column
     X[5, :] = 0          # zero row
     y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
@@ -54,12 +57,13 @@ def make_data(rng, n=70, m=30, density=0.2, binary=False, dtype=np.float64):
     return X.astype(dtype), y
 
 
-@pytest.mark.parametrize("binary", [False, True])
+@pytest.mark.parametrize("kind", ["valued", "binary", "signed"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("block_size", [1, 6, 30])
 @pytest.mark.parametrize("n_seed", [2, 256])
-def test_pass_equals_brute_force(rng, binary, dtype, block_size, n_seed):
-    X, y = make_data(rng, binary=binary, dtype=dtype)
+def test_pass_equals_brute_force(rng, kind, dtype, block_size, n_seed):
+    X, y = make_data(rng, binary=kind == "binary", signed=kind == "signed",
+                     dtype=dtype)
     weights = rng.random(len(y)) * y
     E, keys, _ = expand(X.astype(np.float64), 4.0, 0.5)
     excluded = np.sort(brute_force(E, keys, weights, 3, [])[0])
@@ -73,12 +77,15 @@ def test_pass_equals_brute_force(rng, binary, dtype, block_size, n_seed):
     assert stats.n_candidates == 30 + 30 + 30 * 29 // 2
 
 
-def test_pruning_never_changes_the_result(rng):
+@pytest.mark.parametrize("signed", [False, True])
+def test_pruning_never_changes_the_result(rng, signed):
     """A strong threshold prunes pairs, yet the result equals the unpruned one."""
     # columns of very different frequency: the bound prunes rare ones
     n, m = 400, 60
     freq = np.geomspace(0.6, 0.01, m)
     X = (rng.random((n, m)) < freq).astype(float)
+    if signed:
+        X[:, ::3] *= -1.0
     y = np.where(X[:, 0] * X[:, 1] + 0.2 * rng.standard_normal(n) > 0.3, 1.0, -1.0)
     weights = rng.random(n) * y
     E, keys, _ = expand(X, 1.0, 1.0)

@@ -9,15 +9,18 @@ The worst-case analysis is exact and runs in phases:
 
 1. **column pass** (one task per column block, streamed): the linear and
    square scores, a top-B over them, and the per-column bound ingredients
-   A_j = Σ_i |a_i||x_ij| and M_j = max_i |x_ij|; each block also returns its
-   ``n_seed`` columns with the largest A_j.
+   P_j, N_j (positive and negative parts of A_j = Σ_i |a_i||x_ij|) and
+   M_j = max_i |x_ij|; each block also returns its ``n_seed`` columns with
+   the largest live weight max(P_j, N_j).
 2. **seeding** (driver, in memory): the exact cross scores among the
    seed columns give, with phase 1's top-B, a proven lower bound θ of the
    final B-th best score.
-3. **live set**: a cross (j, k) scores at most 2γ²·min(A_j M_k, A_k M_j)²,
-   so only columns with A_j·max M ≥ √(θ / 2γ²) can take part in a winning
-   pair.  When the seed list does not already hold all of them, a second
-   streamed pass collects them.
+3. **live set**: a cross (j, k) scores at most 2γ²·bound², with bound
+   max(min(P_j M_k, P_k M_j), min(N_j M_k, N_k M_j)) for non-negative data
+   and min(A_j M_k, A_k M_j) otherwise, so only columns whose live weight
+   (max(P_j, N_j), resp. A_j) times max M reaches √(θ / 2γ²) can take part
+   in a winning pair.  When the seed list does not already hold all of
+   them, a second streamed pass collects them.
 4. **cross pass** (one task per chunk of live columns): every pair of live
    columns is scored by :func:`ultrafs.kernels.poly.cross_topk`, which also
    prunes single pairs by the same bound against the running B-th best.
@@ -61,24 +64,28 @@ def _column_pass(block, store, weights, excluded, k, n_seed, linear_scale,
     m = store.n_features
     empty = np.zeros(0)
     data = cols.data if cols.data is not None else empty
-    lin, sq, abs_sums, max_abs = column_stats(
+    lin, sq, pos, neg, max_abs, min_value = column_stats(
         cols.indptr, cols.indices, data, weights, cols.data is None)
     columns = np.arange(start, stop, dtype=np.int64)
     keys = np.concatenate([columns * (m + 1), columns * (m + 1) + columns + 1])
     scores = np.concatenate([linear_scale * lin * lin, square_scale * sq * sq])
     top_keys, top_scores = topk_keyed(scores, keys, excluded, k)
-    seed_cols, seed_abs = topk_keyed(abs_sums, columns, _EMPTY_KEYS, n_seed)
+    # seeds are ranked by the live weight of non-negative data; when the
+    # store turns out to hold negative values the live set is recomputed
+    seed_cols, seed_weight = topk_keyed(np.maximum(pos, neg), columns,
+                                        _EMPTY_KEYS, n_seed)
     return {
         "topk": TopK(top_keys, top_scores, {"nnz": cols.nnz}),
-        "seed": TopK(seed_cols, seed_abs, {}),
+        "seed": TopK(seed_cols, seed_weight, {}),
         "max_abs": float(max_abs.max()) if len(max_abs) else 0.0,
+        "min_value": float(min_value),
     }
 
 
 def _merge_column_pass(parts, k, n_seed):
     topk_keys, topk_scores = _EMPTY_KEYS, _EMPTY_SCORES
     seed_keys, seed_scores = _EMPTY_KEYS, _EMPTY_SCORES
-    nnz, max_abs, n_seed_total = 0, 0.0, 0
+    nnz, max_abs, min_value = 0, 0.0, 0.0
     for part in parts:
         topk_keys, topk_scores = merge_topk(topk_keys, topk_scores,
                                             part["topk"].keys, part["topk"].scores, k)
@@ -87,18 +94,29 @@ def _merge_column_pass(parts, k, n_seed):
                                             n_seed)
         nnz += part["topk"].counters.get("nnz", 0)
         max_abs = max(max_abs, part["max_abs"])
+        min_value = min(min_value, part["min_value"])
     return {"topk": TopK(topk_keys, topk_scores, {"nnz": nnz}),
-            "seed": TopK(seed_keys, seed_scores, {}), "max_abs": max_abs}
+            "seed": TopK(seed_keys, seed_scores, {}), "max_abs": max_abs,
+            "min_value": min_value}
 
 
-def _live_pass(block, store, weights, min_abs):
-    """Phase 3 task: columns of a block with A_j >= min_abs."""
+def _bound_weights(pos, neg, nonnegative):
+    """Per-column (P, N) of the pair bound, and the live weight."""
+    if nonnegative:
+        return pos, neg, np.maximum(pos, neg)
+    total = pos + neg
+    return total, total, total
+
+
+def _live_pass(block, store, weights, min_weight, nonnegative):
+    """Phase 3 task: columns of a block whose live weight >= min_weight."""
     start, stop = block
     cols = store.read_range(start, stop)
     data = cols.data if cols.data is not None else np.zeros(0)
-    _, _, abs_sums, _ = column_stats(cols.indptr, cols.indices, data, weights,
-                                     cols.data is None)
-    live = start + np.flatnonzero(abs_sums >= min_abs)
+    _, _, pos, neg, _, _ = column_stats(cols.indptr, cols.indices, data, weights,
+                                        cols.data is None)
+    live_weight = _bound_weights(pos, neg, nonnegative)[2]
+    live = start + np.flatnonzero(live_weight >= min_weight)
     return {"live": live.astype(np.int64), "nnz": cols.nnz}
 
 
@@ -116,9 +134,10 @@ def _cross_task(chunk, live, weights, scale, threshold, excluded, n_features, k)
     keys, scores, n_eval, n_pruned = cross_topk(
         indptr - offset, live["indices"][offset:indptr[-1]],
         live["data"][offset:indptr[-1]], live["columns"][lo:hi],
-        live["abs"][lo:hi], live["max"][lo:hi], live["row_ptr"], live["row_cols"],
-        live["row_vals"], live["columns"], live["abs"], live["max"], weights,
-        scale, threshold, excluded, n_features, k)
+        live["pos"][lo:hi], live["neg"][lo:hi], live["max"][lo:hi],
+        live["row_ptr"], live["row_cols"], live["row_vals"], live["columns"],
+        live["pos"], live["neg"], live["max"], weights, scale, threshold,
+        excluded, n_features, k)
     return TopK(keys, scores, {"pairs_evaluated": n_eval, "pairs_pruned": n_pruned})
 
 
@@ -253,38 +272,43 @@ class PolyFeatures:
                      partial(_merge_column_pass, k=k, n_seed=self.n_seed), shared)
         nnz = phase1["topk"].counters["nnz"]
         max_abs = phase1["max_abs"]
+        nonnegative = phase1["min_value"] >= 0.0
         cross_scale = self.cross_factor ** 2
 
         # seeding: exact crosses among the seed columns
         seed_columns = np.sort(phase1["seed"].keys)
-        seed = self._live_arrays(seed_columns, weights)
+        seed = self._live_arrays(seed_columns, weights, nonnegative)
         best = phase1["topk"]
         if len(seed_columns) > 1:
             keys, scores, _, _ = cross_topk(
                 seed["indptr"], seed["indices"], seed["data"], seed["columns"],
-                seed["abs"], seed["max"], seed["row_ptr"], seed["row_cols"],
-                seed["row_vals"], seed["columns"], seed["abs"], seed["max"],
-                weights, cross_scale, 0.0, excluded, m, k)
+                seed["pos"], seed["neg"], seed["max"], seed["row_ptr"],
+                seed["row_cols"], seed["row_vals"], seed["columns"], seed["pos"],
+                seed["neg"], seed["max"], weights, cross_scale, 0.0, excluded, m, k)
             merged = merge_topk(best.keys, best.scores, keys, scores, k)
             threshold = merged[1][-1] if len(merged[0]) == k else 0.0
         else:
             threshold = best.scores[-1] if len(best.keys) == k else 0.0
 
         # live columns: those that can take part in a pair reaching threshold
+        # (a pair's bound is at most live_weight_j * max M, for j and k)
         if threshold > 0.0 and max_abs > 0.0:
-            min_abs = math.sqrt(threshold / cross_scale) / (max_abs * (1.0 + BOUND_SLACK))
+            min_weight = math.sqrt(threshold / cross_scale) / (max_abs * (1.0 + BOUND_SLACK))
         else:
-            min_abs = 0.0
-        # The seed list holds every live column when it is not full (it then
-        # holds every column with A_j > 0) or when its smallest A_j is
-        # already below min_abs; otherwise a second streamed pass is needed.
-        seed_abs = phase1["seed"].scores
-        if len(seed_abs) < self.n_seed or seed_abs[-1] < min_abs:
-            live_columns = np.sort(phase1["seed"].keys[seed_abs >= min_abs])
+            min_weight = 0.0
+        # For non-negative data the seed list is ranked by the live weight:
+        # it holds every live column when it is not full (it then holds
+        # every column with a positive weight) or when its smallest weight
+        # is already below min_weight.  Otherwise a second pass is needed.
+        seed_weight = phase1["seed"].scores
+        if nonnegative and (len(seed_weight) < self.n_seed
+                            or seed_weight[-1] < min_weight):
+            live_columns = np.sort(phase1["seed"].keys[seed_weight >= min_weight])
         else:
             live = run(blocks, _live_pass, _merge_live,
                        {"store": store, "weights": weights,
-                        "min_abs": max(min_abs, np.nextafter(0.0, 1.0))})
+                        "min_weight": max(min_weight, np.nextafter(0.0, 1.0)),
+                        "nonnegative": nonnegative})
             live_columns = live["live"]
             nnz += live["nnz"]
 
@@ -292,7 +316,7 @@ class PolyFeatures:
                     "seed_columns": int(len(seed_columns)),
                     "pairs_evaluated": 0, "pairs_pruned": 0}
         if len(live_columns) > 1:
-            live = self._live_arrays(live_columns, weights)
+            live = self._live_arrays(live_columns, weights, nonnegative)
             chunks = _chunks_by_nnz(live["indptr"], CROSS_TASK_NNZ)
             crosses = run.topk(chunks, _cross_task, k, shared={
                 "live": live, "weights": weights, "scale": cross_scale,
@@ -307,17 +331,18 @@ class PolyFeatures:
         self.last_details = dict(counters, threshold=float(threshold))
         return TopK(keys, scores, counters)
 
-    def _live_arrays(self, columns, weights):
+    def _live_arrays(self, columns, weights, nonnegative):
         """Columns held in memory for the cross computation (CSC and CSR)."""
         block = self.store.read_columns(columns)
         data = block.values(np.float64).astype(np.float64, copy=False)
-        _, _, abs_sums, max_abs = column_stats(block.indptr, block.indices, data,
-                                               weights, False)
+        _, _, pos, neg, max_abs, _ = column_stats(block.indptr, block.indices,
+                                                  data, weights, False)
+        pos, neg, _ = _bound_weights(pos, neg, nonnegative)
         row_ptr, row_cols, row_vals = rows_of_columns(
             block.indptr, block.indices, data, self.store.n_samples)
         return {"columns": np.asarray(columns, dtype=np.int64),
                 "indptr": block.indptr, "indices": block.indices, "data": data,
-                "abs": abs_sums, "max": max_abs, "row_ptr": row_ptr,
+                "pos": pos, "neg": neg, "max": max_abs, "row_ptr": row_ptr,
                 "row_cols": row_cols, "row_vals": row_vals}
 
     # --------------------------------------------------------- materialize
