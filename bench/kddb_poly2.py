@@ -55,7 +55,7 @@ def count_cooccurring_pairs(store_path):
         live["indptr"], live["indices"], live["data"], live["columns"], live["pos"],
         live["neg"], live["max"], live["row_ptr"], live["row_cols"],
         live["row_vals"], live["columns"], live["pos"], live["neg"], live["max"],
-        weights, 0.0, 0.0, np.zeros(0, np.int64), store.n_features, 1)  # no pruning
+        weights, 1.0, 0.0, np.zeros(0, np.int64), store.n_features, 1, False)
     return int(n_pairs)
 
 

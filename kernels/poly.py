@@ -140,7 +140,7 @@ def _is_excluded(excluded, key):
 def cross_topk(left_indptr, left_indices, left_data, left_columns, left_pos,
                left_neg, left_max, row_ptr, row_cols, row_vals, right_columns,
                right_pos, right_neg, right_max, weights, scale, threshold,
-               excluded, n_features, k):
+               excluded, n_features, k, prune):
     """Top-``k`` cross features between a left and a right set of columns.
 
     Every pair (j, k) with j in the left set, k in the right set and
@@ -175,6 +175,9 @@ def cross_topk(left_indptr, left_indices, left_data, left_columns, left_pos,
     n_features : int
         m, for the key encoding.
     k : int
+    prune : bool
+        Skip pairs whose bound cannot beat the running k-th best (or
+        ``threshold``); False accumulates every co-occurring pair.
 
     Returns
     -------
@@ -198,7 +201,7 @@ def cross_topk(left_indptr, left_indices, left_data, left_columns, left_pos,
         n_j = left_neg[jl]
         m_j = left_max[jl]
         level = threshold
-        if size == k and heap_scores[0] > level:
+        if prune and size == k and heap_scores[0] > level:
             level = heap_scores[0]
         # a pair (j, .) scores at most scale * (a_j * max M)^2; the column
         # is skipped when even that cannot beat the level.
@@ -231,7 +234,7 @@ def cross_topk(left_indptr, left_indices, left_data, left_columns, left_pos,
                     m_k = right_max[kl]
                     bound = max(min(p_j * m_k, right_pos[kl] * m_j),
                                 min(n_j * m_k, right_neg[kl] * m_j)) * slack
-                    if scale * bound * bound < level:
+                    if prune and scale * bound * bound < level:
                         acc[kl] = np.nan   # marks a pruned pair
                         continue
                     acc[kl] = 0.0

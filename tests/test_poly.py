@@ -60,8 +60,8 @@ def make_data(rng, n=70, m=30, density=0.2, binary=False, dtype=np.float64,
 @pytest.mark.parametrize("kind", ["valued", "binary", "signed"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("block_size", [1, 6, 30])
-@pytest.mark.parametrize("n_seed", [2, 256])
-def test_pass_equals_brute_force(rng, kind, dtype, block_size, n_seed):
+@pytest.mark.parametrize("n_seed, prune", [(2, True), (256, True), (256, False)])
+def test_pass_equals_brute_force(rng, kind, dtype, block_size, n_seed, prune):
     X, y = make_data(rng, binary=kind == "binary", signed=kind == "signed",
                      dtype=dtype)
     weights = rng.random(len(y)) * y
@@ -69,12 +69,14 @@ def test_pass_equals_brute_force(rng, kind, dtype, block_size, n_seed):
     excluded = np.sort(brute_force(E, keys, weights, 3, [])[0])
     expected_keys, expected_scores = brute_force(E, keys, weights, 12, excluded)
     features = PolyFeatures(InMemoryStore(X, y, block_size=block_size), gamma=4.0,
-                            coef0=0.5, n_seed=n_seed)
+                            coef0=0.5, n_seed=n_seed, prune=prune)
     cand, stats = worst_case_analysis(features, weights, 12, excluded=excluded,
                                       scheduler="synchronous")
     np.testing.assert_array_equal(cand.keys, expected_keys)
     np.testing.assert_allclose(cand.scores, expected_scores, rtol=1e-9)
     assert stats.n_candidates == 30 + 30 + 30 * 29 // 2
+    if not prune:
+        assert stats.details["pairs_pruned"] == 0
 
 
 @pytest.mark.parametrize("signed", [False, True])
@@ -101,12 +103,15 @@ def test_pruning_never_changes_the_result(rng, signed):
 def test_same_result_on_every_scheduler(rng, local_cluster_client):
     X, y = make_data(rng, n=120, m=40)
     weights = rng.random(len(y)) * y
-    features = PolyFeatures(InMemoryStore(X, y, block_size=9), gamma=2.0, n_seed=5)
-    reference, _ = worst_case_analysis(features, weights, 10, scheduler="synchronous")
+    store = InMemoryStore(X, y, block_size=9)
+    reference, _ = worst_case_analysis(PolyFeatures(store, gamma=2.0, prune=False),
+                                       weights, 10, scheduler="synchronous")
     for scheduler in ("threads", "processes", local_cluster_client):
-        cand, _ = worst_case_analysis(features, weights, 10, scheduler=scheduler)
-        np.testing.assert_array_equal(cand.keys, reference.keys)
-        np.testing.assert_array_equal(cand.scores, reference.scores)
+        for prune in (True, False):
+            features = PolyFeatures(store, gamma=2.0, n_seed=5, prune=prune)
+            cand, _ = worst_case_analysis(features, weights, 10, scheduler=scheduler)
+            np.testing.assert_array_equal(cand.keys, reference.keys)
+            np.testing.assert_array_equal(cand.scores, reference.scores)
 
 
 def test_kernels_match_dense(rng):

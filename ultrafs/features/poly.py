@@ -126,7 +126,8 @@ def _merge_live(parts):
     return {"live": np.sort(live), "nnz": sum(p["nnz"] for p in parts)}
 
 
-def _cross_task(chunk, live, weights, scale, threshold, excluded, n_features, k):
+def _cross_task(chunk, live, weights, scale, threshold, excluded, n_features, k,
+                prune):
     """Phase 4 task: top-k crosses of a chunk of live columns with all live."""
     lo, hi = chunk
     indptr = live["indptr"][lo:hi + 1]
@@ -137,7 +138,7 @@ def _cross_task(chunk, live, weights, scale, threshold, excluded, n_features, k)
         live["pos"][lo:hi], live["neg"][lo:hi], live["max"][lo:hi],
         live["row_ptr"], live["row_cols"], live["row_vals"], live["columns"],
         live["pos"], live["neg"], live["max"], weights, scale, threshold,
-        excluded, n_features, k)
+        excluded, n_features, k, prune)
     return TopK(keys, scores, {"pairs_evaluated": n_eval, "pairs_pruned": n_pruned})
 
 
@@ -154,12 +155,16 @@ class PolyFeatures:
         r >= 0; the linear terms are scaled by √(2γr) (0 drops them).
     n_seed : int
         Seed columns proposed by each block (see module docstring).
+    prune : bool
+        Use the safe bound to skip columns and pairs (default).  False
+        scores every co-occurring pair: the same result, for testing and
+        for counting pairs.
     """
 
     kind = "poly2"
 
     def __init__(self, store: ColumnStore, gamma=1.0, coef0=1.0,
-                 n_seed=DEFAULT_N_SEED):
+                 n_seed=DEFAULT_N_SEED, prune=True):
         if not (np.isfinite(gamma) and gamma > 0):
             raise ParameterError(f"gamma must be > 0, got {gamma!r}")
         if not (np.isfinite(coef0) and coef0 >= 0):
@@ -168,6 +173,7 @@ class PolyFeatures:
         self.gamma = float(gamma)
         self.coef0 = float(coef0)
         self.n_seed = int(n_seed)
+        self.prune = bool(prune)
         self.last_details = {}
 
     # scales of the three kinds of terms
@@ -284,7 +290,8 @@ class PolyFeatures:
                 seed["indptr"], seed["indices"], seed["data"], seed["columns"],
                 seed["pos"], seed["neg"], seed["max"], seed["row_ptr"],
                 seed["row_cols"], seed["row_vals"], seed["columns"], seed["pos"],
-                seed["neg"], seed["max"], weights, cross_scale, 0.0, excluded, m, k)
+                seed["neg"], seed["max"], weights, cross_scale, 0.0, excluded, m, k,
+                self.prune)
             merged = merge_topk(best.keys, best.scores, keys, scores, k)
             threshold = merged[1][-1] if len(merged[0]) == k else 0.0
         else:
@@ -292,6 +299,8 @@ class PolyFeatures:
 
         # live columns: those that can take part in a pair reaching threshold
         # (a pair's bound is at most live_weight_j * max M, for j and k)
+        if not self.prune:
+            threshold = 0.0
         if threshold > 0.0 and max_abs > 0.0:
             min_weight = math.sqrt(threshold / cross_scale) / (max_abs * (1.0 + BOUND_SLACK))
         else:
@@ -321,7 +330,7 @@ class PolyFeatures:
             crosses = run.topk(chunks, _cross_task, k, shared={
                 "live": live, "weights": weights, "scale": cross_scale,
                 "threshold": threshold, "excluded": excluded, "n_features": m,
-                "k": k})
+                "k": k, "prune": self.prune})
             counters["pairs_evaluated"] = crosses.counters.get("pairs_evaluated", 0)
             counters["pairs_pruned"] = crosses.counters.get("pairs_pruned", 0)
             keys, scores = merge_topk(best.keys, best.scores, crosses.keys,
