@@ -226,48 +226,6 @@ def test_long_read_range_reads_only_overlapping_row_groups(tmp_path, monkeypatch
     assert sum(len(r) for r in asked) <= 2
 
 
-def test_long_writer_streams_any_column_chunks(tmp_path):
-    X, y = make_matrix("valued", np.float32)
-    cuts = [0, 1, 2, 9, 9, 30, 31, X.shape[1]]
-    with ParquetLongWriter(tmp_path / "w.pql", n_samples=X.shape[0], n_features=X.shape[1],
-                           nnz=X.nnz, dtype="float32", binary=False, labels=y,
-                           chunk_size=8, block_nnz=25, file_nnz=30,
-                           command="streamed") as writer:
-        for a, b in zip(cuts[:-1], cuts[1:]):
-            lo, hi = X.indptr[a], X.indptr[b]
-            writer.append(X.indptr[a:b + 1] - lo, X.indices[lo:hi], X.data[lo:hi])
-        path = writer.close()
-    store = ParquetLongStore(path)
-    assert (store.to_csc() != X).nnz == 0
-    assert store.attrs["created_by"] == "streamed"
-    np.testing.assert_array_equal(store.default_block_bounds(),
-                                  balanced_block_bounds(X.indptr, 25))
-    assert leftovers(tmp_path) == ["w.pql"]
-
-
-def test_long_writer_rejects_inconsistent_blocks(tmp_path):
-    X, y = make_matrix("valued", np.float32)
-    kwargs = dict(n_samples=X.shape[0], n_features=X.shape[1], nnz=X.nnz,
-                  dtype="float32", binary=False, labels=y)
-    writer = ParquetLongWriter(tmp_path / "w.pql", **kwargs)
-    with pytest.raises(ValueError, match="data is required"):
-        writer.append(X.indptr, X.indices)
-    with pytest.raises(ValueError, match="exceeds n_features"):
-        writer.append(np.zeros(X.shape[1] + 2, dtype=np.int64), [], [])
-    with pytest.raises(ValueError, match="invalid CSC block"):
-        writer.append([0, 2], [5, 1], [1.0, 2.0])
-    with pytest.raises(ValueError, match="NaN"):
-        writer.append([0, 1], [0], [np.nan])
-    with pytest.raises(ValueError, match="incomplete"):
-        writer.close()
-    assert leftovers(tmp_path) == []
-    binary = ParquetLongWriter(tmp_path / "b.pql", **dict(kwargs, binary=True))
-    with pytest.raises(ValueError, match="must be None"):
-        binary.append([0, 1], [0], [1.0])
-    binary.abort()
-    assert leftovers(tmp_path) == []
-
-
 def test_long_writer_exception_leaves_nothing(tmp_path):
     X, y = make_matrix("valued", np.float64)
     with pytest.raises(RuntimeError, match="boom"):

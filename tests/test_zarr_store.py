@@ -239,46 +239,6 @@ def test_stale_temporary_directory_is_not_a_store(tmp_path):
     assert leftovers(tmp_path) == []
 
 
-def test_writer_streams_blocks_across_chunks(tmp_path):
-    X, y = make_matrix("valued", np.float32)
-    bounds = [0, 1, 2, 9, 9, 30, 31, X.shape[1]]
-    with StoreWriter(tmp_path / "w.zarr", n_samples=X.shape[0], n_features=X.shape[1],
-                     nnz=X.nnz, dtype="float32", binary=False, labels=y, chunk_size=8,
-                     block_nnz=25, command="streamed") as writer:
-        for a, b in zip(bounds[:-1], bounds[1:]):
-            lo, hi = X.indptr[a], X.indptr[b]
-            writer.append(X.indptr[a:b + 1] - lo, X.indices[lo:hi], X.data[lo:hi])
-        path = writer.close()
-    store = ZarrStore(path)
-    assert (store.to_csc() != X).nnz == 0
-    assert store.attrs["created_by"] == "streamed"
-    np.testing.assert_array_equal(store.default_block_bounds(),
-                                  balanced_block_bounds(X.indptr, 25))
-
-
-def test_writer_rejects_inconsistent_blocks(tmp_path):
-    X, y = make_matrix("valued", np.float32)
-    kwargs = dict(n_samples=X.shape[0], n_features=X.shape[1], nnz=X.nnz,
-                  dtype="float32", binary=False, labels=y)
-    writer = StoreWriter(tmp_path / "w.zarr", **kwargs)
-    with pytest.raises(ValueError, match="data is required"):
-        writer.append(X.indptr, X.indices)
-    with pytest.raises(ValueError, match="exceeds n_features"):
-        writer.append(np.zeros(X.shape[1] + 2, dtype=np.int64), [], [])
-    with pytest.raises(ValueError, match="invalid CSC block"):
-        writer.append([0, 2], [5, 1], [1.0, 2.0])          # rows not increasing
-    with pytest.raises(ValueError, match="NaN"):
-        writer.append([0, 1], [0], [np.nan])
-    with pytest.raises(ValueError, match="incomplete"):
-        writer.close()
-    assert leftovers(tmp_path) == []
-    binary = StoreWriter(tmp_path / "b.zarr", **dict(kwargs, binary=True))
-    with pytest.raises(ValueError, match="must be None"):
-        binary.append([0, 1], [0], [1.0])
-    binary.abort()
-    assert leftovers(tmp_path) == []
-
-
 # ---------------------------------------------------------- block bounds
 @pytest.mark.parametrize("indptr, block_nnz, expected", [
     ([0, 5, 10, 15, 20], 10, [0, 2, 4]),

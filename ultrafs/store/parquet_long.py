@@ -13,18 +13,18 @@ group).  The layout is documented in ``docs/FORMAT.md`` (section
 from __future__ import annotations
 
 import json
-import os
 import re
-import threading
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import StoreFormatError, StoreVersionError
-from ..kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
+from ..errors import StoreFormatError
 from ..kernels.long_table import feature_offsets
-from .base import ColumnBlock, ColumnStore
-from .zarr_store import VALUE_DTYPES
+from .base import ColumnBlock
+from .metadata import (RecordedMeta, check_classes_and_bounds, check_complete,
+                       check_counts, check_format_marker)
+from .metadata import is_count as _is_count
+from .path_store import WrittenStore, gather_columns
 
 __all__ = [
     "ParquetLongStore",
@@ -96,37 +96,13 @@ def is_parquet_long_store(path) -> bool:
         return False
 
 
-def _is_count(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _check_attrs(path: Path, attrs: dict) -> None:
     """Validate the scalar attributes (as the Zarr store does)."""
-    if attrs.get("format") != FORMAT_NAME:
-        raise StoreFormatError(
-            f"{path}: not an ultrafs store (format attribute is "
-            f"{attrs.get('format')!r}, expected {FORMAT_NAME!r})")
-    version = attrs.get("format_version")
-    if version != FORMAT_VERSION:
-        raise StoreVersionError(
-            f"{path}: store format version {version!r}, but this ultrafs "
-            f"reads version {FORMAT_VERSION}")
+    check_format_marker(path, attrs, FORMAT_NAME, FORMAT_VERSION)
     if attrs.get("complete") is False:        # the placeholder of a running writer
         raise StoreFormatError(f"{path}: store is incomplete (interrupted write)")
-    missing = [name for name in REQUIRED_ATTRS if name not in attrs]
-    if missing:
-        raise StoreFormatError(f"{path}: missing attributes {', '.join(missing)}")
-    if attrs["complete"] is not True:
-        raise StoreFormatError(f"{path}: store is incomplete (interrupted write)")
-    for name in ("n_samples", "n_features", "nnz", "id_offset"):
-        value = attrs[name]
-        if not _is_count(value) or (name != "id_offset" and value < 0):
-            raise StoreFormatError(f"{path}: attribute {name}={value!r} is not a valid count")
-    if attrs["n_samples"] >= 2 ** 31:
-        raise StoreFormatError(f"{path}: n_samples={attrs['n_samples']} needs int64 rows")
-    if attrs["dtype"] not in VALUE_DTYPES:
-        raise StoreFormatError(
-            f"{path}: attribute dtype={attrs['dtype']!r} is not one of {VALUE_DTYPES}")
+    check_complete(path, attrs, REQUIRED_ATTRS)
+    check_counts(path, attrs)
     if attrs["feature_dtype"] not in FEATURE_DTYPES:
         raise StoreFormatError(
             f"{path}: attribute feature_dtype={attrs['feature_dtype']!r} is not one "
@@ -134,25 +110,7 @@ def _check_attrs(path: Path, attrs: dict) -> None:
     if attrs["feature_dtype"] == "int32" and attrs["n_features"] > 2 ** 31:
         raise StoreFormatError(
             f"{path}: n_features={attrs['n_features']} needs feature_dtype int64")
-    if not isinstance(attrs["binary"], bool):
-        raise StoreFormatError(f"{path}: attribute binary={attrs['binary']!r} is not a boolean")
-    classes = attrs["classes"]
-    if (not isinstance(classes, list) or len(classes) != 2
-            or not all(isinstance(c, (int, float)) and not isinstance(c, bool)
-                       for c in classes)
-            or not np.all(np.isfinite(classes)) or not classes[0] < classes[1]):
-        raise StoreFormatError(f"{path}: attribute classes={classes!r} is not two sorted labels")
-    bounds = attrs["block_bounds"]
-    n_features = attrs["n_features"]
-    ok = isinstance(bounds, list) and len(bounds) >= 1 and all(map(_is_count, bounds))
-    if ok:
-        arr = np.asarray(bounds, dtype=np.int64)
-        ok = (arr[0] == 0 and arr[-1] == n_features and np.all(np.diff(arr) > 0)
-              and (n_features == 0) == (len(arr) == 1))
-    if not ok:
-        raise StoreFormatError(
-            f"{path}: attribute block_bounds is not an increasing partition of "
-            f"0..{n_features}")
+    check_classes_and_bounds(path, attrs, allow_bool=False)
 
 
 def _check_files(path: Path, files) -> list:
@@ -219,23 +177,14 @@ def _row_group_table(path: Path, attrs: dict, n_files: int) -> dict:
     return rg
 
 
-class _StoreMeta:
+class _StoreMeta(RecordedMeta):
     """Validated metadata of one Parquet-long store."""
 
     def __init__(self, path: Path):
         attrs = _read_metadata(path)
         _check_attrs(path, attrs)
-        self.attrs = attrs
-        self.n_samples = attrs["n_samples"]
-        self.n_features = attrs["n_features"]
-        self.nnz = attrs["nnz"]
-        self.dtype = np.dtype(attrs["dtype"])
+        super().__init__(attrs)
         self.feature_dtype = np.dtype(attrs["feature_dtype"])
-        self.id_offset = attrs["id_offset"]
-        self.binary = attrs["binary"]
-        self.classes = np.asarray(attrs["classes"], dtype=np.float64)
-        self.block_bounds = np.asarray(attrs["block_bounds"], dtype=np.int64)
-        self.block_bounds.flags.writeable = False
         self.files = _check_files(path, attrs["files"])
         rg = _row_group_table(path, attrs, len(self.files))
         self.rg_file, self.rg_index = rg["file"], rg["index"]
@@ -253,7 +202,7 @@ class _StoreMeta:
         return np.arange(lo, max(lo, hi), dtype=np.int64)
 
 
-class ParquetLongStore(ColumnStore):
+class ParquetLongStore(WrittenStore):
     """A column store in a long Parquet table written by ultrafs.
 
     Parameters
@@ -282,92 +231,17 @@ class ParquetLongStore(ColumnStore):
     column range, never zeros.  Pickling keeps only the path.
     """
 
-    def __init__(self, path):
-        self._path = Path(os.path.abspath(os.fspath(path)))
-        self._lock = threading.Lock()
-        self._meta_cache = None
-        self._labels_pm = None
+    def _init_state(self, path) -> None:
+        super()._init_state(path)
         self._footers = {}
-        self._meta()                         # validate on open
 
-    # ----------------------------------------------------------- pickling
-    def __reduce__(self):
-        return (_reopen_lazily, (str(self._path),))
-
-    def _meta(self) -> _StoreMeta:
-        meta = self._meta_cache
-        if meta is None:
-            with self._lock:
-                if self._meta_cache is None:
-                    self._meta_cache = _StoreMeta(self._path)
-                meta = self._meta_cache
-        return meta
-
-    def __repr__(self):
-        return f"ParquetLongStore({str(self._path)!r})"
-
-    # --------------------------------------------------------- attributes
-    @property
-    def path(self) -> Path:
-        """Absolute path of the store directory."""
-        return self._path
-
-    @property
-    def n_samples(self) -> int:
-        return self._meta().n_samples
-
-    @property
-    def n_features(self) -> int:
-        return self._meta().n_features
-
-    @property
-    def nnz(self) -> int:
-        return self._meta().nnz
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self._meta().dtype
-
-    @property
-    def id_offset(self) -> int:
-        return self._meta().id_offset
-
-    @property
-    def binary(self) -> bool:
-        """True when the part files have no ``value`` column (all values 1)."""
-        return self._meta().binary
+    def _load_meta(self) -> _StoreMeta:
+        return _StoreMeta(self._path)
 
     @property
     def attrs(self) -> dict:
         """A copy of the metadata (``_ultrafs.json``)."""
         return json.loads(json.dumps(self._meta().attrs))
-
-    @property
-    def classes(self) -> np.ndarray:
-        return self._meta().classes.copy()
-
-    # ------------------------------------------------------------- labels
-    def read_labels(self) -> np.ndarray:
-        """Labels as float64 ±1 (read-only array), shape (n_samples,)."""
-        if self._labels_pm is None:
-            meta = self._meta()
-            raw = self._read_raw_label_column(meta)
-            negative = raw == meta.classes[0]
-            positive = raw == meta.classes[1]
-            if not np.all(negative | positive):
-                bad = int(np.flatnonzero(~(negative | positive))[0])
-                raise StoreFormatError(
-                    f"{self._path}: corrupt labels (row {bad} holds {raw[bad]!r}, "
-                    f"not one of the classes {meta.classes.tolist()})")
-            labels = np.where(positive, 1.0, -1.0)
-            labels.flags.writeable = False
-            self._labels_pm = labels
-        return self._labels_pm
-
-    def read_raw_labels(self) -> np.ndarray:
-        """The original label values (float64), shape (n_samples,)."""
-        meta = self._meta()
-        return np.where(self.read_labels() > 0, meta.classes[1], meta.classes[0])
 
     def _read_raw_label_column(self, meta) -> np.ndarray:
         import pyarrow.parquet as pq
@@ -391,9 +265,6 @@ class ParquetLongStore(ColumnStore):
         return raw
 
     # ------------------------------------------------------------- blocks
-    def default_block_bounds(self) -> np.ndarray:
-        return self._meta().block_bounds.copy()
-
     def read_range(self, start, stop) -> ColumnBlock:
         """Read columns ``start:stop`` from the row groups that hold them.
 
@@ -409,11 +280,8 @@ class ParquetLongStore(ColumnStore):
         StoreFormatError
             If a part file or row group is missing or the data is corrupt.
         """
+        start, stop = self._check_range(start, stop)
         meta = self._meta()
-        start, stop = int(start), int(stop)
-        if not 0 <= start <= stop <= meta.n_features:
-            raise IndexError(
-                f"column range {start}:{stop} outside 0:{meta.n_features}")
         where = f"columns {start}:{stop}"
         features, rows, values = self._read_row_groups(
             meta.row_groups_of(start, stop), where)
@@ -434,12 +302,8 @@ class ParquetLongStore(ColumnStore):
         materialised in the store dtype.  Each needed row group is read
         once.
         """
+        columns, inside, unique = self._unique_columns(columns)
         meta = self._meta()
-        columns = np.asarray(columns, dtype=np.int64).reshape(-1)
-        if columns.size and columns.min() < 0:
-            raise ValueError("negative column number")
-        inside = columns < meta.n_features
-        unique = np.unique(columns[inside])
         first_rg = np.searchsorted(meta.rg_last, unique, side="left")
         stop_rg = np.searchsorted(meta.rg_first, unique, side="right")
         spans = np.maximum(stop_rg - first_rg, 0)
@@ -463,14 +327,6 @@ class ParquetLongStore(ColumnStore):
         return gather_columns(columns, inside, unique,
                               ColumnBlock(-1, u_indptr, u_indices, u_data))
 
-    def to_csc(self):
-        """The whole matrix as a scipy CSC matrix (reads everything)."""
-        import scipy.sparse as sp
-
-        block = self.read_range(0, self.n_features)
-        return sp.csc_matrix((block.values(self.dtype), block.indices, block.indptr),
-                             shape=(self.n_samples, self.n_features))
-
     def describe(self) -> dict:
         summary = super().describe()
         meta = self._meta()
@@ -482,10 +338,6 @@ class ParquetLongStore(ColumnStore):
         return summary
 
     # ----------------------------------------------------------- internals
-    def _corrupt(self, where, problem):
-        raise StoreFormatError(
-            f"{self._path}: corrupt or truncated store: {problem} in {where}")
-
     def _footer(self, file_number: int, where: str):
         """The validated Parquet footer of a part file (cached)."""
         footer = self._footers.get(file_number)
@@ -580,56 +432,3 @@ class ParquetLongStore(ColumnStore):
                 or not np.array_equal(features[ends - 1], meta.rg_last[row_groups])):
             self._corrupt(where, "features outside the ranges recorded for their row groups")
         return features, rows, values
-
-    def _check_block(self, indptr, indices, data, where):
-        code, column = check_csc_block(indptr, indices, self._meta().n_samples)
-        if code != CSC_OK:
-            problem = {1: "inconsistent column offsets",
-                       2: "row numbers out of range",
-                       3: "row numbers not increasing within a column"}[code]
-            self._corrupt(where, problem)
-        if data is not None and count_nonfinite(data):
-            self._corrupt(where, "NaN or infinite values")
-
-
-def gather_columns(columns, inside, unique, unique_block) -> ColumnBlock:
-    """Arrange the columns of ``unique_block`` as requested by ``columns``.
-
-    Parameters
-    ----------
-    columns : ndarray of int64
-        Requested column numbers (any order, duplicates allowed).
-    inside : ndarray of bool
-        ``columns < n_features``; the other columns come back empty.
-    unique : ndarray of int64
-        ``np.unique(columns[inside])``, the columns of ``unique_block``.
-    unique_block : ColumnBlock
-        Those columns, with materialised ``data``.
-
-    Returns
-    -------
-    block : ColumnBlock
-        ``first_column == -1``.
-    """
-    u_indptr = unique_block.indptr
-    position = np.searchsorted(unique, columns[inside])
-    counts = np.zeros(len(columns), dtype=np.int64)
-    counts[inside] = u_indptr[position + 1] - u_indptr[position]
-    indptr = np.zeros(len(columns) + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
-    first = np.zeros(len(columns), dtype=np.int64)
-    first[inside] = u_indptr[position]
-    take = (np.repeat(first - indptr[:-1], counts)
-            + np.arange(indptr[-1], dtype=np.int64))
-    return ColumnBlock(-1, indptr, unique_block.indices[take], unique_block.data[take])
-
-
-def _reopen_lazily(path):
-    """Unpickle a ParquetLongStore: keep the path, read metadata on first use."""
-    store = ParquetLongStore.__new__(ParquetLongStore)
-    store._path = Path(path)
-    store._lock = threading.Lock()
-    store._meta_cache = None
-    store._labels_pm = None
-    store._footers = {}
-    return store

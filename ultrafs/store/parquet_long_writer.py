@@ -6,7 +6,8 @@ column order, cuts them into the blocks of the default partition as they
 arrive (the same rule as the Zarr store, so both formats have identical
 ``block_bounds``), writes each block as one or more row groups of the
 current part file, and publishes the directory with one ``os.replace``
-when :meth:`ParquetLongWriter.close` has written everything.
+when :meth:`ParquetLongWriter.close` has written everything (the skeleton
+is :class:`~ultrafs.store.block_writer.BlockWriter`).
 :func:`write_parquet_long` builds a store from numpy / scipy.sparse arrays.
 """
 
@@ -14,19 +15,14 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
-from ..errors import InputFormatError, ParameterError, StoreExistsError
-from ..kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
-from .labels import encode_labels
+from .base import balanced_block_bounds
+from .block_writer import BlockWriter, check_output_path, write_arrays
 from .parquet_long import (FORMAT_NAME, FORMAT_VERSION, LABELS_FILE, METADATA_FILE,
-                           ROW_GROUP_TABLE_KEYS, ParquetLongStore,
-                           is_parquet_long_store, part_file_name)
-from .writer import balanced_block_bounds, default_command, remove_tree, temporary_sibling
-from .zarr_store import CHUNK_ELEMENTS, DEFAULT_BLOCK_NNZ, VALUE_DTYPES, is_ultrafs_store
+                           ROW_GROUP_TABLE_KEYS, ParquetLongStore, part_file_name)
+from .zarr_store import CHUNK_ELEMENTS, DEFAULT_BLOCK_NNZ
 
 __all__ = ["ParquetLongWriter", "write_parquet_long", "check_output_path",
            "DEFAULT_FILE_NNZ", "MAX_ROW_GROUP_ENTRIES"]
@@ -43,52 +39,7 @@ COMPRESSION = {"feature": "none", "row": "none", "value": "snappy"}
 LABELS_COMPRESSION = "snappy"
 
 
-def check_output_path(path, overwrite) -> Path:
-    """Refuse to clobber anything but an ultrafs store (Zarr or Parquet-long).
-
-    Returns
-    -------
-    path : Path
-        Absolute output path.
-
-    Raises
-    ------
-    StoreExistsError
-        If ``path`` exists and ``overwrite`` is False, or it exists and is
-        not an ultrafs store.
-    ParameterError
-        If the parent directory of ``path`` does not exist.
-    """
-    path = Path(os.path.abspath(os.fspath(path)))
-    if os.path.lexists(path):
-        if not overwrite:
-            raise StoreExistsError(f"{path}: already exists (use overwrite=True to replace it)")
-        if not (is_parquet_long_store(path) or is_ultrafs_store(path)):
-            raise StoreExistsError(
-                f"{path}: exists and is not an ultrafs store; refusing to replace it")
-    if not path.parent.is_dir():
-        raise ParameterError(f"{path}: parent directory {path.parent} does not exist")
-    return path
-
-
-def _publish(tmp: Path, final: Path, overwrite: bool) -> None:
-    """Move the finished store ``tmp`` to ``final`` (``os.replace``)."""
-    check_output_path(final, overwrite)
-    old = None
-    if os.path.lexists(final):
-        old = temporary_sibling(final, "old")
-        os.replace(final, old)
-    try:
-        os.replace(tmp, final)
-    except BaseException:
-        if old is not None:
-            os.replace(old, final)
-        raise
-    if old is not None:
-        remove_tree(old)
-
-
-class ParquetLongWriter:
+class ParquetLongWriter(BlockWriter):
     """Stream a CSC matrix into a new Parquet-long store, block by block.
 
     Parameters
@@ -134,59 +85,33 @@ class ParquetLongWriter:
     exception, removes the temporary directory.
     """
 
+    format_name = FORMAT_NAME
+    format_version = FORMAT_VERSION
+
     def __init__(self, path, *, n_samples, n_features, nnz, dtype, binary, labels,
                  id_offset=0, command=None, block_nnz=DEFAULT_BLOCK_NNZ,
                  overwrite=False, attrs=None, chunk_size=CHUNK_ELEMENTS,
                  labels_source="labels", file_nnz=DEFAULT_FILE_NNZ):
-        self.path = check_output_path(path, overwrite)
-        self.n_samples, self.n_features, self.nnz = int(n_samples), int(n_features), int(nnz)
-        if min(self.n_samples, self.n_features, self.nnz) < 0:
-            raise ValueError("n_samples, n_features and nnz must be >= 0")
-        if self.n_samples >= 2 ** 31:
-            raise InputFormatError(
-                f"{labels_source}: {self.n_samples} samples; at most 2**31 - 1 are supported")
-        self.dtype = np.dtype(dtype)
-        if self.dtype.name not in VALUE_DTYPES:
-            raise ValueError(f"dtype must be float32 or float64, got {self.dtype}")
+        super().__init__(path, n_samples=n_samples, n_features=n_features, nnz=nnz,
+                         dtype=dtype, binary=binary, labels=labels, id_offset=id_offset,
+                         command=command, block_nnz=block_nnz, overwrite=overwrite,
+                         attrs=attrs, chunk_size=chunk_size, labels_source=labels_source,
+                         file_nnz=file_nnz)
+
+    # -------------------------------------------------------------- hooks
+    def _check_settings(self, block_nnz, chunk_size, file_nnz) -> None:
         self.feature_dtype = np.dtype(np.int32 if self.n_features <= 2 ** 31 else np.int64)
-        self.binary = bool(binary)
-        self.block_nnz = int(block_nnz)
-        self.chunk_size = int(chunk_size)
         self.file_nnz = int(file_nnz)
         if self.block_nnz < 1 or self.file_nnz < 1:
             raise ValueError("block_nnz and file_nnz must be >= 1")
         if not 1 <= self.chunk_size <= MAX_ROW_GROUP_ENTRIES:
             raise ValueError(f"chunk_size must be in 1..{MAX_ROW_GROUP_ENTRIES}, "
                              f"got {chunk_size}")
-        self.overwrite = bool(overwrite)
-        try:
-            labels = np.array(labels, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise InputFormatError(f"{labels_source}: labels must be numeric") from None
-        if labels.shape != (self.n_samples,):
-            raise InputFormatError(
-                f"{labels_source}: expected {self.n_samples} labels, got shape {labels.shape}")
-        _, self.classes = encode_labels(labels, where=labels_source)
-        self._labels = labels
-        self._attrs = {
-            "format": FORMAT_NAME,
-            "format_version": FORMAT_VERSION,
-            "n_samples": self.n_samples,
-            "n_features": self.n_features,
-            "nnz": self.nnz,
-            "dtype": self.dtype.name,
-            "id_offset": int(id_offset),
-            "classes": [float(c) for c in self.classes],
-            "binary": self.binary,
-            "block_nnz": self.block_nnz,
-            "feature_dtype": self.feature_dtype.name,
-            "created_by": default_command() if command is None else str(command),
-            "created_with": f"ultrafs {__version__}",
-        }
-        self._attrs.update(attrs or {})
-        self._indptr = np.zeros(self.n_features + 1, dtype=np.int64)
-        self._columns_done = 0
-        self._nnz_appended = 0
+
+    def _format_attrs(self) -> dict:
+        return {"feature_dtype": self.feature_dtype.name}
+
+    def _start(self) -> None:
         # entries appended but not yet written, starting at entry _nnz_written
         self._pending = {"feature": [], "row": [], "value": []}
         self._nnz_written = 0
@@ -198,68 +123,18 @@ class ParquetLongWriter:
         self._file_row_groups = 0             # row groups in the open part file
         self._file_nnz_written = 0
         self._row_groups = {key: [] for key in ROW_GROUP_TABLE_KEYS}
-        self._closed = False
-        self.tmp_path = temporary_sibling(self.path, "tmp")
         self.tmp_path.mkdir()
-        try:                                  # marks the directory as an unfinished store
-            self._write_metadata({"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
-                                  "complete": False})
-        except BaseException:
-            self.abort()
-            raise
+        # marks the directory as an unfinished store
+        self._write_metadata({"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
+                              "complete": False})
 
-    # ---------------------------------------------------------------- API
-    def append(self, indptr, indices, data=None) -> None:
-        """Append the next columns.
-
-        Parameters
-        ----------
-        indptr : array-like of int, shape (n_columns + 1,)
-            Offsets of the block, starting at 0.
-        indices : array-like of int, shape (nnz_block,)
-            Row numbers, increasing within each column.
-        data : array-like of float, shape (nnz_block,), or None
-            Values (finite); must be None for a binary store.
-
-        Raises
-        ------
-        ValueError
-            If the block is inconsistent, or goes past ``n_features`` or
-            ``nnz``.
-        """
-        self._check_open()
-        indptr = np.asarray(indptr, dtype=np.int64)
-        indices = np.asarray(indices, dtype=np.int32)
+    def _write_block(self, start, indptr, indices, data) -> None:
         n_columns = len(indptr) - 1
-        if n_columns < 0 or self._columns_done + n_columns > self.n_features:
-            raise ValueError(f"appending {n_columns} columns after {self._columns_done} "
-                             f"exceeds n_features={self.n_features}")
-        code, column = check_csc_block(indptr, indices, self.n_samples)
-        if code != CSC_OK:
-            raise ValueError(f"invalid CSC block at column {self._columns_done + max(column, 0)} "
-                             f"(check code {code})")
-        block_nnz = len(indices)
-        if self._nnz_appended + block_nnz > self.nnz:
-            raise ValueError(f"appending {block_nnz} entries exceeds nnz={self.nnz}")
-        if self.binary:
-            if data is not None:
-                raise ValueError("binary store: data must be None")
-        else:
-            if data is None:
-                raise ValueError("valued store: data is required")
-            data = np.asarray(data, dtype=self.dtype)
-            if data.shape != indices.shape:
-                raise ValueError(f"data has shape {data.shape}, indices {indices.shape}")
-            if count_nonfinite(data):
-                raise ValueError("data contains NaN or infinite values")
+        if data is not None:
             self._pending["value"].append(data.copy())
-        start = self._columns_done
         self._pending["feature"].append(np.repeat(
             np.arange(start, start + n_columns, dtype=self.feature_dtype), np.diff(indptr)))
         self._pending["row"].append(indices.copy())
-        self._indptr[start + 1:start + n_columns + 1] = self._nnz_appended + indptr[1:]
-        self._columns_done += n_columns
-        self._nnz_appended += block_nnz
         try:
             self._write_finished_blocks()
             self._write_full_row_groups()
@@ -267,45 +142,24 @@ class ParquetLongWriter:
             self.abort()
             raise
 
-    def close(self) -> Path:
-        """Finish the store and publish it at :attr:`path`.
+    def _finish(self) -> None:
+        if self.n_features:
+            self._end_block(self.n_features)
+        self._close_file()
+        ends = [self.n_features] if self.n_features else []
+        bounds = np.asarray([0] + self._cuts + ends, dtype=np.int64)
+        if not np.array_equal(bounds, balanced_block_bounds(self._indptr, self.block_nnz)):
+            raise RuntimeError("internal error: streamed block bounds differ from "
+                               "balanced_block_bounds")
+        self._write_labels()
+        attrs = dict(self._attrs, block_bounds=[int(b) for b in bounds],
+                     files=list(self._files),
+                     row_groups={k: [int(v) for v in values]
+                                 for k, values in self._row_groups.items()},
+                     complete=True)
+        self._write_metadata(attrs)
 
-        Returns
-        -------
-        path : Path
-            The final path.
-        """
-        self._check_open()
-        try:
-            if self._columns_done != self.n_features or self._nnz_appended != self.nnz:
-                raise ValueError(
-                    f"store incomplete: {self._columns_done}/{self.n_features} columns, "
-                    f"{self._nnz_appended}/{self.nnz} entries appended")
-            if self.n_features:
-                self._end_block(self.n_features)
-            self._close_file()
-            ends = [self.n_features] if self.n_features else []
-            bounds = np.asarray([0] + self._cuts + ends, dtype=np.int64)
-            if not np.array_equal(bounds, balanced_block_bounds(self._indptr, self.block_nnz)):
-                raise RuntimeError("internal error: streamed block bounds differ from "
-                                   "balanced_block_bounds")
-            self._write_labels()
-            attrs = dict(self._attrs, block_bounds=[int(b) for b in bounds],
-                         files=list(self._files),
-                         row_groups={k: [int(v) for v in values]
-                                     for k, values in self._row_groups.items()},
-                         complete=True)
-            self._write_metadata(attrs)
-            _publish(self.tmp_path, self.path, self.overwrite)
-        except BaseException:
-            self.abort()
-            raise
-        self._closed = True
-        return self.path
-
-    def abort(self) -> None:
-        """Discard everything written so far (idempotent)."""
-        self._closed = True
+    def _discard(self) -> None:
         self._pending = {"feature": [], "row": [], "value": []}
         if self._file_writer is not None:
             try:
@@ -313,23 +167,8 @@ class ParquetLongWriter:
             except Exception:
                 pass
             self._file_writer = None
-        remove_tree(self.tmp_path)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, exc_type, exc, tb):
-        if exc_type is not None:
-            self.abort()
-        elif not self._closed:
-            self.close()
-        return False
 
     # ----------------------------------------------------------- internals
-    def _check_open(self):
-        if self._closed:
-            raise ValueError("ParquetLongWriter is closed")
-
     def _write_finished_blocks(self) -> None:
         """End every block whose last column is now known.
 
@@ -476,19 +315,7 @@ def write_parquet_long(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, i
     StoreExistsError
         If ``path`` exists and ``overwrite`` is False.
     """
-    from .memory import to_csc
-
-    check_output_path(path, overwrite)
-    csc = to_csc(X, dtype=dtype)
-    y = np.asarray(y)
-    if y.ndim != 1 or y.shape[0] != csc.shape[0]:
-        raise InputFormatError(f"y must have shape ({csc.shape[0]},), got {y.shape}")
-    binary = bool(np.all(csc.data == 1))
-    with ParquetLongWriter(path, n_samples=csc.shape[0], n_features=csc.shape[1],
-                           nnz=csc.nnz, dtype=csc.dtype, binary=binary, labels=y,
-                           id_offset=id_offset, command=command, block_nnz=block_nnz,
-                           overwrite=overwrite, chunk_size=chunk_size,
-                           labels_source="y", file_nnz=file_nnz) as writer:
-        writer.append(csc.indptr, csc.indices, None if binary else csc.data)
-        final = writer.close()
-    return ParquetLongStore(final)
+    return ParquetLongStore(write_arrays(
+        ParquetLongWriter, path, X, y, dtype=dtype, overwrite=overwrite,
+        block_nnz=block_nnz, id_offset=id_offset, command=command,
+        chunk_size=chunk_size, file_nnz=file_nnz))

@@ -19,9 +19,9 @@ import numpy as np
 
 from ..errors import InputFormatError, StoreFormatError
 from ..kernels.csc_check import count_nonfinite
-from .base import ColumnBlock, ColumnStore, even_block_bounds
+from .base import ColumnBlock, even_block_bounds
 from .labels import encode_labels
-from .parquet_long import gather_columns
+from .path_store import PathStore, gather_columns
 
 __all__ = ["ParquetWideStore", "DEFAULT_LABEL", "DEFAULT_BLOCK_CELLS",
            "wide_value_dtype", "list_parquet_files"]
@@ -169,7 +169,7 @@ def _schema_difference(expected, found) -> str:
     return "columns in another order"
 
 
-class ParquetWideStore(ColumnStore):
+class ParquetWideStore(PathStore):
     """A column store over a wide Parquet table (one column per feature).
 
     Parameters
@@ -208,34 +208,29 @@ class ParquetWideStore(ColumnStore):
     """
 
     def __init__(self, path, *, label=DEFAULT_LABEL, dtype=None, block_columns=None):
-        self._path = Path(os.path.abspath(os.fspath(path)))
-        self._label = str(label)
-        self._dtype_request = None if dtype is None else np.dtype(dtype).name
+        path = Path(os.path.abspath(os.fspath(path)))
+        dtype_request = None if dtype is None else np.dtype(dtype).name
         if block_columns is not None and int(block_columns) < 1:
             raise ValueError(f"block_columns must be >= 1, got {block_columns}")
-        self._block_columns = None if block_columns is None else int(block_columns)
-        self._lock = threading.Lock()
-        self._local = threading.local()
-        self._meta_cache = None
-        self._labels_cache = None
-        self._nnz_cache = None
+        block_columns = None if block_columns is None else int(block_columns)
+        self._init_state(path, str(label), dtype_request, block_columns)
         self._meta()                         # validate the schema on open
         self._labels()                       # and the labels
 
-    # ----------------------------------------------------------- pickling
-    def __reduce__(self):
-        return (_reopen_lazily, (str(self._path), self._label, self._dtype_request,
-                                 self._block_columns))
+    def _init_state(self, path, label, dtype_request, block_columns) -> None:
+        super()._init_state(path)
+        self._label = label
+        self._dtype_request = dtype_request
+        self._block_columns = block_columns
+        self._local = threading.local()
+        self._labels_cache = None
+        self._nnz_cache = None
 
-    def _meta(self) -> _TableMeta:
-        meta = self._meta_cache
-        if meta is None:
-            with self._lock:
-                if self._meta_cache is None:
-                    self._meta_cache = _TableMeta(self._path, self._label,
-                                                  self._dtype_request)
-                meta = self._meta_cache
-        return meta
+    def _pickle_args(self) -> tuple:
+        return (str(self._path), self._label, self._dtype_request, self._block_columns)
+
+    def _load_meta(self) -> _TableMeta:
+        return _TableMeta(self._path, self._label, self._dtype_request)
 
     def __repr__(self):
         return f"ParquetWideStore({str(self._path)!r}, label={self._label!r})"
@@ -257,16 +252,8 @@ class ParquetWideStore(ColumnStore):
         return self._meta().feature_names
 
     @property
-    def n_samples(self) -> int:
-        return self._meta().n_samples
-
-    @property
     def n_features(self) -> int:
         return len(self._meta().feature_names)
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self._meta().dtype
 
     @property
     def id_offset(self) -> int:
@@ -332,10 +319,7 @@ class ParquetWideStore(ColumnStore):
         StoreFormatError
             If a file cannot be read.
         """
-        n_features = self.n_features
-        start, stop = int(start), int(stop)
-        if not 0 <= start <= stop <= n_features:
-            raise IndexError(f"column range {start}:{stop} outside 0:{n_features}")
+        start, stop = self._check_range(start, stop)
         indptr, indices, data = self._read_csc(np.arange(start, stop))
         return ColumnBlock(start, indptr, indices, data)
 
@@ -345,21 +329,9 @@ class ParquetWideStore(ColumnStore):
         Columns ``>= n_features`` come back empty; each needed column is
         read once.
         """
-        columns = np.asarray(columns, dtype=np.int64).reshape(-1)
-        if columns.size and columns.min() < 0:
-            raise ValueError("negative column number")
-        inside = columns < self.n_features
-        unique = np.unique(columns[inside])
+        columns, inside, unique = self._unique_columns(columns)
         unique_block = ColumnBlock(-1, *self._read_csc(unique))
         return gather_columns(columns, inside, unique, unique_block)
-
-    def to_csc(self):
-        """The whole matrix as a scipy CSC matrix (reads everything)."""
-        import scipy.sparse as sp
-
-        block = self.read_range(0, self.n_features)
-        return sp.csc_matrix((block.data, block.indices, block.indptr),
-                             shape=(self.n_samples, self.n_features))
 
     def describe(self) -> dict:
         summary = super().describe()
@@ -443,18 +415,3 @@ class ParquetWideStore(ColumnStore):
         raise InputFormatError(
             f"{meta.files[k]}: feature column {name!r} holds a NaN or infinite "
             f"value{why} at row {row - int(meta.row_offsets[k])}")
-
-
-def _reopen_lazily(path, label, dtype, block_columns):
-    """Unpickle a ParquetWideStore: keep the parameters, open on first use."""
-    store = ParquetWideStore.__new__(ParquetWideStore)
-    store._path = Path(path)
-    store._label = label
-    store._dtype_request = dtype
-    store._block_columns = block_columns
-    store._lock = threading.Lock()
-    store._local = threading.local()
-    store._meta_cache = None
-    store._labels_cache = None
-    store._nnz_cache = None
-    return store

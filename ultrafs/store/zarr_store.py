@@ -7,15 +7,17 @@ constants shared with :mod:`ultrafs.store.writer` and the reader,
 
 from __future__ import annotations
 
-import os
-import threading
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import StoreFormatError, StoreVersionError
+from ..errors import StoreFormatError
 from ..kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
-from .base import ColumnBlock, ColumnStore
+from .base import ColumnBlock
+from .metadata import VALUE_DTYPES  # noqa: F401  (re-exported)
+from .metadata import (RecordedMeta, check_classes_and_bounds, check_complete,
+                       check_counts, check_format_marker)
+from .path_store import WrittenStore, gather_columns
 
 __all__ = [
     "ZarrStore",
@@ -40,7 +42,6 @@ FILL_VALUES = {"indptr": -1, "indices": -1, "data": float("nan"),
                "labels": float("nan")}
 ARRAY_DTYPES = {"indptr": np.dtype(np.int64), "indices": np.dtype(np.int32),
                 "labels": np.dtype(np.float64)}
-VALUE_DTYPES = ("float32", "float64")
 REQUIRED_ATTRS = ("format", "format_version", "n_samples", "n_features", "nnz",
                   "dtype", "id_offset", "classes", "binary", "block_bounds",
                   "created_by", "created_with", "complete")
@@ -88,52 +89,13 @@ def is_ultrafs_store(path) -> bool:
 
 def _check_attrs(path: Path, attrs: dict) -> None:
     """Validate the group attributes of a store (see docs/FORMAT.md)."""
-    if attrs.get("format") != FORMAT_NAME:
-        raise StoreFormatError(
-            f"{path}: not an ultrafs store (format attribute is "
-            f"{attrs.get('format')!r}, expected {FORMAT_NAME!r})")
-    version = attrs.get("format_version")
-    if version != FORMAT_VERSION:
-        raise StoreVersionError(
-            f"{path}: store format version {version!r}, but this ultrafs "
-            f"reads version {FORMAT_VERSION}")
-    missing = [name for name in REQUIRED_ATTRS if name not in attrs]
-    if missing:
-        raise StoreFormatError(f"{path}: missing attributes {', '.join(missing)}")
-    if attrs["complete"] is not True:
-        raise StoreFormatError(f"{path}: store is incomplete (interrupted write)")
-    for name in ("n_samples", "n_features", "nnz", "id_offset"):
-        value = attrs[name]
-        if not isinstance(value, int) or isinstance(value, bool) or (
-                name != "id_offset" and value < 0):
-            raise StoreFormatError(f"{path}: attribute {name}={value!r} is not a valid count")
-    if attrs["n_samples"] >= 2 ** 31:
-        raise StoreFormatError(f"{path}: n_samples={attrs['n_samples']} needs int64 rows")
-    if attrs["dtype"] not in VALUE_DTYPES:
-        raise StoreFormatError(
-            f"{path}: attribute dtype={attrs['dtype']!r} is not one of {VALUE_DTYPES}")
-    if not isinstance(attrs["binary"], bool):
-        raise StoreFormatError(f"{path}: attribute binary={attrs['binary']!r} is not a boolean")
-    classes = attrs["classes"]
-    if (not isinstance(classes, list) or len(classes) != 2
-            or not all(isinstance(c, (int, float)) for c in classes)
-            or not np.all(np.isfinite(classes)) or not classes[0] < classes[1]):
-        raise StoreFormatError(f"{path}: attribute classes={classes!r} is not two sorted labels")
-    bounds = attrs["block_bounds"]
-    n_features = attrs["n_features"]
-    ok = isinstance(bounds, list) and len(bounds) >= 1 and all(
-        isinstance(b, int) for b in bounds)
-    if ok:
-        arr = np.asarray(bounds, dtype=np.int64)
-        ok = (arr[0] == 0 and arr[-1] == n_features and np.all(np.diff(arr) > 0)
-              and (n_features == 0) == (len(arr) == 1))
-    if not ok:
-        raise StoreFormatError(
-            f"{path}: attribute block_bounds is not an increasing partition of "
-            f"0..{n_features}")
+    check_format_marker(path, attrs, FORMAT_NAME, FORMAT_VERSION)
+    check_complete(path, attrs, REQUIRED_ATTRS)
+    check_counts(path, attrs)
+    check_classes_and_bounds(path, attrs, allow_bool=True)
 
 
-class _StoreMeta:
+class _StoreMeta(RecordedMeta):
     """Validated metadata and open array handles of one store."""
 
     def __init__(self, path: Path, zarr_store=None):
@@ -141,16 +103,7 @@ class _StoreMeta:
 
         attrs = _read_group_attrs(path)
         _check_attrs(path, attrs)
-        self.attrs = attrs
-        self.n_samples = attrs["n_samples"]
-        self.n_features = attrs["n_features"]
-        self.nnz = attrs["nnz"]
-        self.dtype = np.dtype(attrs["dtype"])
-        self.id_offset = attrs["id_offset"]
-        self.binary = attrs["binary"]
-        self.classes = np.asarray(attrs["classes"], dtype=np.float64)
-        self.block_bounds = np.asarray(attrs["block_bounds"], dtype=np.int64)
-        self.block_bounds.flags.writeable = False
+        super().__init__(attrs)
         group = zarr.open_group(store=str(path) if zarr_store is None else zarr_store,
                                 mode="r", zarr_format=3)
         expected = {"indptr": (self.n_features + 1, ARRAY_DTYPES["indptr"]),
@@ -180,7 +133,7 @@ class _StoreMeta:
         self.entry_chunk = int(self.arrays["indices"].chunks[0])
 
 
-class ZarrStore(ColumnStore):
+class ZarrStore(WrittenStore):
     """A column store on local disk (Zarr v3, layout in ``docs/FORMAT.md``).
 
     Parameters
@@ -206,25 +159,13 @@ class ZarrStore(ColumnStore):
     reading as zeros.
     """
 
-    def __init__(self, path):
-        self._path = Path(os.path.abspath(os.fspath(path)))
-        self._lock = threading.Lock()
-        self._meta_cache = None
-        self._labels_pm = None
-        self._meta()                         # validate on open
+    _CSC_PROBLEMS = {1: "inconsistent column offsets (indptr)",
+                     2: "row numbers out of range (indices)",
+                     3: "row numbers not increasing within a column (indices)"}
+    _NONFINITE_PROBLEM = "NaN or infinite values (data)"
 
-    # ----------------------------------------------------------- pickling
-    def __reduce__(self):
-        return (_reopen_lazily, (str(self._path),))
-
-    def _meta(self) -> _StoreMeta:
-        meta = self._meta_cache
-        if meta is None:
-            with self._lock:
-                if self._meta_cache is None:
-                    self._meta_cache = _StoreMeta(self._path, self._zarr_store())
-                meta = self._meta_cache
-        return meta
+    def _load_meta(self) -> _StoreMeta:
+        return _StoreMeta(self._path, self._zarr_store())
 
     def _zarr_store(self):
         """The zarr-python store the arrays are read through; None: the path.
@@ -235,77 +176,10 @@ class ZarrStore(ColumnStore):
         """
         return None
 
-    def __repr__(self):
-        return f"ZarrStore({str(self._path)!r})"
-
-    # --------------------------------------------------------- attributes
-    @property
-    def path(self) -> Path:
-        """Absolute path of the store directory."""
-        return self._path
-
-    @property
-    def n_samples(self) -> int:
-        return self._meta().n_samples
-
-    @property
-    def n_features(self) -> int:
-        return self._meta().n_features
-
-    @property
-    def nnz(self) -> int:
-        return self._meta().nnz
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self._meta().dtype
-
-    @property
-    def id_offset(self) -> int:
-        return self._meta().id_offset
-
-    @property
-    def binary(self) -> bool:
-        """True when the store omits ``data`` (every value is 1)."""
-        return self._meta().binary
-
-    @property
-    def attrs(self) -> dict:
-        """A copy of the group attributes."""
-        return dict(self._meta().attrs)
-
-    @property
-    def classes(self) -> np.ndarray:
-        return self._meta().classes.copy()
-
-    # ------------------------------------------------------------- labels
-    def read_labels(self) -> np.ndarray:
-        """Labels as float64 ±1 (read-only array), shape (n_samples,)."""
-        if self._labels_pm is None:
-            meta = self._meta()
-            raw = np.asarray(meta.arrays["labels"][:], dtype=np.float64)
-            negative = raw == meta.classes[0]
-            positive = raw == meta.classes[1]
-            if not np.all(negative | positive):
-                bad = int(np.flatnonzero(~(negative | positive))[0])
-                raise StoreFormatError(
-                    f"{self._path}: corrupt labels (row {bad} holds {raw[bad]!r}, "
-                    f"not one of the classes {meta.classes.tolist()})")
-            labels = np.where(positive, 1.0, -1.0)
-            labels.flags.writeable = False
-            self._labels_pm = labels
-        return self._labels_pm
-
-    def read_raw_labels(self) -> np.ndarray:
-        """The original label values (float64), shape (n_samples,)."""
-        meta = self._meta()
-        pm = self.read_labels()
-        return np.where(pm > 0, meta.classes[1], meta.classes[0])
+    def _read_raw_label_column(self, meta) -> np.ndarray:
+        return np.asarray(meta.arrays["labels"][:], dtype=np.float64)
 
     # ------------------------------------------------------------- blocks
-    def default_block_bounds(self) -> np.ndarray:
-        return self._meta().block_bounds.copy()
-
     def read_range(self, start, stop) -> ColumnBlock:
         """Read columns ``start:stop`` with I/O proportional to their nnz.
 
@@ -321,24 +195,22 @@ class ZarrStore(ColumnStore):
         StoreFormatError
             If the stored arrays are missing chunks or corrupt.
         """
+        start, stop = self._check_range(start, stop)
         meta = self._meta()
-        start, stop = int(start), int(stop)
-        if not 0 <= start <= stop <= meta.n_features:
-            raise IndexError(
-                f"column range {start}:{stop} outside 0:{meta.n_features}")
         if start == stop:
             return ColumnBlock(start, np.zeros(1, dtype=np.int64),
                                np.zeros(0, dtype=np.int32),
                                None if meta.binary else np.zeros(0, dtype=meta.dtype))
-        offsets = self._read_array("indptr", start, stop + 1, f"columns {start}:{stop}")
+        where = f"columns {start}:{stop}"
+        offsets = self._read_array("indptr", start, stop + 1, where)
         lo, hi = int(offsets[0]), int(offsets[-1])
         if (lo < 0 or hi > meta.nnz or hi < lo or (start == 0 and lo != 0)
                 or (stop == meta.n_features and hi != meta.nnz)):
-            self._corrupt(start, stop, "inconsistent column offsets (indptr)")
+            self._corrupt(where, "inconsistent column offsets (indptr)")
         indptr = offsets - lo
-        indices = self._read_array("indices", lo, hi, f"columns {start}:{stop}")
-        data = None if meta.binary else self._read_array("data", lo, hi, f"columns {start}:{stop}")
-        self._check_block(indptr, indices, data, start, stop)
+        indices = self._read_array("indices", lo, hi, where)
+        data = None if meta.binary else self._read_array("data", lo, hi, where)
+        self._check_block(indptr, indices, data, where, first_column=start)
         return ColumnBlock(start, indptr, indices, data)
 
     def read_columns(self, columns) -> ColumnBlock:
@@ -347,35 +219,13 @@ class ZarrStore(ColumnStore):
         Columns ``>= n_features`` come back empty; the data is always
         materialised in the store dtype.  Each needed chunk is read once.
         """
-        meta = self._meta()
-        columns = np.asarray(columns, dtype=np.int64).reshape(-1)
-        if columns.size and columns.min() < 0:
-            raise ValueError("negative column number")
-        inside = columns < meta.n_features
-        unique = np.unique(columns[inside])
+        columns, inside, unique = self._unique_columns(columns)
         starts, stops = self._column_spans(unique)
         u_indices, u_data = self._read_spans(starts, stops)
         u_indptr = np.zeros(len(unique) + 1, dtype=np.int64)
         np.cumsum(stops - starts, out=u_indptr[1:])
-        # map every requested column to its span among the unique ones
-        where = np.searchsorted(unique, columns[inside])
-        counts = np.zeros(len(columns), dtype=np.int64)
-        counts[inside] = u_indptr[where + 1] - u_indptr[where]
-        indptr = np.zeros(len(columns) + 1, dtype=np.int64)
-        np.cumsum(counts, out=indptr[1:])
-        first = np.zeros(len(columns), dtype=np.int64)
-        first[inside] = u_indptr[where]
-        take = (np.repeat(first - indptr[:-1], counts)
-                + np.arange(indptr[-1], dtype=np.int64))
-        return ColumnBlock(-1, indptr, u_indices[take], u_data[take])
-
-    def to_csc(self):
-        """The whole matrix as a scipy CSC matrix (reads everything)."""
-        import scipy.sparse as sp
-
-        block = self.read_range(0, self.n_features)
-        return sp.csc_matrix((block.values(self.dtype), block.indices, block.indptr),
-                             shape=(self.n_samples, self.n_features))
+        return gather_columns(columns, inside, unique,
+                              ColumnBlock(-1, u_indptr, u_indices, u_data))
 
     def describe(self) -> dict:
         summary = super().describe()
@@ -386,11 +236,6 @@ class ZarrStore(ColumnStore):
         return summary
 
     # ----------------------------------------------------------- internals
-    def _corrupt(self, start, stop, problem):
-        raise StoreFormatError(
-            f"{self._path}: corrupt or truncated store: {problem} in columns "
-            f"{start}:{stop}")
-
     def _read_array(self, name, lo, hi, purpose) -> np.ndarray:
         """``array[lo:hi]`` as numpy; I/O errors become StoreFormatError."""
         array = self._meta().arrays[name]
@@ -400,17 +245,6 @@ class ZarrStore(ColumnStore):
             raise StoreFormatError(
                 f"{self._path}: cannot read {name}[{lo}:{hi}] for {purpose}: "
                 f"{exc}") from exc
-
-    def _check_block(self, indptr, indices, data, start, stop):
-        code, column = check_csc_block(indptr, indices, self._meta().n_samples)
-        if code != CSC_OK:
-            problem = {1: "inconsistent column offsets (indptr)",
-                       2: "row numbers out of range (indices)",
-                       3: "row numbers not increasing within a column (indices)"}[code]
-            where = f" (column {start + column})" if column >= 0 else ""
-            self._corrupt(start, stop, problem + where)
-        if data is not None and count_nonfinite(data):
-            self._corrupt(start, stop, "NaN or infinite values (data)")
 
     def _column_spans(self, unique_columns):
         """Offsets ``indptr[c]`` and ``indptr[c + 1]`` of sorted columns."""
@@ -485,8 +319,5 @@ class ZarrStore(ColumnStore):
 def _reopen_lazily(path):
     """Unpickle a ZarrStore: keep the path, open the metadata on first use."""
     store = ZarrStore.__new__(ZarrStore)
-    store._path = Path(path)
-    store._lock = threading.Lock()
-    store._meta_cache = None
-    store._labels_pm = None
+    store._init_state(path)
     return store

@@ -1,0 +1,333 @@
+"""The skeleton of the store writers: validated appends, atomic publish.
+
+:class:`BlockWriter` takes CSC column blocks in column order, checks them
+and keeps the column offsets, writes everything below a temporary sibling
+directory and publishes it under the final name with one ``os.replace``
+when :meth:`BlockWriter.close` has written everything.  A format
+(:class:`~ultrafs.store.writer.StoreWriter` for Zarr,
+:class:`~ultrafs.store.parquet_long_writer.ParquetLongWriter`) supplies
+how a checked block and the final metadata are written.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from .. import __version__
+from ..errors import InputFormatError, ParameterError, StoreExistsError
+from ..kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
+from .labels import encode_labels
+from .metadata import VALUE_DTYPES
+from .zarr_store import is_ultrafs_store
+
+__all__ = ["BlockWriter", "write_arrays", "check_output_path", "publish",
+           "temporary_sibling", "remove_tree", "default_command"]
+
+
+def temporary_sibling(path: Path, tag: str) -> Path:
+    """A fresh name next to ``path``: ``NAME.<tag>-<random hex>``."""
+    return path.with_name(f"{path.name}.{tag}-{secrets.token_hex(6)}")
+
+
+def remove_tree(path) -> None:
+    """Remove a directory tree or file if it exists (errors ignored)."""
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def default_command() -> str:
+    """The command line of the running process (for ``created_by``)."""
+    return " ".join([os.path.basename(sys.executable)] + sys.argv)
+
+
+def _is_any_ultrafs_store(path) -> bool:
+    """True for an ultrafs store of any on-disk format (Zarr or Parquet-long)."""
+    from .parquet_long import is_parquet_long_store
+
+    return is_ultrafs_store(path) or is_parquet_long_store(path)
+
+
+def check_output_path(path, overwrite: bool) -> Path:
+    """Validate an output path before any work is done.
+
+    Returns
+    -------
+    path : Path
+        The absolute output path.
+
+    Raises
+    ------
+    StoreExistsError
+        If ``path`` exists and ``overwrite`` is False, or if it exists but
+        is not an ultrafs store (never deleted, even with ``overwrite``).
+    ParameterError
+        If the parent directory of ``path`` does not exist.
+    """
+    path = Path(os.path.abspath(os.fspath(path)))
+    if os.path.lexists(path):
+        if not overwrite:
+            raise StoreExistsError(f"{path}: already exists (use overwrite=True to replace it)")
+        if not _is_any_ultrafs_store(path):
+            raise StoreExistsError(
+                f"{path}: exists and is not an ultrafs store; refusing to replace it")
+    if not path.parent.is_dir():
+        raise ParameterError(f"{path}: parent directory {path.parent} does not exist")
+    return path
+
+
+def publish(tmp: Path, final: Path, overwrite: bool) -> None:
+    """Move the finished store ``tmp`` to ``final`` (``os.replace``)."""
+    check_output_path(final, overwrite)
+    old = None
+    if os.path.lexists(final):
+        old = temporary_sibling(final, "old")
+        os.replace(final, old)
+    try:
+        os.replace(tmp, final)
+    except BaseException:
+        if old is not None:
+            os.replace(old, final)
+        raise
+    if old is not None:
+        remove_tree(old)
+
+
+class BlockWriter:
+    """Stream a CSC matrix into a new store, column block after column block.
+
+    The parameters are those of the concrete writers
+    (:class:`~ultrafs.store.writer.StoreWriter`,
+    :class:`~ultrafs.store.parquet_long_writer.ParquetLongWriter`), whose
+    docstrings describe them; ``settings`` are a format's own keyword
+    arguments, handed to :meth:`_check_settings`.
+
+    Notes
+    -----
+    A subclass sets :attr:`format_name` and :attr:`format_version` and
+    implements :meth:`_start` (create the temporary store below
+    :attr:`tmp_path`), :meth:`_write_block` (take a checked block),
+    :meth:`_finish` (write what is pending and the metadata, last) and
+    :meth:`_discard` (drop buffers and open files).  An exception in
+    :meth:`_start` or :meth:`close` aborts the writer, as does leaving a
+    ``with`` block on an exception: nothing is ever left at :attr:`path`.
+    """
+
+    #: the ``format`` attribute written
+    format_name: str
+    #: the ``format_version`` attribute written
+    format_version: int
+
+    def __init__(self, path, *, n_samples, n_features, nnz, dtype, binary, labels,
+                 id_offset, command, block_nnz, overwrite, attrs, chunk_size,
+                 labels_source, **settings):
+        self.path = check_output_path(path, overwrite)
+        self.n_samples, self.n_features, self.nnz = int(n_samples), int(n_features), int(nnz)
+        if min(self.n_samples, self.n_features, self.nnz) < 0:
+            raise ValueError("n_samples, n_features and nnz must be >= 0")
+        if self.n_samples >= 2 ** 31:
+            raise InputFormatError(
+                f"{labels_source}: {self.n_samples} samples; at most 2**31 - 1 are supported")
+        self.dtype = np.dtype(dtype)
+        if self.dtype.name not in VALUE_DTYPES:
+            raise ValueError(f"dtype must be float32 or float64, got {self.dtype}")
+        self.binary = bool(binary)
+        self.block_nnz = int(block_nnz)
+        self.chunk_size = int(chunk_size)
+        self._check_settings(block_nnz, chunk_size, **settings)
+        self.overwrite = bool(overwrite)
+        try:
+            labels = np.array(labels, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise InputFormatError(f"{labels_source}: labels must be numeric") from None
+        if labels.shape != (self.n_samples,):
+            raise InputFormatError(
+                f"{labels_source}: expected {self.n_samples} labels, got shape {labels.shape}")
+        _, self.classes = encode_labels(labels, where=labels_source)
+        self._labels = labels
+        self._attrs = {
+            "format": self.format_name,
+            "format_version": self.format_version,
+            "n_samples": self.n_samples,
+            "n_features": self.n_features,
+            "nnz": self.nnz,
+            "dtype": self.dtype.name,
+            "id_offset": int(id_offset),
+            "classes": [float(c) for c in self.classes],
+            "binary": self.binary,
+            "block_nnz": self.block_nnz,
+            **self._format_attrs(),
+            "created_by": default_command() if command is None else str(command),
+            "created_with": f"ultrafs {__version__}",
+        }
+        self._attrs.update(attrs or {})
+        self._indptr = np.zeros(self.n_features + 1, dtype=np.int64)
+        self._columns_done = 0
+        self._nnz_appended = 0
+        self._closed = False
+        self.tmp_path = temporary_sibling(self.path, "tmp")
+        try:
+            self._start()
+        except BaseException:
+            self.abort()
+            raise
+
+    # ---------------------------------------------------------------- API
+    def append(self, indptr, indices, data=None) -> None:
+        """Append the next columns.
+
+        Parameters
+        ----------
+        indptr : array-like of int, shape (n_columns + 1,)
+            Offsets of the block, starting at 0.
+        indices : array-like of int, shape (nnz_block,)
+            Row numbers, increasing within each column.
+        data : array-like of float, shape (nnz_block,), or None
+            Values (finite); must be None for a binary store.
+
+        Raises
+        ------
+        ValueError
+            If the block is inconsistent, or goes past ``n_features`` or
+            ``nnz``.
+        """
+        self._check_open()
+        indptr = np.asarray(indptr, dtype=np.int64)
+        indices = np.asarray(indices, dtype=np.int32)
+        n_columns = len(indptr) - 1
+        if n_columns < 0 or self._columns_done + n_columns > self.n_features:
+            raise ValueError(f"appending {n_columns} columns after {self._columns_done} "
+                             f"exceeds n_features={self.n_features}")
+        code, column = check_csc_block(indptr, indices, self.n_samples)
+        if code != CSC_OK:
+            raise ValueError(f"invalid CSC block at column {self._columns_done + max(column, 0)} "
+                             f"(check code {code})")
+        block_nnz = len(indices)
+        if self._nnz_appended + block_nnz > self.nnz:
+            raise ValueError(f"appending {block_nnz} entries exceeds nnz={self.nnz}")
+        if self.binary:
+            if data is not None:
+                raise ValueError("binary store: data must be None")
+        else:
+            if data is None:
+                raise ValueError("valued store: data is required")
+            data = np.asarray(data, dtype=self.dtype)
+            if data.shape != indices.shape:
+                raise ValueError(f"data has shape {data.shape}, indices {indices.shape}")
+            if count_nonfinite(data):
+                raise ValueError("data contains NaN or infinite values")
+        start = self._columns_done
+        self._indptr[start + 1:start + n_columns + 1] = self._nnz_appended + indptr[1:]
+        self._columns_done += n_columns
+        self._nnz_appended += block_nnz
+        self._write_block(start, indptr, indices, data)
+
+    def close(self) -> Path:
+        """Finish the store and publish it at :attr:`path`.
+
+        Returns
+        -------
+        path : Path
+            The final path.
+        """
+        self._check_open()
+        try:
+            if self._columns_done != self.n_features or self._nnz_appended != self.nnz:
+                raise ValueError(
+                    f"store incomplete: {self._columns_done}/{self.n_features} columns, "
+                    f"{self._nnz_appended}/{self.nnz} entries appended")
+            self._finish()
+            publish(self.tmp_path, self.path, self.overwrite)
+        except BaseException:
+            self.abort()
+            raise
+        self._closed = True
+        return self.path
+
+    def abort(self) -> None:
+        """Discard everything written so far (idempotent)."""
+        self._closed = True
+        self._discard()
+        remove_tree(self.tmp_path)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        if exc_type is not None:
+            self.abort()
+        elif not self._closed:
+            self.close()
+        return False
+
+    # -------------------------------------------------------------- hooks
+    def _check_settings(self, block_nnz, chunk_size, **settings) -> None:
+        """Check the sizes (given as passed) and set the format's settings."""
+
+    def _format_attrs(self) -> dict:
+        """Attributes of the format, recorded after ``block_nnz``."""
+        return {}
+
+    def _start(self) -> None:
+        """Set up buffers and create the temporary store at :attr:`tmp_path`."""
+        raise NotImplementedError
+
+    def _write_block(self, start, indptr, indices, data) -> None:
+        """Take checked columns ``start:start + len(indptr) - 1``.
+
+        :attr:`_indptr` already holds their offsets; ``data`` is None for
+        a binary store, else an array that may be the caller's.
+        """
+        raise NotImplementedError
+
+    def _finish(self) -> None:
+        """Write what is pending, then the metadata (``complete``) last."""
+        raise NotImplementedError
+
+    def _discard(self) -> None:
+        """Drop buffers and close open files (before the directory goes)."""
+
+    # ----------------------------------------------------------- internals
+    def _check_open(self):
+        if self._closed:
+            raise ValueError(f"{type(self).__name__} is closed")
+
+
+def write_arrays(writer_class, path, X, y, *, dtype, overwrite, **options) -> Path:
+    """Write numpy / scipy.sparse arrays with ``writer_class``.
+
+    The body of :func:`~ultrafs.store.writer.write_store` and
+    :func:`~ultrafs.store.parquet_long_writer.write_parquet_long`, whose
+    docstrings describe ``path``, ``X``, ``y``, ``dtype`` and
+    ``overwrite``; ``options`` are further keyword arguments of
+    ``writer_class`` (a :class:`BlockWriter` subclass).
+
+    Returns
+    -------
+    path : Path
+        The final path of the store.
+    """
+    from .memory import to_csc
+
+    check_output_path(path, overwrite)
+    csc = to_csc(X, dtype=dtype)
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != csc.shape[0]:
+        raise InputFormatError(f"y must have shape ({csc.shape[0]},), got {y.shape}")
+    binary = bool(np.all(csc.data == 1))
+    with writer_class(path, n_samples=csc.shape[0], n_features=csc.shape[1],
+                      nnz=csc.nnz, dtype=csc.dtype, binary=binary, labels=y,
+                      overwrite=overwrite, labels_source="y", **options) as writer:
+        writer.append(csc.indptr, csc.indices, None if binary else csc.data)
+        return writer.close()

@@ -1,0 +1,261 @@
+"""What the on-disk stores share: a path, lazy metadata, pickling by path.
+
+:class:`PathStore` holds the path, reads the backend's metadata once,
+on first use, under a lock, and pickles as its path (plus whatever
+parameters :meth:`PathStore._pickle_args` names); :class:`WrittenStore`
+adds everything served from the metadata an ultrafs writer recorded
+(:class:`~ultrafs.store.metadata.RecordedMeta`): shape, dtype, labels,
+blocks, and the checks of every read.  A backend supplies how to load its
+metadata, its labels and its blocks.
+"""
+
+from __future__ import annotations
+
+import abc
+import copyreg
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import StoreFormatError
+from ..kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
+from .base import ColumnBlock, ColumnStore
+
+__all__ = ["PathStore", "WrittenStore", "gather_columns"]
+
+
+class PathStore(ColumnStore):
+    """A column store at a path, whose metadata is read once, lazily.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The store; the metadata is read (and validated) on construction.
+
+    Notes
+    -----
+    Subclasses implement :meth:`_load_meta` (whose result has at least
+    ``n_samples`` and ``dtype``); those with more state or
+    parameters than the path extend :meth:`_init_state` and
+    :meth:`_pickle_args`.  A pickle holds the class and
+    :meth:`_pickle_args` only, which unpickling hands to
+    :meth:`_init_state`: the copy reads its metadata on first use.
+    :meth:`_meta` is thread-safe: the metadata is loaded once however
+    many threads ask first.
+    """
+
+    def __init__(self, path):
+        self._init_state(Path(os.path.abspath(os.fspath(path))))
+        self._meta()                         # validate on open
+
+    def _init_state(self, path) -> None:
+        """Set the state of a store that has read nothing yet."""
+        self._path = Path(path)
+        self._lock = threading.Lock()
+        self._meta_cache = None
+
+    def _pickle_args(self) -> tuple:
+        """Arguments of :meth:`_init_state` that rebuild this store."""
+        return (str(self._path),)
+
+    def __reduce__(self):
+        return (copyreg.__newobj__, (type(self),), self._pickle_args())
+
+    def __setstate__(self, args) -> None:
+        self._init_state(*args)
+
+    @abc.abstractmethod
+    def _load_meta(self):
+        """Read and validate the metadata (called once, under the lock)."""
+
+    def _meta(self):
+        """The metadata, loaded on first use."""
+        meta = self._meta_cache
+        if meta is None:
+            with self._lock:
+                if self._meta_cache is None:
+                    self._meta_cache = self._load_meta()
+                meta = self._meta_cache
+        return meta
+
+    def __repr__(self):
+        return f"{type(self).__name__}({str(self._path)!r})"
+
+    @property
+    def path(self) -> Path:
+        """Absolute path of the store."""
+        return self._path
+
+    @property
+    def n_samples(self) -> int:
+        return self._meta().n_samples
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._meta().dtype
+
+    def to_csc(self):
+        """The whole matrix as a scipy CSC matrix (reads everything)."""
+        import scipy.sparse as sp
+
+        block = self.read_range(0, self.n_features)
+        return sp.csc_matrix((block.values(self.dtype), block.indices, block.indptr),
+                             shape=(self.n_samples, self.n_features))
+
+    def _check_range(self, start, stop) -> tuple:
+        """``(start, stop)`` as ints; IndexError outside ``0:n_features``."""
+        n_features = self.n_features
+        start, stop = int(start), int(stop)
+        if not 0 <= start <= stop <= n_features:
+            raise IndexError(f"column range {start}:{stop} outside 0:{n_features}")
+        return start, stop
+
+    def _unique_columns(self, columns) -> tuple:
+        """Checked request of :meth:`read_columns`.
+
+        Returns
+        -------
+        columns : ndarray of int64
+            The request, flattened.
+        inside : ndarray of bool
+            ``columns < n_features``.
+        unique : ndarray of int64
+            ``np.unique(columns[inside])``.
+        """
+        columns = np.asarray(columns, dtype=np.int64).reshape(-1)
+        if columns.size and columns.min() < 0:
+            raise ValueError("negative column number")
+        inside = columns < self.n_features
+        return columns, inside, np.unique(columns[inside])
+
+
+class WrittenStore(PathStore):
+    """A :class:`PathStore` in an ultrafs format (Zarr or Parquet-long).
+
+    Every attribute comes from the metadata recorded by the writer,
+    a :class:`~ultrafs.store.metadata.RecordedMeta` returned by
+    :meth:`_load_meta`.  Subclasses supply :meth:`_read_raw_label_column`
+    and the reads; :meth:`_check_block` reports a corrupt block with the
+    subclass's :attr:`_CSC_PROBLEMS` and :attr:`_NONFINITE_PROBLEM`.
+    """
+
+    #: problem named for each failure code of ``check_csc_block``
+    _CSC_PROBLEMS = {1: "inconsistent column offsets",
+                     2: "row numbers out of range",
+                     3: "row numbers not increasing within a column"}
+    #: problem named for NaN or infinite values
+    _NONFINITE_PROBLEM = "NaN or infinite values"
+
+    def _init_state(self, path) -> None:
+        super()._init_state(path)
+        self._labels_pm = None
+
+    # --------------------------------------------------------- attributes
+    @property
+    def n_features(self) -> int:
+        return self._meta().n_features
+
+    @property
+    def nnz(self) -> int:
+        return self._meta().nnz
+
+    @property
+    def id_offset(self) -> int:
+        return self._meta().id_offset
+
+    @property
+    def binary(self) -> bool:
+        """True when no values are stored (every value is 1)."""
+        return self._meta().binary
+
+    @property
+    def attrs(self) -> dict:
+        """A copy of the recorded metadata."""
+        return dict(self._meta().attrs)
+
+    @property
+    def classes(self) -> np.ndarray:
+        return self._meta().classes.copy()
+
+    # ------------------------------------------------------------- labels
+    def read_labels(self) -> np.ndarray:
+        """Labels as float64 ±1 (read-only array), shape (n_samples,)."""
+        if self._labels_pm is None:
+            meta = self._meta()
+            raw = self._read_raw_label_column(meta)
+            negative = raw == meta.classes[0]
+            positive = raw == meta.classes[1]
+            if not np.all(negative | positive):
+                bad = int(np.flatnonzero(~(negative | positive))[0])
+                raise StoreFormatError(
+                    f"{self._path}: corrupt labels (row {bad} holds {raw[bad]!r}, "
+                    f"not one of the classes {meta.classes.tolist()})")
+            labels = np.where(positive, 1.0, -1.0)
+            labels.flags.writeable = False
+            self._labels_pm = labels
+        return self._labels_pm
+
+    def read_raw_labels(self) -> np.ndarray:
+        """The original label values (float64), shape (n_samples,)."""
+        meta = self._meta()
+        return np.where(self.read_labels() > 0, meta.classes[1], meta.classes[0])
+
+    @abc.abstractmethod
+    def _read_raw_label_column(self, meta) -> np.ndarray:
+        """The stored labels as float64, shape (n_samples,)."""
+
+    # ------------------------------------------------------------- blocks
+    def default_block_bounds(self) -> np.ndarray:
+        return self._meta().block_bounds.copy()
+
+    def _corrupt(self, where, problem):
+        raise StoreFormatError(
+            f"{self._path}: corrupt or truncated store: {problem} in {where}")
+
+    def _check_block(self, indptr, indices, data, where, first_column=None):
+        """Raise StoreFormatError unless the block read is valid CSC.
+
+        ``first_column``, when given, has the failing column named.
+        """
+        code, column = check_csc_block(indptr, indices, self._meta().n_samples)
+        if code != CSC_OK:
+            problem = self._CSC_PROBLEMS[code]
+            if first_column is not None and column >= 0:
+                problem += f" (column {first_column + column})"
+            self._corrupt(where, problem)
+        if data is not None and count_nonfinite(data):
+            self._corrupt(where, self._NONFINITE_PROBLEM)
+
+
+def gather_columns(columns, inside, unique, unique_block) -> ColumnBlock:
+    """Arrange the columns of ``unique_block`` as requested by ``columns``.
+
+    Parameters
+    ----------
+    columns : ndarray of int64
+        Requested column numbers (any order, duplicates allowed).
+    inside : ndarray of bool
+        ``columns < n_features``; the other columns come back empty.
+    unique : ndarray of int64
+        ``np.unique(columns[inside])``, the columns of ``unique_block``.
+    unique_block : ColumnBlock
+        Those columns, with materialised ``data``.
+
+    Returns
+    -------
+    block : ColumnBlock
+        ``first_column == -1``.
+    """
+    u_indptr = unique_block.indptr
+    position = np.searchsorted(unique, columns[inside])
+    counts = np.zeros(len(columns), dtype=np.int64)
+    counts[inside] = u_indptr[position + 1] - u_indptr[position]
+    indptr = np.zeros(len(columns) + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    first = np.zeros(len(columns), dtype=np.int64)
+    first[inside] = u_indptr[position]
+    take = (np.repeat(first - indptr[:-1], counts)
+            + np.arange(indptr[-1], dtype=np.int64))
+    return ColumnBlock(-1, indptr, unique_block.indices[take], unique_block.data[take])
