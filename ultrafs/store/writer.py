@@ -22,6 +22,12 @@ __all__ = ["StoreWriter", "StoreExistsError", "write_store",
            "balanced_block_bounds", "temporary_sibling", "remove_tree"]
 
 
+#: elements per ``indptr`` chunk: small, because every block read starts
+#: with a short ``indptr`` slice and zarr decodes whole chunks (a 1M-entry
+#: int64 chunk costs ~1.5 ms to decode for a slice of a few entries)
+INDPTR_CHUNK = 1 << 16
+
+
 class StoreWriter(BlockWriter):
     """Stream a CSC matrix into a new store, column block after column block.
 
@@ -101,7 +107,8 @@ class StoreWriter(BlockWriter):
 
     def _finish(self) -> None:
         self._flush(final=True)
-        self._create_array("indptr", self.n_features + 1, np.int64)[:] = self._indptr
+        self._create_array("indptr", self.n_features + 1, np.int64,
+                           chunk=min(self.chunk_size, INDPTR_CHUNK))[:] = self._indptr
         self._create_array("labels", self.n_samples, np.float64)[:] = self._labels
         bounds = balanced_block_bounds(self._indptr, self.block_nnz)
         attrs = dict(self._attrs, block_bounds=[int(b) for b in bounds], complete=False)
@@ -112,10 +119,10 @@ class StoreWriter(BlockWriter):
         self._pending_indices, self._pending_data = [], []
 
     # ----------------------------------------------------------- internals
-    def _create_array(self, name, length, dtype):
+    def _create_array(self, name, length, dtype, chunk=None):
         return self._group.create_array(
-            name, shape=(int(length),), chunks=(self.chunk_size,), dtype=dtype,
-            fill_value=FILL_VALUES[name], compressors=[_compressor()])
+            name, shape=(int(length),), chunks=(chunk or self.chunk_size,),
+            dtype=dtype, fill_value=FILL_VALUES[name], compressors=[_compressor()])
 
     def _flush(self, final: bool) -> None:
         """Write whole chunks of the pending entries (all of them if final)."""
