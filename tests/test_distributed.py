@@ -67,3 +67,28 @@ def test_worker_killed_mid_pass(store_path):
     model = outcome["model"]
     assert model.features == reference.features
     np.testing.assert_array_equal(model.coef, reference.coef)
+
+
+def test_store_opened_by_fsspec_url_on_the_workers(store_path, local_cluster_client):
+    """A file:// URL goes through zarr's fsspec store, in the workers too."""
+    import pickle
+
+    url = store_path.resolve().as_uri()
+    store = open_store(url)
+    assert str(store.path) == url
+    assert len(pickle.dumps(store)) < 400
+    local = open_store(store_path)
+    np.testing.assert_array_equal(store.read_range(0, 50).indices,
+                                  local.read_range(0, 50).indices)
+    reference = select(str(store_path), B=5, max_iter=2, tol=0.0, scheduler="threads")
+    remote = select(url, B=5, max_iter=2, tol=0.0, scheduler=local_cluster_client,
+                    block_size=100)
+    assert remote.features == reference.features
+    np.testing.assert_array_equal(remote.coef, reference.coef)
+
+
+def test_bad_url_is_one_clear_error():
+    from ultrafs.errors import StoreFormatError
+
+    with pytest.raises(StoreFormatError, match="not an ultrafs store"):
+        open_store("file:///nonexistent/dir.zarr")

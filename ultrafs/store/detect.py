@@ -76,7 +76,9 @@ def open_store(path, *, label=None) -> ColumnStore:
     ----------
     path : str or os.PathLike
         A Zarr store or Parquet-long store directory written by ultrafs,
-        or a wide Parquet file / dataset directory.
+        or a wide Parquet file / dataset directory; or the fsspec URL of a
+        Zarr store (``s3://bucket/train.zarr``, ``file:///data/train.zarr``),
+        read through zarr's fsspec store.
     label : str or None
         Label column of a wide Parquet table (None: ``"label"``).  Stores
         written by ultrafs carry their labels: giving ``label`` for one is
@@ -96,6 +98,16 @@ def open_store(path, *, label=None) -> ColumnStore:
         If a wide table has no such label column or a non-numeric feature
         column.
     """
+    from .path_store import is_url
+
+    if is_url(path):
+        # fsspec URLs (s3://, gs://, file://, ...): Zarr stores, opened by
+        # zarr itself; every worker reopens the URL on its own
+        if label is not None:
+            raise ParameterError(f"{path}: label= applies to wide Parquet tables only")
+        from .zarr_store import ZarrStore
+
+        return ZarrStore(path)
     kind = store_kind(path)
     if kind != "parquet-wide" and label is not None:
         raise ParameterError(

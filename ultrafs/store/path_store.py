@@ -26,6 +26,18 @@ from .base import ColumnBlock, ColumnStore
 __all__ = ["PathStore", "WrittenStore", "gather_columns"]
 
 
+def is_url(location) -> bool:
+    """True for an fsspec URL such as ``s3://bucket/x.zarr`` or ``file:///x``."""
+    return isinstance(location, str) and "://" in location
+
+
+def location_of(path):
+    """An absolute local Path, or the URL string unchanged."""
+    if is_url(path):
+        return path
+    return Path(os.path.abspath(os.fspath(path)))
+
+
 class PathStore(ColumnStore):
     """A column store at a path, whose metadata is read once, lazily.
 
@@ -47,12 +59,12 @@ class PathStore(ColumnStore):
     """
 
     def __init__(self, path):
-        self._init_state(Path(os.path.abspath(os.fspath(path))))
+        self._init_state(location_of(path))
         self._meta()                         # validate on open
 
     def _init_state(self, path) -> None:
         """Set the state of a store that has read nothing yet."""
-        self._path = Path(path)
+        self._path = path if is_url(path) else Path(path)
         self._lock = threading.Lock()
         self._meta_cache = None
 

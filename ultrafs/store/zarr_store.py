@@ -17,7 +17,7 @@ from .base import ColumnBlock
 from .metadata import VALUE_DTYPES  # noqa: F401  (re-exported)
 from .metadata import (RecordedMeta, check_classes_and_bounds, check_complete,
                        check_counts, check_format_marker)
-from .path_store import WrittenStore, gather_columns
+from .path_store import WrittenStore, gather_columns, is_url
 
 __all__ = [
     "ZarrStore",
@@ -64,6 +64,14 @@ def _read_group_attrs(path: Path) -> dict:
     """
     import zarr
 
+    if is_url(path):
+        try:
+            group = zarr.open_group(store=path, mode="r", zarr_format=3)
+            return dict(group.attrs)
+        except Exception as exc:  # fsspec and zarr raise many kinds
+            raise StoreFormatError(
+                f"{path}: not an ultrafs store (cannot open as a Zarr v3 group: "
+                f"{type(exc).__name__}: {exc})") from exc
     if not path.exists():
         raise StoreFormatError(f"{path}: not an ultrafs store (no such file or directory)")
     if not path.is_dir():
