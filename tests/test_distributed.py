@@ -40,7 +40,7 @@ def test_worker_killed_mid_pass(store_path):
                        scheduler="synchronous")
     slow = LatencyColumnStore(open_store(store_path), latency_s=0.05)
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                      dashboard_address=None, silence_logs=50) as cluster, \
+                      dashboard_address=":0", silence_logs=50) as cluster, \
             Client(cluster) as client:
         outcome = {}
 
