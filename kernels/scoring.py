@@ -163,6 +163,16 @@ def topk_scores(scores, first_key, excluded, k):
 
 
 @njit(cache=True, nogil=True)
+def _squared(sums, scale):
+    """Scores ``(scale * sums)**2``."""
+    scores = np.empty(sums.shape[0], dtype=np.float64)
+    for j in range(sums.shape[0]):
+        v = scale * sums[j]
+        scores[j] = v * v
+    return scores
+
+
+@njit(cache=True, nogil=True)
 def score_block_topk(indptr, indices, data, weights, first_key, excluded, k,
                      scale):
     """Score every column of a CSC block and keep the ``k`` best.
@@ -186,11 +196,7 @@ def score_block_topk(indptr, indices, data, weights, first_key, excluded, k,
     keys, scores : see :func:`topk_scores`
     """
     sums = column_sums(indptr, indices, data, weights)
-    scores = np.empty(sums.shape[0], dtype=np.float64)
-    for j in range(sums.shape[0]):
-        v = scale * sums[j]
-        scores[j] = v * v
-    return topk_scores(scores, first_key, excluded, k)
+    return topk_scores(_squared(sums, scale), first_key, excluded, k)
 
 
 @njit(cache=True, nogil=True)
@@ -198,11 +204,7 @@ def score_block_topk_binary(indptr, indices, weights, first_key, excluded, k,
                             scale):
     """:func:`score_block_topk` for a block whose values are all one."""
     sums = column_sums_binary(indptr, indices, weights)
-    scores = np.empty(sums.shape[0], dtype=np.float64)
-    for j in range(sums.shape[0]):
-        v = scale * sums[j]
-        scores[j] = v * v
-    return topk_scores(scores, first_key, excluded, k)
+    return topk_scores(_squared(sums, scale), first_key, excluded, k)
 
 
 @njit(cache=True, nogil=True)
