@@ -57,6 +57,7 @@ class PassProgress(Callback):
         self.nnz = 0
         self._started = time.perf_counter()
         self._drawn = 0.0
+        self._drawn_done = -1
 
     def _is_block_task(self, key) -> bool:
         # block tasks are named after the task function (fused or not with
@@ -72,6 +73,7 @@ class PassProgress(Callback):
         now = time.perf_counter()
         if now - self._drawn >= self.min_interval or self.done == self.n_blocks:
             self._drawn = now
+            self._drawn_done = self.done
             self.stream.write("\r" + self.line(now))
             self.stream.flush()
 
@@ -80,7 +82,9 @@ class PassProgress(Callback):
             # a block task fused into the reduction is not seen by _posttask
             self.done = self.n_blocks
         if self.done:
-            self.stream.write("\r" + self.line(time.perf_counter()) + "\n")
+            if self._drawn_done != self.done:     # the last count is not shown yet
+                self.stream.write("\r" + self.line(time.perf_counter()))
+            self.stream.write("\n")
             self.stream.flush()
 
     def line(self, now) -> str:
