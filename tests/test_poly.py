@@ -211,3 +211,33 @@ def test_missing_pair_column_warns(rng):
     with pytest.warns(UltraFSWarning, match="absent"):
         decision = model.decision_function_store(InMemoryStore(X[:, :5], y))
     assert np.all(np.isfinite(decision))
+
+
+def test_degree2_through_parquet_checkpoint_and_cluster(rng, tmp_path,
+                                                        local_cluster_client):
+    """Degree 2 gives one model on Zarr, Parquet long, a cluster, and after resume."""
+    from ultrafs.store import open_store
+    from ultrafs.store.parquet_long_writer import write_parquet_long
+    from ultrafs.store.writer import write_store
+
+    X = (rng.random((300, 40)) < 0.15).astype(float)
+    y = np.where(X[:, 3] * X[:, 7] + X[:, 11] + 0.1 * rng.standard_normal(300) > 0.5,
+                 1.0, -1.0)
+    write_store(tmp_path / "train.zarr", X, y)
+    write_parquet_long(tmp_path / "train.pq", X, y)
+    args = dict(B=4, max_iter=4, tol=0.0, poly=2, gamma=2.0)
+    reference = select(str(tmp_path / "train.zarr"), **args)
+    assert any(isinstance(f, list) and f[0] != f[1] for f in reference.features)
+    for data, scheduler in ((str(tmp_path / "train.pq"), "threads"),
+                            (str(tmp_path / "train.zarr"), local_cluster_client)):
+        model = select(data, scheduler=scheduler, **args)
+        assert model.features == reference.features
+        np.testing.assert_array_equal(model.coef, reference.coef)
+    ckpt = tmp_path / "ckpt"
+    select(str(tmp_path / "train.zarr"), checkpoint=ckpt, **dict(args, max_iter=2))
+    resumed = select(str(tmp_path / "train.zarr"), checkpoint=ckpt, resume=True, **args)
+    assert resumed.features == reference.features
+    np.testing.assert_array_equal(resumed.coef, reference.coef)
+    decision = reference.decision_function_store(open_store(tmp_path / "train.pq"))
+    np.testing.assert_allclose(
+        decision, reference.decision_function_store(open_store(tmp_path / "train.zarr")))
