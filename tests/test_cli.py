@@ -82,6 +82,12 @@ def test_flow_ingest_info_select_predict_evaluate(stores):
     run("predict", "--model", model_path, "--data", stores / "test.zarr",
         "--out", out)
     assert out.read_text().splitlines() == predictions
+    as_json = json.loads(run("predict", "--model", model_path, "--data",
+                             stores / "test.zarr", "--format", "json").stdout)
+    assert set(as_json) == {"label", "decision", "probability"}
+    assert len(as_json["decision"]) == 200
+    assert [f"{v:.10g}" for v in as_json["decision"][:3]] == \
+        [row.split("\t")[1] for row in predictions[1:4]]
 
 
 @pytest.mark.parametrize("args, fragments", [

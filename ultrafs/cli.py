@@ -250,16 +250,19 @@ def select_command(data_path, label, out, **params):
     _emit_json(model.to_dict(), out)
 
 
-def _write_predictions(model, decision, out):
-    labels = model.predict_from_decision(decision)
-    columns = ["label", "decision"]
-    rows = [labels, decision]
+def _write_predictions(model, decision, out, output_format):
+    """Write labels, decision values (and probabilities) as TSV or JSON."""
+    columns = {"label": model.predict_from_decision(decision), "decision": decision}
     if model.loss == "logistic":
-        columns.append("probability")
-        rows.append(model.proba_from_decision(decision))
-    lines = ["\t".join(columns)]
-    lines += ["\t".join(f"{v:.10g}" for v in values) for values in zip(*rows)]
-    text = "\n".join(lines) + "\n"
+        columns["probability"] = model.proba_from_decision(decision)
+    if output_format == "json":
+        text = json.dumps({name: values.tolist() for name, values in columns.items()})
+        text += "\n"
+    else:
+        lines = ["\t".join(columns)]
+        lines += ["\t".join(f"{v:.10g}" for v in values)
+                  for values in zip(*columns.values())]
+        text = "\n".join(lines) + "\n"
     if out in (None, "-"):
         click.echo(text, nl=False)
         return
@@ -282,15 +285,20 @@ def _write_predictions(model, decision, out):
 @click.option("--data", "data_path", required=True, type=click.Path())
 @LABEL_OPTION
 @click.option("--out", default="-", show_default=True,
-              help="TSV file (label, decision[, probability]) or - for stdout.")
+              help="Output file, or - for stdout.")
+@click.option("--format", "output_format", type=click.Choice(["tsv", "json"]),
+              default="tsv", show_default=True,
+              help="TSV rows (label, decision[, probability]) or one JSON object "
+                   "of arrays.")
 @_one_line_errors
-def predict(model_path, data_path, label, out):
+def predict(model_path, data_path, label, out, output_format):
     """Predict every row of a store with a model file."""
     from .model import Model
 
     model = Model.load(model_path)
     store = _open(data_path, label)
-    _write_predictions(model, model.decision_function_store(store), out)
+    _write_predictions(model, model.decision_function_store(store), out,
+                       output_format)
 
 
 @main.command()
