@@ -31,7 +31,6 @@ kernel branches on a loss code.
 
 import math
 
-import numpy as np
 from numba import njit
 
 __all__ = [

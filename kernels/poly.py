@@ -25,7 +25,7 @@ whose bound cannot reach the current B-th best score is never accumulated.
 import numpy as np
 from numba import njit
 
-from .scoring import _ranks_before, _sift_down, _sift_up, _sorted_heap
+from .scoring import _heap_push, _is_excluded, _ranks_before, _sorted_heap
 
 __all__ = [
     "column_stats",
@@ -128,12 +128,6 @@ def rows_of_columns(indptr, indices, data, n_rows):
             row_vals[fill[i]] = data[p]
             fill[i] += 1
     return row_ptr, row_cols, row_vals
-
-
-@njit(cache=True, nogil=True)
-def _is_excluded(excluded, key):
-    pos = np.searchsorted(excluded, key)
-    return pos < excluded.shape[0] and excluded[pos] == key
 
 
 @njit(cache=True, nogil=True)
@@ -254,19 +248,11 @@ def cross_topk(left_indptr, left_indices, left_data, left_columns, left_pos,
             if not s > 0.0:
                 continue
             key = pair_key(j, right_columns[kl], n_features)
-            if size < k:
-                if _is_excluded(excluded, key):
-                    continue
-                heap_scores[size] = s
-                heap_keys[size] = key
-                _sift_up(heap_scores, heap_keys, size)
-                size += 1
-            elif _ranks_before(s, key, heap_scores[0], heap_keys[0]):
-                if _is_excluded(excluded, key):
-                    continue
-                heap_scores[0] = s
-                heap_keys[0] = key
-                _sift_down(heap_scores, heap_keys, size, 0)
+            if size == k and not _ranks_before(s, key, heap_scores[0], heap_keys[0]):
+                continue
+            if _is_excluded(excluded, key):
+                continue
+            size = _heap_push(heap_scores, heap_keys, size, s, key)
     keys, scores = _sorted_heap(heap_scores, heap_keys, size)
     return keys, scores, n_evaluated, n_pruned
 

@@ -104,6 +104,32 @@ def _sift_up(heap_scores, heap_keys, pos):
             return
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _heap_push(heap_scores, heap_keys, size, score, key):
+    """Offer a candidate to a bounded min-heap of capacity ``len(heap_scores)``.
+
+    Returns the new size.  A full heap keeps the candidate only when it
+    ranks before the worst kept one (the root), which it then replaces.
+    """
+    if size < heap_scores.shape[0]:
+        heap_scores[size] = score
+        heap_keys[size] = key
+        _sift_up(heap_scores, heap_keys, size)
+        return size + 1
+    if _ranks_before(score, key, heap_scores[0], heap_keys[0]):
+        heap_scores[0] = score
+        heap_keys[0] = key
+        _sift_down(heap_scores, heap_keys, size, 0)
+    return size
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _is_excluded(excluded, key):
+    """True when ``key`` is in the sorted array ``excluded``."""
+    pos = np.searchsorted(excluded, key)
+    return pos < excluded.shape[0] and excluded[pos] == key
+
+
 @njit(cache=True, nogil=True)
 def _sorted_heap(heap_scores, heap_keys, size):
     order = np.argsort(heap_keys[:size], kind="mergesort")
@@ -150,15 +176,9 @@ def topk_scores(scores, first_key, excluded, k):
         s = scores[j]
         if not s > 0.0:
             continue
-        if size < k:
-            heap_scores[size] = s
-            heap_keys[size] = key
-            _sift_up(heap_scores, heap_keys, size)
-            size += 1
-        elif _ranks_before(s, key, heap_scores[0], heap_keys[0]):
-            heap_scores[0] = s
-            heap_keys[0] = key
-            _sift_down(heap_scores, heap_keys, size, 0)
+        if size == k and not _ranks_before(s, key, heap_scores[0], heap_keys[0]):
+            continue
+        size = _heap_push(heap_scores, heap_keys, size, s, key)
     return _sorted_heap(heap_scores, heap_keys, size)
 
 
@@ -254,7 +274,6 @@ def topk_keyed(scores, keys, excluded, k):
     heap_scores = np.empty(k, dtype=np.float64)
     heap_keys = np.empty(k, dtype=np.int64)
     size = 0
-    n_excluded = excluded.shape[0]
     for j in range(scores.shape[0]):
         s = scores[j]
         if not s > 0.0:
@@ -262,16 +281,7 @@ def topk_keyed(scores, keys, excluded, k):
         key = keys[j]
         if size == k and not _ranks_before(s, key, heap_scores[0], heap_keys[0]):
             continue
-        pos = np.searchsorted(excluded, key)
-        if pos < n_excluded and excluded[pos] == key:
+        if _is_excluded(excluded, key):
             continue
-        if size < k:
-            heap_scores[size] = s
-            heap_keys[size] = key
-            _sift_up(heap_scores, heap_keys, size)
-            size += 1
-        else:
-            heap_scores[0] = s
-            heap_keys[0] = key
-            _sift_down(heap_scores, heap_keys, size, 0)
+        size = _heap_push(heap_scores, heap_keys, size, s, key)
     return _sorted_heap(heap_scores, heap_keys, size)

@@ -43,14 +43,9 @@ def csc_matvec(indptr, indices, data, w, n_rows):
     -------
     ndarray of float64, shape (n_rows,)
     """
-    out = np.zeros(n_rows, dtype=np.float64)
-    for j in range(len(indptr) - 1):
-        wj = np.float64(w[j])
-        if wj == 0.0:
-            continue
-        for k in range(indptr[j], indptr[j + 1]):
-            out[indices[k]] += np.float64(data[k]) * wj
-    return out
+    one_group = np.array([0, len(indptr) - 1], dtype=np.int64)
+    out = np.empty((1, n_rows), dtype=np.float64)
+    return csc_group_matvec_into(indptr, indices, data, w, one_group, out)[0]
 
 
 @njit(cache=True, nogil=True)
@@ -103,7 +98,6 @@ def csc_group_matvec(indptr, indices, data, w, group_ptr, n_rows):
     """
     out = np.empty((len(group_ptr) - 1, n_rows), dtype=np.float64)
     return csc_group_matvec_into(indptr, indices, data, w, group_ptr, out)
-
 
 @njit(cache=True, nogil=True)
 def csc_rmatvec(indptr, indices, data, r):

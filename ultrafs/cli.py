@@ -144,19 +144,15 @@ LABEL_OPTION = click.option(
     help="Label column of a wide Parquet table (default: 'label').")
 
 
-def _open(path, label):
-    from .store import open_store
-
-    return open_store(path) if label is None else open_store(path, label=label)
-
-
 @main.command()
 @click.argument("store_path", metavar="STORE", type=click.Path())
 @LABEL_OPTION
 @_one_line_errors
 def info(store_path, label):
     """Print a store's metadata as JSON (Zarr, Parquet long or wide)."""
-    click.echo(json.dumps(_open(store_path, label).describe(), indent=1,
+    from .store import open_store
+
+    click.echo(json.dumps(open_store(store_path, label=label).describe(), indent=1,
                           default=str))
 
 
@@ -244,7 +240,9 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
 @_one_line_errors
 def select_command(data_path, label, out, **params):
     """Select features with FGM and write the model as JSON."""
-    store = _open(data_path, label)
+    from .store import open_store
+
+    store = open_store(data_path, label=label)
     model = _run_select(store, command=" ".join(["ultrafs"] + sys.argv[1:]),
                         **params)
     _emit_json(model.to_dict(), out)
@@ -265,19 +263,10 @@ def _write_predictions(model, decision, out, output_format):
         text = "\n".join(lines) + "\n"
     if out in (None, "-"):
         click.echo(text, nl=False)
-        return
-    import tempfile
+    else:
+        from .model import write_text_atomic
 
-    directory = os.path.dirname(os.path.abspath(out))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, out)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+        write_text_atomic(text, out)
 
 
 @main.command()
@@ -293,10 +282,12 @@ def _write_predictions(model, decision, out, output_format):
 @_one_line_errors
 def predict(model_path, data_path, label, out, output_format):
     """Predict every row of a store with a model file."""
+    from .store import open_store
+
     from .model import Model
 
     model = Model.load(model_path)
-    store = _open(data_path, label)
+    store = open_store(data_path, label=label)
     _write_predictions(model, model.decision_function_store(store), out,
                        output_format)
 
@@ -308,10 +299,12 @@ def predict(model_path, data_path, label, out, output_format):
 @_one_line_errors
 def evaluate(model_path, data_path, label):
     """Print accuracy, AUC and counts of a model on a labelled store (JSON)."""
+    from .store import open_store
+
     from .model import Model
 
     model = Model.load(model_path)
-    click.echo(json.dumps(model.evaluate_store(_open(data_path, label))))
+    click.echo(json.dumps(model.evaluate_store(open_store(data_path, label=label))))
 
 
 @main.command("report")
@@ -326,11 +319,13 @@ def evaluate(model_path, data_path, label):
 @_one_line_errors
 def report_command(model_path, test_path, label, top, out):
     """Write an HTML run report (and PNG figures) for a model file."""
+    from .store import open_store
+
     from .model import Model
     from .report import build_report
 
     model = Model.load(model_path)
-    test_store = None if test_path is None else _open(test_path, label)
+    test_store = None if test_path is None else open_store(test_path, label=label)
     result = build_report(model, out, test_store=test_store, top=top)
     summary = {"html": result["html"], "figures": result["figures"]}
     if result["data"]["accuracy"]:

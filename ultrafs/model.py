@@ -29,26 +29,33 @@ from . import __version__
 from .errors import InputFormatError, UltraFSWarning
 
 __all__ = ["Model", "MODEL_FORMAT", "MODEL_VERSION", "write_json_atomic",
-           "roc_auc"]
+           "write_text_atomic", "roc_auc"]
 
 MODEL_FORMAT = "ultrafs-model"
 MODEL_VERSION = 1
 
 
-def write_json_atomic(obj, path) -> None:
-    """Write ``obj`` as JSON to ``path`` through a temporary file + rename."""
+def write_text_atomic(text: str, path) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename.
+
+    Readers see the old file or the complete new one, never a part.
+    """
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
     try:
         with os.fdopen(fd, "w") as fh:
-            json.dump(obj, fh, indent=1)
-            fh.write("\n")
+            fh.write(text)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+
+
+def write_json_atomic(obj, path) -> None:
+    """Write ``obj`` as indented JSON to ``path`` atomically."""
+    write_text_atomic(json.dumps(obj, indent=1) + "\n", path)
 
 
 def roc_auc(y_true, scores) -> float:

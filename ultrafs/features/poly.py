@@ -42,7 +42,7 @@ from ..errors import ParameterError
 from ..kernels.poly import (BOUND_SLACK, column_stats, cross_topk,
                             multiply_columns, rows_of_columns)
 from ..kernels.scoring import merge_topk, topk_keyed
-from ..store.base import ColumnBlock, ColumnStore
+from ..store.base import ColumnBlock, ColumnStore, balanced_block_bounds
 
 __all__ = ["PolyFeatures", "DEFAULT_N_SEED"]
 
@@ -174,7 +174,6 @@ class PolyFeatures:
         self.coef0 = float(coef0)
         self.n_seed = int(n_seed)
         self.prune = bool(prune)
-        self.last_details = {}
 
     # scales of the three kinds of terms
     @property
@@ -326,7 +325,8 @@ class PolyFeatures:
                     "pairs_evaluated": 0, "pairs_pruned": 0}
         if len(live_columns) > 1:
             live = self._live_arrays(live_columns, weights, nonnegative)
-            chunks = _chunks_by_nnz(live["indptr"], CROSS_TASK_NNZ)
+            bounds = balanced_block_bounds(live["indptr"], CROSS_TASK_NNZ)
+            chunks = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
             crosses = run.topk(chunks, _cross_task, k, shared={
                 "live": live, "weights": weights, "scale": cross_scale,
                 "threshold": threshold, "excluded": excluded, "n_features": m,
@@ -337,7 +337,6 @@ class PolyFeatures:
                                       crosses.scores, k)
         else:
             keys, scores = best.keys, best.scores
-        self.last_details = dict(counters, threshold=float(threshold))
         return TopK(keys, scores, counters)
 
     def _live_arrays(self, columns, weights, nonnegative):
@@ -410,14 +409,3 @@ class PolyFeatures:
         indices = np.concatenate(parts_idx) if parts_idx else np.zeros(0, np.int32)
         data = np.concatenate(parts_val) if parts_val else np.zeros(0, dtype)
         return ColumnBlock(-1, indptr, indices, data)
-
-
-def _chunks_by_nnz(indptr, target):
-    """Split columns 0..len(indptr)-2 into ranges of about ``target`` nnz."""
-    n = len(indptr) - 1
-    bounds = [0]
-    while bounds[-1] < n:
-        start = bounds[-1]
-        stop = int(np.searchsorted(indptr, indptr[start] + target, side="right")) - 1
-        bounds.append(min(n, max(stop, start + 1)))
-    return [(bounds[i], bounds[i + 1]) for i in range(len(bounds) - 1)]

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["ColumnBlock", "ColumnStore", "balanced_block_bounds",
-           "even_block_bounds"]
+           "even_block_bounds", "span_take"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +114,30 @@ def balanced_block_bounds(indptr, block_nnz) -> np.ndarray:
     cuts = np.searchsorted(indptr, targets, side="left")
     cuts = np.unique(cuts[(cuts > 0) & (cuts < n_columns)])
     return np.concatenate([[0], cuts, [n_columns]]).astype(np.int64)
+
+
+def span_take(first, counts):
+    """Gather plan for a sequence of spans of a flat array.
+
+    Parameters
+    ----------
+    first : ndarray of int64
+        Start of each span.
+    counts : ndarray of int64
+        Length of each span (0 for an empty one).
+
+    Returns
+    -------
+    indptr : ndarray of int64, shape (len(first) + 1,)
+        Offsets of the spans in the gathered array.
+    take : ndarray of int64, shape (counts.sum(),)
+        Positions to take, span after span.
+    """
+    indptr = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    take = (np.repeat(np.asarray(first, dtype=np.int64) - indptr[:-1], counts)
+            + np.arange(indptr[-1], dtype=np.int64))
+    return indptr, take
 
 
 class ColumnStore(abc.ABC):

@@ -7,7 +7,7 @@ import scipy.sparse as sp
 
 from ..errors import InputFormatError
 from .base import (ColumnBlock, ColumnStore, balanced_block_bounds,
-                   even_block_bounds)
+                   even_block_bounds, span_take)
 from .labels import encode_labels
 
 __all__ = ["InMemoryStore", "to_csc"]
@@ -133,11 +133,7 @@ class InMemoryStore(ColumnStore):
             raise ValueError("negative column number")
         safe = np.where(inside, columns, 0)
         counts = np.where(inside, self._indptr[safe + 1] - self._indptr[safe], 0)
-        indptr = np.zeros(len(columns) + 1, dtype=np.int64)
-        np.cumsum(counts, out=indptr[1:])
-        take = np.concatenate(
-            [np.arange(self._indptr[c], self._indptr[c + 1]) for c, ok
-             in zip(safe, inside) if ok] or [np.zeros(0, dtype=np.int64)])
+        indptr, take = span_take(self._indptr[safe], counts)
         return ColumnBlock(-1, indptr, self._indices[take].copy(),
                            self._data[take].copy())
 

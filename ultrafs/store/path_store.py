@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import StoreFormatError
 from ..kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
-from .base import ColumnBlock, ColumnStore
+from .base import ColumnBlock, ColumnStore, span_take
 
 __all__ = ["PathStore", "WrittenStore", "gather_columns"]
 
@@ -262,12 +262,9 @@ def gather_columns(columns, inside, unique, unique_block) -> ColumnBlock:
     """
     u_indptr = unique_block.indptr
     position = np.searchsorted(unique, columns[inside])
-    counts = np.zeros(len(columns), dtype=np.int64)
-    counts[inside] = u_indptr[position + 1] - u_indptr[position]
-    indptr = np.zeros(len(columns) + 1, dtype=np.int64)
-    np.cumsum(counts, out=indptr[1:])
     first = np.zeros(len(columns), dtype=np.int64)
+    counts = np.zeros(len(columns), dtype=np.int64)
     first[inside] = u_indptr[position]
-    take = (np.repeat(first - indptr[:-1], counts)
-            + np.arange(indptr[-1], dtype=np.int64))
+    counts[inside] = u_indptr[position + 1] - u_indptr[position]
+    indptr, take = span_take(first, counts)
     return ColumnBlock(-1, indptr, unique_block.indices[take], unique_block.data[take])
