@@ -99,7 +99,7 @@ def imdb_stores():
         Zarr stores under bench/out/imdb/ (reused when present).
     ingest_seconds : dict
     """
-    from ultrafs.io.libsvm import ingest_libsvm
+    from ultrafs.store.writers.libsvm import ingest_libsvm
 
     work = OUT_DIR / "imdb"
     work.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ import numpy as np
 
 from common import imdb_stores, peak_rss_mb, write_result
 from ultrafs.features.linear import LinearFeatures
-from ultrafs.fgm import fit_fgm
+from ultrafs.methods.fgm import fit_fgm
 from ultrafs.kernels.sparse_ops import csc_matvec
 from ultrafs.store import open_store
 

@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from common import OUT_DIR, imdb_stores, peak_rss_mb, run_measured, write_result
-from ultrafs.analysis import worst_case_analysis
+from ultrafs.scoring.worst_case import worst_case_analysis
 from ultrafs.api import select
 from ultrafs.features.linear import LinearFeatures
 from ultrafs.kernels.scoring import score_block_topk_binary

@@ -55,7 +55,7 @@ import time
 import numpy as np
 
 from common import DATA_DIR, OUT_DIR, imdb_stores, peak_rss_mb, run_measured, write_result
-from ultrafs.analysis import worst_case_analysis
+from ultrafs.scoring.worst_case import worst_case_analysis
 from ultrafs.features.linear import LinearFeatures
 from ultrafs.store import InMemoryStore, open_store
 from ultrafs.store.latency import LatencyColumnStore, ZarrLatencyStore
@@ -82,7 +82,7 @@ def in_memory_copy(store):
 
 def bigram_stores():
     """memory / zarr / parquet_long stores of the imdb50k train matrix."""
-    from ultrafs.store.parquet_long_writer import write_parquet_long
+    from ultrafs.store.writers.parquet_long_writer import write_parquet_long
 
     zarr_path, _, _ = imdb_stores()
     zarr = open_store(zarr_path)
@@ -103,8 +103,8 @@ def unigram_stores():
     import pyarrow.parquet as pq
     from sklearn.datasets import load_svmlight_file
 
-    from ultrafs.store.parquet_long_writer import write_parquet_long
-    from ultrafs.store.writer import write_store
+    from ultrafs.store.writers.parquet_long_writer import write_parquet_long
+    from ultrafs.store.writers.zarr_writer import write_store
 
     work = OUT_DIR / "imdb_unigram5k"
     work.mkdir(parents=True, exist_ok=True)

@@ -24,7 +24,7 @@ from sklearn.datasets import load_svmlight_file
 
 from common import DATA_DIR, peak_rss_mb, write_result
 from ultrafs.features import make_feature_space
-from ultrafs.fgm import fit_fgm
+from ultrafs.methods.fgm import fit_fgm
 from ultrafs.kernels.sparse_ops import csc_matvec
 from ultrafs.store import InMemoryStore
 

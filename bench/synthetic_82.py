@@ -18,9 +18,9 @@ import numpy as np
 
 from common import peak_rss_mb, write_result
 from ultrafs.features.linear import LinearFeatures
-from ultrafs.fgm import fit_fgm
+from ultrafs.methods.fgm import fit_fgm
 from ultrafs.store import InMemoryStore
-from ultrafs.synthetic import make_planted_problem
+from ultrafs.datasets.planted import make_planted_problem
 
 TARGET_COUNTS = [50, 100, 150, 200, 250, 300, 400, 500, 600]
 

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from ultrafs.store.parquet_long import ParquetLongStore
-from ultrafs.store.parquet_long_writer import ParquetLongWriter
-from ultrafs.store.writer import StoreWriter, balanced_block_bounds
+from ultrafs.store.writers.parquet_long_writer import ParquetLongWriter
+from ultrafs.store.writers.zarr_writer import StoreWriter, balanced_block_bounds
 from ultrafs.store.zarr_store import ZarrStore
 
 try:

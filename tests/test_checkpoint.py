@@ -11,10 +11,10 @@ import pytest
 from click.testing import CliRunner
 
 from ultrafs.api import select
-from ultrafs.checkpoint import CheckpointMismatchError
+from ultrafs.methods.checkpoint import CheckpointMismatchError
 from ultrafs.cli import main
-from ultrafs.store.writer import write_store
-from ultrafs.synthetic import make_planted_problem
+from ultrafs.store.writers.zarr_writer import write_store
+from ultrafs.datasets.planted import make_planted_problem
 
 RESULT_KEYS = ("features", "coef", "intercept", "groups", "stop_reason")
 

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from sklearn.datasets import dump_svmlight_file
 
 from ultrafs.cli import main
-from ultrafs.synthetic import make_planted_problem
+from ultrafs.datasets.planted import make_planted_problem
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

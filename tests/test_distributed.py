@@ -11,8 +11,8 @@ import pytest
 from ultrafs.api import select
 from ultrafs.store import open_store
 from ultrafs.store.latency import LatencyColumnStore
-from ultrafs.store.writer import write_store
-from ultrafs.synthetic import make_planted_problem
+from ultrafs.store.writers.zarr_writer import write_store
+from ultrafs.datasets.planted import make_planted_problem
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,10 @@ import scipy.sparse as sp
 from ultrafs.api import select
 from ultrafs.errors import ParameterError
 from ultrafs.features.linear import LinearFeatures
-from ultrafs.fgm import fit_fgm
+from ultrafs.methods.fgm import fit_fgm
 from ultrafs.model import Model
 from ultrafs.store import InMemoryStore, open_store
-from ultrafs.synthetic import make_planted_problem
+from ultrafs.datasets.planted import make_planted_problem
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +61,7 @@ def test_recovers_planted_features_and_generalises(planted):
 
 
 def test_same_model_for_any_block_size_scheduler_and_backend(planted, tmp_path):
-    from ultrafs.store.writer import write_store
+    from ultrafs.store.writers.zarr_writer import write_store
 
     X = sp.csc_matrix(planted.X_train)
     reference = select(X, planted.y_train, B=4, max_iter=4, tol=0.0,

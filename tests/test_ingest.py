@@ -14,9 +14,9 @@ import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
 from ultrafs.errors import InputFormatError, ParameterError
-from ultrafs.io import libsvm
-from ultrafs.io.libsvm import detect_compression, ingest_libsvm, iter_libsvm
-from ultrafs.store.writer import StoreExistsError
+from ultrafs.store.writers import libsvm
+from ultrafs.store.writers.libsvm import detect_compression, ingest_libsvm, iter_libsvm
+from ultrafs.store.writers.zarr_writer import StoreExistsError
 from ultrafs.store.zarr_store import ZarrStore
 
 LIBSVM_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"

@@ -9,13 +9,13 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from ultrafs.analysis import worst_case_analysis
+from ultrafs.scoring.worst_case import worst_case_analysis
 from ultrafs.features.linear import LinearFeatures
 from ultrafs.store import InMemoryStore
 from ultrafs.store.latency import (LatencyColumnStore, ZarrGetLatency,
                                    ZarrLatencyStore)
-from ultrafs.store.parquet_long_writer import write_parquet_long
-from ultrafs.store.writer import write_store
+from ultrafs.store.writers.parquet_long_writer import write_parquet_long
+from ultrafs.store.writers.zarr_writer import write_store
 
 try:
     from store_contract import StoreContract, assert_block_equals, make_matrix

@@ -23,9 +23,9 @@ from ultrafs.errors import (InputFormatError, ParameterError, StoreExistsError,
 from ultrafs.store import InMemoryStore, as_store, open_store
 from ultrafs.store.parquet_long import (FORMAT_NAME, LABELS_FILE, METADATA_FILE,
                                         ParquetLongStore)
-from ultrafs.store.parquet_long_writer import ParquetLongWriter, write_parquet_long
+from ultrafs.store.writers.parquet_long_writer import ParquetLongWriter, write_parquet_long
 from ultrafs.store.parquet_wide import ParquetWideStore
-from ultrafs.store.writer import balanced_block_bounds, write_store
+from ultrafs.store.writers.zarr_writer import balanced_block_bounds, write_store
 from ultrafs.store.zarr_store import ZarrStore
 
 try:
@@ -689,7 +689,7 @@ def data_files():
 @pytest.mark.parametrize("name, budget", [("mushrooms.svm.bz2", 256 * 2 ** 10),
                                           ("a9a.svm.bz2", None)])
 def test_ingest_parquet_equals_ingest_zarr(data_files, tmp_path, name, budget):
-    from ultrafs.io.libsvm import DEFAULT_MEMORY_BUDGET, ingest_libsvm
+    from ultrafs.store.writers.libsvm import DEFAULT_MEMORY_BUDGET, ingest_libsvm
 
     kwargs = dict(memory_budget=budget or DEFAULT_MEMORY_BUDGET, block_nnz=50_000)
     source = data_files / name
@@ -718,7 +718,7 @@ def test_ingest_parquet_equals_ingest_zarr(data_files, tmp_path, name, budget):
 
 
 def test_ingest_parquet_overwrite_and_bad_format(data_files, tmp_path):
-    from ultrafs.io.libsvm import ingest_libsvm
+    from ultrafs.store.writers.libsvm import ingest_libsvm
 
     source = data_files / "mushrooms.svm.bz2"
     out = tmp_path / "m.pql"
@@ -751,7 +751,7 @@ def four_stores(tmp_path):
 
 @pytest.mark.parametrize("block_size", [None, 64])
 def test_same_scoring_pass_on_every_backend(four_stores, block_size):
-    from ultrafs.analysis import worst_case_analysis
+    from ultrafs.scoring.worst_case import worst_case_analysis
     from ultrafs.features.linear import LinearFeatures
 
     rng = np.random.default_rng(7)
@@ -785,7 +785,7 @@ def test_same_selection_end_to_end_on_every_backend(four_stores):
 
 def test_scoring_pass_in_worker_processes(four_stores):
     """Workers reopen the Parquet stores from their pickled paths."""
-    from ultrafs.analysis import worst_case_analysis
+    from ultrafs.scoring.worst_case import worst_case_analysis
     from ultrafs.features.linear import LinearFeatures
 
     weights = np.random.default_rng(3).standard_normal(four_stores["memory"].n_samples)

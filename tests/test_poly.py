@@ -7,7 +7,7 @@ import pytest
 import scipy.sparse as sp
 from click.testing import CliRunner
 
-from ultrafs.analysis import worst_case_analysis
+from ultrafs.scoring.worst_case import worst_case_analysis
 from ultrafs.api import select
 from ultrafs.cli import main
 from ultrafs.errors import ParameterError, UltraFSWarning
@@ -217,8 +217,8 @@ def test_degree2_through_parquet_checkpoint_and_cluster(rng, tmp_path,
                                                         local_cluster_client):
     """Degree 2 gives one model on Zarr, Parquet long, a cluster, and after resume."""
     from ultrafs.store import open_store
-    from ultrafs.store.parquet_long_writer import write_parquet_long
-    from ultrafs.store.writer import write_store
+    from ultrafs.store.writers.parquet_long_writer import write_parquet_long
+    from ultrafs.store.writers.zarr_writer import write_store
 
     X = (rng.random((300, 40)) < 0.15).astype(float)
     y = np.where(X[:, 3] * X[:, 7] + X[:, 11] + 0.1 * rng.standard_normal(300) > 0.5,

@@ -16,8 +16,8 @@ from ultrafs.api import select  # noqa: E402
 from ultrafs.errors import UltraFSError, UltraFSWarning  # noqa: E402
 from ultrafs.model import Model  # noqa: E402
 from ultrafs.report import build_report  # noqa: E402
-from ultrafs.store.writer import write_store  # noqa: E402
-from ultrafs.synthetic import make_planted_problem  # noqa: E402
+from ultrafs.store.writers.zarr_writer import write_store  # noqa: E402
+from ultrafs.datasets.planted import make_planted_problem  # noqa: E402
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 

@@ -6,7 +6,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ultrafs.analysis import worst_case_analysis
+from ultrafs.scoring.worst_case import worst_case_analysis
 from ultrafs.features.linear import LinearFeatures
 from ultrafs.kernels.scoring import (column_sums, column_sums_binary,
                                      merge_topk, topk_scores)

@@ -12,9 +12,9 @@ from click.testing import CliRunner
 from sklearn.linear_model import LogisticRegression
 
 from ultrafs.errors import ParameterError, StoreExistsError
-from ultrafs.io.libsvm import MIN_MEMORY_BUDGET
+from ultrafs.store.writers.libsvm import MIN_MEMORY_BUDGET
 from ultrafs.store import open_store
-from ultrafs.synthetic_sparse import (ZipfColumns, balanced_threshold, make_kddb_like,
+from ultrafs.datasets.kddb_like import (ZipfColumns, balanced_threshold, make_kddb_like,
                                       sample_row_sets)
 
 N_SAMPLES, N_FEATURES, N_TEST = 2000, 5000, 1000
@@ -60,7 +60,7 @@ def test_shape_binary_and_metadata(generated):
     assert train.attrs["generator"]["split"] == "train"
     assert test.attrs["generator"]["split"] == "test"
     assert train.attrs["generator"]["seed"] == 3
-    assert train.attrs["created_by"].startswith("python: ultrafs.synthetic_sparse")
+    assert train.attrs["created_by"].startswith("python: ultrafs.datasets.kddb_like")
 
 
 def test_rows_hold_about_nnz_per_row(generated):

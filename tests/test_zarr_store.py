@@ -14,7 +14,7 @@ import scipy.sparse as sp
 
 from ultrafs.errors import InputFormatError, StoreFormatError, StoreVersionError
 from ultrafs.store import InMemoryStore, open_store
-from ultrafs.store.writer import (StoreExistsError, StoreWriter,
+from ultrafs.store.writers.zarr_writer import (StoreExistsError, StoreWriter,
                                   balanced_block_bounds, write_store)
 from ultrafs.store.zarr_store import FORMAT_NAME, FORMAT_VERSION, ZarrStore
 

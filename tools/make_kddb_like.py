@@ -1,6 +1,6 @@
 """Generate a kddb-like synthetic store with a planted linear + cross model.
 
-A thin command over :func:`ultrafs.synthetic_sparse.make_kddb_like` (the
+A thin command over :func:`ultrafs.datasets.kddb_like.make_kddb_like` (the
 generative model is documented there); prints the summary as JSON.
 
 Usage::
@@ -59,7 +59,7 @@ def main(output, n_samples, n_features, nnz_per_row, zipf_exponent, n_linear, n_
          test_output, n_test, overwrite):
     """Write OUTPUT, a kddb-like synthetic ultrafs store."""
     from ultrafs.errors import UltraFSError
-    from ultrafs.synthetic_sparse import make_kddb_like
+    from ultrafs.datasets.kddb_like import make_kddb_like
 
     if (test_output is None) != (n_test == 0):
         raise click.UsageError("--test-out and --n-test go together")

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .features import make_feature_space
-from .fgm import fit_fgm
-from .checkpoint import Checkpoint, store_fingerprint
-from .errors import ParameterError
-from .model import Model
-from .store import as_store
+from ultrafs.features import make_feature_space
+from ultrafs.methods.fgm import fit_fgm
+from ultrafs.methods.checkpoint import Checkpoint, store_fingerprint
+from ultrafs.errors import ParameterError
+from ultrafs.model import Model
+from ultrafs.store import as_store
 
 __all__ = ["select"]
 
@@ -28,7 +28,7 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
         Labels when ``data`` is an array.
     B, C, loss, max_iter, tol, fit_intercept, inner_tol, inner_max_iter,
     block_size, scheduler, num_workers, callback
-        See :func:`ultrafs.fgm.fit_fgm`.
+        See :func:`ultrafs.methods.fgm.fit_fgm`.
     command : str, optional
         Recorded in the model's ``params``.
     poly : {1, 2}
@@ -38,7 +38,7 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
         Kernel parameters for ``poly=2`` (gamma > 0, coef0 >= 0).
     checkpoint : path, optional
         Directory where the loop state is committed after every outer
-        iteration (see :mod:`ultrafs.checkpoint`).
+        iteration (see :mod:`ultrafs.methods.checkpoint`).
     resume : bool
         Continue from the checkpoint's state; refused (with the reason)
         when it was written for other data or parameters.

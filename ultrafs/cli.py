@@ -16,7 +16,7 @@ import warnings
 
 import click
 
-from .errors import UltraFSError, UltraFSWarning
+from ultrafs.errors import UltraFSError, UltraFSWarning
 
 LOSS_CHOICES = ("logistic", "squared-hinge")
 
@@ -92,7 +92,7 @@ def _emit_json(obj, out):
     if out in (None, "-"):
         click.echo(json.dumps(obj, indent=1))
     else:
-        from .model import write_json_atomic
+        from ultrafs.atomic import write_json_atomic
 
         write_json_atomic(obj, out)
 
@@ -128,7 +128,7 @@ def main():
 def ingest(input_path, output_path, dtype, zero_based, n_features,
            memory_budget, block_nnz, store_format, overwrite):
     """Convert a LIBSVM/svmlight file (plain, .gz, .bz2, .xz) to a store."""
-    from .io.libsvm import ingest_libsvm
+    from ultrafs.store.writers.libsvm import ingest_libsvm
 
     kwargs = {} if block_nnz is None else {"block_nnz": block_nnz}
     summary = ingest_libsvm(
@@ -150,7 +150,7 @@ LABEL_OPTION = click.option(
 @_one_line_errors
 def info(store_path, label):
     """Print a store's metadata as JSON (Zarr, Parquet long or wide)."""
-    from .store import open_store
+    from ultrafs.store import open_store
 
     click.echo(json.dumps(open_store(store_path, label=label).describe(), indent=1,
                           default=str))
@@ -201,7 +201,7 @@ def _fgm_options(func):
 def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                 block_size, scheduler, workers, progress, command, poly=1,
                 gamma=1.0, coef0=1.0, checkpoint=None, resume=False):
-    from .api import select
+    from ultrafs.api import select
 
     show = _progress_enabled(progress)
 
@@ -240,7 +240,7 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
 @_one_line_errors
 def select_command(data_path, label, out, **params):
     """Select features with FGM and write the model as JSON."""
-    from .store import open_store
+    from ultrafs.store import open_store
 
     store = open_store(data_path, label=label)
     model = _run_select(store, command=" ".join(["ultrafs"] + sys.argv[1:]),
@@ -264,7 +264,7 @@ def _write_predictions(model, decision, out, output_format):
     if out in (None, "-"):
         click.echo(text, nl=False)
     else:
-        from .model import write_text_atomic
+        from ultrafs.atomic import write_text_atomic
 
         write_text_atomic(text, out)
 
@@ -282,9 +282,9 @@ def _write_predictions(model, decision, out, output_format):
 @_one_line_errors
 def predict(model_path, data_path, label, out, output_format):
     """Predict every row of a store with a model file."""
-    from .store import open_store
+    from ultrafs.store import open_store
 
-    from .model import Model
+    from ultrafs.model import Model
 
     model = Model.load(model_path)
     store = open_store(data_path, label=label)
@@ -299,9 +299,9 @@ def predict(model_path, data_path, label, out, output_format):
 @_one_line_errors
 def evaluate(model_path, data_path, label):
     """Print accuracy, AUC and counts of a model on a labelled store (JSON)."""
-    from .store import open_store
+    from ultrafs.store import open_store
 
-    from .model import Model
+    from ultrafs.model import Model
 
     model = Model.load(model_path)
     click.echo(json.dumps(model.evaluate_store(open_store(data_path, label=label))))
@@ -319,10 +319,10 @@ def evaluate(model_path, data_path, label):
 @_one_line_errors
 def report_command(model_path, test_path, label, top, out):
     """Write an HTML run report (and PNG figures) for a model file."""
-    from .store import open_store
+    from ultrafs.store import open_store
 
-    from .model import Model
-    from .report import build_report
+    from ultrafs.model import Model
+    from ultrafs.report import build_report
 
     model = Model.load(model_path)
     test_store = None if test_path is None else open_store(test_path, label=label)
@@ -352,10 +352,10 @@ def demo(directory, n_samples, n_features, n_relevant, seed, **params):
     objective per iteration and the held-out accuracy, and writes
     DIR/model.json.
     """
-    from .model import write_json_atomic
-    from .store import open_store
-    from .store.writer import write_store
-    from .synthetic import make_planted_problem
+    from ultrafs.atomic import write_json_atomic
+    from ultrafs.store import open_store
+    from ultrafs.store.writers.zarr_writer import write_store
+    from ultrafs.datasets.planted import make_planted_problem
 
     if params["progress"] is None:
         params["progress"] = True

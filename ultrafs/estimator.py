@@ -9,17 +9,17 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .api import select
-from .errors import ParameterError
-from .fgm import validate_fgm_params
-from .store.base import ColumnStore
+from ultrafs.api import select
+from ultrafs.errors import ParameterError
+from ultrafs.methods.fgm import validate_fgm_params
+from ultrafs.store.base import ColumnStore
 
 __all__ = ["FGMClassifier"]
 
 
 def _unlabelled_store(X, id_offset):
     """Wrap a matrix as a store for prediction (labels are not used)."""
-    from .store.memory import InMemoryStore, to_csc
+    from ultrafs.store.memory import InMemoryStore, to_csc
 
     csc = to_csc(X)
     return InMemoryStore.from_csc_arrays(
@@ -142,7 +142,7 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
                 raise ValueError(
                     "Only binary classification is supported. FGMClassifier "
                     f"needs exactly 2 classes in y, got {len(self.classes_)}")
-            from .store.memory import InMemoryStore
+            from ultrafs.store.memory import InMemoryStore
 
             kwargs = {} if self.block_size is None else {"block_size": self.block_size}
             store = InMemoryStore(X, (y == self.classes_[1]).astype(np.float64),

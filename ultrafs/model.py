@@ -19,63 +19,19 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import __version__
-from .errors import InputFormatError, UltraFSWarning
+from ultrafs import __version__
+from ultrafs.atomic import write_json_atomic
+from ultrafs.errors import InputFormatError, UltraFSWarning
 
-__all__ = ["Model", "MODEL_FORMAT", "MODEL_VERSION", "write_json_atomic",
-           "write_text_atomic", "roc_auc"]
+__all__ = ["Model", "MODEL_FORMAT", "MODEL_VERSION"]
 
 MODEL_FORMAT = "ultrafs-model"
 MODEL_VERSION = 1
-
-
-def write_text_atomic(text: str, path) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename.
-
-    Readers see the old file or the complete new one, never a part.
-    """
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def write_json_atomic(obj, path) -> None:
-    """Write ``obj`` as indented JSON to ``path`` atomically."""
-    write_text_atomic(json.dumps(obj, indent=1) + "\n", path)
-
-
-def roc_auc(y_true, scores) -> float:
-    """Area under the ROC curve (Mann–Whitney statistic, ties averaged).
-
-    Parameters
-    ----------
-    y_true : bool array, shape (n,)
-        True for the positive class.
-    scores : float array, shape (n,)
-    """
-    from scipy.stats import rankdata
-
-    y_true = np.asarray(y_true, dtype=bool)
-    n_pos = int(y_true.sum())
-    n_neg = y_true.size - n_pos
-    if n_pos == 0 or n_neg == 0:
-        return float("nan")
-    ranks = rankdata(scores)
-    return float((ranks[y_true].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
 
 
 @dataclass
@@ -193,8 +149,8 @@ class Model:
         Features absent from the store (ids beyond its columns, or below
         its first id) count as zero columns, with a warning.
         """
-        from .features import feature_space_from_spec
-        from .kernels.sparse_ops import csc_matvec
+        from ultrafs.features import feature_space_from_spec
+        from ultrafs.kernels.sparse_ops import csc_matvec
 
         features = feature_space_from_spec(store, self.feature_space)
         absent = features.absent_ids(self.features)
@@ -235,9 +191,19 @@ class Model:
             "n_features_model": len(self.features),
             "n_nonzero_coef": int(np.count_nonzero(self.coef)),
             "accuracy": float(np.mean(predicted == truth)),
-            "auc": roc_auc(positive, decision),
+            "auc": _roc_auc(positive, decision),
         }
         if self.loss == "logistic":
             margin = np.where(positive, decision, -decision)
             result["log_loss"] = float(np.mean(np.logaddexp(0.0, -margin)))
         return result
+
+
+def _roc_auc(positive, decision) -> float:
+    """scikit-learn's ROC AUC; NaN when only one class is present."""
+    from sklearn.metrics import roc_auc_score
+
+    positive = np.asarray(positive, dtype=bool)
+    if positive.all() or not positive.any():
+        return float("nan")
+    return float(roc_auc_score(positive, decision))

@@ -29,8 +29,10 @@ import warnings
 
 import numpy as np
 
-from . import __version__
-from .errors import UltraFSError, UltraFSWarning
+
+from ultrafs import __version__
+from ultrafs.atomic import publish_path
+from ultrafs.errors import UltraFSError, UltraFSWarning
 
 __all__ = ["build_report", "accuracy_vs_features"]
 
@@ -471,12 +473,12 @@ def build_report(model, out_html, *, test_store=None, top=30) -> dict:
         import matplotlib  # noqa: F401
     except ImportError:
         raise UltraFSError(MISSING_MATPLOTLIB) from None
-    from .model import Model
+    from ultrafs.model import Model
 
     if not isinstance(model, Model):
         model = Model.load(model)
     if test_store is not None and isinstance(test_store, (str, os.PathLike)):
-        from .store import open_store
+        from ultrafs.store import open_store
 
         test_store = open_store(test_store)
     if int(top) < 0:
@@ -520,9 +522,9 @@ def build_report(model, out_html, *, test_store=None, top=30) -> dict:
             fh.write(page)
         for key, name in names.items():
             final = os.path.join(directory, name)
-            os.replace(tmp[key], final)
+            publish_path(tmp[key], final)
             moved.append(final)
-        os.replace(tmp_html, out_html)
+        publish_path(tmp_html, out_html)
     except BaseException:
         for final in moved:
             try:

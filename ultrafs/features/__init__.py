@@ -7,9 +7,9 @@ A feature space enumerates candidates for the worst-case analysis
 virtual features.
 """
 
-from ..errors import ParameterError
-from .linear import LinearFeatures
-from .poly import PolyFeatures
+from ultrafs.errors import ParameterError
+from ultrafs.features.linear import LinearFeatures
+from ultrafs.features.poly import PolyFeatures
 
 __all__ = ["LinearFeatures", "PolyFeatures", "make_feature_space"]
 

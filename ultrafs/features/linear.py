@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..analysis import TopK
-from ..kernels.scoring import score_block_topk, score_block_topk_binary
-from ..store.base import ColumnBlock, ColumnStore
+from ultrafs.scoring.topk import TopK
+from ultrafs.kernels.scoring import score_block_topk, score_block_topk_binary
+from ultrafs.store.base import ColumnBlock, ColumnStore
 
 __all__ = ["LinearFeatures"]
 
@@ -109,7 +109,7 @@ class LinearFeatures:
             Keys already selected.
         run : runner
             Executes block tasks on the pass's scheduler (see
-            :mod:`ultrafs.analysis`).
+            :mod:`ultrafs.scoring.worst_case`).
 
         Returns
         -------

@@ -37,12 +37,12 @@ import math
 
 import numpy as np
 
-from ..analysis import TopK
-from ..errors import ParameterError
-from ..kernels.poly import (BOUND_SLACK, column_stats, cross_topk,
+from ultrafs.scoring.topk import TopK
+from ultrafs.errors import ParameterError
+from ultrafs.kernels.poly import (BOUND_SLACK, column_stats, cross_topk,
                             multiply_columns, rows_of_columns)
-from ..kernels.scoring import merge_topk, topk_keyed
-from ..store.base import ColumnBlock, ColumnStore, balanced_block_bounds
+from ultrafs.kernels.scoring import merge_topk, topk_keyed
+from ultrafs.store.base import ColumnBlock, ColumnStore, balanced_block_bounds
 
 __all__ = ["PolyFeatures", "DEFAULT_N_SEED"]
 

@@ -1,7 +1,7 @@
 """Solvers of the FGM subproblem and their pluggable pieces.
 
 * :mod:`ultrafs.solvers.losses`: losses (value, derivative, dual variables).
-* :mod:`ultrafs.solvers.prox`: penalties and their proximal operators.
+* :mod:`ultrafs.solvers.penalties`: penalties and their proximal operators.
 * :mod:`ultrafs.solvers.apg`: accelerated proximal gradient (Algorithm 4).
 """
 
@@ -14,7 +14,7 @@ from ultrafs.solvers.apg import (
     solve_subproblem,
 )
 from ultrafs.solvers.losses import LOSSES, Logistic, Loss, SquaredHinge, get_loss
-from ultrafs.solvers.prox import L1, GroupL1, L21Squared, Penalty
+from ultrafs.solvers.penalties import L1, GroupL1, L21Squared, Penalty
 
 __all__ = [
     "APG",

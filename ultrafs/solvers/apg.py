@@ -10,7 +10,7 @@ contiguous groups by ``group_ptr``, labels ``y`` in {-1, +1} and ``C > 0``::
     P(w, b)   = C * sum_i l(y_i, f_i),      f = X @ w - b,
 
 with ``l`` the logistic or squared hinge loss (:mod:`ultrafs.solvers.losses`).
-Other penalties of :mod:`ultrafs.solvers.prox` plug in the same way.
+Other penalties of :mod:`ultrafs.solvers.penalties` plug in the same way.
 
 Algorithm (Algorithm 4 of the paper, with the deviations listed here)
 ---------------------------------------------------------------------
@@ -75,7 +75,7 @@ import numpy as np
 from ultrafs.errors import ParameterError
 from ultrafs.kernels import sparse_ops
 from ultrafs.solvers.losses import get_loss
-from ultrafs.solvers.prox import L21Squared, Penalty
+from ultrafs.solvers.penalties import L21Squared, Penalty
 
 __all__ = [
     "SubproblemResult",

@@ -6,8 +6,8 @@ numpy / scipy.sparse arrays.  Every backend implements
 :class:`~ultrafs.store.base.ColumnStore`.
 """
 
-from .base import ColumnBlock, ColumnStore, even_block_bounds
-from .memory import InMemoryStore
+from ultrafs.store.base import ColumnBlock, ColumnStore, even_block_bounds
+from ultrafs.store.memory import InMemoryStore
 
 __all__ = ["ColumnBlock", "ColumnStore", "InMemoryStore", "even_block_bounds",
            "open_store", "as_store"]
@@ -25,7 +25,7 @@ def open_store(path, **kwargs):
         If ``path`` is not an ultrafs store, is corrupt, or has another
         format version.
     """
-    from .detect import open_store as open_detected
+    from ultrafs.store.detect import open_store as open_detected
 
     return open_detected(path, **kwargs)
 

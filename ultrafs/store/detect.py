@@ -17,8 +17,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from ..errors import ParameterError, StoreFormatError
-from .base import ColumnStore
+from ultrafs.errors import ParameterError, StoreFormatError
+from ultrafs.store.base import ColumnStore
 
 __all__ = ["open_store", "store_kind"]
 
@@ -47,7 +47,7 @@ def store_kind(path) -> str:
     StoreFormatError
         If ``path`` is none of these.
     """
-    from .parquet_long import METADATA_FILE
+    from ultrafs.store.parquet_long import METADATA_FILE
 
     path = Path(os.path.abspath(os.fspath(path)))
     if not path.exists():
@@ -98,14 +98,14 @@ def open_store(path, *, label=None) -> ColumnStore:
         If a wide table has no such label column or a non-numeric feature
         column.
     """
-    from .path_store import is_url
+    from ultrafs.store.path_store import is_url
 
     if is_url(path):
         # fsspec URLs (s3://, gs://, file://, ...): Zarr stores, opened by
         # zarr itself; every worker reopens the URL on its own
         if label is not None:
             raise ParameterError(f"{path}: label= applies to wide Parquet tables only")
-        from .zarr_store import ZarrStore
+        from ultrafs.store.zarr_store import ZarrStore
 
         return ZarrStore(path)
     kind = store_kind(path)
@@ -114,13 +114,13 @@ def open_store(path, *, label=None) -> ColumnStore:
             f"{path}: label={label!r} applies to wide Parquet tables only; this "
             f"{kind} store carries its own labels")
     if kind == "zarr":
-        from .zarr_store import ZarrStore
+        from ultrafs.store.zarr_store import ZarrStore
 
         return ZarrStore(path)
     if kind == "parquet-long":
-        from .parquet_long import ParquetLongStore
+        from ultrafs.store.parquet_long import ParquetLongStore
 
         return ParquetLongStore(path)
-    from .parquet_wide import DEFAULT_LABEL, ParquetWideStore
+    from ultrafs.store.parquet_wide import DEFAULT_LABEL, ParquetWideStore
 
     return ParquetWideStore(path, label=DEFAULT_LABEL if label is None else label)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import InputFormatError
+from ultrafs.errors import InputFormatError
 
 __all__ = ["encode_labels"]
 

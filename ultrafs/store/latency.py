@@ -35,8 +35,8 @@ import time
 import numpy as np
 from zarr.storage import LocalStore, WrapperStore
 
-from .base import ColumnBlock, ColumnStore
-from .zarr_store import ZarrStore, _reopen_lazily
+from ultrafs.store.base import ColumnBlock, ColumnStore
+from ultrafs.store.zarr_store import ZarrStore, _reopen_lazily
 
 __all__ = ["LatencyColumnStore", "ZarrGetLatency", "ZarrLatencyStore"]
 

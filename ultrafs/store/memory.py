@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..errors import InputFormatError
-from .base import (ColumnBlock, ColumnStore, balanced_block_bounds,
+from ultrafs.errors import InputFormatError
+from ultrafs.store.base import (ColumnBlock, ColumnStore, balanced_block_bounds,
                    even_block_bounds, span_take)
-from .labels import encode_labels
+from ultrafs.store.labels import encode_labels
 
 __all__ = ["InMemoryStore", "to_csc"]
 

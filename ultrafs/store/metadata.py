@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import StoreFormatError, StoreVersionError
+from ultrafs.errors import StoreFormatError, StoreVersionError
 
 __all__ = ["VALUE_DTYPES", "RecordedMeta", "is_count", "check_format_marker",
            "check_complete", "check_counts", "check_classes_and_bounds"]

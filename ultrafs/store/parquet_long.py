@@ -1,6 +1,6 @@
 """On-disk column store as a long Parquet table ``(feature, row, value)``.
 
-A directory written by ultrafs (:mod:`ultrafs.store.parquet_long_writer`):
+A directory written by ultrafs (:mod:`ultrafs.store.writers.parquet_long_writer`):
 part files ``part-00000.parquet``, ... hold the entries of X sorted by
 (feature, row), in row groups that never straddle a block of the default
 partition; ``_labels.parquet`` holds the labels and ``_ultrafs.json`` the
@@ -18,13 +18,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import StoreFormatError
-from ..kernels.long_table import feature_offsets
-from .base import ColumnBlock
-from .metadata import (RecordedMeta, check_classes_and_bounds, check_complete,
+from ultrafs.errors import StoreFormatError
+from ultrafs.kernels.long_table import feature_offsets
+from ultrafs.store.base import ColumnBlock
+from ultrafs.store.metadata import (RecordedMeta, check_classes_and_bounds, check_complete,
                        check_counts, check_format_marker)
-from .metadata import is_count as _is_count
-from .path_store import WrittenStore, gather_columns
+from ultrafs.store.metadata import is_count as _is_count
+from ultrafs.store.path_store import WrittenStore, gather_columns
 
 __all__ = [
     "ParquetLongStore",

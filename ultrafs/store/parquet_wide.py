@@ -17,11 +17,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputFormatError, StoreFormatError
-from ..kernels.csc_check import count_nonfinite
-from .base import ColumnBlock, even_block_bounds
-from .labels import encode_labels
-from .path_store import PathStore, gather_columns
+from ultrafs.errors import InputFormatError, StoreFormatError
+from ultrafs.kernels.csc_check import count_nonfinite
+from ultrafs.store.base import ColumnBlock, even_block_bounds
+from ultrafs.store.labels import encode_labels
+from ultrafs.store.path_store import PathStore, gather_columns
 
 __all__ = ["ParquetWideStore", "DEFAULT_LABEL", "DEFAULT_BLOCK_CELLS",
            "wide_value_dtype", "list_parquet_files"]

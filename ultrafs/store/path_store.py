@@ -19,9 +19,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import StoreFormatError
-from ..kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
-from .base import ColumnBlock, ColumnStore, span_take
+from ultrafs.errors import StoreFormatError
+from ultrafs.kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
+from ultrafs.store.base import ColumnBlock, ColumnStore, span_take
 
 __all__ = ["PathStore", "WrittenStore", "gather_columns"]
 

@@ -1,7 +1,7 @@
 """On-disk column store: a Zarr v3 group holding X in CSC order.
 
 The layout is documented in ``docs/FORMAT.md``; this module holds the
-constants shared with :mod:`ultrafs.store.writer` and the reader,
+constants shared with :mod:`ultrafs.store.writers.zarr_writer` and the reader,
 :class:`ZarrStore`.
 """
 
@@ -11,13 +11,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import StoreFormatError
-from ..kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
-from .base import ColumnBlock
-from .metadata import VALUE_DTYPES  # noqa: F401  (re-exported)
-from .metadata import (RecordedMeta, check_classes_and_bounds, check_complete,
+from ultrafs.errors import StoreFormatError
+from ultrafs.kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
+from ultrafs.store.base import ColumnBlock
+from ultrafs.store.metadata import VALUE_DTYPES  # noqa: F401  (re-exported)
+from ultrafs.store.metadata import (RecordedMeta, check_classes_and_bounds, check_complete,
                        check_counts, check_format_marker)
-from .path_store import WrittenStore, gather_columns, is_url
+from ultrafs.store.path_store import WrittenStore, gather_columns, is_url
 
 __all__ = [
     "ZarrStore",

@@ -1,7 +1,7 @@
 """Writing Parquet-long column stores (layout in ``docs/FORMAT.md``).
 
 :class:`ParquetLongWriter` has the shape of
-:class:`~ultrafs.store.writer.StoreWriter`: it takes CSC column blocks in
+:class:`~ultrafs.store.writers.zarr_writer.StoreWriter`: it takes CSC column blocks in
 column order, cuts them into the blocks of the default partition as they
 arrive (the same rule as the Zarr store, so both formats have identical
 ``block_bounds``), writes each block as one or more row groups of the
@@ -18,11 +18,11 @@ import os
 
 import numpy as np
 
-from .base import balanced_block_bounds
-from .block_writer import BlockWriter, check_output_path, write_arrays
-from .parquet_long import (FORMAT_NAME, FORMAT_VERSION, LABELS_FILE, METADATA_FILE,
+from ultrafs.store.base import balanced_block_bounds
+from ultrafs.store.writers.block_writer import BlockWriter, check_output_path, write_arrays
+from ultrafs.store.parquet_long import (FORMAT_NAME, FORMAT_VERSION, LABELS_FILE, METADATA_FILE,
                            ROW_GROUP_TABLE_KEYS, ParquetLongStore, part_file_name)
-from .zarr_store import CHUNK_ELEMENTS, DEFAULT_BLOCK_NNZ
+from ultrafs.store.zarr_store import CHUNK_ELEMENTS, DEFAULT_BLOCK_NNZ
 
 __all__ = ["ParquetLongWriter", "write_parquet_long", "check_output_path",
            "DEFAULT_FILE_NNZ", "MAX_ROW_GROUP_ENTRIES"]
@@ -61,7 +61,7 @@ class ParquetLongWriter(BlockWriter):
         Recorded as ``created_by``; None records this process's argv.
     block_nnz : int
         Target nonzeros per block of the default partition (same rule as
-        the Zarr store: :func:`~ultrafs.store.writer.balanced_block_bounds`).
+        the Zarr store: :func:`~ultrafs.store.writers.zarr_writer.balanced_block_bounds`).
     overwrite : bool
         Replace an existing ultrafs store (Zarr or Parquet-long) at ``path``.
     attrs : dict or None

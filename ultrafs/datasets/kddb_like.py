@@ -73,9 +73,9 @@ in the ``generator`` attribute), so changing it changes the data.
 Memory
 ------
 Rows are generated ``chunk_rows`` at a time and fed to the external
-transpose of LIBSVM ingest (:class:`ultrafs.io.libsvm.ExternalTranspose`),
+transpose of LIBSVM ingest (:class:`ultrafs.store.writers.libsvm.ExternalTranspose`),
 which spills sorted runs to disk and writes the store one column group at a
-time through :class:`ultrafs.store.writer.StoreWriter` (atomic publish).
+time through :class:`ultrafs.store.writers.zarr_writer.StoreWriter` (atomic publish).
 Besides ``memory_budget`` (transpose buffer, sorting, writing), memory
 holds O(n_features) arrays (cumulative Zipf weights, the permutation,
 frequencies, column counts and offsets: up to about 90 bytes per column
@@ -106,11 +106,11 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import ParameterError, UltraFSError
+from ultrafs.errors import ParameterError, UltraFSError
 # _MemoryPlan: the budget split of LIBSVM ingest, reused so both agree on chunk sizes
-from .io.libsvm import MIN_MEMORY_BUDGET, ExternalTranspose, _MemoryPlan
-from .store.writer import StoreWriter, balanced_block_bounds, check_output_path, remove_tree
-from .store.zarr_store import DEFAULT_BLOCK_NNZ
+from ultrafs.store.writers.libsvm import MIN_MEMORY_BUDGET, ExternalTranspose, _MemoryPlan
+from ultrafs.store.writers.zarr_writer import StoreWriter, balanced_block_bounds, check_output_path, remove_tree
+from ultrafs.store.zarr_store import DEFAULT_BLOCK_NNZ
 
 __all__ = ["make_kddb_like", "ZipfColumns", "PlantedModel", "plant_model",
            "sample_row_sets", "generate_chunk", "balanced_threshold", "DEFAULT_NNZ_PER_ROW",
@@ -748,7 +748,7 @@ def _describe_call(output_path, generator: dict, test_output) -> str:
     args = ", ".join(f"{k}={v!r}" for k, v in generator.items()
                      if k not in ("name", "split"))
     extra = "" if test_output is None else f", test_output={str(test_output)!r}"
-    return (f"python: ultrafs.synthetic_sparse.make_kddb_like({str(output_path)!r}, "
+    return (f"python: ultrafs.datasets.kddb_like.make_kddb_like({str(output_path)!r}, "
             f"{args}{extra})")
 
 
@@ -836,7 +836,7 @@ def make_kddb_like(output_path, *, n_samples, n_features, nnz_per_row=DEFAULT_NN
         test_output = check_output_path(test_output, overwrite)
         if test_output == output:
             raise ParameterError("test_output must differ from output_path")
-    generator = {"name": "ultrafs.synthetic_sparse.make_kddb_like",
+    generator = {"name": "ultrafs.datasets.kddb_like.make_kddb_like",
                  "n_samples": n_samples, "n_features": n_features,
                  "nnz_per_row": float(nnz_per_row), "zipf_exponent": float(zipf_exponent),
                  "n_linear": n_linear, "n_cross": n_cross,

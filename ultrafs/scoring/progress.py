@@ -2,7 +2,7 @@
 
 Local schedulers report through a ``dask.callbacks.Callback`` that counts
 the finished block tasks (a block task is the fused map + per-block merge of
-:func:`ultrafs.analysis.run_block_tasks`); a ``dask.distributed`` client
+:func:`ultrafs.scoring.runner.run_block_tasks`); a ``dask.distributed`` client
 uses Dask's own ``progress`` bar.  Both write to stderr, never stdout (where
 results go).
 """

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .analysis import worst_case_analysis
-from .column_cache import ColumnCache
-from .errors import ParameterError
-from .solvers.apg import dual_variables, fit_bias_only, objective, solve_subproblem
-from .solvers.losses import LOSSES
+from ultrafs.scoring.worst_case import worst_case_analysis
+from ultrafs.methods.column_cache import ColumnCache
+from ultrafs.errors import ParameterError
+from ultrafs.solvers.apg import dual_variables, fit_bias_only, objective, solve_subproblem
+from ultrafs.solvers.losses import LOSSES
 
 __all__ = ["FGMResult", "fit_fgm", "validate_fgm_params"]
 
@@ -105,10 +105,10 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
     inner_tol, inner_max_iter : float, int
         ε_in of eq. 40 and the iteration cap of the APG solver.
     block_size, scheduler, num_workers
-        Passed to :func:`~ultrafs.analysis.worst_case_analysis`.
+        Passed to :func:`~ultrafs.scoring.worst_case.worst_case_analysis`.
     callback : callable, optional
         Called with each history record as soon as it is complete.
-    checkpoint : ultrafs.checkpoint.Checkpoint, optional
+    checkpoint : ultrafs.methods.checkpoint.Checkpoint, optional
         Where the state is committed after every outer iteration.
     resume : bool
         Continue from ``checkpoint``'s committed state when there is one;

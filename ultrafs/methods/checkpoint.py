@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
-from .errors import UltraFSError
-from .model import write_json_atomic
+from ultrafs.errors import UltraFSError
+from ultrafs.atomic import atomic_file, write_json_atomic
 
 __all__ = ["Checkpoint", "CheckpointMismatchError", "store_fingerprint",
            "CHECKPOINT_VERSION"]
@@ -86,12 +86,8 @@ class Checkpoint:
         self.directory.mkdir(parents=True, exist_ok=True)
         iteration = int(state["iteration"])
         array_name = f"decision-{iteration}.npy"
-        tmp = self.directory / f".tmp-{array_name}"
-        with open(tmp, "wb") as fh:
+        with atomic_file(self.directory / array_name, "wb") as fh:
             np.save(fh, np.asarray(decision, dtype=np.float64))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, self.directory / array_name)
         payload = {"format": "ultrafs-checkpoint", "version": CHECKPOINT_VERSION,
                    "fingerprint": self.fingerprint, "params": self.params,
                    "decision_file": array_name, **state}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .errors import ParameterError
+from ultrafs.errors import ParameterError
 
 __all__ = ["LOCAL_SCHEDULERS", "resolve_scheduler", "compute"]
 
@@ -48,7 +48,7 @@ def compute(collection, scheduler, num_workers=None, progress=None):
         Threads or processes of a local scheduler.
     progress : (label, n_blocks) or None
         Show a progress line on stderr: local schedulers count block tasks
-        (:class:`ultrafs.progress.PassProgress`); a distributed client uses
+        (:class:`ultrafs.scoring.progress.PassProgress`); a distributed client uses
         Dask's own progress bar.
     """
     import contextlib
@@ -71,7 +71,7 @@ def compute(collection, scheduler, num_workers=None, progress=None):
         kwargs["num_workers"] = int(num_workers)
     reporter = contextlib.nullcontext()
     if progress is not None:
-        from .progress import PassProgress
+        from ultrafs.scoring.progress import PassProgress
 
         reporter = PassProgress(*progress)
     with reporter:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import StoreExistsError  # noqa: F401  (re-exported)
-from .base import balanced_block_bounds
-from .block_writer import (BlockWriter, check_output_path, default_command,  # noqa: F401
+from ultrafs.errors import StoreExistsError  # noqa: F401  (re-exported)
+from ultrafs.store.base import balanced_block_bounds
+from ultrafs.store.writers.block_writer import (BlockWriter, check_output_path, default_command,  # noqa: F401
                            remove_tree, temporary_sibling, write_arrays)
-from .zarr_store import (CHUNK_ELEMENTS, DEFAULT_BLOCK_NNZ, FILL_VALUES,
+from ultrafs.store.zarr_store import (CHUNK_ELEMENTS, DEFAULT_BLOCK_NNZ, FILL_VALUES,
                          FORMAT_NAME, FORMAT_VERSION, ZarrStore, _compressor)
 
 __all__ = ["StoreWriter", "StoreExistsError", "write_store",

@@ -38,12 +38,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import InputFormatError, ParameterError
-from ..kernels import libsvm_parse as kp
-from ..store.labels import encode_labels
-from ..store.writer import (StoreWriter, balanced_block_bounds,
+from ultrafs.errors import InputFormatError, ParameterError
+from ultrafs.kernels import libsvm_parse as kp
+from ultrafs.store.labels import encode_labels
+from ultrafs.store.writers.zarr_writer import (StoreWriter, balanced_block_bounds,
                             check_output_path, remove_tree)
-from ..store.zarr_store import CHUNK_ELEMENTS, DEFAULT_BLOCK_NNZ
+from ultrafs.store.zarr_store import CHUNK_ELEMENTS, DEFAULT_BLOCK_NNZ
 
 __all__ = ["LibsvmChunk", "detect_compression", "iter_libsvm", "ingest_libsvm",
            "DEFAULT_MEMORY_BUDGET"]
@@ -653,21 +653,21 @@ def _check_ingest_parameters(dtype, n_features, memory_budget, block_nnz):
 
 def _describe_call(input_path, output_path, dtype, zero_based, n_features):
     extra = "" if n_features is None else f", n_features={n_features}"
-    return (f"python: ultrafs.io.libsvm.ingest_libsvm({str(input_path)!r}, "
+    return (f"python: ultrafs.store.writers.libsvm.ingest_libsvm({str(input_path)!r}, "
             f"{str(output_path)!r}, dtype={dtype.name!r}, zero_based={zero_based}{extra})")
 
 
 def _store_writer(format):
     """The writer class and output-path check of a store ``format``.
 
-    ``"zarr"``: :class:`~ultrafs.store.writer.StoreWriter`; ``"parquet"``:
-    :class:`~ultrafs.store.parquet_long_writer.ParquetLongWriter` (the
+    ``"zarr"``: :class:`~ultrafs.store.writers.zarr_writer.StoreWriter`; ``"parquet"``:
+    :class:`~ultrafs.store.writers.parquet_long_writer.ParquetLongWriter` (the
     Parquet-long layout).  Both take the same constructor arguments.
     """
     if format == "zarr":
         return StoreWriter, check_output_path
     if format == "parquet":
-        from ..store import parquet_long_writer
+        from ultrafs.store.writers import parquet_long_writer
 
         return parquet_long_writer.ParquetLongWriter, parquet_long_writer.check_output_path
     raise ParameterError(f"format must be 'zarr' or 'parquet', got {format!r}")

@@ -4,8 +4,8 @@
 and keeps the column offsets, writes everything below a temporary sibling
 directory and publishes it under the final name with one ``os.replace``
 when :meth:`BlockWriter.close` has written everything.  A format
-(:class:`~ultrafs.store.writer.StoreWriter` for Zarr,
-:class:`~ultrafs.store.parquet_long_writer.ParquetLongWriter`) supplies
+(:class:`~ultrafs.store.writers.zarr_writer.StoreWriter` for Zarr,
+:class:`~ultrafs.store.writers.parquet_long_writer.ParquetLongWriter`) supplies
 how a checked block and the final metadata are written.
 """
 
@@ -19,12 +19,13 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
-from ..errors import InputFormatError, ParameterError, StoreExistsError
-from ..kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
-from .labels import encode_labels
-from .metadata import VALUE_DTYPES
-from .zarr_store import is_ultrafs_store
+from ultrafs import __version__
+from ultrafs.atomic import fsync_directory
+from ultrafs.errors import InputFormatError, ParameterError, StoreExistsError
+from ultrafs.kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
+from ultrafs.store.labels import encode_labels
+from ultrafs.store.metadata import VALUE_DTYPES
+from ultrafs.store.zarr_store import is_ultrafs_store
 
 __all__ = ["BlockWriter", "write_arrays", "check_output_path", "publish",
            "temporary_sibling", "remove_tree", "default_command"]
@@ -54,7 +55,7 @@ def default_command() -> str:
 
 def _is_any_ultrafs_store(path) -> bool:
     """True for an ultrafs store of any on-disk format (Zarr or Parquet-long)."""
-    from .parquet_long import is_parquet_long_store
+    from ultrafs.store.parquet_long import is_parquet_long_store
 
     return is_ultrafs_store(path) or is_parquet_long_store(path)
 
@@ -100,6 +101,7 @@ def publish(tmp: Path, final: Path, overwrite: bool) -> None:
         if old is not None:
             os.replace(old, final)
         raise
+    fsync_directory(final.parent)
     if old is not None:
         remove_tree(old)
 
@@ -108,8 +110,8 @@ class BlockWriter:
     """Stream a CSC matrix into a new store, column block after column block.
 
     The parameters are those of the concrete writers
-    (:class:`~ultrafs.store.writer.StoreWriter`,
-    :class:`~ultrafs.store.parquet_long_writer.ParquetLongWriter`), whose
+    (:class:`~ultrafs.store.writers.zarr_writer.StoreWriter`,
+    :class:`~ultrafs.store.writers.parquet_long_writer.ParquetLongWriter`), whose
     docstrings describe them; ``settings`` are a format's own keyword
     arguments, handed to :meth:`_check_settings`.
 
@@ -307,8 +309,8 @@ class BlockWriter:
 def write_arrays(writer_class, path, X, y, *, dtype, overwrite, **options) -> Path:
     """Write numpy / scipy.sparse arrays with ``writer_class``.
 
-    The body of :func:`~ultrafs.store.writer.write_store` and
-    :func:`~ultrafs.store.parquet_long_writer.write_parquet_long`, whose
+    The body of :func:`~ultrafs.store.writers.zarr_writer.write_store` and
+    :func:`~ultrafs.store.writers.parquet_long_writer.write_parquet_long`, whose
     docstrings describe ``path``, ``X``, ``y``, ``dtype`` and
     ``overwrite``; ``options`` are further keyword arguments of
     ``writer_class`` (a :class:`BlockWriter` subclass).
@@ -318,7 +320,7 @@ def write_arrays(writer_class, path, X, y, *, dtype, overwrite, **options) -> Pa
     path : Path
         The final path of the store.
     """
-    from .memory import to_csc
+    from ultrafs.store.memory import to_csc
 
     check_output_path(path, overwrite)
     csc = to_csc(X, dtype=dtype)

@@ -1,0 +1,6 @@
+"""Seeded generators of synthetic problems (no download, ever).
+
+* :mod:`ultrafs.datasets.planted`: the FGM paper's §8.2 Gaussian problem
+  and a multi-class variant with planted features.
+* :mod:`ultrafs.datasets.kddb_like`: out-of-core kddb-like sparse stores.
+"""
