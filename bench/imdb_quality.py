@@ -31,7 +31,7 @@ def fgm_run(train, test, loss, B=30, T=10, C=10.0):
     y_test = test.read_labels()
     rows = []
     for t, (coef, bias) in enumerate(result.path):
-        keys = result.keys[:result.group_ptr[t + 1]]
+        keys = result.keys[:result.batch_ptr[t + 1]]
         # ids beyond the test store count as zero columns
         columns = np.where(keys < test.n_features, keys, test.n_features)
         block = test.read_columns(columns)

@@ -60,7 +60,7 @@ def accuracy_curve(X, y, Xt, yt, poly, gamma, B, T, C=10.0, coef0=1.0):
     y_test = test.read_labels()
     rows = []
     for t, (coef, bias) in enumerate(result.path):
-        keys = result.keys[:result.group_ptr[t + 1]]
+        keys = result.keys[:result.batch_ptr[t + 1]]
         block = test_features.materialize(keys)
         decision = csc_matvec(block.indptr, block.indices, block.data, coef,
                               test.n_samples) - bias

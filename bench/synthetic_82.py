@@ -36,7 +36,7 @@ def fgm_curve(problem, B, C=10.0, max_features=620):
     relevant = set(problem.relevant.tolist())
     rows = []
     for t, (coef, bias) in enumerate(result.path):
-        keys = result.keys[:result.group_ptr[t + 1]]
+        keys = result.keys[:result.batch_ptr[t + 1]]
         active = keys[coef != 0]
         decision = problem.X_test[:, keys].astype(np.float64) @ coef - bias
         accuracy = float(np.mean(np.where(decision > 0, 1.0, -1.0) == problem.y_test))

@@ -1,9 +1,9 @@
 """Proximal kernels: the l2,1-squared Moreau projection, soft-thresholding.
 
-Plain (l1) and group (l2,1) soft-thresholding serve the companion solvers.
+Plain (l1) and block (l2,1) soft-thresholding serve the companion solvers.
 
-Groups are contiguous coordinate ranges given by ``group_ptr`` (length
-``t + 1``): group ``h`` is ``w[group_ptr[h]:group_ptr[h + 1]]``.  Empty groups
+Blocks are contiguous coordinate ranges given by ``block_ptr`` (length
+``t + 1``): block ``h`` is ``w[block_ptr[h]:block_ptr[h + 1]]``.  Empty blocks
 are allowed (their norm is 0).
 
 The Moreau projection (paper Algorithm 3, Proposition 1; Martins et al.,
@@ -12,7 +12,7 @@ The Moreau projection (paper Algorithm 3, Proposition 1; Martins et al.,
     min_w  1/2 ||w - u||^2 + s/2 (sum_h ||w_h||)^2,
 
 whose solution is ``w_h = (o_h / ||u_h||) u_h`` with ``o = soft(||u_.||, c)``
-and a threshold ``c`` found by sorting the ``t`` group norms.
+and a threshold ``c`` found by sorting the ``t`` block norms.
 """
 
 import math
@@ -21,33 +21,33 @@ import numpy as np
 from numba import njit
 
 __all__ = [
-    "group_norms",
+    "block_norms",
     "l21sq_threshold",
     "l21sq_moreau_norms",
     "l21sq_prox",
     "soft_threshold",
-    "group_soft_threshold",
+    "block_soft_threshold",
 ]
 
 
 @njit(cache=True, nogil=True)
-def group_norms(w, group_ptr):
-    """Return the Euclidean norm of every group of ``w``.
+def block_norms(w, block_ptr):
+    """Return the Euclidean norm of every block of ``w``.
 
     Parameters
     ----------
     w : ndarray of float64, shape (p,)
-    group_ptr : ndarray of int64, shape (t + 1,)
+    block_ptr : ndarray of int64, shape (t + 1,)
 
     Returns
     -------
     ndarray of float64, shape (t,)
     """
-    t = len(group_ptr) - 1
+    t = len(block_ptr) - 1
     out = np.empty(t, dtype=np.float64)
     for h in range(t):
         acc = 0.0
-        for j in range(group_ptr[h], group_ptr[h + 1]):
+        for j in range(block_ptr[h], block_ptr[h + 1]):
             acc += w[j] * w[j]
         out[h] = math.sqrt(acc)
     return out
@@ -60,7 +60,7 @@ def l21sq_threshold(norms, s):
     Parameters
     ----------
     norms : ndarray of float64, shape (t,)
-        Group norms ``||u_h||`` (non-negative).
+        Block norms ``||u_h||`` (non-negative).
     s : float
         Step ``1 / tau`` (positive).
 
@@ -90,12 +90,12 @@ def l21sq_threshold(norms, s):
 
 @njit(cache=True, nogil=True)
 def l21sq_moreau_norms(norms, s):
-    """Return the group norms ``o_h`` of the Moreau projection.
+    """Return the block norms ``o_h`` of the Moreau projection.
 
     Parameters
     ----------
     norms : ndarray of float64, shape (t,)
-        Group norms ``||u_h||``.
+        Block norms ``||u_h||``.
     s : float
         Step ``1 / tau``.
 
@@ -113,7 +113,7 @@ def l21sq_moreau_norms(norms, s):
 
 
 @njit(cache=True, nogil=True)
-def l21sq_prox(u, s, group_ptr, out):
+def l21sq_prox(u, s, block_ptr, out):
     """Moreau projection of ``u``: write the solution into ``out``.
 
     Parameters
@@ -121,24 +121,24 @@ def l21sq_prox(u, s, group_ptr, out):
     u : ndarray of float64, shape (p,)
     s : float
         Step ``1 / tau``.
-    group_ptr : ndarray of int64, shape (t + 1,)
+    block_ptr : ndarray of int64, shape (t + 1,)
     out : ndarray of float64, shape (p,)
         Overwritten with ``w_h = scale[h] * u_h``; may be ``u`` itself.
 
     Returns
     -------
     ndarray of float64, shape (t,)
-        ``scale[h] = o_h / ||u_h||`` (0 for groups with ``u_h = 0`` or
+        ``scale[h] = o_h / ||u_h||`` (0 for blocks with ``u_h = 0`` or
         ``o_h = 0``), the factors the §5.5 cache needs.
     """
-    norms = group_norms(u, group_ptr)
+    norms = block_norms(u, block_ptr)
     o = l21sq_moreau_norms(norms, s)
     t = len(norms)
     scale = np.zeros(t, dtype=np.float64)
     for h in range(t):
         if o[h] > 0.0:
             scale[h] = o[h] / norms[h]
-        for j in range(group_ptr[h], group_ptr[h + 1]):
+        for j in range(block_ptr[h], block_ptr[h + 1]):
             out[j] = scale[h] * u[j]
     return scale
 
@@ -169,7 +169,7 @@ def soft_threshold(u, threshold, out):
 
 
 @njit(cache=True, nogil=True)
-def group_soft_threshold(u, threshold, group_ptr, out):
+def block_soft_threshold(u, threshold, block_ptr, out):
     """Group soft-thresholding: write ``max(0, 1 - threshold / ||u_h||) u_h``.
 
     The proximal operator of ``threshold * sum_h ||w_h||`` (group lasso).
@@ -179,21 +179,21 @@ def group_soft_threshold(u, threshold, group_ptr, out):
     u : ndarray of float64, shape (p,)
     threshold : float
         Non-negative.
-    group_ptr : ndarray of int64, shape (t + 1,)
+    block_ptr : ndarray of int64, shape (t + 1,)
     out : ndarray of float64, shape (p,)
         May be ``u`` itself.
 
     Returns
     -------
     ndarray of float64, shape (t,)
-        The factor applied to each group.
+        The factor applied to each block.
     """
-    norms = group_norms(u, group_ptr)
+    norms = block_norms(u, block_ptr)
     t = len(norms)
     scale = np.zeros(t, dtype=np.float64)
     for h in range(t):
         if norms[h] > threshold:
             scale[h] = 1.0 - threshold / norms[h]
-        for j in range(group_ptr[h], group_ptr[h + 1]):
+        for j in range(block_ptr[h], block_ptr[h + 1]):
             out[j] = scale[h] * u[j]
     return scale

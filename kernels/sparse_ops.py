@@ -1,16 +1,16 @@
-"""Products with a CSC matrix given as raw arrays, and the per-group cache.
+"""Products with a CSC matrix given as raw arrays, and the per-block cache.
 
 Every kernel takes scipy's CSC triplet ``(indptr, indices, data)`` of a
 matrix ``X`` of shape ``(n_rows, p)``.  ``data`` may be float32 or float64 and
 the index arrays int32 or int64; every product is accumulated in float64.
 Columns may be empty and rows may hold no entry at all.
 
-Columns are split into ``t`` contiguous groups by ``group_ptr`` (length
-``t + 1``, ``group_ptr[0] == 0``, ``group_ptr[t] == p``): group ``h`` is the
-columns ``group_ptr[h]:group_ptr[h + 1]``.  Per-group products are laid out as
+Columns are split into ``t`` contiguous blocks by ``block_ptr`` (length
+``t + 1``, ``block_ptr[0] == 0``, ``block_ptr[t] == p``): block ``h`` is the
+columns ``block_ptr[h]:block_ptr[h + 1]``.  Per-block products are laid out as
 ``(t, n_rows)`` C-ordered arrays: row ``h`` is ``X_h @ w_h``, so the scatter of
-one group stays in one contiguous vector (as fast as :func:`csc_matvec`) and
-:func:`combine_group_products` streams whole rows (paper §5.5: a line-search
+one block stays in one contiguous vector (as fast as :func:`csc_matvec`) and
+:func:`combine_block_products` streams whole rows (paper §5.5: a line-search
 trial costs O(n t) instead of O(nnz)).
 """
 
@@ -19,10 +19,10 @@ from numba import njit
 
 __all__ = [
     "csc_matvec",
-    "csc_group_matvec",
-    "csc_group_matvec_into",
+    "csc_block_matvec",
+    "csc_block_matvec_into",
     "csc_rmatvec",
-    "combine_group_products",
+    "combine_block_products",
 ]
 
 
@@ -45,31 +45,31 @@ def csc_matvec(indptr, indices, data, w, n_rows):
     """
     one_group = np.array([0, len(indptr) - 1], dtype=np.int64)
     out = np.empty((1, n_rows), dtype=np.float64)
-    return csc_group_matvec_into(indptr, indices, data, w, one_group, out)[0]
+    return csc_block_matvec_into(indptr, indices, data, w, one_group, out)[0]
 
 
 @njit(cache=True, nogil=True)
-def csc_group_matvec_into(indptr, indices, data, w, group_ptr, out):
-    """Write the per-group products ``X_h @ w_h`` into ``out``.
+def csc_block_matvec_into(indptr, indices, data, w, block_ptr, out):
+    """Write the per-block products ``X_h @ w_h`` into ``out``.
 
     Parameters
     ----------
     indptr, indices, data : ndarray
         CSC arrays of ``X`` (see the module docstring).
     w : ndarray of float64, shape (p,)
-    group_ptr : ndarray of int64, shape (t + 1,)
+    block_ptr : ndarray of int64, shape (t + 1,)
     out : ndarray of float64, shape (t, n_rows)
-        Overwritten: ``out[h, i] = sum_{j in group h} X[i, j] * w[j]``.
+        Overwritten: ``out[h, i] = sum_{j in block h} X[i, j] * w[j]``.
 
     Returns
     -------
     ndarray of float64, shape (t, n_rows)
         ``out`` itself.
     """
-    for h in range(len(group_ptr) - 1):
+    for h in range(len(block_ptr) - 1):
         row = out[h]
         row[:] = 0.0
-        for j in range(group_ptr[h], group_ptr[h + 1]):
+        for j in range(block_ptr[h], block_ptr[h + 1]):
             wj = np.float64(w[j])
             if wj == 0.0:
                 continue
@@ -79,25 +79,25 @@ def csc_group_matvec_into(indptr, indices, data, w, group_ptr, out):
 
 
 @njit(cache=True, nogil=True)
-def csc_group_matvec(indptr, indices, data, w, group_ptr, n_rows):
-    """Return the per-group products ``X_h @ w_h`` as columns.
+def csc_block_matvec(indptr, indices, data, w, block_ptr, n_rows):
+    """Return the per-block products ``X_h @ w_h`` as columns.
 
     Parameters
     ----------
     indptr, indices, data : ndarray
         CSC arrays of ``X`` (see the module docstring).
     w : ndarray of float64, shape (p,)
-    group_ptr : ndarray of int64, shape (t + 1,)
+    block_ptr : ndarray of int64, shape (t + 1,)
     n_rows : int
 
     Returns
     -------
     ndarray of float64, shape (t, n_rows)
-        Row ``h`` is ``X[:, group h] @ w[group h]``; the column sums are
+        Row ``h`` is ``X[:, block h] @ w[block h]``; the column sums are
         ``X @ w``.
     """
-    out = np.empty((len(group_ptr) - 1, n_rows), dtype=np.float64)
-    return csc_group_matvec_into(indptr, indices, data, w, group_ptr, out)
+    out = np.empty((len(block_ptr) - 1, n_rows), dtype=np.float64)
+    return csc_block_matvec_into(indptr, indices, data, w, block_ptr, out)
 
 @njit(cache=True, nogil=True)
 def csc_rmatvec(indptr, indices, data, r):
@@ -124,13 +124,13 @@ def csc_rmatvec(indptr, indices, data, r):
 
 
 @njit(cache=True, nogil=True)
-def combine_group_products(xv, xg, scale, step, offset, out):
-    """Decision values from cached per-group products (paper §5.5).
+def combine_block_products(xv, xg, scale, step, offset, out):
+    """Decision values from cached per-block products (paper §5.5).
 
     Computes ``out[i] = sum_h scale[h] * (xv[h, i] - step * xg[h, i]) - offset``,
     i.e. ``X @ w - offset`` for ``w_h = scale[h] * (v_h - step * g_h)`` when
-    ``xv`` and ``xg`` hold the per-group products of ``v`` and ``g``.
-    Groups whose ``scale`` is zero are skipped.
+    ``xv`` and ``xg`` hold the per-block products of ``v`` and ``g``.
+    Blocks whose ``scale`` is zero are skipped.
 
     Parameters
     ----------

@@ -16,7 +16,7 @@ from ultrafs.cli import main
 from ultrafs.store.writers.zarr_writer import write_store
 from ultrafs.datasets.planted import make_planted_problem
 
-RESULT_KEYS = ("features", "coef", "intercept", "groups", "stop_reason")
+RESULT_KEYS = ("features", "coef", "intercept", "batches", "stop_reason")
 
 
 @pytest.fixture(scope="module")

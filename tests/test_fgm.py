@@ -30,7 +30,7 @@ def test_objective_decreases_across_outer_iterations(planted, loss, fit_intercep
     assert len(objectives) == 6
     assert np.all(np.diff(objectives) < 0)
     assert len(np.unique(result.keys)) == len(result.keys) == 30
-    np.testing.assert_array_equal(result.group_ptr, np.arange(0, 31, 5))
+    np.testing.assert_array_equal(result.batch_ptr, np.arange(0, 31, 5))
 
 
 def test_tol_zero_runs_exactly_max_iter_and_stops_without_candidates(rng):
@@ -98,7 +98,7 @@ def test_truncated_model_keeps_first_groups(planted):
     model = select(planted.X_train, planted.y_train, B=5, max_iter=3, tol=0.0)
     first = model.truncated(1)
     assert first.features == model.features[:5]
-    assert first.groups == [0, 5]
+    assert first.batches == [0, 5]
 
 
 @pytest.mark.parametrize("kwargs, match", [

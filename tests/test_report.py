@@ -103,7 +103,7 @@ def test_report_with_test_store(linear_model, stores, tmp_path):
         assert f'id="{table}"' in page
 
     data = result["data"]
-    t = len(linear_model.groups) - 1
+    t = len(linear_model.batches) - 1
     assert data["iteration"] == [r["iteration"] for r in linear_model.history]
     assert data["n_features"] == [3, 6, 9, 12]
     assert set(data["phases"]) == {"score_seconds", "materialize_seconds",
@@ -119,7 +119,7 @@ def test_report_with_test_store(linear_model, stores, tmp_path):
     for row in top:
         assert f'<td class="text">{row["id"]}</td>' in features_table
     # accuracy vs features: one row per k, equal to evaluating truncated models
-    assert [r["n_groups"] for r in data["accuracy"]] == list(range(1, t + 1))
+    assert [r["n_batches"] for r in data["accuracy"]] == list(range(1, t + 1))
     for k, row in enumerate(data["accuracy"], start=1):
         expected = linear_model.truncated(k).evaluate_store(stores["test"])
         assert row["n_features"] == expected["n_features_model"] == 3 * k
@@ -150,7 +150,7 @@ def test_report_from_model_file(linear_model, stores, tmp_path):
     result = build_report(str(tmp_path / "model.json"), tmp_path / "r.html",
                           test_store=stores["test"].path)
     assert "accuracy" in result["figures"]
-    assert len(result["data"]["accuracy"]) == len(linear_model.groups) - 1
+    assert len(result["data"]["accuracy"]) == len(linear_model.batches) - 1
 
 
 def test_report_degree2(poly_model, stores, tmp_path):
@@ -168,7 +168,7 @@ def test_report_degree2(poly_model, stores, tmp_path):
         assert f'<td class="text">[{pair[0]}, {pair[1]}]</td>' in page
     # degree-2 history records (pairs evaluated...) are in the history table
     assert "<th>pairs_evaluated</th>" in page
-    assert len(result["data"]["accuracy"]) == len(poly_model.groups) - 1
+    assert len(result["data"]["accuracy"]) == len(poly_model.batches) - 1
 
 
 def test_absent_features_warn_once(linear_model, stores, tmp_path):
@@ -183,7 +183,7 @@ def test_absent_features_warn_once(linear_model, stores, tmp_path):
 
 
 def test_html_is_escaped(linear_model, tmp_path):
-    model = linear_model.truncated(len(linear_model.groups) - 1)
+    model = linear_model.truncated(len(linear_model.batches) - 1)
     model.params = dict(model.params, command="ultrafs <script>alert('x')</script> & co")
     model.stop_reason = '<b>"stopped"</b>'
     build_report(model, tmp_path / "odd name&.html")
@@ -195,7 +195,7 @@ def test_html_is_escaped(linear_model, tmp_path):
 
 
 def test_model_without_iterations(stores, tmp_path):
-    empty = Model(features=[], coef=np.zeros(0), intercept=0.5, groups=[0],
+    empty = Model(features=[], coef=np.zeros(0), intercept=0.5, batches=[0],
                   loss="logistic", classes=[-1.0, 1.0])
     result = build_report(empty, tmp_path / "report.html",
                           test_store=stores["test"])

@@ -44,39 +44,39 @@ def _random_csc(rng, n, p, density=0.3, dtype=np.float64, index_dtype=np.int32,
     return X
 
 
-def _group_ptr(sizes):
+def _block_ptr(sizes):
     return np.r_[0, np.cumsum(sizes)].astype(np.int64)
 
 
 def _grouped_problem(rng, n=200, sizes=(3, 1, 4, 2, 3, 2), signal=(0, 2, 3),
                      shift=0.5, dtype=np.float64):
-    """Data where the groups in ``signal`` matter and the others are noise.
+    """Data where the blocks in ``signal`` matter and the others are noise.
 
-    Noise groups have tiny values (scale 0.01) so that their gradient stays
+    Noise blocks have tiny values (scale 0.01) so that their gradient stays
     below ``sum_g ||w_g||`` at the optimum: they end exactly at zero.
     """
-    group_ptr = _group_ptr(sizes)
-    X = _random_csc(rng, n, group_ptr[-1], density=0.4, dtype=np.float64)
-    scale = np.full(group_ptr[-1], 0.01)
+    block_ptr = _block_ptr(sizes)
+    X = _random_csc(rng, n, block_ptr[-1], density=0.4, dtype=np.float64)
+    scale = np.full(block_ptr[-1], 0.01)
     for h in signal:
-        scale[group_ptr[h]:group_ptr[h + 1]] = 1.0
+        scale[block_ptr[h]:block_ptr[h + 1]] = 1.0
     X = sp.csc_matrix(X @ sp.diags(scale))
     X.sort_indices()
-    w_true = np.zeros(group_ptr[-1])
+    w_true = np.zeros(block_ptr[-1])
     for h in signal:
         signs = np.where(rng.random(sizes[h]) < 0.5, -1.0, 1.0)
-        w_true[group_ptr[h]:group_ptr[h + 1]] = signs * rng.uniform(1.0, 3.0, sizes[h])
+        w_true[block_ptr[h]:block_ptr[h + 1]] = signs * rng.uniform(1.0, 3.0, sizes[h])
     margin = X @ w_true - shift
     y = np.where(margin + 0.3 * rng.normal(size=n) >= 0, 1.0, -1.0)
     X = sp.csc_matrix(X, dtype=dtype)
-    return X, y, group_ptr
+    return X, y, block_ptr
 
 
-def _args(X, group_ptr):
-    return X.indptr, X.indices, X.data, group_ptr
+def _args(X, block_ptr):
+    return X.indptr, X.indices, X.data, block_ptr
 
 
-def _kkt(X, y, C, group_ptr, result, loss, penalty=None, fit_intercept=True):
+def _kkt(X, y, C, block_ptr, result, loss, penalty=None, fit_intercept=True):
     """Relative KKT residuals of eq. 30 at ``result``.
 
     With ``d = l'(y, X w - b)``, ``grad = C X' d`` and ``S = sum_g ||w_g||``:
@@ -92,15 +92,15 @@ def _kkt(X, y, C, group_ptr, result, loss, penalty=None, fit_intercept=True):
     f = X @ result.coef - result.bias
     d = LOSSES[loss].derivative(y, f)
     grad = C * (X.T @ d)
-    residual = penalty.optimality_residual(result.coef, grad, group_ptr)
-    total = _group_norms(result.coef, group_ptr).sum()
+    residual = penalty.optimality_residual(result.coef, grad, block_ptr)
+    total = _block_norms(result.coef, block_ptr).sum()
     rel_w = np.linalg.norm(residual) / (1.0 + np.linalg.norm(grad) + total)
     rel_b = abs(C * d.sum()) / (1.0 + C * np.abs(d).sum()) if fit_intercept else 0.0
     return rel_w, rel_b
 
 
-def _group_norms(coef, group_ptr):
-    bounds = zip(group_ptr[:-1], group_ptr[1:])
+def _block_norms(coef, block_ptr):
+    bounds = zip(block_ptr[:-1], block_ptr[1:])
     return np.array([np.linalg.norm(coef[a:b]) for a, b in bounds])
 
 
@@ -118,16 +118,16 @@ def test_sparse_kernels_match_dense(rng, dtype, index_dtype):
     close = dict(rtol=1e-13, atol=1e-13)
     np.testing.assert_allclose(sparse_ops.csc_matvec(*args, w, n), dense @ w, **close)
     np.testing.assert_allclose(sparse_ops.csc_rmatvec(*args, r), dense.T @ r, **close)
-    group_ptr = _group_ptr([3, 0, 4, 4])
-    per_group = sparse_ops.csc_group_matvec(*args, w, group_ptr, n)
+    block_ptr = _block_ptr([3, 0, 4, 4])
+    per_group = sparse_ops.csc_block_matvec(*args, w, block_ptr, n)
     assert per_group.shape == (4, n) and per_group.dtype == np.float64
     for h in range(4):
-        a, b = group_ptr[h], group_ptr[h + 1]
+        a, b = block_ptr[h], block_ptr[h + 1]
         np.testing.assert_allclose(per_group[h], dense[:, a:b] @ w[a:b], **close)
     assert np.all(per_group[:, [3, 36]] == 0)
     # The _into variant overwrites whatever the buffer held.
     out = np.full((4, n), np.nan)
-    sparse_ops.csc_group_matvec_into(*args, w, group_ptr, out)
+    sparse_ops.csc_block_matvec_into(*args, w, block_ptr, out)
     np.testing.assert_array_equal(out, per_group)
 
 
@@ -146,16 +146,16 @@ def test_sparse_kernels_without_columns_or_nonzeros():
     data = np.zeros(0, dtype=np.float32)
     assert np.all(sparse_ops.csc_matvec(indptr, indices, data, np.zeros(0), 5) == 0)
     assert sparse_ops.csc_rmatvec(indptr, indices, data, np.ones(5)).shape == (0,)
-    assert sparse_ops.csc_group_matvec(indptr, indices, data, np.zeros(0),
+    assert sparse_ops.csc_block_matvec(indptr, indices, data, np.zeros(0),
                                        np.zeros(1, dtype=np.int64), 5).shape == (0, 5)
 
 
-def test_combine_group_products_matches_formula(rng):
+def test_combine_block_products_matches_formula(rng):
     t, n = 4, 30
     xv, xg = rng.normal(size=(t, n)), rng.normal(size=(t, n))
     scale = np.array([0.5, 0.0, 1.0, 0.25])
     out = np.empty(n)
-    sparse_ops.combine_group_products(xv, xg, scale, 0.3, 1.5, out)
+    sparse_ops.combine_block_products(xv, xg, scale, 0.3, 1.5, out)
     expected = (scale[:, None] * (xv - 0.3 * xg)).sum(axis=0) - 1.5
     np.testing.assert_allclose(out, expected, rtol=1e-14, atol=1e-14)
 
@@ -170,14 +170,14 @@ def test_combine_group_products_matches_formula(rng):
 ])
 def test_kkt_conditions_of_eq30(rng, loss, fit_intercept, sizes, signal):
     """Tight solve satisfies the KKT conditions to 1e-4 (see ``_kkt``)."""
-    X, y, group_ptr = _grouped_problem(rng, sizes=sizes, signal=signal)
+    X, y, block_ptr = _grouped_problem(rng, sizes=sizes, signal=signal)
     C = 1.0
-    result = solve_subproblem(*_args(X, group_ptr), y, C, loss=loss,
+    result = solve_subproblem(*_args(X, block_ptr), y, C, loss=loss,
                               fit_intercept=fit_intercept, **TIGHT)
     assert result.converged
-    rel_w, rel_b = _kkt(X, y, C, group_ptr, result, loss, fit_intercept=fit_intercept)
+    rel_w, rel_b = _kkt(X, y, C, block_ptr, result, loss, fit_intercept=fit_intercept)
     assert rel_w <= 1e-4 and rel_b <= 1e-4
-    norms = _group_norms(result.coef, group_ptr)
+    norms = _block_norms(result.coef, block_ptr)
     noise = [h for h in range(len(sizes)) if h not in signal]
     # The data are built so that both branches of the conditions are tested.
     assert np.all(norms[list(signal)] > 0)
@@ -186,12 +186,12 @@ def test_kkt_conditions_of_eq30(rng, loss, fit_intercept, sizes, signal):
         assert result.bias == 0.0
 
 
-@pytest.mark.parametrize("group_cache", [True, False])
-def test_group_cache_and_direct_products_agree(rng, group_cache):
-    X, y, group_ptr = _grouped_problem(rng)
-    args = _args(X, group_ptr)
-    reference = solve_subproblem(*args, y, 2.0, tol=1e-6, group_cache=True)
-    result = solve_subproblem(*args, y, 2.0, tol=1e-6, group_cache=group_cache)
+@pytest.mark.parametrize("block_cache", [True, False])
+def test_block_cache_and_direct_products_agree(rng, block_cache):
+    X, y, block_ptr = _grouped_problem(rng)
+    args = _args(X, block_ptr)
+    reference = solve_subproblem(*args, y, 2.0, tol=1e-6, block_cache=True)
+    result = solve_subproblem(*args, y, 2.0, tol=1e-6, block_cache=block_cache)
     assert result.n_iter == reference.n_iter
     np.testing.assert_allclose(result.history, reference.history, rtol=1e-12)
     np.testing.assert_allclose(result.coef, reference.coef, rtol=1e-9, atol=1e-12)
@@ -205,12 +205,12 @@ def test_single_group_logistic_matches_sklearn(rng, fit_intercept):
     n, p, C = 300, 8, 0.5
     X = _random_csc(rng, n, p, density=0.5)
     y = np.where(X @ rng.normal(size=p) + 0.3 + rng.normal(size=n) >= 0, 1.0, -1.0)
-    result = solve_subproblem(*_args(X, _group_ptr([p])), y, C,
+    result = solve_subproblem(*_args(X, _block_ptr([p])), y, C,
                               fit_intercept=fit_intercept, **TIGHT)
     clf = LogisticRegression(C=C, tol=1e-12, max_iter=100000,
                              fit_intercept=fit_intercept).fit(X.toarray(), y)
     expected_bias = -clf.intercept_[0] if fit_intercept else 0.0
-    reference = objective(*_args(X, _group_ptr([p])), y, C, clf.coef_.ravel(),
+    reference = objective(*_args(X, _block_ptr([p])), y, C, clf.coef_.ravel(),
                           expected_bias)
     assert result.objective <= reference * (1 + 1e-12)
     np.testing.assert_allclose(result.coef, clf.coef_.ravel(), rtol=1e-5, atol=1e-6)
@@ -242,7 +242,7 @@ def test_single_group_squared_hinge_matches_lbfgs(rng, fit_intercept):
 
     ref = minimize(fun, np.zeros(k), jac=True, method="L-BFGS-B",
                    options={"gtol": 1e-13, "ftol": 1e-16, "maxiter": 100000})
-    result = solve_subproblem(*_args(X, _group_ptr([p])), y, C, loss="squared-hinge",
+    result = solve_subproblem(*_args(X, _block_ptr([p])), y, C, loss="squared-hinge",
                               fit_intercept=fit_intercept, **TIGHT)
     assert result.objective <= ref.fun * (1 + 1e-12)
     np.testing.assert_allclose(result.coef, ref.x[:p], rtol=1e-5, atol=1e-6)
@@ -252,9 +252,9 @@ def test_single_group_squared_hinge_matches_lbfgs(rng, fit_intercept):
 
 @pytest.mark.parametrize("penalty", [L1(alpha=2.0), GroupL1(alpha=3.0)])
 def test_other_penalties_reach_their_optimality_conditions(rng, penalty):
-    X, y, group_ptr = _grouped_problem(rng)
-    result = solve_subproblem(*_args(X, group_ptr), y, 1.0, penalty=penalty, **TIGHT)
-    rel_w, rel_b = _kkt(X, y, 1.0, group_ptr, result, "logistic", penalty=penalty)
+    X, y, block_ptr = _grouped_problem(rng)
+    result = solve_subproblem(*_args(X, block_ptr), y, 1.0, penalty=penalty, **TIGHT)
+    rel_w, rel_b = _kkt(X, y, 1.0, block_ptr, result, "logistic", penalty=penalty)
     assert rel_w <= 1e-4 and rel_b <= 1e-4
     assert np.any(result.coef == 0) and np.any(result.coef != 0)
 
@@ -262,11 +262,11 @@ def test_other_penalties_reach_their_optimality_conditions(rng, penalty):
 # -- data edge cases -------------------------------------------------------------
 @pytest.mark.parametrize("loss", LOSS_NAMES)
 def test_float32_and_float64_data_give_the_same_solution(rng, loss):
-    X64, y, group_ptr = _grouped_problem(rng)
+    X64, y, block_ptr = _grouped_problem(rng)
     X32 = sp.csc_matrix(X64, dtype=np.float32)
     X32_as_64 = sp.csc_matrix(X32, dtype=np.float64)
     r32, r32_as_64, r64 = (
-        solve_subproblem(*_args(X, group_ptr), y, 1.0, loss=loss, **TIGHT)
+        solve_subproblem(*_args(X, block_ptr), y, 1.0, loss=loss, **TIGHT)
         for X in (X32, X32_as_64, X64)
     )
     # Same values: same arithmetic (float64 accumulation).
@@ -279,14 +279,14 @@ def test_float32_and_float64_data_give_the_same_solution(rng, loss):
 @pytest.mark.parametrize("loss", LOSS_NAMES)
 def test_empty_columns_and_rows(rng, loss):
     n, sizes = 150, (3, 1, 4)
-    group_ptr = _group_ptr(sizes)
-    X = _random_csc(rng, n, group_ptr[-1], density=0.4,
+    block_ptr = _block_ptr(sizes)
+    X = _random_csc(rng, n, block_ptr[-1], density=0.4,
                     empty_columns=(1, 3), empty_rows=(0, 7, 149))
-    margin = X @ rng.normal(size=group_ptr[-1]) + rng.normal(size=n)
+    margin = X @ rng.normal(size=block_ptr[-1]) + rng.normal(size=n)
     y = np.where(margin >= 0, 1.0, -1.0)
-    result = solve_subproblem(*_args(X, group_ptr), y, 1.0, loss=loss, **TIGHT)
-    assert result.coef[1] == 0 and result.coef[3] == 0  # group 1 is all empty
-    rel_w, rel_b = _kkt(X, y, 1.0, group_ptr, result, loss)
+    result = solve_subproblem(*_args(X, block_ptr), y, 1.0, loss=loss, **TIGHT)
+    assert result.coef[1] == 0 and result.coef[3] == 0  # block 1 is all empty
+    rel_w, rel_b = _kkt(X, y, 1.0, block_ptr, result, loss)
     assert rel_w <= 1e-4 and rel_b <= 1e-4
     np.testing.assert_allclose(result.decision[[0, 7, 149]], -result.bias)
 
@@ -311,7 +311,7 @@ def test_no_columns_gives_the_bias_only_solution(rng, loss, fit_intercept):
 def test_all_empty_columns_reduce_to_the_bias_only_solution(rng):
     y = np.where(rng.random(80) < 0.7, 1.0, -1.0)
     X = sp.csc_matrix((80, 4))
-    result = solve_subproblem(*_args(X, _group_ptr([2, 2])), y, 1.0, **TIGHT)
+    result = solve_subproblem(*_args(X, _block_ptr([2, 2])), y, 1.0, **TIGHT)
     assert np.all(result.coef == 0)
     assert result.bias == pytest.approx(fit_bias_only(y, 1.0), abs=1e-6)
 
@@ -319,9 +319,9 @@ def test_all_empty_columns_reduce_to_the_bias_only_solution(rng):
 # -- warm starts, stopping, results ---------------------------------------------
 @pytest.mark.parametrize("loss", LOSS_NAMES)
 def test_warm_start_from_the_solution_returns_immediately(rng, loss):
-    X, y, group_ptr = _grouped_problem(rng)
-    first = solve_subproblem(*_args(X, group_ptr), y, 1.0, loss=loss, tol=1e-10)
-    again = solve_subproblem(*_args(X, group_ptr), y, 1.0, loss=loss, coef0=first.coef,
+    X, y, block_ptr = _grouped_problem(rng)
+    first = solve_subproblem(*_args(X, block_ptr), y, 1.0, loss=loss, tol=1e-10)
+    again = solve_subproblem(*_args(X, block_ptr), y, 1.0, loss=loss, coef0=first.coef,
                              bias0=first.bias, lipschitz0=first.lipschitz, tol=1e-3)
     assert again.n_iter <= 2 and again.converged
     assert again.objective <= first.objective * (1 + 1e-12)
@@ -329,30 +329,30 @@ def test_warm_start_from_the_solution_returns_immediately(rng, loss):
 
 
 def test_warm_start_with_new_groups_appended(rng):
-    X, y, group_ptr = _grouped_problem(rng)
-    p_old = group_ptr[3]
+    X, y, block_ptr = _grouped_problem(rng)
+    p_old = block_ptr[3]
     X_old = X[:, :p_old]
-    old = solve_subproblem(*_args(X_old, group_ptr[:4]), y, 1.0, tol=1e-4)
-    warm = solve_subproblem(*_args(X, group_ptr), y, 1.0, coef0=old.coef,
+    old = solve_subproblem(*_args(X_old, block_ptr[:4]), y, 1.0, tol=1e-4)
+    warm = solve_subproblem(*_args(X, block_ptr), y, 1.0, coef0=old.coef,
                             bias0=old.bias, lipschitz0=old.lipschitz, **TIGHT)
-    cold = solve_subproblem(*_args(X, group_ptr), y, 1.0, **TIGHT)
+    cold = solve_subproblem(*_args(X, block_ptr), y, 1.0, **TIGHT)
     np.testing.assert_allclose(warm.coef, cold.coef, rtol=1e-4, atol=1e-6)
     # The first kept iterate cannot be worse than the warm start [w_old, 0].
-    start = objective(*_args(X, group_ptr), y, 1.0,
+    start = objective(*_args(X, block_ptr), y, 1.0,
                       np.r_[old.coef, np.zeros(X.shape[1] - p_old)], old.bias)
     assert warm.history[0] <= start
 
 
 @pytest.mark.parametrize("loss", LOSS_NAMES)
 def test_result_fields_are_consistent(rng, loss):
-    X, y, group_ptr = _grouped_problem(rng)
+    X, y, block_ptr = _grouped_problem(rng)
     C = 2.0
-    r = solve_subproblem(*_args(X, group_ptr), y, C, loss=loss, tol=1e-3)
+    r = solve_subproblem(*_args(X, block_ptr), y, C, loss=loss, tol=1e-3)
     assert r.coef.dtype == np.float64 and r.coef.shape == (X.shape[1],)
     assert isinstance(r.bias, float) and isinstance(r.n_iter, int)
     np.testing.assert_allclose(r.decision, X @ r.coef - r.bias, rtol=1e-12, atol=1e-12)
     assert r.objective == pytest.approx(
-        objective(*_args(X, group_ptr), y, C, r.coef, r.bias, loss=loss), rel=1e-13)
+        objective(*_args(X, block_ptr), y, C, r.coef, r.bias, loss=loss), rel=1e-13)
     assert len(r.history) == r.n_iter
     assert np.all(np.diff(r.history) <= 0)  # kept iterates never increase F
     assert r.history[-1] == pytest.approx(r.objective, rel=1e-12)
@@ -365,8 +365,8 @@ def test_result_fields_are_consistent(rng, loss):
 
 
 def test_max_iter_and_lipschitz_defaults(rng):
-    X, y, group_ptr = _grouped_problem(rng)
-    r = solve_subproblem(*_args(X, group_ptr), y, 1.0, tol=0.0, max_iter=3)
+    X, y, block_ptr = _grouped_problem(rng)
+    r = solve_subproblem(*_args(X, block_ptr), y, 1.0, tol=0.0, max_iter=3)
     assert r.n_iter == 3 and not r.converged and len(r.history) == 3
     # Default L_0 = 0.01 n C; L_t = eta * tau_k is a multiple of eta * L_0
     # by a power of eta.
@@ -379,50 +379,50 @@ def test_lipschitz_estimate_stays_below_the_global_constant(rng, loss):
     """Any tau >= L passes the line search, so eta * tau_k <= L when the
     search starts below L; running to rounding level (tol = 0) must not
     inflate it."""
-    X, y, group_ptr = _grouped_problem(rng)
+    X, y, block_ptr = _grouped_problem(rng)
     C = 1.5
     bound = C * LOSSES[loss].curvature_bound * np.linalg.norm(X.toarray(), 2) ** 2
-    r = solve_subproblem(*_args(X, group_ptr), y, C, loss=loss, tol=0.0,
+    r = solve_subproblem(*_args(X, block_ptr), y, C, loss=loss, tol=0.0,
                          max_iter=5000, lipschitz0=1e-3)
     assert r.converged  # stopped at rounding level, not by max_iter
     assert 0 < r.lipschitz <= bound * (1 + 1e-9)
 
 
 def test_inexact_solution_is_close_to_the_optimum(rng):
-    X, y, group_ptr = _grouped_problem(rng, n=400)
-    exact = solve_subproblem(*_args(X, group_ptr), y, 1.0, **TIGHT)
-    inexact = solve_subproblem(*_args(X, group_ptr), y, 1.0, tol=1e-3)
+    X, y, block_ptr = _grouped_problem(rng, n=400)
+    exact = solve_subproblem(*_args(X, block_ptr), y, 1.0, **TIGHT)
+    inexact = solve_subproblem(*_args(X, block_ptr), y, 1.0, tol=1e-3)
     assert exact.objective <= inexact.objective <= exact.objective * (1 + 1e-2)
 
 
 def test_solver_is_deterministic(rng):
-    X, y, group_ptr = _grouped_problem(rng)
-    a = solve_subproblem(*_args(X, group_ptr), y, 1.0)
-    b = solve_subproblem(*_args(X, group_ptr), y, 1.0)
+    X, y, block_ptr = _grouped_problem(rng)
+    a = solve_subproblem(*_args(X, block_ptr), y, 1.0)
+    b = solve_subproblem(*_args(X, block_ptr), y, 1.0)
     np.testing.assert_array_equal(a.coef, b.coef)
     assert a.history == b.history and a.bias == b.bias
 
 
 @pytest.mark.parametrize("loss", LOSS_NAMES)
 def test_objective_matches_dense_formula(rng, loss):
-    X, y, group_ptr = _grouped_problem(rng, dtype=np.float32)
+    X, y, block_ptr = _grouped_problem(rng, dtype=np.float32)
     coef, bias, C = rng.normal(size=X.shape[1]), 0.7, 1.7
     f = X.toarray().astype(np.float64) @ coef - bias
     if loss == "logistic":
         data_term = C * np.sum(np.log1p(np.exp(-y * f)))
     else:
         data_term = C / 2 * np.sum(np.maximum(0, 1 - y * f) ** 2)
-    omega = 0.5 * _group_norms(coef, group_ptr).sum() ** 2
-    value = objective(*_args(X, group_ptr), y, C, coef, bias, loss=loss)
+    omega = 0.5 * _block_norms(coef, block_ptr).sum() ** 2
+    value = objective(*_args(X, block_ptr), y, C, coef, bias, loss=loss)
     assert value == pytest.approx(omega + data_term, rel=1e-12)
 
 
 def test_apg_solver_object_can_be_reused(rng):
     from ultrafs.solvers.apg import _problem
 
-    X, y, group_ptr = _grouped_problem(rng)
+    X, y, block_ptr = _grouped_problem(rng)
     solver = APG(tol=1e-8)
-    pb = _problem(*_args(X, group_ptr), y, 1.0, "squared-hinge", None)
+    pb = _problem(*_args(X, block_ptr), y, 1.0, "squared-hinge", None)
     first = solver.solve(pb, np.zeros(X.shape[1]), 0.0, 1.0)
     second = solver.solve(pb, np.zeros(X.shape[1]), 0.0, 1.0)
     np.testing.assert_array_equal(first.coef, second.coef)
@@ -430,14 +430,14 @@ def test_apg_solver_object_can_be_reused(rng):
 
 # -- validation --------------------------------------------------------------------
 def test_invalid_inputs_are_rejected(rng):
-    X, y, group_ptr = _grouped_problem(rng)
-    args = _args(X, group_ptr)
+    X, y, block_ptr = _grouped_problem(rng)
+    args = _args(X, block_ptr)
     with pytest.raises(ParameterError, match="C must be"):
         solve_subproblem(*args, y, 0.0)
     with pytest.raises(ParameterError, match="labels"):
         solve_subproblem(*args, np.where(y > 0, 1.0, 0.0), 1.0)
-    with pytest.raises(ParameterError, match="group_ptr"):
-        solve_subproblem(*_args(X, group_ptr[:-1]), y, 1.0)
+    with pytest.raises(ParameterError, match="block_ptr"):
+        solve_subproblem(*_args(X, block_ptr[:-1]), y, 1.0)
     with pytest.raises(ParameterError, match="coef0"):
         solve_subproblem(*args, y, 1.0, coef0=np.zeros(X.shape[1] + 1))
     with pytest.raises(ParameterError, match="bias0"):
@@ -453,13 +453,13 @@ def test_invalid_inputs_are_rejected(rng):
     with pytest.raises(ParameterError, match="data must be finite"):
         bad = X.copy()
         bad.data[0] = np.nan
-        solve_subproblem(*_args(bad, group_ptr), y, 1.0)
+        solve_subproblem(*_args(bad, block_ptr), y, 1.0)
     with pytest.raises(ParameterError, match="lipschitz0"):
         solve_subproblem(*args, y, 1.0, lipschitz0=0.0)
     with pytest.raises(ParameterError, match="coef0 must be finite"):
         solve_subproblem(*args, y, 1.0, coef0=np.full(2, np.inf))
-    with pytest.raises(ParameterError, match="group-radial"):
-        solve_subproblem(*args, y, 1.0, penalty=L1(), group_cache=True)
+    with pytest.raises(ParameterError, match="block-radial"):
+        solve_subproblem(*args, y, 1.0, penalty=L1(), block_cache=True)
     # One class is fine for the squared hinge, or without an intercept.
     solve_subproblem(*args, np.ones_like(y), 1.0, loss="squared-hinge")
     solve_subproblem(*args, np.ones_like(y), 1.0, fit_intercept=False)

@@ -4,7 +4,7 @@ A model file is one JSON object::
 
     {"format": "ultrafs-model", "format_version": 1,
      "features": [...], "coef": [...], "intercept": float,
-     "groups": [0, B, 2B, ...], "loss": "logistic", "classes": [neg, pos],
+     "batches": [0, B, 2B, ...], "loss": "logistic", "classes": [neg, pos],
      "feature_space": {"kind": "linear"}, "params": {...},
      "history": [...], "stop_reason": "...", "created_with": "ultrafs x.y"}
 
@@ -45,8 +45,8 @@ class Model:
     coef : float64 array, shape (p,)
     intercept : float
         Decision value = X[:, features] @ coef + intercept.
-    groups : list of int
-        Group boundaries (features added by each outer iteration).
+    batches : list of int
+        Batch boundaries (features added by each outer iteration).
     loss : str
     classes : list of float
         ``[negative, positive]`` original label values.
@@ -59,7 +59,7 @@ class Model:
     features: list
     coef: np.ndarray
     intercept: float
-    groups: list
+    batches: list
     loss: str
     classes: list
     feature_space: dict = field(default_factory=lambda: {"kind": "linear"})
@@ -76,7 +76,7 @@ class Model:
             "features": list(self.features),
             "coef": [float(c) for c in self.coef],
             "intercept": float(self.intercept),
-            "groups": [int(g) for g in self.groups],
+            "batches": [int(g) for g in self.batches],
             "loss": self.loss,
             "classes": [float(c) for c in self.classes],
             "feature_space": dict(self.feature_space),
@@ -112,7 +112,7 @@ class Model:
                 or not np.all(np.isfinite(coef)) or not math.isfinite(intercept):
             raise InputFormatError(f"{where}: inconsistent model file")
         return cls(features=features, coef=coef, intercept=intercept,
-                   groups=list(obj.get("groups", [0, len(features)])),
+                   batches=list(obj.get("batches", [0, len(features)])),
                    loss=loss, classes=classes,
                    feature_space=dict(obj.get("feature_space", {"kind": "linear"})),
                    params=dict(obj.get("params", {})),
@@ -133,13 +133,13 @@ class Model:
         return cls.from_dict(obj, where=path)
 
     # -------------------------------------------------------------- prediction
-    def truncated(self, n_groups: int) -> "Model":
-        """The model restricted to the features of the first ``n_groups``."""
-        stop = int(self.groups[min(n_groups, len(self.groups) - 1)])
+    def truncated(self, n_batches: int) -> "Model":
+        """The model restricted to the features of the first ``n_batches``."""
+        stop = int(self.batches[min(n_batches, len(self.batches) - 1)])
         return Model(self.features[:stop], self.coef[:stop].copy(),
-                     self.intercept, list(self.groups[:n_groups + 1]),
+                     self.intercept, list(self.batches[:n_batches + 1]),
                      self.loss, self.classes, self.feature_space, self.params,
-                     self.history[:n_groups], self.stop_reason)
+                     self.history[:n_batches], self.stop_reason)
 
     def decision_function_store(self, store) -> np.ndarray:
         """Decision values for every row of a store.

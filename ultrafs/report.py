@@ -82,18 +82,18 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def _group_of_each_feature(model) -> np.ndarray:
+def _batch_of_each_feature(model) -> np.ndarray:
     """Outer iteration (1-based) that selected each feature of ``model``."""
-    groups = np.asarray(model.groups, dtype=np.int64)
+    batches = np.asarray(model.batches, dtype=np.int64)
     positions = np.arange(len(model.features))
-    return np.searchsorted(groups, positions, side="right").astype(np.int64)
+    return np.searchsorted(batches, positions, side="right").astype(np.int64)
 
 
 def _top_features(model, top: int) -> list[dict]:
     """The ``top`` features by ``|weight|`` (ties: selection order)."""
     coef = np.asarray(model.coef, dtype=np.float64)
     order = np.argsort(-np.abs(coef), kind="stable")[:max(int(top), 0)]
-    selected_in = _group_of_each_feature(model)
+    selected_in = _batch_of_each_feature(model)
     return [{"rank": rank + 1,
              "id": _json_id(model.features[pos]),
              "label": _feature_label(model.features[pos]),
@@ -104,7 +104,7 @@ def _top_features(model, top: int) -> list[dict]:
 
 
 def _n_iterations(model) -> int:
-    return max(len(model.groups) - 1, 0)
+    return max(len(model.batches) - 1, 0)
 
 
 def accuracy_vs_features(model, test_store, *, _stacklevel=2
@@ -120,7 +120,7 @@ def accuracy_vs_features(model, test_store, *, _stacklevel=2
     Returns
     -------
     rows : list of dict
-        One row per k = 1..t (t outer iterations): ``n_groups`` (k),
+        One row per k = 1..t (t outer iterations): ``n_batches`` (k),
         ``n_features``, ``accuracy``, ``auc`` and, for the logistic loss,
         ``log_loss``.  The truncated models keep the final weights and
         intercept (they are not refitted).
@@ -133,7 +133,7 @@ def accuracy_vs_features(model, test_store, *, _stacklevel=2
         warnings.simplefilter("always", UltraFSWarning)
         for k in range(1, _n_iterations(model) + 1):
             metrics = model.truncated(k).evaluate_store(test_store)
-            row = {"n_groups": k, "n_features": metrics["n_features_model"],
+            row = {"n_batches": k, "n_features": metrics["n_features_model"],
                    "accuracy": metrics["accuracy"], "auc": metrics["auc"]}
             if "log_loss" in metrics:
                 row["log_loss"] = metrics["log_loss"]
@@ -389,7 +389,7 @@ def _html_page(model, figures, data, title, test_info):
         cols = ["k (iterations)", "features", "accuracy", "AUC"]
         if any("log_loss" in r for r in data["accuracy"]):
             cols.append("log loss")
-        acc_rows = [{"k (iterations)": r["n_groups"], "features": r["n_features"],
+        acc_rows = [{"k (iterations)": r["n_batches"], "features": r["n_features"],
                      "accuracy": f"{r['accuracy']:.4f}", "AUC": f"{r['auc']:.4f}",
                      "log loss": r.get("log_loss")} for r in data["accuracy"]]
         parts += [_img(figures["accuracy"], "test accuracy vs number of features"),

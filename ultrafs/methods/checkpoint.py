@@ -1,7 +1,7 @@
 """Checkpoints of the cutting-plane loop, for batch jobs that get killed.
 
 After every outer iteration the loop's whole state is written to a
-directory: ``checkpoint.json`` (selected keys, groups, ω, b, Lipschitz
+directory: ``checkpoint.json`` (selected keys, batches, ω, b, Lipschitz
 estimate, objectives, history, parameters, a checksum of the input store's
 metadata) and ``decision-<t>.npy`` (the n decision values, so that the dual
 variables of a resumed run are bit-identical).  The JSON file is the commit

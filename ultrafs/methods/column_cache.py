@@ -26,7 +26,7 @@ class ColumnCache:
         self.indptr = np.zeros(1, dtype=np.int64)
         self.indices = np.zeros(0, dtype=np.int32)
         self.data = np.zeros(0, dtype=self.dtype)
-        self.group_ptr = np.zeros(1, dtype=np.int64)
+        self.batch_ptr = np.zeros(1, dtype=np.int64)
 
     @property
     def n_columns(self) -> int:
@@ -34,12 +34,12 @@ class ColumnCache:
         return len(self.indptr) - 1
 
     @property
-    def n_groups(self) -> int:
-        """Number of groups (outer iterations) cached."""
-        return len(self.group_ptr) - 1
+    def n_batches(self) -> int:
+        """Number of batches (outer iterations) cached."""
+        return len(self.batch_ptr) - 1
 
-    def append_group(self, block) -> None:
-        """Append the columns of one outer iteration as a new group.
+    def append_batch(self, block) -> None:
+        """Append the columns of one outer iteration as a new batch.
 
         Parameters
         ----------
@@ -52,11 +52,11 @@ class ColumnCache:
             [self.indices, np.asarray(block.indices, dtype=np.int32)])
         self.data = np.concatenate(
             [self.data, np.asarray(block.data, dtype=self.dtype)])
-        self.group_ptr = np.append(self.group_ptr, np.int64(self.n_columns))
+        self.batch_ptr = np.append(self.batch_ptr, np.int64(self.n_columns))
 
     def arrays(self):
-        """``(indptr, indices, data, group_ptr)`` for the solver."""
-        return self.indptr, self.indices, self.data, self.group_ptr
+        """``(indptr, indices, data, batch_ptr)`` for the solver."""
+        return self.indptr, self.indices, self.data, self.batch_ptr
 
     @property
     def nbytes(self) -> int:

@@ -36,8 +36,8 @@ class FGMResult:
     ----------
     keys : int64 array, shape (p,)
         Feature-space keys of the selected features, in selection order.
-    group_ptr : int64 array, shape (t + 1,)
-        Features of iteration h are ``keys[group_ptr[h]:group_ptr[h+1]]``.
+    batch_ptr : int64 array, shape (t + 1,)
+        Features of iteration h are ``keys[batch_ptr[h]:batch_ptr[h+1]]``.
     coef : float64 array, shape (p,)
         ω, aligned with ``keys``.
     bias : float
@@ -47,12 +47,12 @@ class FGMResult:
     stop_reason : str
     path : list of (coef, bias)
         The subproblem solution after each outer iteration (``coef`` of
-        iteration h is aligned with ``keys[:group_ptr[h + 1]]``); O(T²B)
+        iteration h is aligned with ``keys[:batch_ptr[h + 1]]``); O(T²B)
         floats, kept for accuracy-versus-features curves.
     """
 
     keys: np.ndarray
-    group_ptr: np.ndarray
+    batch_ptr: np.ndarray
     coef: np.ndarray
     bias: float
     history: list = field(default_factory=list)
@@ -146,9 +146,9 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
     if resume and checkpoint is not None and checkpoint.exists():
         state, decision = checkpoint.load()
         keys = np.asarray(state["keys"], dtype=np.int64)
-        group_ptr = np.asarray(state["group_ptr"], dtype=np.int64)
-        for lo, hi in zip(group_ptr[:-1], group_ptr[1:]):
-            cache.append_group(features.materialize(keys[lo:hi]))
+        batch_ptr = np.asarray(state["batch_ptr"], dtype=np.int64)
+        for lo, hi in zip(batch_ptr[:-1], batch_ptr[1:]):
+            cache.append_batch(features.materialize(keys[lo:hi]))
         coef = np.asarray(state["coef"], dtype=np.float64)
         bias = float(state["bias"])
         lipschitz = state["lipschitz"]
@@ -158,7 +158,7 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
         path = [(np.asarray(c, dtype=np.float64), float(b)) for c, b in state["path"]]
         first_iteration = int(state["iteration"]) + 1
         if state.get("stop_reason"):
-            return FGMResult(keys=keys, group_ptr=group_ptr, coef=coef, bias=bias,
+            return FGMResult(keys=keys, batch_ptr=batch_ptr, coef=coef, bias=bias,
                              history=history, stop_reason=state["stop_reason"],
                              path=path)
         logger.info("resuming after iteration %d", first_iteration - 1)
@@ -168,7 +168,7 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
             return
         checkpoint.save({
             "iteration": iteration, "keys": keys.tolist(),
-            "group_ptr": cache.group_ptr.tolist(), "coef": coef.tolist(),
+            "batch_ptr": cache.batch_ptr.tolist(), "coef": coef.tolist(),
             "bias": float(bias), "lipschitz": lipschitz,
             "objective_0": float(objective_0), "objective_prev": float(objective_prev),
             "history": history, "path": [(c.tolist(), b) for c, b in path],
@@ -186,7 +186,7 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
             break
 
         started = time.perf_counter()
-        cache.append_group(features.materialize(candidates.keys,
+        cache.append_batch(features.materialize(candidates.keys,
                                                 payload=candidates.payload))
         keys = np.concatenate([keys, candidates.keys])
         materialize_seconds = time.perf_counter() - started
@@ -231,6 +231,6 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
             stop_reason = finished
             break
 
-    return FGMResult(keys=keys, group_ptr=cache.group_ptr.copy(), coef=coef,
+    return FGMResult(keys=keys, batch_ptr=cache.batch_ptr.copy(), coef=coef,
                      bias=float(bias), history=history, stop_reason=stop_reason,
                      path=path)

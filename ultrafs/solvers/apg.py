@@ -3,7 +3,7 @@
 Problem
 -------
 Given the selected columns ``X`` (n x p, CSC arrays) split into ``t``
-contiguous groups by ``group_ptr``, labels ``y`` in {-1, +1} and ``C > 0``::
+contiguous blocks by ``block_ptr``, labels ``y`` in {-1, +1} and ``C > 0``::
 
     min_{w, b}  F(w, b) = Omega(w) + P(w, b),
     Omega(w)  = 1/2 (sum_h ||w_h||_2)^2,
@@ -17,7 +17,7 @@ Algorithm (Algorithm 4 of the paper, with the deviations listed here)
 Each iteration ``k``, at the extrapolated point ``(v, v_b)``:
 
 1. ``grad = C X' l'(f(v, v_b))`` (one pass over the nonzeros).  With the
-   group cache (§5.5) also the per-group products ``X_h v_h`` and
+   block cache (§5.5) also the per-block products ``X_h v_h`` and
    ``X_h grad_h`` (one sparse pass each, replacing the plain ``X v``).
 2. Line search on ``w``: ``tau`` starts at ``eta * tau_{k-1}`` and is divided
    by ``eta`` until ``P(w, v_b) <= P(v, v_b) + <grad, w - v> +
@@ -141,7 +141,7 @@ class _Problem:
     ----------
     indptr, indices, data : ndarray
         CSC arrays of ``X`` (data float32 or float64).
-    group_ptr : ndarray of int64, shape (t + 1,)
+    block_ptr : ndarray of int64, shape (t + 1,)
     y : ndarray of float64, shape (n,)
     C : float
     loss : Loss
@@ -151,7 +151,7 @@ class _Problem:
     indptr: np.ndarray
     indices: np.ndarray
     data: np.ndarray
-    group_ptr: np.ndarray
+    block_ptr: np.ndarray
     y: np.ndarray
     C: float
     loss: object
@@ -169,8 +169,8 @@ class _Problem:
 
     @property
     def t(self):
-        """Number of groups."""
-        return len(self.group_ptr) - 1
+        """Number of blocks."""
+        return len(self.block_ptr) - 1
 
     def decision(self, coef, bias):
         """Return ``X @ coef - bias``."""
@@ -178,10 +178,10 @@ class _Problem:
         f -= bias
         return f
 
-    def group_products(self, coef, out):
+    def block_products(self, coef, out):
         """Write ``X_h @ coef_h`` into row ``h`` of ``out`` (shape (t, n))."""
-        return sparse_ops.csc_group_matvec_into(
-            self.indptr, self.indices, self.data, coef, self.group_ptr, out
+        return sparse_ops.csc_block_matvec_into(
+            self.indptr, self.indices, self.data, coef, self.block_ptr, out
         )
 
     def gradient(self, derivative):
@@ -196,7 +196,7 @@ class _Problem:
 
     def objective(self, coef, decision):
         """Return ``Omega(coef) + P`` for the given decision values."""
-        return self.penalty.value(coef, self.group_ptr) + self.data_term(decision)
+        return self.penalty.value(coef, self.block_ptr) + self.data_term(decision)
 
 
 class _Workspace:
@@ -205,9 +205,9 @@ class _Workspace:
     Parameters
     ----------
     n, t : int
-        Rows and groups.
+        Rows and blocks.
     cached : bool
-        Whether the per-group products ``X_h v_h`` and ``X_h grad_h`` are
+        Whether the per-block products ``X_h v_h`` and ``X_h grad_h`` are
         kept (paper §5.5).
     """
 
@@ -239,17 +239,17 @@ class APG:
     fit_intercept : bool, default True
         Whether ``b`` is optimised; otherwise it keeps its starting value
         (0 through :func:`solve_subproblem`).
-    group_cache : bool or None, default None
-        Rebuild ``X @ w`` in line-search trials from cached per-group
+    block_cache : bool or None, default None
+        Rebuild ``X @ w`` in line-search trials from cached per-block
         products (O(n t) per trial, paper §5.5) instead of a sparse product
         (O(nnz) per trial).  None picks the cache when ``2 nnz >= n t`` and
-        the penalty is group-radial, i.e. when the extra sparse pass per
+        the penalty is block-radial, i.e. when the extra sparse pass per
         iteration costs less than the trials it speeds up; it needs ``2 n t``
         floats.
     """
 
     def __init__(self, *, eta=DEFAULT_ETA, tol=1e-3, max_iter=DEFAULT_MAX_ITER,
-                 fit_intercept=True, group_cache=None):
+                 fit_intercept=True, block_cache=None):
         if not 0.0 < eta < 1.0:
             raise ParameterError(f"eta must lie in (0, 1), got {eta!r}")
         if not tol >= 0.0:
@@ -260,19 +260,19 @@ class APG:
         self.tol = float(tol)
         self.max_iter = int(max_iter)
         self.fit_intercept = bool(fit_intercept)
-        self.group_cache = group_cache
+        self.block_cache = block_cache
 
     def _uses_cache(self, pb):
-        """Whether line-search trials use the per-group product cache."""
-        if not pb.penalty.group_radial:
-            if self.group_cache:
+        """Whether line-search trials use the per-block product cache."""
+        if not pb.penalty.block_radial:
+            if self.block_cache:
                 raise ParameterError(
-                    f"group_cache needs a group-radial penalty, not {pb.penalty!r}"
+                    f"block_cache needs a block-radial penalty, not {pb.penalty!r}"
                 )
             return False
-        if self.group_cache is None:
+        if self.block_cache is None:
             return 2 * int(pb.indptr[-1]) >= pb.n * pb.t
-        return bool(self.group_cache)
+        return bool(self.block_cache)
 
     # -- one iteration's pieces ------------------------------------------
     def _smooth_at(self, pb, ws, v, vb):
@@ -285,14 +285,14 @@ class APG:
         grad : ndarray of float64, shape (p,)
         """
         if ws.cached:
-            pb.group_products(v, ws.xv)
-            sparse_ops.combine_group_products(ws.xv, ws.xv, ws.ones, 0.0, vb, ws.f_v)
+            pb.block_products(v, ws.xv)
+            sparse_ops.combine_block_products(ws.xv, ws.xv, ws.ones, 0.0, vb, ws.f_v)
         else:
             ws.f_v[:] = pb.decision(v, vb)
         p_v = pb.C * pb.loss.value_derivative(pb.y, ws.f_v, ws.d_v)
         grad = pb.gradient(ws.d_v)
         if ws.cached:
-            pb.group_products(grad, ws.xg)
+            pb.block_products(grad, ws.xg)
         return p_v, grad
 
     def _coef_step(self, pb, ws, v, vb, p_v, grad, tau):
@@ -313,9 +313,9 @@ class APG:
             if trial:
                 tau /= self.eta
             step = 1.0 / tau
-            coef, scale = pb.penalty.prox(v - step * grad, step, pb.group_ptr)
+            coef, scale = pb.penalty.prox(v - step * grad, step, pb.block_ptr)
             if ws.cached:
-                sparse_ops.combine_group_products(ws.xv, ws.xg, scale, step, vb, ws.f_w)
+                sparse_ops.combine_block_products(ws.xv, ws.xg, scale, step, vb, ws.f_w)
             else:
                 ws.f_w[:] = pb.decision(coef, vb)
             p_w = pb.C * pb.loss.value_derivative(pb.y, ws.f_w, ws.d_w)
@@ -383,12 +383,12 @@ class APG:
         for n_iter in range(1, self.max_iter + 1):
             p_v, grad = self._smooth_at(pb, ws, v, vb)
             if f_cur is None:
-                f_cur = pb.penalty.value(v, pb.group_ptr) + p_v
+                f_cur = pb.penalty.value(v, pb.block_ptr) + p_v
             coef_new, p_new, tau = self._coef_step(pb, ws, v, vb, p_v, grad, tau)
             bias_new = vb
             if self.fit_intercept:
                 bias_new, p_new = self._bias_step(pb, ws, vb, p_new)
-            f_new = pb.penalty.value(coef_new, pb.group_ptr) + p_new
+            f_new = pb.penalty.value(coef_new, pb.block_ptr) + p_new
             if f_new <= f_cur:
                 tau_kept = tau
                 decrease = f_cur - f_new
@@ -448,15 +448,15 @@ def _as_csc(indptr, indices, data, n):
     return indptr, indices, data
 
 
-def _as_group_ptr(group_ptr, p):
-    """Validate ``group_ptr`` for ``p`` columns; return it as int64."""
-    group_ptr = np.ascontiguousarray(group_ptr, dtype=np.int64)
-    if (group_ptr.ndim != 1 or len(group_ptr) < 1 or group_ptr[0] != 0
-            or group_ptr[-1] != p or np.any(np.diff(group_ptr) < 0)):
+def _as_block_ptr(block_ptr, p):
+    """Validate ``block_ptr`` for ``p`` columns; return it as int64."""
+    block_ptr = np.ascontiguousarray(block_ptr, dtype=np.int64)
+    if (block_ptr.ndim != 1 or len(block_ptr) < 1 or block_ptr[0] != 0
+            or block_ptr[-1] != p or np.any(np.diff(block_ptr) < 0)):
         raise ParameterError(
-            f"group_ptr must be non-decreasing from 0 to p = {p}, got {group_ptr!r}"
+            f"block_ptr must be non-decreasing from 0 to p = {p}, got {block_ptr!r}"
         )
-    return group_ptr
+    return block_ptr
 
 
 def _as_labels(y):
@@ -477,15 +477,15 @@ def _as_C(C):
     return C
 
 
-def _problem(indptr, indices, data, group_ptr, y, C, loss, penalty):
+def _problem(indptr, indices, data, block_ptr, y, C, loss, penalty):
     """Validate every input of a subproblem; return a :class:`_Problem`."""
     y = _as_labels(y)
     indptr, indices, data = _as_csc(indptr, indices, data, len(y))
-    group_ptr = _as_group_ptr(group_ptr, len(indptr) - 1)
+    block_ptr = _as_block_ptr(block_ptr, len(indptr) - 1)
     penalty = L21Squared() if penalty is None else penalty
     if not isinstance(penalty, Penalty):
         raise ParameterError(f"penalty must be a Penalty, got {penalty!r}")
-    return _Problem(indptr, indices, data, group_ptr, y, _as_C(C),
+    return _Problem(indptr, indices, data, block_ptr, y, _as_C(C),
                     get_loss(loss), penalty)
 
 
@@ -502,10 +502,10 @@ def _initial_coef(coef0, p):
     return coef
 
 
-def solve_subproblem(indptr, indices, data, group_ptr, y, C, *, loss="logistic",
+def solve_subproblem(indptr, indices, data, block_ptr, y, C, *, loss="logistic",
                      fit_intercept=True, coef0=None, bias0=0.0, lipschitz0=None,
                      eta=DEFAULT_ETA, tol=1e-3, max_iter=DEFAULT_MAX_ITER,
-                     penalty=None, group_cache=None):
+                     penalty=None, block_cache=None):
     """Solve ``min_{w,b} 1/2 (sum_h ||w_h||)^2 + C sum_i l(y_i, X_i w - b)``.
 
     Parameters
@@ -513,8 +513,8 @@ def solve_subproblem(indptr, indices, data, group_ptr, y, C, *, loss="logistic",
     indptr, indices, data : ndarray
         CSC arrays of the selected columns ``X`` (n x p); ``data`` float32
         or float64.  Empty columns and empty rows are allowed.
-    group_ptr : ndarray of int, shape (t + 1,)
-        Group ``h`` is the columns ``group_ptr[h]:group_ptr[h + 1]``.
+    block_ptr : ndarray of int, shape (t + 1,)
+        Block ``h`` is the columns ``block_ptr[h]:block_ptr[h + 1]``.
     y : ndarray, shape (n,)
         Labels in {-1, +1}.
     C : float
@@ -524,7 +524,7 @@ def solve_subproblem(indptr, indices, data, group_ptr, y, C, *, loss="logistic",
     fit_intercept : bool, default True
         Optimise ``b``; otherwise ``b = 0``.
     coef0 : ndarray of shape (p0,), p0 <= p, optional
-        Warm start ``w^0 = [coef0, 0]`` (new groups appended at the end).
+        Warm start ``w^0 = [coef0, 0]`` (new blocks appended at the end).
     bias0 : float, default 0.0
         Warm start for ``b``; must be 0 when ``fit_intercept`` is False.
     lipschitz0 : float, optional
@@ -537,7 +537,7 @@ def solve_subproblem(indptr, indices, data, group_ptr, y, C, *, loss="logistic",
         Maximum number of inner iterations.
     penalty : Penalty, optional
         Replaces ``1/2 (sum_h ||w_h||)^2`` (default :class:`L21Squared`).
-    group_cache : bool or None, default None
+    block_cache : bool or None, default None
         See :class:`APG` (None: automatic).
 
     Returns
@@ -550,9 +550,9 @@ def solve_subproblem(indptr, indices, data, group_ptr, y, C, *, loss="logistic",
         On malformed inputs, or a single class with the logistic loss and an
         intercept (no minimiser exists).
     """
-    pb = _problem(indptr, indices, data, group_ptr, y, C, loss, penalty)
+    pb = _problem(indptr, indices, data, block_ptr, y, C, loss, penalty)
     solver = APG(eta=eta, tol=tol, max_iter=max_iter, fit_intercept=fit_intercept,
-                 group_cache=group_cache)
+                 block_cache=block_cache)
     if fit_intercept:
         pb.loss.optimal_constant(pb.y)  # rejects problems without a minimiser
     bias = _initial_bias(bias0, fit_intercept)
@@ -592,13 +592,13 @@ def _bias_only_result(pb, fit_intercept, lipschitz):
     )
 
 
-def objective(indptr, indices, data, group_ptr, y, C, coef, bias, *,
+def objective(indptr, indices, data, block_ptr, y, C, coef, bias, *,
               loss="logistic", penalty=None):
     """Return ``F(w, b) = 1/2 (sum_h ||w_h||)^2 + C sum_i l(y_i, X_i w - b)``.
 
     Parameters
     ----------
-    indptr, indices, data, group_ptr, y, C
+    indptr, indices, data, block_ptr, y, C
         As in :func:`solve_subproblem`.
     coef : ndarray of float64, shape (p,)
     bias : float
@@ -610,7 +610,7 @@ def objective(indptr, indices, data, group_ptr, y, C, coef, bias, *,
     -------
     float
     """
-    pb = _problem(indptr, indices, data, group_ptr, y, C, loss, penalty)
+    pb = _problem(indptr, indices, data, block_ptr, y, C, loss, penalty)
     coef = np.ascontiguousarray(coef, dtype=np.float64)
     if len(coef) != pb.p:
         raise ParameterError(f"coef has {len(coef)} entries, expected p = {pb.p}")

@@ -1,20 +1,20 @@
 """Pluggable penalties with their proximal operators.
 
 A penalty ``Omega(w)`` acts on a coefficient vector split into contiguous
-groups by ``group_ptr`` (int64, length ``t + 1``).  Each object offers
+blocks by ``block_ptr`` (int64, length ``t + 1``).  Each object offers
 
-``value(coef, group_ptr)``
+``value(coef, block_ptr)``
     ``Omega(coef)``.
-``prox(u, step, group_ptr, out=None)``
+``prox(u, step, block_ptr, out=None)``
     ``(w, scale)`` with ``w = argmin_w 1/2 ||w - u||^2 + step * Omega(w)``
-    (``step = 1 / tau``).  For a *group-radial* penalty (``group_radial`` is
-    True) the solution multiplies each group of ``u`` by one factor and
+    (``step = 1 / tau``).  For a *block-radial* penalty (``block_radial`` is
+    True) the solution multiplies each block of ``u`` by one factor and
     ``scale`` (shape ``(t,)``) holds those factors, which lets a solver
-    rebuild ``X @ w`` from cached per-group products (paper §5.5); otherwise
+    rebuild ``X @ w`` from cached per-block products (paper §5.5); otherwise
     ``scale`` is None.
-``optimality_residual(coef, grad, group_ptr)``
+``optimality_residual(coef, grad, block_ptr)``
     the distance from ``-grad`` to the subdifferential of ``Omega`` at
-    ``coef``, per group, i.e. how far ``coef`` is from the optimality
+    ``coef``, per block, i.e. how far ``coef`` is from the optimality
     condition ``0 in grad + dOmega(coef)`` of ``min Omega + P`` when
     ``grad = grad P(coef)``.
 
@@ -48,18 +48,18 @@ def _check_alpha(alpha):
 class Penalty:
     """Interface of a penalty (see the module docstring)."""
 
-    group_radial = False
+    block_radial = False
 
-    def value(self, coef, group_ptr):
+    def value(self, coef, block_ptr):
         """Return ``Omega(coef)``."""
         raise NotImplementedError
 
-    def prox(self, u, step, group_ptr, out=None):
+    def prox(self, u, step, block_ptr, out=None):
         """Return ``(w, scale)``, the proximal point of ``u`` with ``step``."""
         raise NotImplementedError
 
-    def optimality_residual(self, coef, grad, group_ptr):
-        """Return per-group distances from ``-grad`` to ``dOmega(coef)``."""
+    def optimality_residual(self, coef, grad, block_ptr):
+        """Return per-block distances from ``-grad`` to ``dOmega(coef)``."""
         raise NotImplementedError
 
     def __repr__(self):
@@ -70,27 +70,27 @@ class L21Squared(Penalty):
     """``Omega(w) = 1/2 (sum_h ||w_h||_2)^2``, the FGM regulariser (eq. 30).
 
     Its proximal operator is the Moreau projection of Algorithm 3, computed
-    by sorting the ``t`` group norms.
+    by sorting the ``t`` block norms.
     """
 
-    group_radial = True
+    block_radial = True
 
-    def value(self, coef, group_ptr):
+    def value(self, coef, block_ptr):
         """Return ``1/2 (sum_h ||coef_h||)^2``.
 
         Parameters
         ----------
         coef : ndarray of float64, shape (p,)
-        group_ptr : ndarray of int64, shape (t + 1,)
+        block_ptr : ndarray of int64, shape (t + 1,)
 
         Returns
         -------
         float
         """
-        total = float(np.sum(_k.group_norms(coef, group_ptr)))
+        total = float(np.sum(_k.block_norms(coef, block_ptr)))
         return 0.5 * total * total
 
-    def prox(self, u, step, group_ptr, out=None):
+    def prox(self, u, step, block_ptr, out=None):
         """Return the Moreau projection of ``u`` (Algorithm 3, eq. 34).
 
         Parameters
@@ -98,7 +98,7 @@ class L21Squared(Penalty):
         u : ndarray of float64, shape (p,)
         step : float
             ``s = 1 / tau`` (positive).
-        group_ptr : ndarray of int64, shape (t + 1,)
+        block_ptr : ndarray of int64, shape (t + 1,)
         out : ndarray of float64, shape (p,), optional
             Buffer for the result; may be ``u``.
 
@@ -109,11 +109,11 @@ class L21Squared(Penalty):
             ``o_h / ||u_h||``, so that ``w_h = scale[h] * u_h``.
         """
         out = _output(u, out)
-        scale = _k.l21sq_prox(u, float(step), group_ptr, out)
+        scale = _k.l21sq_prox(u, float(step), block_ptr, out)
         return out, scale
 
-    def optimality_residual(self, coef, grad, group_ptr):
-        """Return per-group distances from ``-grad`` to ``dOmega(coef)``.
+    def optimality_residual(self, coef, grad, block_ptr):
+        """Return per-block distances from ``-grad`` to ``dOmega(coef)``.
 
         With ``S = sum_g ||coef_g||``: for ``coef_h != 0`` the distance is
         ``||grad_h + S coef_h / ||coef_h||||``; for ``coef_h = 0`` it is
@@ -122,18 +122,18 @@ class L21Squared(Penalty):
         Parameters
         ----------
         coef, grad : ndarray of float64, shape (p,)
-        group_ptr : ndarray of int64, shape (t + 1,)
+        block_ptr : ndarray of int64, shape (t + 1,)
 
         Returns
         -------
         ndarray of float64, shape (t,)
         """
-        norms = _k.group_norms(coef, group_ptr)
-        grad_norms = _k.group_norms(grad, group_ptr)
+        norms = _k.block_norms(coef, block_ptr)
+        grad_norms = _k.block_norms(grad, block_ptr)
         total = float(np.sum(norms))
         out = np.empty(len(norms), dtype=np.float64)
         for h in range(len(norms)):
-            sl = slice(group_ptr[h], group_ptr[h + 1])
+            sl = slice(block_ptr[h], block_ptr[h + 1])
             if norms[h] > 0:
                 out[h] = np.linalg.norm(grad[sl] + total * coef[sl] / norms[h])
             else:
@@ -150,23 +150,23 @@ class L1(Penalty):
         Non-negative weight.
     """
 
-    group_radial = False
+    block_radial = False
 
     def __init__(self, alpha=1.0):
         self.alpha = _check_alpha(alpha)
 
-    def value(self, coef, group_ptr):
-        """Return ``alpha * ||coef||_1`` (``group_ptr`` is unused)."""
+    def value(self, coef, block_ptr):
+        """Return ``alpha * ||coef||_1`` (``block_ptr`` is unused)."""
         return self.alpha * float(np.sum(np.abs(coef)))
 
-    def prox(self, u, step, group_ptr, out=None):
+    def prox(self, u, step, block_ptr, out=None):
         """Return ``(soft(u, alpha * step), None)``."""
         out = _output(u, out)
         _k.soft_threshold(u, self.alpha * float(step), out)
         return out, None
 
-    def optimality_residual(self, coef, grad, group_ptr):
-        """Return per-group norms of the coordinate-wise distances.
+    def optimality_residual(self, coef, grad, block_ptr):
+        """Return per-block norms of the coordinate-wise distances.
 
         For ``coef_j != 0``: ``|grad_j + alpha sign(coef_j)|``; for
         ``coef_j = 0``: ``max(0, |grad_j| - alpha)``.
@@ -176,7 +176,7 @@ class L1(Penalty):
             np.abs(grad + self.alpha * np.sign(coef)),
             np.maximum(0.0, np.abs(grad) - self.alpha),
         )
-        return _k.group_norms(per_coord, group_ptr)
+        return _k.block_norms(per_coord, block_ptr)
 
     def __repr__(self):
         return f"L1(alpha={self.alpha!r})"
@@ -185,7 +185,7 @@ class L1(Penalty):
 class GroupL1(Penalty):
     """``Omega(w) = alpha * sum_h ||w_h||_2`` (group lasso).
 
-    Its proximal operator is group soft-thresholding, which is group-radial.
+    Its proximal operator is group soft-thresholding, which is block-radial.
 
     Parameters
     ----------
@@ -193,28 +193,28 @@ class GroupL1(Penalty):
         Non-negative weight.
     """
 
-    group_radial = True
+    block_radial = True
 
     def __init__(self, alpha=1.0):
         self.alpha = _check_alpha(alpha)
 
-    def value(self, coef, group_ptr):
+    def value(self, coef, block_ptr):
         """Return ``alpha * sum_h ||coef_h||``."""
-        return self.alpha * float(np.sum(_k.group_norms(coef, group_ptr)))
+        return self.alpha * float(np.sum(_k.block_norms(coef, block_ptr)))
 
-    def prox(self, u, step, group_ptr, out=None):
+    def prox(self, u, step, block_ptr, out=None):
         """Return ``(w, scale)`` with ``w_h = max(0, 1 - alpha step / ||u_h||) u_h``."""
         out = _output(u, out)
-        scale = _k.group_soft_threshold(u, self.alpha * float(step), group_ptr, out)
+        scale = _k.block_soft_threshold(u, self.alpha * float(step), block_ptr, out)
         return out, scale
 
-    def optimality_residual(self, coef, grad, group_ptr):
-        """Return per-group distances from ``-grad`` to ``dOmega(coef)``."""
-        norms = _k.group_norms(coef, group_ptr)
-        grad_norms = _k.group_norms(grad, group_ptr)
+    def optimality_residual(self, coef, grad, block_ptr):
+        """Return per-block distances from ``-grad`` to ``dOmega(coef)``."""
+        norms = _k.block_norms(coef, block_ptr)
+        grad_norms = _k.block_norms(grad, block_ptr)
         out = np.empty(len(norms), dtype=np.float64)
         for h in range(len(norms)):
-            sl = slice(group_ptr[h], group_ptr[h + 1])
+            sl = slice(block_ptr[h], block_ptr[h + 1])
             if norms[h] > 0:
                 out[h] = np.linalg.norm(grad[sl] + self.alpha * coef[sl] / norms[h])
             else:
