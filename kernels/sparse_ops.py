@@ -12,6 +12,13 @@ columns ``block_ptr[h]:block_ptr[h + 1]``.  Per-block products are laid out as
 one block stays in one contiguous vector (as fast as :func:`csc_matvec`) and
 :func:`combine_block_products` streams whole rows (paper §5.5: a line-search
 trial costs O(n t) instead of O(nnz)).
+
+Multi-output products (K outputs, e.g. one per class) take coefficients
+``W`` of shape ``(p, K)`` flattened row-major (``w[j * K + k]``, so the K
+weights of one column are adjacent and a block of columns is a contiguous
+slice) and return decision values ``F = X @ W`` of shape ``(n_rows, K)``
+flattened row-major (``f[i * K + k]``).  With ``K = 1`` they compute the
+same sums in the same order as the single-output kernels.
 """
 
 import numpy as np
@@ -23,6 +30,9 @@ __all__ = [
     "csc_block_matvec_into",
     "csc_rmatvec",
     "combine_block_products",
+    "csc_matmat",
+    "csc_block_matmat_into",
+    "csc_rmatmat",
 ]
 
 
@@ -158,3 +168,97 @@ def combine_block_products(xv, xg, scale, step, offset, out):
         for i in range(n_rows):
             out[i] += sh * xv_h[i] - gh * xg_h[i]
     return out
+
+
+@njit(cache=True, nogil=True)
+def csc_block_matmat_into(indptr, indices, data, w, n_outputs, block_ptr, out):
+    """Write the per-block products ``X_h @ W_h`` (K outputs) into ``out``.
+
+    Parameters
+    ----------
+    indptr, indices, data : ndarray
+        CSC arrays of ``X`` (see the module docstring).
+    w : ndarray of float64, shape (p * K,)
+        ``W`` flattened row-major.
+    n_outputs : int
+        ``K``.
+    block_ptr : ndarray of int64, shape (t + 1,)
+        Column blocks (in columns, not coefficients).
+    out : ndarray of float64, shape (t, n_rows * K)
+        Overwritten: ``out[h, i * K + k] = sum_{j in block h} X[i, j] W[j, k]``.
+
+    Returns
+    -------
+    ndarray of float64, shape (t, n_rows * K)
+        ``out`` itself.
+    """
+    K = n_outputs
+    for h in range(len(block_ptr) - 1):
+        row = out[h]
+        row[:] = 0.0
+        for j in range(block_ptr[h], block_ptr[h + 1]):
+            base = j * K
+            nonzero = False
+            for c in range(K):
+                if w[base + c] != 0.0:
+                    nonzero = True
+            if not nonzero:
+                continue
+            for q in range(indptr[j], indptr[j + 1]):
+                x = np.float64(data[q])
+                r = indices[q] * K
+                for c in range(K):
+                    row[r + c] += x * w[base + c]
+    return out
+
+
+@njit(cache=True, nogil=True)
+def csc_matmat(indptr, indices, data, w, n_outputs, n_rows):
+    """Return ``X @ W`` flattened row-major, shape ``(n_rows * K,)``.
+
+    Parameters
+    ----------
+    indptr, indices, data : ndarray
+        CSC arrays of ``X``.
+    w : ndarray of float64, shape (p * K,)
+    n_outputs : int
+    n_rows : int
+
+    Returns
+    -------
+    ndarray of float64, shape (n_rows * K,)
+    """
+    one_block = np.array([0, len(indptr) - 1], dtype=np.int64)
+    out = np.empty((1, n_rows * n_outputs), dtype=np.float64)
+    return csc_block_matmat_into(indptr, indices, data, w, n_outputs, one_block,
+                                 out)[0]
+
+
+@njit(cache=True, nogil=True)
+def csc_rmatmat(indptr, indices, data, r, n_outputs):
+    """Return ``X.T @ R`` flattened row-major, shape ``(p * K,)``.
+
+    Parameters
+    ----------
+    indptr, indices, data : ndarray
+        CSC arrays of ``X``.
+    r : ndarray of float64, shape (n_rows * K,)
+        ``R`` flattened row-major.
+    n_outputs : int
+
+    Returns
+    -------
+    ndarray of float64, shape (p * K,)
+    """
+    K = n_outputs
+    p = len(indptr) - 1
+    out = np.zeros(p * K, dtype=np.float64)
+    for j in range(p):
+        base = j * K
+        for q in range(indptr[j], indptr[j + 1]):
+            x = np.float64(data[q])
+            r0 = indices[q] * K
+            for c in range(K):
+                out[base + c] += x * r[r0 + c]
+    return out
+

@@ -10,7 +10,12 @@ contiguous blocks by ``block_ptr``, labels ``y`` in {-1, +1} and ``C > 0``::
     P(w, b)   = C * sum_i l(y_i, f_i),      f = X @ w - b,
 
 with ``l`` the logistic or squared hinge loss (:mod:`ultrafs.solvers.losses`).
-Other penalties of :mod:`ultrafs.solvers.penalties` plug in the same way.
+In general ``P`` is any :class:`~ultrafs.solvers.datafits.Datafit` (a
+pointwise loss through a linear operator: K outputs per sample for K
+classes, with ``w`` holding K weights per column and ``b`` K intercepts)
+and ``Omega`` any penalty of :mod:`ultrafs.solvers.penalties`;
+:meth:`APG.solve` checks their capabilities first
+(:mod:`ultrafs.solvers.base`).
 
 Algorithm (Algorithm 4 of the paper, with the deviations listed here)
 ---------------------------------------------------------------------
@@ -73,7 +78,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ultrafs.errors import ParameterError
-from ultrafs.kernels import sparse_ops
+from ultrafs.solvers.base import Solver
+from ultrafs.solvers.datafits import encode_classification_targets, make_datafit
 from ultrafs.solvers.losses import get_loss
 from ultrafs.solvers.penalties import L21Squared, Penalty
 
@@ -135,68 +141,66 @@ class SubproblemResult:
 
 @dataclass(frozen=True)
 class _Problem:
-    """Validated data of one subproblem with its products.
+    """One subproblem: a datafit, a penalty and the coefficient blocks.
 
     Attributes
     ----------
-    indptr, indices, data : ndarray
-        CSC arrays of ``X`` (data float32 or float64).
-    block_ptr : ndarray of int64, shape (t + 1,)
-    y : ndarray of float64, shape (n,)
-    C : float
-    loss : Loss
+    datafit : Datafit
     penalty : Penalty
+    block_ptr : ndarray of int64, shape (t + 1,)
+        Coefficient blocks (in coefficient units).
     """
 
-    indptr: np.ndarray
-    indices: np.ndarray
-    data: np.ndarray
-    block_ptr: np.ndarray
-    y: np.ndarray
-    C: float
-    loss: object
+    datafit: object
     penalty: Penalty
+    block_ptr: np.ndarray
 
     @property
     def n(self):
         """Number of rows."""
-        return len(self.y)
+        return self.datafit.n
 
     @property
     def p(self):
-        """Number of columns."""
-        return len(self.indptr) - 1
+        """Number of coefficients."""
+        return self.datafit.n_coef
 
     @property
     def t(self):
         """Number of blocks."""
         return len(self.block_ptr) - 1
 
+    @property
+    def C(self):
+        """Weight of the data term."""
+        return self.datafit.C
+
     def decision(self, coef, bias):
-        """Return ``X @ coef - bias``."""
-        f = sparse_ops.csc_matvec(self.indptr, self.indices, self.data, coef, self.n)
-        f -= bias
-        return f
+        """Return ``A(coef) - bias``."""
+        return self.datafit.decision(coef, bias)
 
     def block_products(self, coef, out):
-        """Write ``X_h @ coef_h`` into row ``h`` of ``out`` (shape (t, n))."""
-        return sparse_ops.csc_block_matvec_into(
-            self.indptr, self.indices, self.data, coef, self.block_ptr, out
-        )
+        """Write ``A_h(coef_h)`` into row ``h`` of ``out``."""
+        return self.datafit.block_products(coef, self.block_ptr, out)
 
     def gradient(self, derivative):
-        """Return ``C X' derivative`` (the gradient of ``P`` w.r.t. ``w``)."""
-        grad = sparse_ops.csc_rmatvec(self.indptr, self.indices, self.data, derivative)
-        grad *= self.C
-        return grad
+        """Return the gradient of ``P`` w.r.t. ``w``."""
+        return self.datafit.gradient(derivative)
 
     def data_term(self, decision):
-        """Return ``P = C sum_i l(y_i, f_i)``."""
-        return self.C * self.loss.value(self.y, decision)
+        """Return ``P`` for the given decision values."""
+        return self.datafit.value(decision)
 
     def objective(self, coef, decision):
         """Return ``Omega(coef) + P`` for the given decision values."""
         return self.penalty.value(coef, self.block_ptr) + self.data_term(decision)
+
+
+def _sqnorm(x):
+    """``x * x`` for a float, ``x . x`` for an array."""
+    if isinstance(x, np.ndarray):
+        return float(x @ x)
+    return x * x
 
 
 class _Workspace:
@@ -212,6 +216,7 @@ class _Workspace:
     """
 
     def __init__(self, n, t, cached):
+        # n: length of a decision vector (samples times outputs)
         self.cached = cached
         shape = (t, n) if cached else (0, 0)
         self.xv = np.zeros(shape)  # X_h v_h
@@ -224,7 +229,7 @@ class _Workspace:
         self.f_b = np.empty(n)  # decision at (w, b trial)
 
 
-class APG:
+class APG(Solver):
     """Accelerated proximal gradient solver (Algorithm 4, see module notes).
 
     Parameters
@@ -247,6 +252,10 @@ class APG:
         iteration costs less than the trials it speeds up; it needs ``2 n t``
         floats.
     """
+
+    datafit_required = ("value", "value_derivative", "gradient", "decision",
+                        "bias_gradient", "bias_curvature", "shift")
+    penalty_required = ("value", "prox")
 
     def __init__(self, *, eta=DEFAULT_ETA, tol=1e-3, max_iter=DEFAULT_MAX_ITER,
                  fit_intercept=True, block_cache=None):
@@ -271,7 +280,7 @@ class APG:
                 )
             return False
         if self.block_cache is None:
-            return 2 * int(pb.indptr[-1]) >= pb.n * pb.t
+            return 2 * pb.datafit.nnz >= pb.n * pb.t
         return bool(self.block_cache)
 
     # -- one iteration's pieces ------------------------------------------
@@ -286,10 +295,10 @@ class APG:
         """
         if ws.cached:
             pb.block_products(v, ws.xv)
-            sparse_ops.combine_block_products(ws.xv, ws.xv, ws.ones, 0.0, vb, ws.f_v)
+            pb.datafit.combine(ws.xv, ws.xv, ws.ones, 0.0, vb, ws.f_v)
         else:
             ws.f_v[:] = pb.decision(v, vb)
-        p_v = pb.C * pb.loss.value_derivative(pb.y, ws.f_v, ws.d_v)
+        p_v = pb.datafit.value_derivative(ws.f_v, ws.d_v)
         grad = pb.gradient(ws.d_v)
         if ws.cached:
             pb.block_products(grad, ws.xg)
@@ -315,10 +324,10 @@ class APG:
             step = 1.0 / tau
             coef, scale = pb.penalty.prox(v - step * grad, step, pb.block_ptr)
             if ws.cached:
-                sparse_ops.combine_block_products(ws.xv, ws.xg, scale, step, vb, ws.f_w)
+                pb.datafit.combine(ws.xv, ws.xg, scale, step, vb, ws.f_w)
             else:
                 ws.f_w[:] = pb.decision(coef, vb)
-            p_w = pb.C * pb.loss.value_derivative(pb.y, ws.f_w, ws.d_w)
+            p_w = pb.datafit.value_derivative(ws.f_w, ws.d_w)
             diff = coef - v
             model = p_v + float(grad @ diff) + 0.5 * tau * float(diff @ diff)
             if p_w <= model + _SLACK * abs(p_v):
@@ -337,16 +346,16 @@ class APG:
         p_b : float
             ``P(w, bias)``.
         """
-        grad_b = -pb.C * float(np.sum(ws.d_w))  # df/db = -1
-        if grad_b == 0.0:
+        grad_b = pb.datafit.bias_gradient(ws.d_w)  # df/db = -1
+        if not np.any(grad_b):
             return vb, p_w
-        curvature = pb.C * pb.loss.curvature_sum(pb.y, ws.f_w, ws.d_w)
+        curvature = pb.datafit.bias_curvature(ws.f_w, ws.d_w)
         tau_b = max(curvature, _MIN_CURVATURE * pb.C * pb.n)
         for _ in range(_MAX_BACKTRACKS):
             bias = vb - grad_b / tau_b
-            np.subtract(ws.f_w, bias - vb, out=ws.f_b)
+            pb.datafit.shift(ws.f_w, bias - vb, ws.f_b)
             p_b = pb.data_term(ws.f_b)
-            if p_b <= p_w - grad_b * grad_b / (2.0 * tau_b) + _SLACK * abs(p_w):
+            if p_b <= p_w - _sqnorm(grad_b) / (2.0 * tau_b) + _SLACK * abs(p_w):
                 return bias, p_b
             tau_b /= self.eta
         return vb, p_w
@@ -367,7 +376,8 @@ class APG:
         -------
         SubproblemResult
         """
-        ws = _Workspace(pb.n, pb.t, self._uses_cache(pb))
+        self.check_capabilities(pb.datafit, pb.penalty)
+        ws = _Workspace(pb.datafit.decision_size, pb.t, self._uses_cache(pb))
         coef, bias = coef0, bias0
         coef_prev, bias_prev = coef0, bias0
         v, vb, beta = coef0.copy(), bias0, 0.0
@@ -414,7 +424,7 @@ class APG:
         decision = pb.decision(coef, bias)
         return SubproblemResult(
             coef=coef,
-            bias=float(bias),
+            bias=_as_bias(bias),
             objective=pb.objective(coef, decision),
             n_iter=n_iter,
             lipschitz=self.eta * tau_kept,
@@ -461,12 +471,7 @@ def _as_block_ptr(block_ptr, p):
 
 def _as_labels(y):
     """Validate labels in {-1, +1}; return them as contiguous float64."""
-    y = np.ascontiguousarray(y, dtype=np.float64)
-    if y.ndim != 1 or len(y) == 0:
-        raise ParameterError("y must be a non-empty 1-d array")
-    if not np.all((y == 1.0) | (y == -1.0)):
-        raise ParameterError("labels must be -1 or +1")
-    return y
+    return encode_classification_targets(y)[0]
 
 
 def _as_C(C):
@@ -477,16 +482,25 @@ def _as_C(C):
     return C
 
 
-def _problem(indptr, indices, data, block_ptr, y, C, loss, penalty):
-    """Validate every input of a subproblem; return a :class:`_Problem`."""
-    y = _as_labels(y)
-    indptr, indices, data = _as_csc(indptr, indices, data, len(y))
-    block_ptr = _as_block_ptr(block_ptr, len(indptr) - 1)
+def _as_penalty(penalty):
     penalty = L21Squared() if penalty is None else penalty
     if not isinstance(penalty, Penalty):
         raise ParameterError(f"penalty must be a Penalty, got {penalty!r}")
-    return _Problem(indptr, indices, data, block_ptr, y, _as_C(C),
-                    get_loss(loss), penalty)
+    return penalty
+
+
+def _problem(indptr, indices, data, block_ptr, y, C, loss, penalty, n_classes=None):
+    """Validate every input of a subproblem; return a :class:`_Problem`.
+
+    ``block_ptr`` is in columns; with K >= 3 classes it is scaled to the
+    K coefficients of every column.
+    """
+    y, K = encode_classification_targets(y, n_classes)
+    indptr, indices, data = _as_csc(indptr, indices, data, len(y))
+    block_ptr = _as_block_ptr(block_ptr, len(indptr) - 1) * K
+    datafit = make_datafit(indptr, indices, data, y, _as_C(C), loss=loss,
+                           n_classes=n_classes)
+    return _Problem(datafit, _as_penalty(penalty), block_ptr)
 
 
 def _initial_coef(coef0, p):
@@ -505,7 +519,7 @@ def _initial_coef(coef0, p):
 def solve_subproblem(indptr, indices, data, block_ptr, y, C, *, loss="logistic",
                      fit_intercept=True, coef0=None, bias0=0.0, lipschitz0=None,
                      eta=DEFAULT_ETA, tol=1e-3, max_iter=DEFAULT_MAX_ITER,
-                     penalty=None, block_cache=None):
+                     penalty=None, block_cache=None, n_classes=None):
     """Solve ``min_{w,b} 1/2 (sum_h ||w_h||)^2 + C sum_i l(y_i, X_i w - b)``.
 
     Parameters
@@ -516,16 +530,18 @@ def solve_subproblem(indptr, indices, data, block_ptr, y, C, *, loss="logistic",
     block_ptr : ndarray of int, shape (t + 1,)
         Block ``h`` is the columns ``block_ptr[h]:block_ptr[h + 1]``.
     y : ndarray, shape (n,)
-        Labels in {-1, +1}.
+        Labels in {-1, +1}; int class indices in ``0..K-1`` when
+        ``n_classes = K >= 3``.
     C : float
         Weight of the data term (> 0).
     loss : str or Loss, default "logistic"
-        A key of :data:`ultrafs.solvers.losses.LOSSES` or a loss object.
+        A registered loss name (its binary or multi-class member is used)
+        or a loss object.
     fit_intercept : bool, default True
         Optimise ``b``; otherwise ``b = 0``.
-    coef0 : ndarray of shape (p0,), p0 <= p, optional
+    coef0 : ndarray of shape (p0,) or (p0, K), p0 <= p, optional
         Warm start ``w^0 = [coef0, 0]`` (new blocks appended at the end).
-    bias0 : float, default 0.0
+    bias0 : float or ndarray of shape (K,), default 0.0
         Warm start for ``b``; must be 0 when ``fit_intercept`` is False.
     lipschitz0 : float, optional
         ``L_t`` from the previous subproblem; ``0.01 n C`` when omitted.
@@ -536,40 +552,88 @@ def solve_subproblem(indptr, indices, data, block_ptr, y, C, *, loss="logistic",
     max_iter : int, default 1000
         Maximum number of inner iterations.
     penalty : Penalty, optional
-        Replaces ``1/2 (sum_h ||w_h||)^2`` (default :class:`L21Squared`).
+        Replaces ``1/2 (sum_h ||w_h||)^2`` (default :class:`L21Squared`);
+        with K classes a block holds the K weights of each of its columns.
     block_cache : bool or None, default None
         See :class:`APG` (None: automatic).
+    n_classes : int or None, default None
+        None or 2 for binary labels; K >= 3 for the multi-class losses
+        (multinomial logistic, one-vs-rest squared hinge).
 
     Returns
     -------
     SubproblemResult
+        With K classes ``coef`` has shape (p * K,) (row-major (p, K)) and
+        ``bias`` shape (K,).
 
     Raises
     ------
     ParameterError
-        On malformed inputs, or a single class with the logistic loss and an
-        intercept (no minimiser exists).
+        On malformed inputs, or a missing class with the logistic loss and
+        an intercept (no minimiser exists).
     """
-    pb = _problem(indptr, indices, data, block_ptr, y, C, loss, penalty)
+    pb = _problem(indptr, indices, data, block_ptr, y, C, loss, penalty, n_classes)
+    return solve(pb.datafit, pb.block_ptr, penalty=pb.penalty,
+                 fit_intercept=fit_intercept, coef0=coef0, bias0=bias0,
+                 lipschitz0=lipschitz0, eta=eta, tol=tol, max_iter=max_iter,
+                 block_cache=block_cache)
+
+
+def solve(datafit, block_ptr, *, penalty=None, fit_intercept=True, coef0=None,
+          bias0=0.0, lipschitz0=None, eta=DEFAULT_ETA, tol=1e-3,
+          max_iter=DEFAULT_MAX_ITER, block_cache=None):
+    """Solve ``min_{w,b} Omega(w) + P(w, b)`` for a datafit and a penalty.
+
+    Parameters
+    ----------
+    datafit : Datafit
+        ``P`` (see :mod:`ultrafs.solvers.datafits`).
+    block_ptr : ndarray of int64, shape (t + 1,)
+        Coefficient blocks of the penalty, in coefficient units (multiples
+        of K with K outputs).
+    penalty, fit_intercept, coef0, bias0, lipschitz0, eta, tol, max_iter, block_cache
+        As in :func:`solve_subproblem`.
+
+    Returns
+    -------
+    SubproblemResult
+    """
+    penalty = _as_penalty(penalty)
+    block_ptr = _as_block_ptr(block_ptr, datafit.n_coef)
+    pb = _Problem(datafit, penalty, block_ptr)
     solver = APG(eta=eta, tol=tol, max_iter=max_iter, fit_intercept=fit_intercept,
                  block_cache=block_cache)
     if fit_intercept:
-        pb.loss.optimal_constant(pb.y)  # rejects problems without a minimiser
-    bias = _initial_bias(bias0, fit_intercept)
+        datafit.optimal_bias()  # rejects problems without a minimiser
+    bias = _initial_bias(bias0, fit_intercept, datafit.n_outputs)
     lipschitz = _initial_lipschitz(lipschitz0, pb)
     if pb.p == 0:
         return _bias_only_result(pb, fit_intercept, lipschitz)
     return solver.solve(pb, _initial_coef(coef0, pb.p), bias, lipschitz)
 
 
-def _initial_bias(bias0, fit_intercept):
-    """Validate the warm start of ``b``; return it as a float."""
-    bias0 = float(bias0)
-    if not np.isfinite(bias0):
-        raise ParameterError(f"bias0 must be finite, got {bias0!r}")
-    if not fit_intercept and bias0 != 0.0:
+def _as_bias(bias):
+    """A float for one output, a float64 array for K."""
+    if isinstance(bias, np.ndarray):
+        return bias.astype(np.float64, copy=True)
+    return float(bias)
+
+
+def _initial_bias(bias0, fit_intercept, n_outputs=1):
+    """Validate the warm start of ``b``; return it as a float or (K,) array."""
+    if n_outputs == 1:
+        bias0 = float(bias0)
+        if not np.isfinite(bias0):
+            raise ParameterError(f"bias0 must be finite, got {bias0!r}")
+        if not fit_intercept and bias0 != 0.0:
+            raise ParameterError("bias0 must be 0 when fit_intercept is False")
+        return bias0
+    bias = np.zeros(n_outputs) + np.asarray(bias0, dtype=np.float64)
+    if bias.shape != (n_outputs,) or not np.all(np.isfinite(bias)):
+        raise ParameterError(f"bias0 must be {n_outputs} finite values")
+    if not fit_intercept and np.any(bias != 0.0):
         raise ParameterError("bias0 must be 0 when fit_intercept is False")
-    return bias0
+    return bias
 
 
 def _initial_lipschitz(lipschitz0, pb):
@@ -584,37 +648,42 @@ def _initial_lipschitz(lipschitz0, pb):
 
 def _bias_only_result(pb, fit_intercept, lipschitz):
     """Exact solution when there is no column (``p == 0``)."""
-    bias = fit_bias_only(pb.y, pb.C, loss=pb.loss, fit_intercept=fit_intercept)
-    decision = np.full(pb.n, -bias)
+    bias = pb.datafit.optimal_bias(fit_intercept)
+    decision = pb.datafit.shift(np.zeros(pb.datafit.decision_size), bias,
+                                np.empty(pb.datafit.decision_size))
     return SubproblemResult(
-        coef=np.zeros(0), bias=bias, objective=pb.data_term(decision), n_iter=0,
-        lipschitz=lipschitz, converged=True, decision=decision, history=[],
+        coef=np.zeros(0), bias=_as_bias(bias), objective=pb.data_term(decision),
+        n_iter=0, lipschitz=lipschitz, converged=True, decision=decision,
+        history=[],
     )
 
 
 def objective(indptr, indices, data, block_ptr, y, C, coef, bias, *,
-              loss="logistic", penalty=None):
+              loss="logistic", penalty=None, n_classes=None):
     """Return ``F(w, b) = 1/2 (sum_h ||w_h||)^2 + C sum_i l(y_i, X_i w - b)``.
 
     Parameters
     ----------
     indptr, indices, data, block_ptr, y, C
         As in :func:`solve_subproblem`.
-    coef : ndarray of float64, shape (p,)
-    bias : float
+    coef : ndarray of float64, shape (p,) or (p, K)
+    bias : float or ndarray of shape (K,)
     loss : str or Loss, default "logistic"
     penalty : Penalty, optional
         Default :class:`L21Squared`.
+    n_classes : int or None
+        As in :func:`solve_subproblem`.
 
     Returns
     -------
     float
     """
-    pb = _problem(indptr, indices, data, block_ptr, y, C, loss, penalty)
-    coef = np.ascontiguousarray(coef, dtype=np.float64)
+    pb = _problem(indptr, indices, data, block_ptr, y, C, loss, penalty, n_classes)
+    coef = np.ascontiguousarray(coef, dtype=np.float64).ravel()
     if len(coef) != pb.p:
         raise ParameterError(f"coef has {len(coef)} entries, expected p = {pb.p}")
-    return pb.objective(coef, pb.decision(coef, float(bias)))
+    bias = _initial_bias(bias, True, pb.datafit.n_outputs)
+    return pb.objective(coef, pb.decision(coef, bias))
 
 
 def dual_variables(decision, y, C, *, loss="logistic"):

@@ -1,12 +1,24 @@
-"""Pluggable losses of the FGM subproblem (paper eq. 30 and Theorem 3).
+"""Pointwise losses: the first half of a datafit (the operator is the other).
 
-A loss object turns labels ``y`` (float64, values ``+1``/``-1``) and decision
-values ``f = X @ w - b`` into the quantities the solvers need.  Every method
-is unweighted by ``C``: the data term of eq. 30 is ``P = C * loss.value(y, f)``
-and the dual variables are ``alpha = C * loss.dual(y, f)``.
+A loss object turns encoded targets ``y`` and decision values ``f = X @ w -
+b`` into the quantities the solvers need.  Every method is unweighted by
+``C``: the data term of eq. 30 is ``P = C * loss.value(y, f)``.
 
-Dispatch goes through :data:`LOSSES` (name -> instance) or :func:`get_loss`;
-each class binds its own njit kernels from :mod:`ultrafs.kernels.losses`.
+Targets:
+
+* ``"binary"`` losses take ``y`` float64 in {-1, +1} and one decision value
+  per sample (``f`` shape ``(n,)``); their dual variables are ``alpha = C *
+  loss.dual(y, f)`` (Theorem 3).
+* ``"multiclass"`` losses take ``y`` int64 class indices in ``0..K-1`` and
+  ``K`` decision values per sample, flattened row-major (``f`` shape
+  ``(n * K,)``, see :mod:`ultrafs.kernels.multiclass_losses`).
+
+Every loss is registered under its ``(target, name)``: the faces read the
+names from :func:`loss_names`, and :func:`get_loss` picks the member for a
+target (``"logistic"`` is the binary logistic loss on two classes and the
+multinomial logistic loss on K >= 3).  Adding a loss means writing its
+kernels and one class here that binds them, decorated with
+:func:`register_loss`.
 """
 
 from __future__ import annotations
@@ -17,8 +29,11 @@ import numpy as np
 
 from ultrafs.errors import ParameterError
 from ultrafs.kernels import losses as _k
+from ultrafs.kernels import multiclass_losses as _mk
 
-__all__ = ["Loss", "Logistic", "SquaredHinge", "LOSSES", "get_loss"]
+__all__ = ["Loss", "Logistic", "SquaredHinge", "MultinomialLogistic",
+           "OneVsRestSquaredHinge", "LOSSES", "MULTICLASS_LOSSES", "register_loss",
+           "get_loss", "loss_names"]
 
 
 def _check_lengths(y, f):
@@ -42,6 +57,10 @@ class Loss:
     """
 
     name = ""
+    #: kind of target the loss fits: "binary" or "multiclass"
+    target = "binary"
+    #: whether predicted probabilities exist (``predict_proba``)
+    probabilistic = False
     curvature_bound = math.inf
     _value_kernel = None
     _value_derivative_kernel = None
@@ -134,18 +153,38 @@ class Loss:
         _check_lengths(y, derivative)
         return float(self._curvature_kernel(y, f, derivative))
 
-    def optimal_constant(self, y):
+    def optimal_constant(self, y, n_outputs=1):
         """Return ``argmin_c sum_i l(y_i, c)`` (the best constant decision).
 
         Parameters
         ----------
-        y : ndarray of float64, shape (n,)
+        y : ndarray, shape (n,)
+        n_outputs : int
+            Decision values per sample (1 for binary losses).
 
         Returns
         -------
-        float
+        float, or ndarray of float64 of shape (n_outputs,)
         """
         raise NotImplementedError
+
+    def dual_weights(self, y, f, C):
+        """Return ``-C dl/df``: the weights of the worst-case analysis.
+
+        For binary losses this is ``alpha * y`` (Theorem 3), shape ``(n,)``.
+
+        Parameters
+        ----------
+        y, f : ndarray
+        C : float
+
+        Returns
+        -------
+        ndarray of float64, shape (n,) or (n, K)
+        """
+        alpha = self.dual(y, f)
+        alpha *= C
+        return alpha * y
 
     def __repr__(self):
         return f"{type(self).__name__}()"
@@ -155,6 +194,7 @@ class Logistic(Loss):
     """Logistic loss ``l = log(1 + exp(-y f))``; ``alpha / C = sigma(-y f)``."""
 
     name = "logistic"
+    probabilistic = True
     curvature_bound = 0.25
     _value_kernel = staticmethod(_k.logistic_value)
     _value_derivative_kernel = staticmethod(_k.logistic_value_derivative)
@@ -162,7 +202,7 @@ class Logistic(Loss):
     _dual_kernel = staticmethod(_k.logistic_dual)
     _curvature_kernel = staticmethod(_k.logistic_curvature_sum)
 
-    def optimal_constant(self, y):
+    def optimal_constant(self, y, n_outputs=1):
         """Return ``log(n_+ / n_-)``, the exact minimiser.
 
         Raises
@@ -191,7 +231,7 @@ class SquaredHinge(Loss):
     _dual_kernel = staticmethod(_k.squared_hinge_dual)
     _curvature_kernel = staticmethod(_k.squared_hinge_curvature_sum)
 
-    def optimal_constant(self, y):
+    def optimal_constant(self, y, n_outputs=1):
         """Return ``(n_+ - n_-) / n``, the exact minimiser (0 when ``n = 0``)."""
         n = len(y)
         if n == 0:
@@ -200,16 +240,137 @@ class SquaredHinge(Loss):
         return (2 * n_pos - n) / n
 
 
-LOSSES = {"logistic": Logistic(), "squared-hinge": SquaredHinge()}
-"""Registry of losses by name."""
+class MulticlassLoss(Loss):
+    """A loss on K >= 3 classes with one decision value per class.
+
+    ``y`` holds int64 class indices; ``f`` and derivatives are ``(n * K,)``
+    row-major.  ``dual`` returns ``-dl/df`` (the per-class weights of the
+    worst-case analysis, divided by ``C``).
+    """
+
+    target = "multiclass"
+
+    def dual(self, y, f, out=None):
+        """Return ``-dl/df`` at every sample and class, shape ``(n * K,)``."""
+        out = self.derivative(y, f, out)
+        np.negative(out, out=out)
+        return out
+
+    def dual_weights(self, y, f, C):
+        """Return ``-C dl/dF`` as an ``(n, K)`` array."""
+        weights = self.dual(y, f)
+        weights *= C
+        return weights.reshape(len(y), -1)
+
+    def _class_counts(self, y, n_outputs):
+        counts = np.bincount(np.asarray(y, dtype=np.int64), minlength=n_outputs)
+        return counts[:n_outputs] if len(counts) > n_outputs else counts
+
+    def derivative(self, y, f, out=None):
+        """Return ``dl/df``, shape ``(n * K,)``."""
+        if out is None:
+            out = np.empty(len(f), dtype=np.float64)
+        return self._derivative_kernel(y, f, out)
+
+    def value(self, y, f):
+        """Return ``sum_i l(y_i, F_i)``."""
+        return float(self._value_kernel(y, f))
+
+    def value_derivative(self, y, f, out):
+        """Write ``dl/df`` into ``out``; return ``sum_i l(y_i, F_i)``."""
+        return float(self._value_derivative_kernel(y, f, out))
+
+    def curvature_sum(self, y, f, derivative):
+        """Return a bound on the bias Hessian's largest eigenvalue."""
+        return float(self._curvature_kernel(y, f, derivative))
 
 
-def get_loss(loss):
-    """Return the loss object for a name of :data:`LOSSES` or a :class:`Loss`.
+class MultinomialLogistic(MulticlassLoss):
+    """Multinomial logistic (softmax) loss ``log sum_k exp(F_ik) - F_{i y_i}``."""
+
+    name = "logistic"
+    probabilistic = True
+    curvature_bound = 0.5
+    _value_kernel = staticmethod(_mk.multinomial_value)
+    _value_derivative_kernel = staticmethod(_mk.multinomial_value_derivative)
+    _derivative_kernel = staticmethod(_mk.multinomial_derivative)
+    _curvature_kernel = staticmethod(_mk.multinomial_bias_curvature)
+
+    def optimal_constant(self, y, n_outputs=1):
+        """Return ``log(n_k / n)`` per class (defined up to a common shift).
+
+        Raises
+        ------
+        ParameterError
+            If a class has no sample (the infimum is not attained).
+        """
+        counts = self._class_counts(y, n_outputs)
+        if np.any(counts == 0):
+            missing = int(np.flatnonzero(counts == 0)[0])
+            raise ParameterError(
+                "the multinomial logistic loss with intercepts needs every class; "
+                f"class index {missing} has no sample")
+        return np.log(counts / counts.sum())
+
+
+class OneVsRestSquaredHinge(MulticlassLoss):
+    """One-vs-rest squared hinge ``sum_k max(0, 1 - Y_ik F_ik)^2 / 2``."""
+
+    name = "squared-hinge"
+    curvature_bound = 1.0
+    _value_kernel = staticmethod(_mk.ovr_squared_hinge_value)
+    _value_derivative_kernel = staticmethod(_mk.ovr_squared_hinge_value_derivative)
+    _derivative_kernel = staticmethod(_mk.ovr_squared_hinge_derivative)
+    _curvature_kernel = staticmethod(_mk.ovr_squared_hinge_bias_curvature)
+
+    def optimal_constant(self, y, n_outputs=1):
+        """Return ``(n_k - (n - n_k)) / n`` per class, the exact minimiser."""
+        counts = self._class_counts(y, n_outputs).astype(np.float64)
+        n = float(len(y))
+        if n == 0:
+            return np.zeros(n_outputs)
+        return (2.0 * counts - n) / n
+
+
+_REGISTRY = {}
+
+
+def register_loss(loss):
+    """Register a loss instance (or class) under ``(loss.target, loss.name)``.
+
+    Returns its argument, so it can decorate a class.
+    """
+    instance = loss() if isinstance(loss, type) else loss
+    _REGISTRY[(instance.target, instance.name)] = instance
+    return loss
+
+
+for _loss in (Logistic(), SquaredHinge(), MultinomialLogistic(),
+              OneVsRestSquaredHinge()):
+    register_loss(_loss)
+
+LOSSES = {name: loss for (target, name), loss in _REGISTRY.items()
+          if target == "binary"}
+"""Binary losses by name."""
+
+MULTICLASS_LOSSES = {name: loss for (target, name), loss in _REGISTRY.items()
+                     if target == "multiclass"}
+"""Multi-class losses by name."""
+
+
+def loss_names():
+    """Sorted names of every registered loss (the faces' choices)."""
+    return sorted({name for _, name in _REGISTRY})
+
+
+def get_loss(loss, target="binary"):
+    """Return the loss object for a name or a :class:`Loss`.
 
     Parameters
     ----------
     loss : str or Loss
+    target : {"binary", "multiclass"}
+        Which member of the family ``loss`` names.
 
     Returns
     -------
@@ -223,8 +384,13 @@ def get_loss(loss):
     if isinstance(loss, Loss):
         return loss
     try:
-        return LOSSES[loss]
+        return _REGISTRY[(target, loss)]
     except (KeyError, TypeError):
+        names = sorted(name for t, name in _REGISTRY if t == target)
+        if loss in loss_names():
+            raise ParameterError(
+                f"loss {loss!r} has no {target} version; expected one of {names}"
+            ) from None
         raise ParameterError(
-            f"unknown loss {loss!r}; expected one of {sorted(LOSSES)}"
+            f"unknown loss {loss!r}; expected one of {names}"
         ) from None

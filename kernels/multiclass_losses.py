@@ -1,0 +1,228 @@
+"""Per-sample multi-class loss kernels (K >= 3 classes, one shared feature set).
+
+Each loss ``l(y, F)`` is a function of a class index ``y`` in ``0..K-1``
+(int64) and a row of decision values ``F_i`` of length ``K``.  Decision
+values are passed flattened row-major: ``f[i * K + k]`` is ``F[i, k]``
+(``K = len(f) // len(y)``), and derivatives are written in the same layout.
+
+``<loss>_value(y, f)``
+    ``sum_i l(y_i, F_i)``.
+``<loss>_value_derivative(y, f, out)``
+    writes ``out[i * K + k] = dl/dF_ik`` and returns the value.
+``<loss>_derivative(y, f, out)``
+    writes the derivative and returns ``out``.
+``<loss>_bias_curvature(y, f, d)``
+    an upper bound on the largest eigenvalue of the Hessian of
+    ``sum_i l(y_i, F_i - b)`` with respect to the intercepts ``b`` (K of
+    them), given ``d = dl/dF`` at ``f``: the step size of the bias update.
+
+Losses:
+
+* multinomial logistic: ``l = log sum_k exp(F_ik) - F_{i y_i}``,
+  ``dl/dF_ik = p_ik - [k = y_i]`` with ``p_i = softmax(F_i)``; the bias
+  Hessian ``sum_i diag(p_i) - p_i p_i'`` has eigenvalues at most
+  ``sum_i max_k 2 p_ik (1 - p_ik)`` (Gershgorin).
+* one-vs-rest squared hinge: ``l = sum_k max(0, 1 - Y_ik F_ik)^2 / 2`` with
+  ``Y_ik = +1`` if ``k = y_i`` else ``-1``; ``dl/dF_ik = -Y_ik max(0, 1 -
+  Y_ik F_ik)``; the bias Hessian is diagonal, its largest entry is the
+  largest number of samples with a positive margin loss in one class.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+__all__ = [
+    "multinomial_value",
+    "multinomial_value_derivative",
+    "multinomial_derivative",
+    "multinomial_bias_curvature",
+    "ovr_squared_hinge_value",
+    "ovr_squared_hinge_value_derivative",
+    "ovr_squared_hinge_derivative",
+    "ovr_squared_hinge_bias_curvature",
+]
+
+
+@njit(cache=True, nogil=True)
+def _logsumexp_row(f, start, K):
+    """Return ``(max, log sum_k exp(f[start + k] - max))`` without overflow."""
+    top = f[start]
+    for k in range(1, K):
+        if f[start + k] > top:
+            top = f[start + k]
+    total = 0.0
+    for k in range(K):
+        total += math.exp(f[start + k] - top)
+    return top, math.log(total)
+
+
+@njit(cache=True, nogil=True)
+def multinomial_value(y, f):
+    """Return ``sum_i (log sum_k exp(F_ik) - F_{i y_i})``.
+
+    Parameters
+    ----------
+    y : ndarray of int64, shape (n,)
+    f : ndarray of float64, shape (n * K,)
+
+    Returns
+    -------
+    float
+    """
+    n = len(y)
+    K = len(f) // n if n else 0
+    total = 0.0
+    for i in range(n):
+        start = i * K
+        top, lse = _logsumexp_row(f, start, K)
+        total += top + lse - f[start + y[i]]
+    return total
+
+
+@njit(cache=True, nogil=True)
+def multinomial_value_derivative(y, f, out):
+    """Write ``softmax(F_i) - onehot(y_i)`` into ``out``; return the value.
+
+    Parameters
+    ----------
+    y : ndarray of int64, shape (n,)
+    f, out : ndarray of float64, shape (n * K,)
+
+    Returns
+    -------
+    float
+    """
+    n = len(y)
+    K = len(f) // n if n else 0
+    total = 0.0
+    for i in range(n):
+        start = i * K
+        top, lse = _logsumexp_row(f, start, K)
+        total += top + lse - f[start + y[i]]
+        shift = top + lse
+        for k in range(K):
+            out[start + k] = math.exp(f[start + k] - shift)
+        out[start + y[i]] -= 1.0
+    return total
+
+
+@njit(cache=True, nogil=True)
+def multinomial_derivative(y, f, out):
+    """Write ``softmax(F_i) - onehot(y_i)`` into ``out`` and return it."""
+    multinomial_value_derivative(y, f, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def multinomial_bias_curvature(y, f, d):
+    """Return ``sum_i max_k 2 p_ik (1 - p_ik)`` with ``p = d + onehot(y)``.
+
+    Parameters
+    ----------
+    y : ndarray of int64, shape (n,)
+    f : ndarray of float64, shape (n * K,)
+        Unused (the probabilities follow from ``d``).
+    d : ndarray of float64, shape (n * K,)
+
+    Returns
+    -------
+    float
+    """
+    n = len(y)
+    K = len(d) // n if n else 0
+    total = 0.0
+    for i in range(n):
+        start = i * K
+        best = 0.0
+        for k in range(K):
+            p = d[start + k] + (1.0 if k == y[i] else 0.0)
+            v = 2.0 * p * (1.0 - p)
+            if v > best:
+                best = v
+        total += best
+    return total
+
+
+@njit(cache=True, nogil=True)
+def ovr_squared_hinge_value(y, f):
+    """Return ``sum_i sum_k max(0, 1 - Y_ik F_ik)^2 / 2``.
+
+    Parameters
+    ----------
+    y : ndarray of int64, shape (n,)
+    f : ndarray of float64, shape (n * K,)
+
+    Returns
+    -------
+    float
+    """
+    n = len(y)
+    K = len(f) // n if n else 0
+    total = 0.0
+    for i in range(n):
+        start = i * K
+        for k in range(K):
+            sign = 1.0 if k == y[i] else -1.0
+            m = 1.0 - sign * f[start + k]
+            if m > 0.0:
+                total += 0.5 * m * m
+    return total
+
+
+@njit(cache=True, nogil=True)
+def ovr_squared_hinge_value_derivative(y, f, out):
+    """Write ``-Y_ik max(0, 1 - Y_ik F_ik)`` into ``out``; return the value."""
+    n = len(y)
+    K = len(f) // n if n else 0
+    total = 0.0
+    for i in range(n):
+        start = i * K
+        for k in range(K):
+            sign = 1.0 if k == y[i] else -1.0
+            m = 1.0 - sign * f[start + k]
+            if m > 0.0:
+                total += 0.5 * m * m
+                out[start + k] = -sign * m
+            else:
+                out[start + k] = 0.0
+    return total
+
+
+@njit(cache=True, nogil=True)
+def ovr_squared_hinge_derivative(y, f, out):
+    """Write ``-Y_ik max(0, 1 - Y_ik F_ik)`` into ``out`` and return it."""
+    ovr_squared_hinge_value_derivative(y, f, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def ovr_squared_hinge_bias_curvature(y, f, d):
+    """Return ``max_k #{i : 1 - Y_ik F_ik > 0}`` (the bias Hessian's largest entry).
+
+    Parameters
+    ----------
+    y : ndarray of int64, shape (n,)
+    f : ndarray of float64, shape (n * K,)
+    d : ndarray of float64, shape (n * K,)
+        Unused (present for a common signature).
+
+    Returns
+    -------
+    float
+    """
+    n = len(y)
+    K = len(f) // n if n else 0
+    counts = np.zeros(K, dtype=np.float64)
+    for i in range(n):
+        start = i * K
+        for k in range(K):
+            sign = 1.0 if k == y[i] else -1.0
+            if 1.0 - sign * f[start + k] > 0.0:
+                counts[k] += 1.0
+    best = 0.0
+    for k in range(K):
+        if counts[k] > best:
+            best = counts[k]
+    return best
