@@ -77,13 +77,13 @@ def test_moreau_norms_match_reduced_smooth_problem(t, rng):
 
 @pytest.mark.parametrize("sizes", [[4], [1, 2, 3], [2, 0, 2, 5], [1] * 10])
 def test_moreau_projection_satisfies_optimality_conditions(sizes, rng):
-    """0 in tau (w - u) + dOmega(w), checked by L21Squared.optimality_residual."""
+    """0 in tau (w - u) + dOmega(w), checked by L21Squared.subdiff_distance."""
     block_ptr = _block_ptr(sizes)
     penalty = L21Squared()
     for tau in (0.01, 1.0, 100.0):
         u = rng.normal(size=block_ptr[-1]) * 2.0
         w, scale = penalty.prox(u, 1.0 / tau, block_ptr)
-        residual = penalty.optimality_residual(w, tau * (w - u), block_ptr)
+        residual = penalty.subdiff_distance(w, tau * (w - u), block_ptr)
         assert np.all(residual <= 1e-12 * (1.0 + tau * np.abs(u).max()))
         # Each block is scaled towards 0 by one factor in [0, 1].
         assert np.all((scale >= 0) & (scale <= 1))
@@ -105,7 +105,7 @@ def test_moreau_projection_property(sizes, log_tau, seed):
     u = rng.normal(size=block_ptr[-1]) * 10.0 ** rng.uniform(-3, 3)
     w, scale = L21Squared().prox(u, 1.0 / tau, block_ptr)
     grad = tau * (w - u)
-    residual = L21Squared().optimality_residual(w, grad, block_ptr)
+    residual = L21Squared().subdiff_distance(w, grad, block_ptr)
     scale_ = 1.0 + np.max(np.abs(grad), initial=0.0) + np.max(np.abs(u), initial=0.0)
     assert np.all(residual <= 1e-10 * scale_)
     # The order of the block norms is preserved (soft-thresholding of norms).
@@ -169,7 +169,7 @@ def test_l1_soft_thresholding(rng):
     w, scale = penalty.prox(u, 2.0, gp)
     assert scale is None and not penalty.block_radial
     np.testing.assert_allclose(w, np.sign(u) * np.maximum(np.abs(u) - 1.4, 0.0))
-    residual = penalty.optimality_residual(w, (w - u) / 2.0, gp)
+    residual = penalty.subdiff_distance(w, (w - u) / 2.0, gp)
     assert residual.max() <= 1e-14
     assert penalty.value(u, gp) == pytest.approx(0.7 * np.abs(u).sum())
     with pytest.raises(ParameterError):
@@ -202,5 +202,5 @@ def test_group_l1_soft_thresholding(rng):
         np.testing.assert_allclose(w[sl], factor * u[sl], rtol=1e-15)
         assert scale[h] == pytest.approx(factor)
     assert scale[1] == 0.0
-    residual = penalty.optimality_residual(w, (w - u) / step, gp)
+    residual = penalty.subdiff_distance(w, (w - u) / step, gp)
     assert residual.max() <= 1e-14

@@ -92,7 +92,7 @@ def _kkt(X, y, C, block_ptr, result, loss, penalty=None, fit_intercept=True):
     f = X @ result.coef - result.bias
     d = LOSSES[loss].derivative(y, f)
     grad = C * (X.T @ d)
-    residual = penalty.optimality_residual(result.coef, grad, block_ptr)
+    residual = penalty.subdiff_distance(result.coef, grad, block_ptr)
     total = _block_norms(result.coef, block_ptr).sum()
     rel_w = np.linalg.norm(residual) / (1.0 + np.linalg.norm(grad) + total)
     rel_b = abs(C * d.sum()) / (1.0 + C * np.abs(d).sum()) if fit_intercept else 0.0

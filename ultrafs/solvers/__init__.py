@@ -1,35 +1,41 @@
-"""Solvers of the FGM subproblem and their pluggable pieces.
+"""Solvers and their pluggable pieces: datafits, penalties, solvers.
 
-* :mod:`ultrafs.solvers.losses`: losses (value, derivative, dual variables).
-* :mod:`ultrafs.solvers.penalties`: penalties and their proximal operators.
+* :mod:`ultrafs.solvers.losses`: pointwise losses (binary and multi-class),
+  registered by target and name.
+* :mod:`ultrafs.solvers.operators`: the linear operators a loss is applied
+  through (CSC columns now).
+* :mod:`ultrafs.solvers.datafits`: a loss through an operator, with the
+  intercept, the dual weights and the best constant model.
+* :mod:`ultrafs.solvers.penalties`: penalties (value, prox, 1-D prox,
+  subdifferential distance).
+* :mod:`ultrafs.solvers.base`: the capabilities a solver declares.
 * :mod:`ultrafs.solvers.apg`: accelerated proximal gradient (Algorithm 4).
 """
 
 from ultrafs.solvers.apg import (
     APG,
+    SOLVERS,
     SubproblemResult,
     dual_variables,
     fit_bias_only,
     objective,
+    solve,
     solve_subproblem,
 )
-from ultrafs.solvers.losses import LOSSES, Logistic, Loss, SquaredHinge, get_loss
-from ultrafs.solvers.penalties import L1, GroupL1, L21Squared, Penalty
+from ultrafs.solvers.base import Solver
+from ultrafs.solvers.datafits import Datafit, make_datafit
+from ultrafs.solvers.losses import (LOSSES, MULTICLASS_LOSSES, Logistic, Loss,
+                                    MultinomialLogistic, OneVsRestSquaredHinge,
+                                    SquaredHinge, get_loss, loss_names, register_loss)
+from ultrafs.solvers.operators import CSCOperator
+from ultrafs.solvers.penalties import PENALTIES, L1, GroupL1, L21Squared, Penalty
 
 __all__ = [
-    "APG",
-    "SubproblemResult",
-    "solve_subproblem",
-    "objective",
-    "dual_variables",
-    "fit_bias_only",
-    "LOSSES",
-    "Loss",
-    "Logistic",
-    "SquaredHinge",
-    "get_loss",
-    "Penalty",
-    "L21Squared",
-    "L1",
-    "GroupL1",
+    "APG", "SOLVERS", "Solver", "SubproblemResult", "solve", "solve_subproblem",
+    "objective", "dual_variables", "fit_bias_only",
+    "Datafit", "make_datafit", "CSCOperator",
+    "LOSSES", "MULTICLASS_LOSSES", "Loss", "Logistic", "SquaredHinge",
+    "MultinomialLogistic", "OneVsRestSquaredHinge", "get_loss", "loss_names",
+    "register_loss",
+    "PENALTIES", "Penalty", "L21Squared", "L1", "GroupL1",
 ]

@@ -628,8 +628,11 @@ def _initial_bias(bias0, fit_intercept, n_outputs=1):
         if not fit_intercept and bias0 != 0.0:
             raise ParameterError("bias0 must be 0 when fit_intercept is False")
         return bias0
-    bias = np.zeros(n_outputs) + np.asarray(bias0, dtype=np.float64)
-    if bias.shape != (n_outputs,) or not np.all(np.isfinite(bias)):
+    try:
+        bias = np.zeros(n_outputs) + np.asarray(bias0, dtype=np.float64)
+    except (TypeError, ValueError):
+        bias = None
+    if bias is None or bias.shape != (n_outputs,) or not np.all(np.isfinite(bias)):
         raise ParameterError(f"bias0 must be {n_outputs} finite values")
     if not fit_intercept and np.any(bias != 0.0):
         raise ParameterError("bias0 must be 0 when fit_intercept is False")
@@ -744,3 +747,7 @@ def fit_bias_only(y, C, *, loss="logistic", fit_intercept=True):
     if not fit_intercept:
         return 0.0
     return -float(get_loss(loss).optimal_constant(y))
+
+
+SOLVERS = {"apg": APG}
+"""Registry of solver classes by name."""

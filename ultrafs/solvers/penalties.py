@@ -12,7 +12,11 @@ blocks by ``block_ptr`` (int64, length ``t + 1``).  Each object offers
     ``scale`` (shape ``(t,)``) holds those factors, which lets a solver
     rebuild ``X @ w`` from cached per-block products (paper §5.5); otherwise
     ``scale`` is None.
-``optimality_residual(coef, grad, block_ptr)``
+``prox_1d(value, step, j)`` (separable penalties only, e.g. :class:`L1`)
+    the proximal point of one coordinate ``j``, for coordinate descent;
+    penalties that are not separable do not define it (a solver that needs
+    it says so, see :mod:`ultrafs.solvers.base`).
+``subdiff_distance(coef, grad, block_ptr)``
     the distance from ``-grad`` to the subdifferential of ``Omega`` at
     ``coef``, per block, i.e. how far ``coef`` is from the optimality
     condition ``0 in grad + dOmega(coef)`` of ``min Omega + P`` when
@@ -29,7 +33,7 @@ import numpy as np
 from ultrafs.errors import ParameterError
 from ultrafs.kernels import prox as _k
 
-__all__ = ["Penalty", "L21Squared", "L1", "GroupL1"]
+__all__ = ["Penalty", "L21Squared", "L1", "GroupL1", "PENALTIES"]
 
 
 def _output(u, out):
@@ -58,7 +62,7 @@ class Penalty:
         """Return ``(w, scale)``, the proximal point of ``u`` with ``step``."""
         raise NotImplementedError
 
-    def optimality_residual(self, coef, grad, block_ptr):
+    def subdiff_distance(self, coef, grad, block_ptr):
         """Return per-block distances from ``-grad`` to ``dOmega(coef)``."""
         raise NotImplementedError
 
@@ -112,7 +116,7 @@ class L21Squared(Penalty):
         scale = _k.l21sq_prox(u, float(step), block_ptr, out)
         return out, scale
 
-    def optimality_residual(self, coef, grad, block_ptr):
+    def subdiff_distance(self, coef, grad, block_ptr):
         """Return per-block distances from ``-grad`` to ``dOmega(coef)``.
 
         With ``S = sum_g ||coef_g||``: for ``coef_h != 0`` the distance is
@@ -155,6 +159,15 @@ class L1(Penalty):
     def __init__(self, alpha=1.0):
         self.alpha = _check_alpha(alpha)
 
+    def prox_1d(self, value, step, j=0):
+        """Return ``soft(value, alpha * step)`` for one coordinate."""
+        threshold = self.alpha * float(step)
+        if value > threshold:
+            return value - threshold
+        if value < -threshold:
+            return value + threshold
+        return 0.0
+
     def value(self, coef, block_ptr):
         """Return ``alpha * ||coef||_1`` (``block_ptr`` is unused)."""
         return self.alpha * float(np.sum(np.abs(coef)))
@@ -165,7 +178,7 @@ class L1(Penalty):
         _k.soft_threshold(u, self.alpha * float(step), out)
         return out, None
 
-    def optimality_residual(self, coef, grad, block_ptr):
+    def subdiff_distance(self, coef, grad, block_ptr):
         """Return per-block norms of the coordinate-wise distances.
 
         For ``coef_j != 0``: ``|grad_j + alpha sign(coef_j)|``; for
@@ -208,7 +221,7 @@ class GroupL1(Penalty):
         scale = _k.block_soft_threshold(u, self.alpha * float(step), block_ptr, out)
         return out, scale
 
-    def optimality_residual(self, coef, grad, block_ptr):
+    def subdiff_distance(self, coef, grad, block_ptr):
         """Return per-block distances from ``-grad`` to ``dOmega(coef)``."""
         norms = _k.block_norms(coef, block_ptr)
         grad_norms = _k.block_norms(grad, block_ptr)
@@ -223,3 +236,7 @@ class GroupL1(Penalty):
 
     def __repr__(self):
         return f"GroupL1(alpha={self.alpha!r})"
+
+
+PENALTIES = {"l21-squared": L21Squared, "l1": L1, "group-l1": GroupL1}
+"""Registry of penalty classes by name (read by the faces and model files)."""
