@@ -1,0 +1,73 @@
+"""Every registered datafit, penalty and solver runs its contract suite."""
+
+import pytest
+
+from ultrafs.solvers.apg import SOLVERS, solve
+from ultrafs.solvers.losses import _REGISTRY
+from ultrafs.solvers.penalties import PENALTIES
+
+try:
+    from solver_contracts import DatafitContract, PenaltyContract, SolverContract
+except ImportError:  # pragma: no cover - run from the repository root
+    from tests.solver_contracts import DatafitContract, PenaltyContract, SolverContract
+
+
+def test_every_registered_member_has_a_contract_class():
+    covered_losses = {(c.loss_name, c.n_classes > 2) for c in DATAFIT_CLASSES}
+    assert covered_losses == {(name, target == "multiclass") for target, name in _REGISTRY}
+    assert {c.penalty_name for c in PENALTY_CLASSES} == set(PENALTIES)
+    assert {c.solver_name for c in SOLVER_CLASSES} == set(SOLVERS)
+
+
+class TestBinaryLogistic(DatafitContract):
+    loss_name, n_classes = "logistic", 2
+
+
+class TestBinarySquaredHinge(DatafitContract):
+    loss_name, n_classes = "squared-hinge", 2
+
+
+class TestMultinomialLogistic(DatafitContract):
+    loss_name, n_classes = "logistic", 4
+
+
+class TestOneVsRestSquaredHinge(DatafitContract):
+    loss_name, n_classes = "squared-hinge", 3
+
+
+DATAFIT_CLASSES = [TestBinaryLogistic, TestBinarySquaredHinge, TestMultinomialLogistic,
+                   TestOneVsRestSquaredHinge]
+
+
+class TestL21Squared(PenaltyContract):
+    penalty_name = "l21-squared"
+
+    def make(self):
+        return PENALTIES["l21-squared"]()
+
+
+class TestL1(PenaltyContract):
+    penalty_name = "l1"
+
+    def make(self):
+        return PENALTIES["l1"](alpha=0.8)
+
+
+class TestGroupL1(PenaltyContract):
+    penalty_name = "group-l1"
+
+    def make(self):
+        return PENALTIES["group-l1"](alpha=0.8)
+
+
+PENALTY_CLASSES = [TestL21Squared, TestL1, TestGroupL1]
+
+
+class TestAPG(SolverContract):
+    solver_name = "apg"
+
+    def solve(self, datafit, block_ptr, **kwargs):
+        return solve(datafit, block_ptr, **kwargs)
+
+
+SOLVER_CLASSES = [TestAPG]
