@@ -382,7 +382,8 @@ class PolyFeatures:
         inside = sources[(sources >= 0) & (sources < m)]
         block = self.store.read_columns(inside)
         position = {int(c): i for i, c in enumerate(inside)}
-        values = block.values(np.float64)
+        # float64 products and factors, also for float32 stores
+        values = block.values(np.float64).astype(np.float64, copy=False)
 
         def column(c):
             i = position.get(int(c))
