@@ -1,9 +1,13 @@
 """Worst-case analysis kernels: column scores and bounded top-k selection.
 
 The score of column j is ``s_j = c_j**2`` with ``c_j = sum_i a_i X_ij`` and
-``a_i = alpha_i * y_i`` (FGM, eq. 26).  Each column's sum runs over its
+``a_i = alpha_i * y_i`` (FGM, eq. 26).  With K classes the weights are a
+C-contiguous (n_rows, K) matrix A of per-class dual weights and the score
+is the squared Euclidean norm ``s_j = sum_c (sum_i A_ic X_ij)**2`` (the
+``*_multi`` kernels).  Each column's sum (per class) runs over its
 nonzeros in row order with float64 accumulation, so a column's score does
-not depend on how columns are grouped into blocks.
+not depend on how columns are grouped into blocks; class c of a ``*_multi``
+sum is bit-identical to the 1-D sum with ``A[:, c]``.
 
 Candidates are ranked by the total order "higher score first, then lower
 key": two lists ranked this way merge to the same result in any order.
@@ -15,9 +19,13 @@ from numba import njit
 __all__ = [
     "column_sums",
     "column_sums_binary",
+    "column_sums_multi",
+    "column_sums_multi_binary",
     "topk_scores",
     "score_block_topk",
     "score_block_topk_binary",
+    "score_block_topk_multi",
+    "score_block_topk_multi_binary",
     "merge_topk",
     "topk_keyed",
 ]
@@ -61,6 +69,49 @@ def column_sums_binary(indptr, indices, weights):
         for p in range(indptr[j], indptr[j + 1]):
             acc += weights[indices[p]]
         sums[j] = acc
+    return sums
+
+
+@njit(cache=True, nogil=True)
+def column_sums_multi(indptr, indices, data, weights):
+    """Per-class weighted column sums ``C[j, c] = sum_i A[i, c] * X[i, j]``.
+
+    Parameters
+    ----------
+    indptr : int64 array, shape (n_columns + 1,)
+    indices : int32 array, shape (nnz,)
+    data : float32 or float64 array, shape (nnz,)
+    weights : float64 array, shape (n_rows, K), C-contiguous
+
+    Returns
+    -------
+    sums : float64 array, shape (n_columns, K)
+        Column ``c`` equals ``column_sums(indptr, indices, data,
+        weights[:, c])`` bit for bit (same row order, float64).
+    """
+    n_columns = indptr.shape[0] - 1
+    n_classes = weights.shape[1]
+    sums = np.zeros((n_columns, n_classes), dtype=np.float64)
+    for j in range(n_columns):
+        for p in range(indptr[j], indptr[j + 1]):
+            x = np.float64(data[p])
+            i = indices[p]
+            for c in range(n_classes):
+                sums[j, c] += weights[i, c] * x
+    return sums
+
+
+@njit(cache=True, nogil=True)
+def column_sums_multi_binary(indptr, indices, weights):
+    """:func:`column_sums_multi` of a block whose stored values are all one."""
+    n_columns = indptr.shape[0] - 1
+    n_classes = weights.shape[1]
+    sums = np.zeros((n_columns, n_classes), dtype=np.float64)
+    for j in range(n_columns):
+        for p in range(indptr[j], indptr[j + 1]):
+            i = indices[p]
+            for c in range(n_classes):
+                sums[j, c] += weights[i, c]
     return sums
 
 
@@ -225,6 +276,50 @@ def score_block_topk_binary(indptr, indices, weights, first_key, excluded, k,
     """:func:`score_block_topk` for a block whose values are all one."""
     sums = column_sums_binary(indptr, indices, weights)
     return topk_scores(_squared(sums, scale), first_key, excluded, k)
+
+
+@njit(cache=True, nogil=True)
+def _squared_norms(sums, scale):
+    """Scores ``sum_c (scale * sums[j, c])**2``, classes in order."""
+    n_columns = sums.shape[0]
+    scores = np.zeros(n_columns, dtype=np.float64)
+    for j in range(n_columns):
+        acc = 0.0
+        for c in range(sums.shape[1]):
+            v = scale * sums[j, c]
+            acc += v * v
+        scores[j] = acc
+    return scores
+
+
+@njit(cache=True, nogil=True)
+def score_block_topk_multi(indptr, indices, data, weights, first_key, excluded,
+                           k, scale):
+    """:func:`score_block_topk` with K classes: scores ``||scale * C[j]||²``.
+
+    Parameters
+    ----------
+    indptr, indices, data : CSC arrays of the block
+    weights : float64 array, shape (n_rows, K), C-contiguous
+        Per-class dual weights.
+    first_key, excluded, k, scale : see :func:`score_block_topk`
+
+    Returns
+    -------
+    keys, scores : see :func:`topk_scores`
+        With K = 1 the scores equal those of :func:`score_block_topk`
+        bit for bit.
+    """
+    sums = column_sums_multi(indptr, indices, data, weights)
+    return topk_scores(_squared_norms(sums, scale), first_key, excluded, k)
+
+
+@njit(cache=True, nogil=True)
+def score_block_topk_multi_binary(indptr, indices, weights, first_key, excluded,
+                                  k, scale):
+    """:func:`score_block_topk_multi` for a block whose values are all one."""
+    sums = column_sums_multi_binary(indptr, indices, weights)
+    return topk_scores(_squared_norms(sums, scale), first_key, excluded, k)
 
 
 @njit(cache=True, nogil=True)

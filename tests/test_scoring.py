@@ -6,16 +6,21 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ultrafs.scoring.worst_case import worst_case_analysis
+from ultrafs.errors import ParameterError
 from ultrafs.features.linear import LinearFeatures
 from ultrafs.kernels.scoring import (column_sums, column_sums_binary,
-                                     merge_topk, topk_scores)
+                                     column_sums_multi, column_sums_multi_binary,
+                                     merge_topk, score_block_topk,
+                                     score_block_topk_binary, score_block_topk_multi,
+                                     score_block_topk_multi_binary, topk_scores)
+from ultrafs.scoring.worst_case import worst_case_analysis
 from ultrafs.store import InMemoryStore
 
 
 def brute_force_topk(X_dense, weights, k, excluded=()):
-    """Reference: scores (X' a)^2, positive only, ranked (score desc, id asc)."""
-    scores = (X_dense.T.astype(np.float64) @ weights) ** 2
+    """Reference: scores ||X' A||^2, positive only, ranked (score desc, id asc)."""
+    sums = X_dense.T.astype(np.float64) @ weights
+    scores = sums ** 2 if sums.ndim == 1 else (sums ** 2).sum(axis=1)
     ids = np.arange(X_dense.shape[1])
     keep = (scores > 0) & ~np.isin(ids, list(excluded))
     ids, scores = ids[keep], scores[keep]
@@ -162,3 +167,127 @@ def test_topk_scores_matches_sort(scores, first, k, excluded):
     order = np.lexsort((ids[keep], -scores[keep]))[:k]
     np.testing.assert_array_equal(keys, ids[keep][order])
     np.testing.assert_array_equal(best, scores[keep][order])
+
+
+# ----------------------------------------------------------- K classes
+def _csc_arrays(X):
+    return X.indptr.astype(np.int64), X.indices, X.data
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_classes", [1, 3])
+def test_column_sums_multi_match_dense_and_1d(rng, dtype, n_classes):
+    """Per-class sums equal the dense product and, class by class, the 1-D kernel."""
+    X, _ = make_problem(rng, dtype=dtype)
+    indptr, indices, data = _csc_arrays(X)
+    weights = rng.standard_normal((X.shape[0], n_classes))
+    sums = column_sums_multi(indptr, indices, data, weights)
+    assert sums.shape == (X.shape[1], n_classes) and sums.dtype == np.float64
+    np.testing.assert_allclose(sums, X.toarray().astype(np.float64).T @ weights,
+                               rtol=1e-12, atol=1e-12)
+    ones = np.ones_like(data)
+    sums_b = column_sums_multi_binary(indptr, indices, weights)
+    for c in range(n_classes):
+        column = np.ascontiguousarray(weights[:, c])
+        np.testing.assert_array_equal(sums[:, c], column_sums(indptr, indices, data, column))
+        np.testing.assert_array_equal(sums_b[:, c],
+                                      column_sums_binary(indptr, indices, column))
+    np.testing.assert_array_equal(sums_b, column_sums_multi(indptr, indices, ones, weights))
+    assert np.all(sums[[7, X.shape[1] - 1]] == 0)          # empty columns
+
+
+def test_multi_kernels_on_empty_blocks():
+    weights = np.ones((5, 2))
+    for indptr in (np.zeros(1, np.int64), np.zeros(4, np.int64)):
+        n = len(indptr) - 1
+        sums = column_sums_multi(indptr, np.zeros(0, np.int32), np.zeros(0), weights)
+        np.testing.assert_array_equal(sums, np.zeros((n, 2)))
+        keys, scores = score_block_topk_multi_binary(
+            indptr, np.zeros(0, np.int32), weights, 10, np.zeros(0, np.int64), 3, 1.0)
+        assert len(keys) == 0 and len(scores) == 0
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("binary", [False, True])
+def test_score_block_topk_multi_matches_dense(rng, dtype, binary):
+    X, _ = make_problem(rng, dtype=dtype, binary=binary)
+    indptr, indices, data = _csc_arrays(X)
+    weights = rng.standard_normal((X.shape[0], 4))
+    excluded = np.array([2, 9, 40], dtype=np.int64)
+    first = 1000
+    if binary:
+        keys, scores = score_block_topk_multi_binary(indptr, indices, weights, first,
+                                                     excluded + first, 12, 1.0)
+        same = score_block_topk_multi(indptr, indices, data, weights, first,
+                                      excluded + first, 12, 1.0)
+        np.testing.assert_array_equal(keys, same[0])
+        np.testing.assert_array_equal(scores, same[1])
+    else:
+        keys, scores = score_block_topk_multi(indptr, indices, data, weights, first,
+                                              excluded + first, 12, 1.0)
+    ids, expected = brute_force_topk(X.toarray(), weights, 12, excluded)
+    np.testing.assert_array_equal(keys, ids + first)
+    np.testing.assert_allclose(scores, expected, rtol=1e-12)
+    # the scale multiplies every class sum
+    _, scaled = score_block_topk_multi(indptr, indices, data, weights, first,
+                                       excluded + first, 12, 3.0)
+    np.testing.assert_allclose(scaled, 9.0 * scores, rtol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_class_multi_scores_are_the_binary_scores(rng, dtype):
+    """K = 1 gives the 1-D kernel's keys and scores bit for bit."""
+    X, _ = make_problem(rng, dtype=dtype)
+    indptr, indices, data = _csc_arrays(X)
+    a = rng.standard_normal(X.shape[0])
+    excluded = np.array([3], dtype=np.int64)
+    for scale in (1.0, 0.7):
+        one = score_block_topk(indptr, indices, data, a, 5, excluded, 20, scale)
+        multi = score_block_topk_multi(indptr, indices, data, a[:, None].copy(), 5,
+                                       excluded, 20, scale)
+        np.testing.assert_array_equal(multi[0], one[0])
+        np.testing.assert_array_equal(multi[1], one[1])
+        one = score_block_topk_binary(indptr, indices, a, 5, excluded, 20, scale)
+        multi = score_block_topk_multi_binary(indptr, indices, a[:, None].copy(), 5,
+                                              excluded, 20, scale)
+        np.testing.assert_array_equal(multi[0], one[0])
+        np.testing.assert_array_equal(multi[1], one[1])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("block_size", [1, 7, 1000])
+@pytest.mark.parametrize("binary", [False, True])
+def test_multiclass_pass_equals_brute_force(rng, dtype, block_size, binary):
+    X, y = make_problem(rng, dtype=dtype, binary=binary)
+    store = InMemoryStore(X, y, block_size=block_size)
+    weights = rng.standard_normal((X.shape[0], 3))
+    cand, stats = worst_case_analysis(LinearFeatures(store), weights, 10,
+                                      excluded=[0, 5, 11], scheduler="synchronous")
+    ids, scores = brute_force_topk(X.toarray(), weights, 10, [0, 5, 11])
+    np.testing.assert_array_equal(cand.keys, ids)
+    np.testing.assert_allclose(cand.scores, scores, rtol=1e-12)
+    assert stats.nnz == X.nnz
+
+
+def test_multiclass_identical_across_blocks_and_schedulers(rng):
+    X, y = make_problem(rng, n=150, m=500, density=0.04)
+    weights = np.asfortranarray(rng.standard_normal((X.shape[0], 5)))   # converted
+    features = LinearFeatures(InMemoryStore(X, y))
+    reference, _ = worst_case_analysis(features, weights, 20, scheduler="synchronous")
+    runs = [(bs, sch) for bs in (1, 13, None) for sch in ("synchronous", "threads")]
+    for block_size, scheduler in runs + [(37, "processes")]:
+        cand, _ = worst_case_analysis(features, weights, 20, block_size=block_size,
+                                      scheduler=scheduler)
+        np.testing.assert_array_equal(cand.keys, reference.keys)
+        np.testing.assert_array_equal(cand.scores, reference.scores)
+
+
+def test_weights_and_k_are_checked(rng):
+    X, y = make_problem(rng, n=30, m=20)
+    features = LinearFeatures(InMemoryStore(X, y))
+    for weights in (np.ones(29), np.ones((30, 0)), np.ones((30, 2, 1)), np.ones(()),
+                    np.ones((29, 2))):
+        with pytest.raises(ParameterError, match=r"weights must have shape \(30,\)"):
+            worst_case_analysis(features, weights, 3)
+    with pytest.raises(ParameterError, match="k must be >= 1"):
+        worst_case_analysis(features, np.ones(30), 0)

@@ -1,34 +1,98 @@
 """Feature spaces: what the candidates are.
 
-A feature space enumerates candidates for the worst-case analysis
-(``find_candidates``), materialises selected candidates as in-memory columns
-(``materialize``) and converts its opaque int64 keys to user-visible ids
-(``feature_ids``).  Nothing outside a feature space knows how keys encode
-virtual features.
+A feature space (:class:`~ultrafs.features.base.FeatureSpace`) enumerates
+candidates for the worst-case analysis (``find_candidates``), materialises
+selected candidates as in-memory columns (``materialize``) and converts its
+opaque int64 keys to user-visible ids (``feature_ids``).  Nothing outside a
+feature space knows how keys encode virtual features.
+
+Every feature space is registered in :data:`FEATURE_SPACES` under its
+``kind``; the faces build one with :func:`make_feature_space` (from the
+``poly`` parameter), :func:`build_feature_space` (from a kind and its
+parameters) or :func:`feature_space_from_spec` (from a model file).
 """
 
 from ultrafs.errors import ParameterError
+from ultrafs.features.base import (FEATURE_SPACES, FeatureSpace,
+                                   feature_space_class, register_feature_space)
+from ultrafs.features.keys import PairKeys
 from ultrafs.features.linear import LinearFeatures
 from ultrafs.features.poly import PolyFeatures
 
-__all__ = ["LinearFeatures", "PolyFeatures", "make_feature_space"]
+__all__ = ["FeatureSpace", "FEATURE_SPACES", "register_feature_space",
+           "LinearFeatures", "PolyFeatures", "PairKeys", "make_feature_space",
+           "build_feature_space", "feature_space_from_spec"]
 
 
-def make_feature_space(store, poly=1, gamma=1.0, coef0=1.0):
-    """The feature space of a store for a polynomial degree (1 or 2)."""
-    if poly == 1:
-        return LinearFeatures(store)
-    if poly == 2:
-        return PolyFeatures(store, gamma=gamma, coef0=coef0)
-    raise ParameterError(f"poly must be 1 or 2, got {poly!r}")
+def build_feature_space(store, kind, **params) -> FeatureSpace:
+    """The feature space of a registered ``kind`` with its parameters.
+
+    Parameters
+    ----------
+    store : ColumnStore
+    kind : str
+        A key of :data:`FEATURE_SPACES` (``"linear"``, ``"poly2"``...).
+    **params
+        Constructor parameters of that kind.
+
+    Raises
+    ------
+    ParameterError
+        Unknown kind (the message lists the registered ones), unknown
+        parameter or value out of its domain.
+    """
+    return feature_space_class(kind).from_params(store, **params)
 
 
-def feature_space_from_spec(store, spec):
-    """Rebuild the feature space recorded in a model file's ``feature_space``."""
+def make_feature_space(store, poly=1, gamma=1.0, coef0=1.0) -> FeatureSpace:
+    """The feature space of a store for the faces' ``poly`` parameter.
+
+    Parameters
+    ----------
+    store : ColumnStore
+    poly : int
+        Polynomial degree; selects the registered space whose
+        ``poly_degree`` equals it (1: linear, 2: degree-2 features).
+    gamma, coef0 : float
+        Kernel parameters, passed to the spaces that record them in their
+        ``spec_params`` (degree 2); unused for ``poly=1``.
+
+    Raises
+    ------
+    ParameterError
+        One line for a degree no registered space has, or parameters out
+        of their domain.
+    """
+    degrees = {cls.poly_degree: cls for cls in FEATURE_SPACES.values()
+               if cls.poly_degree is not None}
+    try:
+        cls = degrees.get(poly)
+    except TypeError:        # unhashable
+        cls = None
+    if cls is None:
+        raise ParameterError(f"poly must be one of "
+                             f"{', '.join(map(str, sorted(degrees)))}, got {poly!r}")
+    given = {"gamma": gamma, "coef0": coef0}
+    return cls.from_params(store, **{name: value for name, value in given.items()
+                                     if name in cls.spec_params})
+
+
+def feature_space_from_spec(store, spec) -> FeatureSpace:
+    """Rebuild the feature space recorded in a model file's ``feature_space``.
+
+    Parameters
+    ----------
+    store : ColumnStore
+    spec : dict
+        ``{"kind": ..., **params}`` as written by ``FeatureSpace.spec``;
+        a missing kind means ``"linear"`` (models of format version 1).
+
+    Raises
+    ------
+    ParameterError
+        One line for an unknown kind (listing the registered ones) or a
+        spec lacking a parameter.
+    """
     kind = spec.get("kind", "linear")
-    if kind == "linear":
-        return LinearFeatures(store)
-    if kind == "poly2":
-        return PolyFeatures(store, gamma=float(spec["gamma"]),
-                            coef0=float(spec["coef0"]))
-    raise ParameterError(f"unknown feature space {kind!r} in model")
+    cls = feature_space_class(kind)
+    return cls.from_spec(store, {**spec, "kind": kind})

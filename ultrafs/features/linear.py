@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from ultrafs.features.base import FeatureSpace, register_feature_space
+from ultrafs.kernels.scoring import (score_block_topk, score_block_topk_binary,
+                                     score_block_topk_multi,
+                                     score_block_topk_multi_binary)
 from ultrafs.scoring.topk import TopK
-from ultrafs.kernels.scoring import score_block_topk, score_block_topk_binary
-from ultrafs.store.base import ColumnBlock, ColumnStore
+from ultrafs.store.base import ColumnBlock
 
 __all__ = ["LinearFeatures"]
 
@@ -15,12 +18,24 @@ _EMPTY_SCORES = np.zeros(0, dtype=np.float64)
 
 
 def _score_columns(block, store, weights, excluded, k):
-    """Task: top-``k`` columns of one column range by ``(Σ_i a_i x_ij)²``."""
+    """Task: top-``k`` columns of one column range.
+
+    Scores ``(Σ_i a_i x_ij)²`` for 1-D weights, ``Σ_c (Σ_i A_ic x_ij)²``
+    for 2-D (n_samples, K) weights.
+    """
     start, stop = block
     cols = store.read_range(start, stop)
     if cols.nnz == 0:
         return TopK(_EMPTY_KEYS, _EMPTY_SCORES, {"nnz": 0})
-    if cols.data is None:
+    if weights.ndim == 2:
+        if cols.data is None:
+            keys, scores = score_block_topk_multi_binary(
+                cols.indptr, cols.indices, weights, start, excluded, k, 1.0)
+        else:
+            keys, scores = score_block_topk_multi(
+                cols.indptr, cols.indices, cols.data, weights, start, excluded,
+                k, 1.0)
+    elif cols.data is None:
         keys, scores = score_block_topk_binary(
             cols.indptr, cols.indices, weights, start, excluded, k, 1.0)
     else:
@@ -51,70 +66,49 @@ def _winner_columns(cols, keys):
     return payload
 
 
-class LinearFeatures:
+@register_feature_space
+class LinearFeatures(FeatureSpace):
     """Candidates = columns of a :class:`~ultrafs.store.base.ColumnStore`.
 
-    A feature space enumerates candidate blocks for the scoring pass,
-    scores one block (inside a worker), and materialises selected
-    candidates as in-memory columns.  Keys are int64 and opaque to the
-    caller; :meth:`feature_ids` turns them into user-visible ids.
+    Keys are the column numbers ``0 .. m - 1``; feature ids are the
+    store's ids (``column + store.id_offset``).  The scoring pass is one
+    streamed pass over the store's column blocks.
 
     Parameters
     ----------
     store : ColumnStore
     """
 
-    #: name recorded in model files
     kind = "linear"
-
-    def __init__(self, store: ColumnStore):
-        self.store = store
-
-    @property
-    def n_samples(self) -> int:
-        """Number of rows."""
-        return self.store.n_samples
+    poly_degree = 1
 
     @property
     def n_candidates(self) -> int:
-        """Number of candidate features."""
+        """Number of candidate features: the store's m columns."""
         return self.store.n_features
 
-    def candidate_blocks(self, block_size=None) -> list:
-        """Picklable descriptors of the candidate blocks, in key order.
-
-        Parameters
-        ----------
-        block_size : int or None
-            Columns per block; None uses the store's own partition.
-
-        Returns
-        -------
-        blocks : list of (start, stop) tuples
-            Empty ranges are dropped.
-        """
-        bounds = self.store.block_bounds(block_size)
-        return [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])
-                if hi > lo]
-
     def find_candidates(self, weights, k, excluded, run):
-        """Top-``k`` columns by ``c_j**2``: one streamed pass.
+        """Top-``k`` columns by score: one streamed pass.
+
+        The score of column j is ``c_j**2`` with ``c_j = Σ_i a_i x_ij``
+        for 1-D weights, ``Σ_c (Σ_i A_ic x_ij)²`` for 2-D weights.
 
         Parameters
         ----------
-        weights : float64 array, shape (n_samples,)
-            ``alpha * y``.
+        weights : float64 array, shape (n_samples,) or (n_samples, K)
+            ``alpha * y``, or the per-class dual weights (C-contiguous).
         k : int
         excluded : int64 array, sorted
             Keys already selected.
-        run : runner
+        run : BlockRunner
             Executes block tasks on the pass's scheduler (see
             :mod:`ultrafs.scoring.worst_case`).
 
         Returns
         -------
         result : TopK
-            With counter ``nnz`` (nonzeros streamed).
+            With counter ``nnz`` (nonzeros streamed) and the winners'
+            columns as payload (``{key: (rows, values or None)}``).
         """
         blocks = self.candidate_blocks(run.block_size)
         return run.topk(blocks, _score_columns, k,
@@ -160,6 +154,3 @@ class LinearFeatures:
         """Keys of user-visible ids (inverse of :meth:`feature_ids`)."""
         return self.store.columns_of(np.asarray(feature_ids, dtype=np.int64))
 
-    def spec(self) -> dict:
-        """Description of the feature space recorded in model files."""
-        return {"kind": self.kind}

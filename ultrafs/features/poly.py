@@ -34,14 +34,17 @@ never anything of size m².
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
-from ultrafs.scoring.topk import TopK
 from ultrafs.errors import ParameterError
+from ultrafs.features.base import FeatureSpace, register_feature_space
+from ultrafs.features.keys import PairKeys
 from ultrafs.kernels.poly import (BOUND_SLACK, column_stats, cross_topk,
-                            multiply_columns, rows_of_columns)
+                                  multiply_columns, rows_of_columns)
 from ultrafs.kernels.scoring import merge_topk, topk_keyed
+from ultrafs.scoring.topk import TopK
 from ultrafs.store.base import ColumnBlock, ColumnStore, balanced_block_bounds
 
 __all__ = ["PolyFeatures", "DEFAULT_N_SEED"]
@@ -56,18 +59,17 @@ _EMPTY_SCORES = np.zeros(0, dtype=np.float64)
 
 
 # --------------------------------------------------------------------- tasks
-def _column_pass(block, store, weights, excluded, k, n_seed, linear_scale,
+def _column_pass(block, store, codec, weights, excluded, k, n_seed, linear_scale,
                  square_scale):
     """Phase 1 task: linear/square top-k, seed columns and max |x| of a block."""
     start, stop = block
     cols = store.read_range(start, stop)
-    m = store.n_features
     empty = np.zeros(0)
     data = cols.data if cols.data is not None else empty
     lin, sq, pos, neg, max_abs, min_value = column_stats(
         cols.indptr, cols.indices, data, weights, cols.data is None)
     columns = np.arange(start, stop, dtype=np.int64)
-    keys = np.concatenate([columns * (m + 1), columns * (m + 1) + columns + 1])
+    keys = np.concatenate([codec.linear(columns), codec.square(columns)])
     scores = np.concatenate([linear_scale * lin * lin, square_scale * sq * sq])
     top_keys, top_scores = topk_keyed(scores, keys, excluded, k)
     # seeds are ranked by the live weight of non-negative data; when the
@@ -142,9 +144,21 @@ def _cross_task(chunk, live, weights, scale, threshold, excluded, n_features, k,
     return TopK(keys, scores, {"pairs_evaluated": n_eval, "pairs_pruned": n_pruned})
 
 
+def _real(name, value) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a number, got {value!r}") from None
+
+
 # ------------------------------------------------------------- feature space
-class PolyFeatures:
+@register_feature_space
+class PolyFeatures(FeatureSpace):
     """All degree-2 polynomial features of a store's columns.
+
+    Keys encode pairs with :class:`~ultrafs.features.keys.PairKeys`; feature
+    ids are ``j`` (linear term), ``[j, j]`` (square) and ``[j, k]``
+    (cross, j < k) in the store's numbering.
 
     Parameters
     ----------
@@ -159,19 +173,31 @@ class PolyFeatures:
         Use the safe bound to skip columns and pairs (default).  False
         scores every co-occurring pair: the same result, for testing and
         for counting pairs.
+
+    Raises
+    ------
+    ParameterError
+        For gamma <= 0, coef0 < 0, n_seed < 1, or a store with too many
+        columns for int64 keys.
     """
 
     kind = "poly2"
+    poly_degree = 2
+    spec_params = ("gamma", "coef0")
 
     def __init__(self, store: ColumnStore, gamma=1.0, coef0=1.0,
                  n_seed=DEFAULT_N_SEED, prune=True):
+        gamma, coef0 = _real("gamma", gamma), _real("coef0", coef0)
         if not (np.isfinite(gamma) and gamma > 0):
             raise ParameterError(f"gamma must be > 0, got {gamma!r}")
         if not (np.isfinite(coef0) and coef0 >= 0):
             raise ParameterError(f"coef0 must be >= 0, got {coef0!r}")
-        self.store = store
-        self.gamma = float(gamma)
-        self.coef0 = float(coef0)
+        if int(n_seed) < 1:
+            raise ParameterError(f"n_seed must be >= 1, got {n_seed!r}")
+        super().__init__(store)
+        self.codec = PairKeys(store.n_features)
+        self.gamma = gamma
+        self.coef0 = coef0
         self.n_seed = int(n_seed)
         self.prune = bool(prune)
 
@@ -192,11 +218,6 @@ class PolyFeatures:
         return math.sqrt(2.0) * self.gamma
 
     @property
-    def n_samples(self) -> int:
-        """Number of rows."""
-        return self.store.n_samples
-
-    @property
     def n_candidates(self) -> int:
         """m linear + m squares + m(m-1)/2 crosses."""
         m = self.store.n_features
@@ -204,16 +225,15 @@ class PolyFeatures:
 
     # ---------------------------------------------------------------- keys
     def decode(self, keys):
-        """Pairs (j, k) of keys; k = -1 for a linear term, k = j for a square."""
-        keys = np.asarray(keys, dtype=np.int64)
-        m1 = self.store.n_features + 1
-        return keys // m1, keys % m1 - 1
+        """Pairs (j, k) of keys; k = -1 for a linear term, k = j for a square.
+
+        See :meth:`ultrafs.features.keys.PairKeys.decode`.
+        """
+        return self.codec.decode(keys)
 
     def encode(self, first, second):
-        """Keys of pairs (see :meth:`decode`)."""
-        m1 = self.store.n_features + 1
-        return np.asarray(first, dtype=np.int64) * m1 + \
-            np.asarray(second, dtype=np.int64) + 1
+        """Keys of pairs (see :meth:`ultrafs.features.keys.PairKeys.encode`)."""
+        return self.codec.encode(first, second)
 
     def feature_ids(self, keys) -> list:
         """User-visible ids: ``j`` (linear), ``[j, j]`` (square), ``[j, k]``."""
@@ -225,7 +245,14 @@ class PolyFeatures:
         return ids
 
     def keys_of(self, feature_ids) -> np.ndarray:
-        """Keys of user-visible ids (inverse of :meth:`feature_ids`)."""
+        """Keys of user-visible ids (inverse of :meth:`feature_ids`).
+
+        Raises
+        ------
+        ParameterError
+            For an id whose source columns are not in the store (it has
+            no key; see :meth:`absent_ids`).
+        """
         first, second = self._columns_of_ids(feature_ids)
         return self.encode(first, second)
 
@@ -245,13 +272,16 @@ class PolyFeatures:
             second.append(k)
         return np.array(first, dtype=np.int64), np.array(second, dtype=np.int64)
 
-    def spec(self) -> dict:
-        """Description recorded in model files."""
-        return {"kind": self.kind, "gamma": self.gamma, "coef0": self.coef0}
-
     # ------------------------------------------------------ worst-case pass
     def find_candidates(self, weights, k, excluded, run):
         """Exact top-``k`` degree-2 candidates (see the module docstring).
+
+        Parameters
+        ----------
+        weights : float64 array, shape (n_samples,)
+            ``alpha * y``.  2-D (per-class) weights are refused.
+        k, excluded, run
+            See :meth:`ultrafs.features.base.FeatureSpace.find_candidates`.
 
         Returns
         -------
@@ -259,20 +289,27 @@ class PolyFeatures:
             Counters: ``nnz`` streamed, ``pairs_evaluated``,
             ``pairs_pruned`` (co-occurring pairs skipped by the bound inside
             the cross tasks), ``live_columns``, ``seed_columns``.
+
+        Raises
+        ------
+        ParameterError
+            For 2-D weights (K >= 3 classes).
         """
+        if np.ndim(weights) == 2 and np.shape(weights)[1] == 1:
+            # one class: the same scores as 1-D weights, bit for bit
+            weights = np.ascontiguousarray(weights[:, 0])
+        if np.ndim(weights) != 1:
+            raise ParameterError(
+                "degree-2 features with K >= 3 classes are not supported yet")
         store = self.store
         m = store.n_features
-        bounds = store.block_bounds(run.block_size)
-        blocks = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])
-                  if hi > lo]
+        blocks = self.candidate_blocks(run.block_size)
         if not blocks:
             return TopK(_EMPTY_KEYS, _EMPTY_SCORES, {"nnz": 0})
-        shared = {"store": store, "weights": weights, "excluded": excluded,
-                  "k": k, "n_seed": self.n_seed,
+        shared = {"store": store, "codec": self.codec, "weights": weights,
+                  "excluded": excluded, "k": k, "n_seed": self.n_seed,
                   "linear_scale": self.linear_factor ** 2,
                   "square_scale": self.square_factor ** 2}
-        from functools import partial
-
         phase1 = run(blocks, _column_pass,
                      partial(_merge_column_pass, k=k, n_seed=self.n_seed), shared)
         nnz = phase1["topk"].counters["nnz"]

@@ -1,14 +1,13 @@
 """Worst-case analysis (FGM Algorithms 2 and 5): streamed scoring passes.
 
 Feature spaces drive the block passes they need (:mod:`ultrafs.scoring.runner`)
-through their ``find_candidates`` method; the weights vector (n floats, or
-n x K for K classes) and the feature space enter the graph once.
+through their ``find_candidates`` method: one pass for linear features,
+several phases for degree-2 features.  The weights (n floats, or an n x K
+matrix for K classes) enter the graph once.
 
 Candidates are ranked by (score decreasing, key increasing), a total order,
 so the result is the same for every block size, worker count, scheduler
-and arrival order.  Feature spaces drive the passes they need through
-their ``find_candidates`` method: one pass for linear features, several
-phases for degree-2 features.
+and arrival order.
 """
 
 from __future__ import annotations
@@ -18,6 +17,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ultrafs.errors import ParameterError
 from ultrafs.scoring.runner import BlockRunner
 from ultrafs.scoring.topk import Candidates
 
@@ -56,14 +56,17 @@ class PassStats:
 def worst_case_analysis(features, weights, k, *, excluded=None,
                         block_size=None, scheduler=None, num_workers=None,
                         split_every=8, progress_label=None):
-    """Find the ``k`` candidates with the largest scores ``s_j = c_j**2``.
+    """Find the ``k`` candidates with the largest scores ``s_j = ||c_j||²``.
 
     Parameters
     ----------
     features : feature space
         E.g. :class:`~ultrafs.features.linear.LinearFeatures`.
-    weights : array-like of float64, shape (n_samples,)
-        ``a = alpha * y`` from the last subproblem.
+    weights : float64 array, shape (n_samples,) or (n_samples, K)
+        ``a = alpha * y`` from the last subproblem (two classes), or the
+        per-class dual weights A (K classes); a candidate then scores
+        ``s = Σ_c (Σ_i A_ic x_i)²`` (times its map factor²).  Converted to
+        C-contiguous float64.
     k : int
         Number of candidates wanted (FGM's B), k >= 1.
     excluded : array-like of int64, optional
@@ -84,12 +87,25 @@ def worst_case_analysis(features, weights, k, *, excluded=None,
     candidates : Candidates
         At most ``k``; fewer when fewer candidates have a positive score.
     stats : PassStats
+
+    Raises
+    ------
+    ParameterError
+        One line for weights of the wrong shape, k < 1, or 2-D weights
+        given to a feature space that does not support them.
     """
     weights = np.ascontiguousarray(weights, dtype=np.float64)
+    n = features.n_samples
+    if weights.ndim not in (1, 2) or weights.shape[0] != n \
+            or (weights.ndim == 2 and weights.shape[1] < 1):
+        raise ParameterError(f"weights must have shape ({n},) or ({n}, K), "
+                             f"got {weights.shape}")
+    if int(k) < 1:
+        raise ParameterError(f"k must be >= 1, got {k!r}")
     excluded = np.unique(np.asarray(
         [] if excluded is None else excluded, dtype=np.int64))
     runner = BlockRunner(scheduler, num_workers, split_every, block_size,
-                     progress_label)
+                         progress_label)
     started = time.perf_counter()
     result = features.find_candidates(weights, int(k), excluded, runner)
     seconds = time.perf_counter() - started

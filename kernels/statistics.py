@@ -1,0 +1,102 @@
+"""Per-column statistics of a CSC block, for the statistics/filter pass.
+
+Every statistic of a column is accumulated over its stored entries in row
+order (float64), so it does not depend on how columns are grouped into
+blocks.  Statistics describe the whole column of ``n_rows`` values,
+implicit zeros included: ``min`` is at most 0 and ``max`` at least 0 when
+the column has fewer than ``n_rows`` nonzeros.
+
+Weighted sums ``Σ_i w_i x_ij`` are the scoring kernels'
+:func:`~ultrafs.kernels.scoring.column_sums` (and ``*_multi`` for an
+(n_rows, K) weight matrix), bit for bit.
+"""
+
+import numpy as np
+from numba import njit
+
+__all__ = ["column_moments", "column_moments_binary"]
+
+
+@njit(cache=True, nogil=True)
+def column_moments(indptr, data, n_rows):
+    """Nonzero count, sum, sum of squares, min and max of every column.
+
+    Parameters
+    ----------
+    indptr : int64 array, shape (n_columns + 1,)
+    data : float32 or float64 array, shape (nnz,)
+    n_rows : int
+        Rows of the column (implicit zeros count for min and max).  Row
+        numbers are not needed: every statistic is order-free but the
+        sums, which run in stored (row) order.
+
+    Returns
+    -------
+    nnz : int64 array, shape (n_columns,)
+        Stored values different from zero.
+    sums : float64 array, shape (n_columns,)
+        ``Σ_i x_ij``.
+    sum_squares : float64 array, shape (n_columns,)
+        ``Σ_i x_ij²`` (the squared Euclidean norm).
+    mins, maxs : float64 arrays, shape (n_columns,)
+        Smallest and largest of the ``n_rows`` values (0 for an empty
+        column, and for ``n_rows == 0``).
+    """
+    n_columns = indptr.shape[0] - 1
+    nnz = np.zeros(n_columns, dtype=np.int64)
+    sums = np.zeros(n_columns, dtype=np.float64)
+    sum_squares = np.zeros(n_columns, dtype=np.float64)
+    mins = np.zeros(n_columns, dtype=np.float64)
+    maxs = np.zeros(n_columns, dtype=np.float64)
+    for j in range(n_columns):
+        count = 0
+        acc = 0.0
+        acc2 = 0.0
+        lo = np.inf
+        hi = -np.inf
+        for p in range(indptr[j], indptr[j + 1]):
+            x = np.float64(data[p])
+            if x != 0.0:
+                count += 1
+            acc += x
+            acc2 += x * x
+            if x < lo:
+                lo = x
+            if x > hi:
+                hi = x
+        stored = indptr[j + 1] - indptr[j]
+        if stored < n_rows:          # implicit zeros
+            if lo > 0.0:
+                lo = 0.0
+            if hi < 0.0:
+                hi = 0.0
+        if stored == 0:
+            lo = 0.0
+            hi = 0.0
+        nnz[j] = count
+        sums[j] = acc
+        sum_squares[j] = acc2
+        mins[j] = lo
+        maxs[j] = hi
+    return nnz, sums, sum_squares, mins, maxs
+
+
+@njit(cache=True, nogil=True)
+def column_moments_binary(indptr, n_rows):
+    """:func:`column_moments` of a block whose stored values are all one."""
+    n_columns = indptr.shape[0] - 1
+    nnz = np.zeros(n_columns, dtype=np.int64)
+    sums = np.zeros(n_columns, dtype=np.float64)
+    sum_squares = np.zeros(n_columns, dtype=np.float64)
+    mins = np.zeros(n_columns, dtype=np.float64)
+    maxs = np.zeros(n_columns, dtype=np.float64)
+    for j in range(n_columns):
+        count = indptr[j + 1] - indptr[j]
+        nnz[j] = count
+        sums[j] = count
+        sum_squares[j] = count
+        if count > 0:
+            maxs[j] = 1.0
+            if count >= n_rows:
+                mins[j] = 1.0
+    return nnz, sums, sum_squares, mins, maxs
