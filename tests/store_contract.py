@@ -3,13 +3,16 @@
 A backend's test module subclasses :class:`StoreContract` (in the spirit of
 zarr-python's ``zarr/testing/store.py``) and implements :meth:`make_store`;
 pytest then runs every ``test_*`` method below against that backend, on
-each matrix of :data:`MATRIX_KINDS` in float32 and float64::
+each matrix of :data:`MATRIX_KINDS` in float32 and float64 (binary
+targets), and the target tests on every target of :data:`TARGET_KINDS`
+(binary, multiclass, continuous; detected or explicit)::
 
     class TestMyStore(StoreContract):
-        def make_store(self, X, y, *, dtype, tmp_path):
-            return MyStore(X, y, dtype=dtype)
+        def make_store(self, X, y, *, dtype, tmp_path, target=None):
+            return MyStore(X, y, dtype=dtype, target=target)
 
-Reference results come from scipy slicing of the same matrix.
+Reference results come from scipy slicing of the same matrix, and from
+the targets ``y`` themselves.
 """
 
 from __future__ import annotations
@@ -22,11 +25,26 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from ultrafs.errors import ParameterError
 from ultrafs.store.base import ColumnBlock, ColumnStore, even_block_bounds
 
 #: matrices every backend is checked on
 MATRIX_KINDS = ("valued", "binary", "dense", "one_column", "no_entries")
 DTYPES = (np.float32, np.float64)
+
+#: targets every backend is checked on: name -> (classes, or None for
+#: real values; the ``target`` argument; the expected target type)
+TARGET_KINDS = {
+    "binary": ([3.0, 7.5], None, "binary"),
+    "binary-explicit": ([-1.0, 1.0], "binary", "binary"),
+    "multiclass-3": ([-1.0, 2.0, 7.0], None, "multiclass"),
+    "multiclass-5": ([-3.0, 0.0, 1.0, 4.0, 10.0], None, "multiclass"),
+    "multiclass-explicit": ([0.5, 1.5, 2.5], "multiclass", "multiclass"),
+    "continuous": (None, None, "continuous"),
+    "continuous-explicit": ([0.0, 1.0, 2.0, 3.0], "continuous", "continuous"),
+}
+#: matrices (kind, dtype) the target tests run on
+TARGET_MATRICES = (("valued", np.float64), ("binary", np.float32))
 
 
 def make_matrix(kind: str, dtype, seed: int = 0):
@@ -64,6 +82,23 @@ def make_matrix(kind: str, dtype, seed: int = 0):
     return X, y
 
 
+def make_targets(kind: str, n_samples: int, seed: int = 0) -> np.ndarray:
+    """Targets of :data:`TARGET_KINDS` ``kind`` for ``n_samples`` rows.
+
+    Every class appears (in the first rows); real values are distinct
+    non-integers.
+    """
+    rng = np.random.default_rng(seed)
+    classes = TARGET_KINDS[kind][0]
+    if classes is None:
+        y = np.round(rng.normal(0.0, 3.0, n_samples), 3) + 0.0005
+        y[:3] = [0.25, -1.5, 12.125]
+        return y
+    y = np.asarray(classes)[rng.integers(0, len(classes), n_samples)]
+    y[:len(classes)] = classes
+    return y.astype(np.float64)
+
+
 def assert_block_equals(block: ColumnBlock, reference, first_column, dtype):
     """``block`` holds exactly the CSC columns of ``reference``."""
     reference = sp.csc_matrix(reference)
@@ -87,8 +122,11 @@ class StoreContract:
     #: upper bound on ``len(pickle.dumps(store))`` (None: no bound)
     max_pickle_bytes: int | None = None
 
-    def make_store(self, X, y, *, dtype, tmp_path) -> ColumnStore:
-        """Build the backend's store for ``X`` (CSC) and labels ``y``."""
+    def make_store(self, X, y, *, dtype, tmp_path, target=None) -> ColumnStore:
+        """Build the backend's store for ``X`` (CSC) and targets ``y``.
+
+        ``target`` is the requested target type (None: detected).
+        """
         raise NotImplementedError
 
     # ------------------------------------------------------------ fixture
@@ -104,6 +142,80 @@ class StoreContract:
         np.testing.assert_array_equal(y, y_before)
         return SimpleNamespace(store=store, X=X, y=y, dtype=np.dtype(dtype), kind=kind)
 
+    @pytest.fixture(params=[(t, k, d) for t in TARGET_KINDS for k, d in TARGET_MATRICES],
+                    ids=[f"{t}-{k}-{np.dtype(d).name}" for t in TARGET_KINDS
+                         for k, d in TARGET_MATRICES])
+    def target_case(self, request, tmp_path):
+        target_kind, kind, dtype = request.param
+        X, _ = make_matrix(kind, dtype)
+        y = make_targets(target_kind, X.shape[0])
+        y_before = y.copy()
+        classes, target, expected = TARGET_KINDS[target_kind]
+        store = self.make_store(X, y, dtype=dtype, tmp_path=tmp_path, target=target)
+        np.testing.assert_array_equal(y, y_before)
+        classes = (np.zeros(0) if expected == "continuous"
+                   else np.asarray(classes, dtype=np.float64))
+        return SimpleNamespace(store=store, X=X, y=y, dtype=np.dtype(dtype),
+                               target_type=expected, classes=classes)
+
+    # ------------------------------------------------------------ targets
+    def test_target_type_and_classes(self, target_case):
+        store = target_case.store
+        assert store.target_type == target_case.target_type
+        classes = store.classes
+        assert classes.dtype == np.float64
+        assert classes.shape == target_case.classes.shape
+        np.testing.assert_array_equal(classes, target_case.classes)
+
+    def test_read_targets(self, target_case):
+        store, y = target_case.store, target_case.y
+        targets = store.read_targets()
+        assert targets.dtype == np.float64 and targets.shape == y.shape
+        np.testing.assert_array_equal(targets, y)
+        if targets.flags.writeable:                     # fresh: changing it changes nothing
+            targets[...] = 0
+        np.testing.assert_array_equal(store.read_targets(), y)
+        np.testing.assert_array_equal(store.read_raw_labels(), y)     # the older name
+
+    def test_read_class_indices(self, target_case):
+        store = target_case.store
+        if target_case.target_type == "continuous":
+            with pytest.raises(ParameterError, match="continuous") as info:
+                store.read_class_indices()
+            assert "\n" not in str(info.value)
+            return
+        indices = store.read_class_indices()
+        assert indices.dtype == np.int64 and indices.shape == target_case.y.shape
+        np.testing.assert_array_equal(target_case.classes[indices], target_case.y)
+        assert set(indices.tolist()) == set(range(len(target_case.classes)))
+
+    def test_read_labels_of_each_target_type(self, target_case):
+        store, y = target_case.store, target_case.y
+        if target_case.target_type == "binary":
+            labels = store.read_labels()
+            assert labels.dtype == np.float64
+            np.testing.assert_array_equal(
+                labels, np.where(y == target_case.classes[1], 1.0, -1.0))
+            return
+        with pytest.raises(ParameterError) as info:
+            store.read_labels()
+        message = str(info.value)
+        assert "\n" not in message and target_case.target_type in message
+        assert "read_labels" in message
+
+    def test_describe_reports_the_target(self, target_case):
+        summary = target_case.store.describe()
+        assert summary["target"] == target_case.target_type
+        assert summary["classes"] == target_case.classes.tolist()
+
+    def test_pickle_keeps_the_target(self, target_case):
+        clone = pickle.loads(pickle.dumps(target_case.store))
+        assert clone.target_type == target_case.target_type
+        np.testing.assert_array_equal(clone.classes, target_case.classes)
+        np.testing.assert_array_equal(clone.read_targets(), target_case.y)
+        assert_block_equals(clone.read_range(0, target_case.X.shape[1]), target_case.X, 0,
+                            target_case.dtype)
+
     # -------------------------------------------------------------- shape
     def test_is_a_column_store(self, case):
         assert isinstance(case.store, ColumnStore)
@@ -115,6 +227,7 @@ class StoreContract:
         assert np.dtype(store.dtype) == case.dtype
 
     def test_labels_and_classes(self, case):
+        assert case.store.target_type == "binary"
         np.testing.assert_array_equal(case.store.classes, [3.0, 7.5])
         labels = case.store.read_labels()
         assert labels.dtype == np.float64 and labels.shape == (case.X.shape[0],)
@@ -127,6 +240,7 @@ class StoreContract:
         assert summary["nnz"] == case.X.nnz
         assert summary["dtype"] == case.dtype.name
         assert summary["classes"] == [3.0, 7.5]
+        assert summary["target"] == "binary"
 
     # --------------------------------------------------------- read_range
     def test_read_range_matches_scipy(self, case):

@@ -51,7 +51,8 @@ def assert_store_equals(store: ZarrStore, X, y):
     np.testing.assert_array_equal(Z.indptr, X.indptr)
     np.testing.assert_array_equal(Z.indices, X.indices)
     assert Z.data.tobytes() == X.data.tobytes()
-    np.testing.assert_array_equal(store.read_raw_labels(), y)
+    np.testing.assert_array_equal(store.read_targets(), y)
+    assert store.target_type == "binary"
     classes = np.unique(y)
     np.testing.assert_array_equal(store.read_labels(), np.where(y == classes[1], 1.0, -1.0))
 
@@ -328,8 +329,7 @@ def test_iter_libsvm_chunks_in_order(tmp_path):
     ("1 qid:3 1:1\n-1 qid:3 2:1\n", "line 1: qid fields (ranking data) are not supported"),
     ("1 99999999999999999999999:1\n", "line 1: feature index too large"),
     ("1 4294967296:1\n-1 1:1\n", "feature index 4294967296 is larger than the supported"),
-    ("1 1:1\n1 2:1\n", "labels must take exactly two values, found 1 (1)"),
-    ("1 1:1\n-1 2:1\n2 3:1\n", "labels must take exactly two values, found 3"),
+    ("1 1:1\n1 2:1\n", "labels take a single value (1); at least two distinct"),
     ("", "no samples (empty file)"),
     ("# nothing but comments\n\n   \n", "no samples"),
 ])
@@ -483,3 +483,155 @@ def test_fast_number_path_is_exact_or_declines():
             reference = float(token)
             assert value == reference and np.signbit(value) == np.signbit(reference), token
     assert answered > 10000
+
+
+# ------------------------------------------------------ target types
+def labelled_text(labels, seed=0, n_features=12) -> str:
+    """LIBSVM lines with the given label tokens and random features."""
+    rng = np.random.default_rng(seed)
+    lines = []
+    for label in labels:
+        cols = np.sort(rng.choice(n_features, rng.integers(1, 5), replace=False)) + 1
+        lines.append(f"{label} " + " ".join(f"{c}:{rng.integers(1, 9) / 4}" for c in cols))
+    return "\n".join(lines) + "\n"
+
+
+MULTICLASS = ["1", "2", "3", "2", "1", "3", "3", "1"]
+REGRESSION = ["0.5", "1.25", "3.0", "0.5", "-2.75", "1.25", "10"]
+TWO = ["-1", "+1", "1", "-1"]
+
+
+@pytest.mark.parametrize("store_format", ["zarr", "parquet"])
+@pytest.mark.parametrize("labels, target, expected, classes", [
+    (MULTICLASS, None, "multiclass", [1.0, 2.0, 3.0]),
+    (MULTICLASS, "auto", "multiclass", [1.0, 2.0, 3.0]),
+    (MULTICLASS, "multiclass", "multiclass", [1.0, 2.0, 3.0]),
+    (MULTICLASS, "continuous", "continuous", []),
+    (["-1", "2", "7", "2", "-1", "7"], None, "multiclass", [-1.0, 2.0, 7.0]),
+    (REGRESSION, None, "continuous", []),
+    (REGRESSION, "continuous", "continuous", []),
+    (REGRESSION, "multiclass", "multiclass", [-2.75, 0.5, 1.25, 3.0, 10.0]),
+    (TWO, None, "binary", [-1.0, 1.0]),
+    (TWO, "binary", "binary", [-1.0, 1.0]),
+    (TWO, "continuous", "continuous", []),
+])
+def test_ingest_target_types(tmp_path, store_format, labels, target, expected, classes):
+    from ultrafs.store import open_store
+
+    source = write_text(tmp_path / "in.svm", labelled_text(labels))
+    out = tmp_path / "out.store"
+    summary = ingest_libsvm(source, out, format=store_format, target=target,
+                            dtype="float64")
+    assert summary["target"] == expected and summary["classes"] == classes
+    store = open_store(out)
+    X, y = sklearn_csc(source, np.float64)
+    assert (store.to_csc() != X).nnz == 0
+    assert store.target_type == expected and store.format_version == 2
+    np.testing.assert_array_equal(store.classes, classes)
+    np.testing.assert_array_equal(store.read_targets(), y)
+    assert store.attrs["target"] == expected
+    assert store.attrs["classes"] == (None if expected == "continuous" else classes)
+    if expected == "binary":
+        np.testing.assert_array_equal(store.read_labels(), np.where(y > 0, 1.0, -1.0))
+    else:
+        with pytest.raises(ParameterError, match=f"target is {expected}"):
+            store.read_labels()
+    if expected != "continuous":
+        np.testing.assert_array_equal(np.asarray(classes)[store.read_class_indices()], y)
+    assert (f"target={target!r}" in store.attrs["created_by"]) == (target not in (None, "auto"))
+
+
+@pytest.mark.parametrize("store_format", ["zarr", "parquet"])
+@pytest.mark.parametrize("labels, target, message", [
+    (MULTICLASS, "binary", "target 'binary' needs exactly two label values, found 3 (1, 2, 3)"),
+    (REGRESSION, "binary", "target 'binary' needs exactly two label values, found 5"),
+    (TWO, "multiclass", "target 'multiclass' needs at least three label values, found 2"),
+    (["2", "2", "2"], "continuous", "labels take a single value (2)"),
+    ([str(k) for k in range(1001)], None,
+     "1001 distinct integer values, more than the 1000 classes a multiclass target may "
+     "have; pass target='continuous'"),
+    ([str(k) for k in range(1001)], "multiclass", "more than the 1000 classes"),
+])
+def test_ingest_labels_that_do_not_fit_the_target(tmp_path, store_format, labels, target,
+                                                  message):
+    source = write_text(tmp_path / "in.svm", labelled_text(labels))
+    with pytest.raises(InputFormatError) as info:
+        ingest_libsvm(source, tmp_path / "out.store", format=store_format, target=target)
+    error = str(info.value)
+    assert error.startswith(f"{source}:") and message in error and "\n" not in error, error
+    assert only_input_left(tmp_path)
+
+
+def test_ingest_many_integer_values_as_continuous(tmp_path):
+    labels = [str(k) for k in range(1001)]
+    source = write_text(tmp_path / "in.svm", labelled_text(labels))
+    summary = ingest_libsvm(source, tmp_path / "out.zarr", target="continuous")
+    assert summary["target"] == "continuous" and summary["classes"] == []
+    np.testing.assert_array_equal(ZarrStore(tmp_path / "out.zarr").read_targets(),
+                                  np.arange(1001.0))
+
+
+def test_ingest_unknown_target(tmp_path):
+    source = write_text(tmp_path / "in.svm", labelled_text(TWO))
+    with pytest.raises(ParameterError, match="target must be one of auto, binary, "
+                                             "multiclass, continuous; got 'ordinal'"):
+        ingest_libsvm(source, tmp_path / "out.zarr", target="ordinal")
+    assert only_input_left(tmp_path)
+
+
+# ------------------------------------------------ CLI: ultrafs ingest --target
+def cli(*args):
+    from click.testing import CliRunner
+
+    from ultrafs.cli import main
+
+    return CliRunner().invoke(main, [str(a) for a in args], prog_name="ultrafs")
+
+
+@pytest.mark.parametrize("store_format", ["zarr", "parquet"])
+@pytest.mark.parametrize("labels, option, expected, classes", [
+    (MULTICLASS, [], "multiclass", [1.0, 2.0, 3.0]),
+    (MULTICLASS, ["--target", "auto"], "multiclass", [1.0, 2.0, 3.0]),
+    (MULTICLASS, ["--target", "multiclass"], "multiclass", [1.0, 2.0, 3.0]),
+    (REGRESSION, [], "continuous", []),
+    (REGRESSION, ["--target", "continuous"], "continuous", []),
+    (TWO, ["--target", "binary"], "binary", [-1.0, 1.0]),
+])
+def test_cli_ingest_target(tmp_path, store_format, labels, option, expected, classes):
+    import json
+
+    source = write_text(tmp_path / "in.svm", labelled_text(labels))
+    result = cli("ingest", source, tmp_path / "out.store", "--format", store_format, *option)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.output)
+    assert summary["target"] == expected and summary["classes"] == classes
+    info = cli("info", tmp_path / "out.store")
+    assert info.exit_code == 0, info.output
+    described = json.loads(info.output)
+    assert described["target"] == expected and described["classes"] == classes
+    assert described["format_version"] == 2
+
+
+@pytest.mark.parametrize("store_format", ["zarr", "parquet"])
+@pytest.mark.parametrize("labels, target, fragment", [
+    (MULTICLASS, "binary", "target 'binary' needs exactly two label values, found 3"),
+    (TWO, "multiclass", "target 'multiclass' needs at least three label values"),
+    (REGRESSION, "binary", "target 'binary' needs exactly two label values"),
+])
+def test_cli_ingest_wrong_target(tmp_path, store_format, labels, target, fragment):
+    source = write_text(tmp_path / "in.svm", labelled_text(labels))
+    result = cli("ingest", source, tmp_path / "out.store", "--format", store_format,
+                 "--target", target)
+    assert result.exit_code != 0 and "Traceback" not in result.output
+    lines = result.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and fragment in lines[0], \
+        result.output
+    assert str(source) in lines[0]
+    assert only_input_left(tmp_path)                      # no output directory remains
+
+
+def test_cli_ingest_unknown_target(tmp_path):
+    source = write_text(tmp_path / "in.svm", labelled_text(TWO))
+    result = cli("ingest", source, tmp_path / "out.zarr", "--target", "ordinal")
+    assert result.exit_code == 2 and "ordinal" in result.output
+    assert only_input_left(tmp_path)

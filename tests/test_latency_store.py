@@ -28,17 +28,18 @@ TINY = 1e-4
 
 # ---------------------------------------------------------------- contract
 class TestLatencyOverMemoryContract(StoreContract):
-    def make_store(self, X, y, *, dtype, tmp_path):
-        return LatencyColumnStore(InMemoryStore(X, y, dtype=dtype, block_size=7), TINY)
+    def make_store(self, X, y, *, dtype, tmp_path, target=None):
+        return LatencyColumnStore(InMemoryStore(X, y, dtype=dtype, block_size=7,
+                                                target=target), TINY)
 
 
 class TestLatencyOverZarrContract(StoreContract):
     omits_binary_data = True
     max_pickle_bytes = 400
 
-    def make_store(self, X, y, *, dtype, tmp_path):
+    def make_store(self, X, y, *, dtype, tmp_path, target=None):
         inner = write_store(tmp_path / "store.zarr", X, y, dtype=dtype, block_nnz=40,
-                            chunk_size=16, command="test")
+                            chunk_size=16, command="test", target=target)
         return LatencyColumnStore(inner, TINY)
 
 
@@ -46,10 +47,10 @@ class TestLatencyOverParquetLongContract(StoreContract):
     omits_binary_data = True
     max_pickle_bytes = 400
 
-    def make_store(self, X, y, *, dtype, tmp_path):
+    def make_store(self, X, y, *, dtype, tmp_path, target=None):
         inner = write_parquet_long(tmp_path / "store.pql", X, y, dtype=dtype,
                                    block_nnz=40, chunk_size=16, file_nnz=60,
-                                   command="test")
+                                   command="test", target=target)
         return LatencyColumnStore(inner, TINY)
 
 
@@ -57,9 +58,9 @@ class TestZarrLatencyStoreContract(StoreContract):
     omits_binary_data = True
     max_pickle_bytes = 300
 
-    def make_store(self, X, y, *, dtype, tmp_path):
+    def make_store(self, X, y, *, dtype, tmp_path, target=None):
         write_store(tmp_path / "store.zarr", X, y, dtype=dtype, block_nnz=40,
-                    chunk_size=16, command="test")
+                    chunk_size=16, command="test", target=target)
         return ZarrLatencyStore(tmp_path / "store.zarr", get_latency=TINY)
 
 

@@ -98,30 +98,30 @@ def planted_problem(seed=0, n=300, m=200):
 class TestParquetWideFileContract(StoreContract):
     max_pickle_bytes = 400
 
-    def make_store(self, X, y, *, dtype, tmp_path):
+    def make_store(self, X, y, *, dtype, tmp_path, target=None):
         # label column among the features, several row groups, small blocks
         path = write_wide(tmp_path / "wide.parquet", X, y,
                           label_position=min(2, X.shape[1]), row_group_size=7)
-        return ParquetWideStore(path, label="label", block_columns=4)
+        return ParquetWideStore(path, label="label", block_columns=4, target=target)
 
 
 class TestParquetWideDatasetContract(StoreContract):
     max_pickle_bytes = 400
 
-    def make_store(self, X, y, *, dtype, tmp_path):
+    def make_store(self, X, y, *, dtype, tmp_path, target=None):
         path = write_wide(tmp_path / "wide", X, y, n_files=3, label="y")
         (path / "_SUCCESS").write_text("")             # skipped, as by Arrow/Spark
-        return ParquetWideStore(path, label="y", block_columns=3)
+        return ParquetWideStore(path, label="y", block_columns=3, target=target)
 
 
 class TestParquetLongContract(StoreContract):
     omits_binary_data = True
     max_pickle_bytes = 300
 
-    def make_store(self, X, y, *, dtype, tmp_path):
+    def make_store(self, X, y, *, dtype, tmp_path, target=None):
         # tiny row groups and files: blocks span row groups, reads span files
         return write_parquet_long(tmp_path / "long.pql", X, y, dtype=dtype, block_nnz=40,
-                                  chunk_size=16, file_nnz=50, command="test")
+                                  chunk_size=16, file_nnz=50, command="test", target=target)
 
 
 # ------------------------------------------------------ long: the format
@@ -129,7 +129,7 @@ def test_long_metadata_follows_the_format(tmp_path):
     store, X, y = small_long(tmp_path, command="ultrafs demo", id_offset=1)
     meta = read_meta(store.path)
     assert meta["format"] == FORMAT_NAME == "ultrafs-colstore-parquet-long"
-    assert meta["format_version"] == 1
+    assert meta["format_version"] == 2 and meta["target"] == "binary"
     assert (meta["n_samples"], meta["n_features"], meta["nnz"]) == (*X.shape, X.nnz)
     assert meta["dtype"] == "float32" and meta["feature_dtype"] == "int32"
     assert meta["id_offset"] == 1 and store.id_offset == 1
@@ -257,12 +257,14 @@ def test_long_stale_temporary_directory_is_not_a_store(tmp_path):
 
 @pytest.mark.parametrize("X, y, fragment", [
     (np.array([[1.0, np.nan], [0.0, 1.0]]), [0, 1], "NaN"),
-    (np.eye(3), [1, 1, 1], "exactly two values"),
+    (np.eye(3), [1, 1, 1], "single value"),
+    (np.eye(3), [0, 1, 2], "target 'binary' needs exactly two label values, found 3"),
     (np.eye(3), [0, 1], "shape"),
 ])
 def test_write_parquet_long_rejects_bad_input(tmp_path, X, y, fragment):
+    target = "binary" if "target" in fragment else None
     with pytest.raises(InputFormatError, match=fragment):
-        write_parquet_long(tmp_path / "bad.pql", X, y)
+        write_parquet_long(tmp_path / "bad.pql", X, y, target=target)
     assert leftovers(tmp_path) == []
 
 
@@ -300,11 +302,12 @@ def test_long_existing_output_needs_overwrite(tmp_path):
 # ------------------------------------------ long: validation, truncation
 def test_long_other_format_version(tmp_path):
     store, _, _ = small_long(tmp_path)
-    edit_meta(store.path, format_version=2)
+    edit_meta(store.path, format_version=3)
     with pytest.raises(StoreVersionError) as info:
         ParquetLongStore(store.path)
     message = str(info.value)
-    assert str(store.path) in message and "version 2" in message and "version 1" in message
+    assert str(store.path) in message and "version 3" in message
+    assert "versions 1 and 2" in message and "\n" not in message
     with pytest.raises(StoreFormatError):
         open_store(store.path)
 
@@ -557,8 +560,15 @@ def test_wide_missing_or_bad_label_column(tmp_path):
         ParquetWideStore(tmp_path / "n.parquet")
     pq.write_table(pa.table({"x": [1.0, 0.0, 1.0], "label": [0, 1, 2]}),
                    tmp_path / "three.parquet")
-    with pytest.raises(InputFormatError, match="exactly two values, found 3"):
-        ParquetWideStore(tmp_path / "three.parquet")
+    assert ParquetWideStore(tmp_path / "three.parquet").target_type == "multiclass"
+    with pytest.raises(InputFormatError,
+                       match="label column 'label': target 'binary' needs exactly two "
+                             "label values, found 3"):
+        ParquetWideStore(tmp_path / "three.parquet", target="binary")
+    pq.write_table(pa.table({"x": [1.0, 0.0, 1.0], "label": [4, 4, 4]}),
+                   tmp_path / "one.parquet")
+    with pytest.raises(InputFormatError, match="label column 'label': labels take a single"):
+        ParquetWideStore(tmp_path / "one.parquet")
 
 
 def test_wide_dataset_needs_one_schema(tmp_path):
@@ -664,6 +674,11 @@ def test_open_store_dispatches_on_what_is_there(tmp_path):
         open_store(long.path, label="y")
     with pytest.raises(InputFormatError, match="no label column 'label'"):
         open_store(directory)
+    assert open_store(file, target="continuous").target_type == "continuous"
+    with pytest.raises(ParameterError, match="target='binary' applies to wide Parquet"):
+        open_store(zarr.path, target="binary")
+    with pytest.raises(ParameterError, match="target='binary' applies to wide Parquet"):
+        open_store(long.path, target="binary")
 
 
 def test_open_store_refuses_what_is_not_a_store(tmp_path):
@@ -703,7 +718,8 @@ def test_ingest_parquet_equals_ingest_zarr(data_files, tmp_path, name, budget):
     assert long.id_offset == 1 and long.binary
     np.testing.assert_array_equal(long.classes, zarr.classes)
     np.testing.assert_array_equal(long.read_labels(), zarr.read_labels())
-    np.testing.assert_array_equal(long.read_raw_labels(), zarr.read_raw_labels())
+    np.testing.assert_array_equal(long.read_targets(), zarr.read_targets())
+    assert long.target_type == zarr.target_type == "binary"
     bounds = zarr.default_block_bounds()
     np.testing.assert_array_equal(long.default_block_bounds(), bounds)
     assert len(bounds) > 2

@@ -29,15 +29,15 @@ class TestZarrStoreContract(StoreContract):
     omits_binary_data = True
     max_pickle_bytes = 300
 
-    def make_store(self, X, y, *, dtype, tmp_path):
+    def make_store(self, X, y, *, dtype, tmp_path, target=None):
         # tiny chunks and blocks so that reads cross chunk boundaries
         return write_store(tmp_path / "store.zarr", X, y, dtype=dtype, block_nnz=40,
-                           chunk_size=16, command="test")
+                           chunk_size=16, command="test", target=target)
 
 
 class TestInMemoryStoreContract(StoreContract):
-    def make_store(self, X, y, *, dtype, tmp_path):
-        return InMemoryStore(X, y, dtype=dtype, block_size=7)
+    def make_store(self, X, y, *, dtype, tmp_path, target=None):
+        return InMemoryStore(X, y, dtype=dtype, block_size=7, target=target)
 
 
 # ----------------------------------------------------------------- helpers
@@ -68,7 +68,8 @@ def test_attributes_follow_the_format(tmp_path):
                               id_offset=1)
     attrs = read_attrs(store.path)
     assert attrs["format"] == FORMAT_NAME == "ultrafs-colstore"
-    assert attrs["format_version"] == FORMAT_VERSION == 1
+    assert attrs["format_version"] == FORMAT_VERSION == 2
+    assert attrs["target"] == "binary"
     assert (attrs["n_samples"], attrs["n_features"], attrs["nnz"]) == (*X.shape, X.nnz)
     assert attrs["dtype"] == "float32"
     assert attrs["id_offset"] == 1 and store.id_offset == 1
@@ -105,7 +106,7 @@ def test_array_metadata(tmp_path):
         assert array.shape == shape and array.dtype == dtype
         assert array.chunks == (16,)
     assert np.isnan(group["data"].fill_value) and group["indices"].fill_value == -1
-    np.testing.assert_array_equal(group["labels"][:], store.read_raw_labels())
+    np.testing.assert_array_equal(group["labels"][:], store.read_targets())
 
 
 def test_default_chunks_and_blocks_of_a_larger_store(tmp_path):
@@ -160,12 +161,16 @@ def test_write_store_keeps_float32_and_converts_others(tmp_path):
 @pytest.mark.parametrize("X, y, fragment", [
     (np.array([[1.0, np.nan], [0.0, 1.0]]), [0, 1], "NaN"),
     (np.array([[1.0, np.inf], [0.0, 1.0]]), [0, 1], "NaN or infinite"),
-    (np.eye(3), [1, 1, 1], "exactly two values, found 1"),
-    (np.eye(3), [0, 1, 2], "found 3"),
+    (np.eye(3), [1, 1, 1], "labels take a single value"),
+    (np.eye(3), [0.5, 1, 2], None),                     # fine: continuous
+    (np.eye(3), [0, 1, np.nan], "NaN or infinite"),
     (np.eye(3), [0, 1], "shape"),
     (np.eye(3), ["a", "b", "a"], "numeric"),
 ])
 def test_write_store_rejects_bad_input(tmp_path, X, y, fragment):
+    if fragment is None:
+        assert write_store(tmp_path / "ok.zarr", X, y).target_type == "continuous"
+        return
     with pytest.raises(InputFormatError, match=fragment):
         write_store(tmp_path / "bad.zarr", X, y)
     assert leftovers(tmp_path) == []
@@ -294,11 +299,12 @@ def test_open_foreign_zarr_group(tmp_path):
 
 def test_open_other_format_version(tmp_path):
     store, _, _ = small_store(tmp_path)
-    edit_attrs(store.path, format_version=2)
+    edit_attrs(store.path, format_version=3)
     with pytest.raises(StoreVersionError) as info:
         ZarrStore(store.path)
     message = str(info.value)
-    assert str(store.path) in message and "version 2" in message and "version 1" in message
+    assert str(store.path) in message and "version 3" in message
+    assert "versions 1 and 2" in message and "\n" not in message
     assert isinstance(info.value, StoreFormatError)
 
 

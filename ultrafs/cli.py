@@ -123,10 +123,14 @@ def main():
 @click.option("--format", "store_format", type=click.Choice(["zarr", "parquet"]),
               default="zarr", show_default=True,
               help="Store layout: Zarr column blocks or a Parquet long table.")
+@click.option("--target", type=click.Choice(["auto", "binary", "multiclass", "continuous"]),
+              default="auto", show_default=True,
+              help="Target type of the labels. auto: two values are binary, three or "
+                   "more integers multiclass, anything else continuous.")
 @click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")
 @_one_line_errors
 def ingest(input_path, output_path, dtype, zero_based, n_features,
-           memory_budget, block_nnz, store_format, overwrite):
+           memory_budget, block_nnz, store_format, target, overwrite):
     """Convert a LIBSVM/svmlight file (plain, .gz, .bz2, .xz) to a store."""
     from ultrafs.store.writers.libsvm import ingest_libsvm
 
@@ -135,7 +139,7 @@ def ingest(input_path, output_path, dtype, zero_based, n_features,
         input_path, output_path, dtype=dtype, zero_based=zero_based,
         n_features=n_features, memory_budget=memory_budget * 2**20,
         command=" ".join(["ultrafs"] + sys.argv[1:]), overwrite=overwrite,
-        format=store_format, **kwargs)
+        format=store_format, target=None if target == "auto" else target, **kwargs)
     click.echo(json.dumps(summary, default=str))
 
 

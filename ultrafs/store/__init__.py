@@ -17,7 +17,8 @@ def open_store(path, **kwargs):
     """Open an on-disk store: Zarr, Parquet-long, or a wide Parquet table.
 
     Keyword arguments go to :func:`ultrafs.store.detect.open_store`
-    (``label``: the label column of a wide Parquet table).
+    (``label``: the label column of a wide Parquet table; ``target``: its
+    target type).
 
     Raises
     ------
@@ -30,8 +31,11 @@ def open_store(path, **kwargs):
     return open_detected(path, **kwargs)
 
 
-def as_store(X, y=None, *, block_size=None):
-    """Return a ColumnStore for a store object, a store path, or arrays."""
+def as_store(X, y=None, *, block_size=None, target=None):
+    """Return a ColumnStore for a store object, a store path, or arrays.
+
+    ``target`` (the target type, None: detected) applies to arrays only.
+    """
     import os
 
     if isinstance(X, ColumnStore):
@@ -41,4 +45,4 @@ def as_store(X, y=None, *, block_size=None):
     if y is None:
         raise TypeError("y is required when X is an array")
     kwargs = {} if block_size is None else {"block_size": block_size}
-    return InMemoryStore(X, y, **kwargs)
+    return InMemoryStore(X, y, target=target, **kwargs)

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ultrafs.errors import ParameterError
+
 __all__ = ["ColumnBlock", "ColumnStore", "balanced_block_bounds",
            "even_block_bounds", "span_take"]
 
@@ -159,15 +161,81 @@ class ColumnStore(abc.ABC):
     #: dtype of the values (float32 or float64)
     dtype: np.dtype
 
-    # ------------------------------------------------------------------ labels
+    # ----------------------------------------------------------------- targets
+    @property
+    @abc.abstractmethod
+    def target_type(self) -> str:
+        """``"binary"``, ``"multiclass"`` or ``"continuous"``
+        (:data:`ultrafs.store.targets.TARGET_TYPES`)."""
+
     @property
     @abc.abstractmethod
     def classes(self) -> np.ndarray:
-        """The two original label values, sorted; ``classes[1]`` maps to +1."""
+        """The distinct target values, float64, sorted, shape (K,).
+
+        K == 2 for a binary store (``classes[1]`` maps to +1), K >= 3 for
+        a multiclass one; shape (0,) for a continuous target.
+        """
 
     @abc.abstractmethod
+    def read_targets(self) -> np.ndarray:
+        """The raw target values, float64 (read-only or fresh), shape (n_samples,).
+
+        Each is one of :attr:`classes` (classification) or finite
+        (continuous); a stored value that is not raises
+        :class:`~ultrafs.errors.StoreFormatError` (a corrupt store).
+        """
+
+    def read_raw_labels(self) -> np.ndarray:
+        """Alias of :meth:`read_targets` (the name used before format v2)."""
+        return self.read_targets()
+
+    def read_class_indices(self) -> np.ndarray:
+        """Index of each row's target in :attr:`classes`, int64, shape (n_samples,).
+
+        Raises
+        ------
+        ParameterError
+            If the store's target is continuous (it has no classes).
+        """
+        from ultrafs.store.targets import class_indices
+
+        if self.target_type == "continuous":
+            raise ParameterError(
+                f"{self._target_name()}: read_class_indices() needs a classification "
+                "store; this store's target is continuous")
+        return class_indices(self.read_targets(), self.classes)
+
     def read_labels(self) -> np.ndarray:
-        """Labels as float64 ±1, shape (n_samples,)."""
+        """Labels of a binary store as float64 ±1, shape (n_samples,).
+
+        ``+1`` for ``classes[1]``, ``-1`` for ``classes[0]``.
+
+        Raises
+        ------
+        ParameterError
+            If the store's target is not binary (one line naming the store
+            and its target type).
+        """
+        self._require_binary()
+        targets = self.read_targets()
+        labels = np.where(targets == self.classes[1], 1.0, -1.0)
+        labels.flags.writeable = False
+        return labels
+
+    def _target_name(self) -> str:
+        """Names the store in target errors: its path, else its repr."""
+        path = getattr(self, "path", None)
+        return str(path) if path is not None else type(self).__name__
+
+    def _require_binary(self) -> None:
+        """Raise ParameterError unless the store's target is binary."""
+        target_type = self.target_type
+        if target_type != "binary":
+            raise ParameterError(
+                f"{self._target_name()}: read_labels() gives ±1 labels of a binary "
+                f"store; this store's target is {target_type} (use read_targets()"
+                f"{' or read_class_indices()' if target_type == 'multiclass' else ''})")
 
     # ------------------------------------------------------------------ blocks
     @abc.abstractmethod
@@ -242,6 +310,7 @@ class ColumnStore(abc.ABC):
             "nnz": int(self.nnz),
             "dtype": np.dtype(self.dtype).name,
             "id_offset": int(self.id_offset),
+            "target": self.target_type,
             "classes": [float(c) for c in self.classes],
             "n_blocks": int(len(self.default_block_bounds()) - 1),
         }

@@ -69,7 +69,7 @@ def store_kind(path) -> str:
         f"{path}: not an ultrafs store (neither a store directory nor a Parquet file)")
 
 
-def open_store(path, *, label=None) -> ColumnStore:
+def open_store(path, *, label=None, target=None) -> ColumnStore:
     """Open the column store at ``path``, whatever its format.
 
     Parameters
@@ -83,6 +83,10 @@ def open_store(path, *, label=None) -> ColumnStore:
         Label column of a wide Parquet table (None: ``"label"``).  Stores
         written by ultrafs carry their labels: giving ``label`` for one is
         an error.
+    target : None, "auto", "binary", "multiclass" or "continuous"
+        Target type of a wide table's label column (None: detected).
+        Stores written by ultrafs record theirs: giving ``target`` for one
+        is an error.
 
     Returns
     -------
@@ -93,7 +97,7 @@ def open_store(path, *, label=None) -> ColumnStore:
     StoreFormatError
         If ``path`` is not a store, or the store is corrupt.
     ParameterError
-        If ``label`` is given for a store written by ultrafs.
+        If ``label`` or ``target`` is given for a store written by ultrafs.
     InputFormatError
         If a wide table has no such label column or a non-numeric feature
         column.
@@ -103,8 +107,10 @@ def open_store(path, *, label=None) -> ColumnStore:
     if is_url(path):
         # fsspec URLs (s3://, gs://, file://, ...): Zarr stores, opened by
         # zarr itself; every worker reopens the URL on its own
-        if label is not None:
-            raise ParameterError(f"{path}: label= applies to wide Parquet tables only")
+        if label is not None or target is not None:
+            raise ParameterError(
+                f"{path}: {'label' if label is not None else 'target'}= applies to wide "
+                "Parquet tables only")
         from ultrafs.store.zarr_store import ZarrStore
 
         return ZarrStore(path)
@@ -113,6 +119,10 @@ def open_store(path, *, label=None) -> ColumnStore:
         raise ParameterError(
             f"{path}: label={label!r} applies to wide Parquet tables only; this "
             f"{kind} store carries its own labels")
+    if kind != "parquet-wide" and target is not None:
+        raise ParameterError(
+            f"{path}: target={target!r} applies to wide Parquet tables only; this "
+            f"{kind} store records its own target type")
     if kind == "zarr":
         from ultrafs.store.zarr_store import ZarrStore
 
@@ -123,4 +133,5 @@ def open_store(path, *, label=None) -> ColumnStore:
         return ParquetLongStore(path)
     from ultrafs.store.parquet_wide import DEFAULT_LABEL, ParquetWideStore
 
-    return ParquetWideStore(path, label=DEFAULT_LABEL if label is None else label)
+    return ParquetWideStore(path, label=DEFAULT_LABEL if label is None else label,
+                            target=target)

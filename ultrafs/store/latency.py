@@ -22,8 +22,8 @@ so with the threaded scheduler a pass with more threads than cores keeps
 several reads in flight while the kernels compute.  Both pickle (the
 wrapped store by its own cheap pickling, the latency as a number), so
 they also work with the processes scheduler and ``dask.distributed``.
-Labels and metadata are not delayed by :class:`LatencyColumnStore`: the
-driver reads them once per fit.
+Targets, labels and metadata are not delayed by :class:`LatencyColumnStore`:
+the driver reads them once per fit.
 """
 
 from __future__ import annotations
@@ -68,7 +68,8 @@ class LatencyColumnStore(ColumnStore):
     Notes
     -----
     Everything but the two data reads is delegated to ``inner`` without
-    delay: shape, dtype, labels, classes and block partitions.
+    delay: shape, dtype, target type, targets, labels, classes and block
+    partitions.
     """
 
     def __init__(self, inner: ColumnStore, latency_s: float = 0.0):
@@ -117,8 +118,18 @@ class LatencyColumnStore(ColumnStore):
         return self._inner.dtype
 
     @property
+    def target_type(self) -> str:
+        return self._inner.target_type
+
+    @property
     def classes(self) -> np.ndarray:
         return self._inner.classes
+
+    def read_targets(self) -> np.ndarray:
+        return self._inner.read_targets()
+
+    def read_class_indices(self) -> np.ndarray:
+        return self._inner.read_class_indices()
 
     def read_labels(self) -> np.ndarray:
         return self._inner.read_labels()

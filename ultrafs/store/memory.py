@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ultrafs.errors import InputFormatError
+from ultrafs.errors import InputFormatError, ParameterError
 from ultrafs.store.base import (ColumnBlock, ColumnStore, balanced_block_bounds,
                    even_block_bounds, span_take)
-from ultrafs.store.labels import encode_labels
+from ultrafs.store.targets import TARGET_TYPES, encode_targets
 
 __all__ = ["InMemoryStore", "to_csc"]
 
@@ -59,7 +59,11 @@ class InMemoryStore(ColumnStore):
     X : array-like or scipy.sparse matrix, shape (n_samples, n_features)
         Copied; the caller's array is never modified.
     y : array-like, shape (n_samples,)
-        Exactly two distinct label values.
+        Numeric, finite targets (copied).
+    target : None, "auto", "binary", "multiclass" or "continuous"
+        Target type; None detects it
+        (:func:`~ultrafs.store.targets.encode_targets`: two values are
+        binary, three or more integers multiclass, else continuous).
     block_size : int or None
         Columns per block of the default partition; None (the default)
         balances blocks to about ``DEFAULT_BLOCK_NNZ`` nonzeros each.
@@ -69,14 +73,18 @@ class InMemoryStore(ColumnStore):
         Feature id of column 0.
     """
 
-    def __init__(self, X, y, *, block_size=None, dtype=None,
+    def __init__(self, X, y, *, target=None, block_size=None, dtype=None,
                  id_offset=0):
         csc = to_csc(X, dtype=dtype)
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != csc.shape[0]:
             raise InputFormatError(
                 f"y must have shape ({csc.shape[0]},), got {y.shape}")
-        self._y_pm, self._classes = encode_labels(y, where="y")
+        self._target_type, self._classes = encode_targets(y, where="y", target=target)
+        self._targets = np.array(y, dtype=np.float64)
+        self._y_pm = None
+        if self._target_type == "binary":
+            self._y_pm = np.where(self._targets == self._classes[1], 1.0, -1.0)
         self._indptr = csc.indptr.astype(np.int64)
         self._indices = csc.indices.astype(np.int32)
         self._data = csc.data
@@ -85,19 +93,54 @@ class InMemoryStore(ColumnStore):
         self.dtype = csc.dtype
         self.id_offset = int(id_offset)
         self._block_size = None if block_size is None else int(block_size)
-        for arr in (self._indptr, self._indices, self._data, self._y_pm):
-            arr.flags.writeable = False
+        for arr in (self._indptr, self._indices, self._data, self._targets,
+                    self._y_pm, self._classes):
+            if arr is not None:
+                arr.flags.writeable = False
 
     @classmethod
     def from_csc_arrays(cls, indptr, indices, data, n_samples, y_pm, classes,
-                        *, block_size=None, id_offset=0):
-        """Wrap already canonical CSC arrays and ±1 labels without checks."""
+                        *, block_size=None, id_offset=0, targets=None, target_type=None):
+        """Wrap already canonical CSC arrays and targets without checks.
+
+        Parameters
+        ----------
+        indptr, indices, data : ndarray
+            Canonical CSC arrays (sorted rows, no duplicates, no zeros).
+        n_samples : int
+        y_pm : array-like of float, shape (n_samples,), or None
+            ±1 labels of a binary store (``+1`` for ``classes[1]``); None
+            when ``targets`` is given.
+        classes : array-like of float
+            Sorted distinct classes: two for a binary store, K >= 3 for a
+            multiclass one, empty for a continuous one.
+        block_size, id_offset : see :class:`InMemoryStore`.
+        targets : array-like of float, shape (n_samples,), or None
+            Raw target values (each one of ``classes`` unless continuous);
+            None derives them from ``y_pm`` (binary).
+        target_type : None, "binary", "multiclass" or "continuous"
+            None: ``"binary"`` (the only type ``y_pm`` can describe).
+        """
         self = cls.__new__(cls)
         self._indptr = np.asarray(indptr, dtype=np.int64)
         self._indices = np.asarray(indices, dtype=np.int32)
         self._data = np.asarray(data)
-        self._y_pm = np.asarray(y_pm, dtype=np.float64)
-        self._classes = np.asarray(classes, dtype=np.float64)
+        self._classes = np.asarray(classes, dtype=np.float64).reshape(-1)
+        self._target_type = "binary" if target_type is None else str(target_type)
+        if self._target_type not in TARGET_TYPES:
+            raise ParameterError(
+                f"target_type must be one of {', '.join(TARGET_TYPES)}; got {target_type!r}")
+        self._y_pm = None if y_pm is None else np.asarray(y_pm, dtype=np.float64)
+        if targets is not None:
+            self._targets = np.asarray(targets, dtype=np.float64).view()
+            self._targets.flags.writeable = False        # the caller's array stays writable
+        elif self._y_pm is not None and self._target_type == "binary":
+            self._targets = np.where(self._y_pm > 0, self._classes[1], self._classes[0])
+        else:
+            raise ParameterError("from_csc_arrays needs targets= unless the store is "
+                                 "binary with ±1 labels y_pm")
+        if self._y_pm is None and self._target_type == "binary":
+            self._y_pm = np.where(self._targets == self._classes[1], 1.0, -1.0)
         self.n_samples = int(n_samples)
         self.n_features = len(self._indptr) - 1
         self.nnz = int(self._indptr[-1])
@@ -107,10 +150,18 @@ class InMemoryStore(ColumnStore):
         return self
 
     @property
+    def target_type(self):
+        return self._target_type
+
+    @property
     def classes(self):
         return self._classes.copy()
 
+    def read_targets(self):
+        return self._targets
+
     def read_labels(self):
+        self._require_binary()
         return self._y_pm
 
     def default_block_bounds(self):

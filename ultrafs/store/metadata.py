@@ -13,12 +13,19 @@ from pathlib import Path
 import numpy as np
 
 from ultrafs.errors import StoreFormatError, StoreVersionError
+from ultrafs.store.targets import TARGET_TYPES
 
-__all__ = ["VALUE_DTYPES", "RecordedMeta", "is_count", "check_format_marker",
-           "check_complete", "check_counts", "check_classes_and_bounds"]
+__all__ = ["VALUE_DTYPES", "READ_VERSIONS", "WRITE_VERSION", "RecordedMeta", "is_count",
+           "check_format_marker", "check_complete", "check_counts",
+           "check_classes_and_bounds", "required_attrs"]
 
 #: value dtypes of every store
 VALUE_DTYPES = ("float32", "float64")
+#: format versions read (Zarr and Parquet-long alike): 1 is binary-only,
+#: 2 adds the ``target`` attribute (binary, multiclass or continuous)
+READ_VERSIONS = (1, 2)
+#: the format version written
+WRITE_VERSION = 2
 
 
 def is_count(value) -> bool:
@@ -26,25 +33,41 @@ def is_count(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_format_marker(path: Path, attrs: dict, name: str, version: int) -> None:
+def check_format_marker(path: Path, attrs: dict, name: str,
+                        versions=READ_VERSIONS) -> None:
     """Check the ``format`` and ``format_version`` attributes.
+
+    Parameters
+    ----------
+    versions : tuple of int
+        The versions read.
 
     Raises
     ------
     StoreFormatError
         If ``format`` is not ``name``.
     StoreVersionError
-        If ``format_version`` is not ``version``.
+        If ``format_version`` is not one of ``versions``.
     """
     if attrs.get("format") != name:
         raise StoreFormatError(
             f"{path}: not an ultrafs store (format attribute is "
             f"{attrs.get('format')!r}, expected {name!r})")
     found = attrs.get("format_version")
-    if found != version:
+    if not is_count(found) or found not in versions:
+        readable = (f"version {versions[0]}" if len(versions) == 1 else
+                    "versions " + ", ".join(str(v) for v in versions[:-1])
+                    + f" and {versions[-1]}")
         raise StoreVersionError(
             f"{path}: store format version {found!r}, but this ultrafs "
-            f"reads version {version}")
+            f"reads {readable}")
+
+
+def required_attrs(common, attrs: dict) -> tuple:
+    """The attributes required of a store: ``common``, plus ``target`` from version 2."""
+    if attrs.get("format_version", 1) >= 2:
+        return tuple(common) + ("target",)
+    return tuple(common)
 
 
 def check_complete(path: Path, attrs: dict, required) -> None:
@@ -69,8 +92,48 @@ def check_counts(path: Path, attrs: dict) -> None:
             f"{path}: attribute dtype={attrs['dtype']!r} is not one of {VALUE_DTYPES}")
 
 
+def _is_number(value, allow_bool) -> bool:
+    return isinstance(value, (int, float)) and (allow_bool or not isinstance(value, bool))
+
+
+def _check_target_and_classes(path: Path, attrs: dict, allow_bool: bool) -> None:
+    """Check ``target`` (version 2) and ``classes`` against it.
+
+    Version 1 stores are binary (any ``target`` attribute is ignored);
+    binary stores record two sorted finite classes, multiclass stores at
+    least three sorted distinct finite ones, continuous stores ``null``.
+    """
+    version = attrs["format_version"]
+    target = "binary" if version == 1 else attrs["target"]
+    if target not in TARGET_TYPES:
+        raise StoreFormatError(
+            f"{path}: attribute target={target!r} is not one of "
+            f"{', '.join(TARGET_TYPES)}")
+    classes = attrs["classes"]
+    if target == "continuous":
+        if classes is not None:
+            raise StoreFormatError(
+                f"{path}: attribute classes={classes!r} of a continuous target is not null")
+        return
+    ok = (isinstance(classes, list)
+          and all(_is_number(c, allow_bool) for c in classes)
+          and (len(classes) == 2 if target == "binary" else len(classes) >= 3))
+    if ok:
+        values = np.asarray(classes, dtype=np.float64)
+        ok = bool(np.all(np.isfinite(values)) and np.all(values[1:] > values[:-1]))
+    if not ok:
+        shown = repr(classes)
+        if len(shown) > 80:
+            shown = shown[:77] + "..."
+        expected = ("two sorted labels" if target == "binary"
+                    else "three or more sorted distinct labels")
+        raise StoreFormatError(
+            f"{path}: attribute classes={shown} is not {expected} "
+            f"(target {target!r})")
+
+
 def check_classes_and_bounds(path: Path, attrs: dict, *, allow_bool: bool) -> None:
-    """Check ``binary``, ``classes`` and ``block_bounds``.
+    """Check ``binary``, ``target``, ``classes`` and ``block_bounds``.
 
     Parameters
     ----------
@@ -85,12 +148,7 @@ def check_classes_and_bounds(path: Path, attrs: dict, *, allow_bool: bool) -> No
     """
     if not isinstance(attrs["binary"], bool):
         raise StoreFormatError(f"{path}: attribute binary={attrs['binary']!r} is not a boolean")
-    classes = attrs["classes"]
-    if (not isinstance(classes, list) or len(classes) != 2
-            or not all(isinstance(c, (int, float)) and (allow_bool or not isinstance(c, bool))
-                       for c in classes)
-            or not np.all(np.isfinite(classes)) or not classes[0] < classes[1]):
-        raise StoreFormatError(f"{path}: attribute classes={classes!r} is not two sorted labels")
+    _check_target_and_classes(path, attrs, allow_bool)
     bounds = attrs["block_bounds"]
     n_features = attrs["n_features"]
     ok = isinstance(bounds, list) and len(bounds) >= 1 and all(
@@ -117,21 +175,28 @@ class RecordedMeta:
     ----------
     attrs : dict
         ``attrs`` itself (not copied).
+    format_version : int
     n_samples, n_features, nnz, id_offset : int
     dtype : numpy.dtype
     binary : bool
-    classes : ndarray of float64, shape (2,)
+    target_type : str
+        ``"binary"`` (always for version 1), ``"multiclass"`` or ``"continuous"``.
+    classes : ndarray of float64, shape (K,)
+        Sorted; shape (0,) for a continuous target.
     block_bounds : ndarray of int64, read-only
     """
 
     def __init__(self, attrs: dict):
         self.attrs = attrs
+        self.format_version = attrs["format_version"]
+        self.target_type = "binary" if self.format_version == 1 else attrs["target"]
         self.n_samples = attrs["n_samples"]
         self.n_features = attrs["n_features"]
         self.nnz = attrs["nnz"]
         self.dtype = np.dtype(attrs["dtype"])
         self.id_offset = attrs["id_offset"]
         self.binary = attrs["binary"]
-        self.classes = np.asarray(attrs["classes"], dtype=np.float64)
+        self.classes = (np.zeros(0, dtype=np.float64) if attrs["classes"] is None
+                        else np.asarray(attrs["classes"], dtype=np.float64))
         self.block_bounds = np.asarray(attrs["block_bounds"], dtype=np.int64)
         self.block_bounds.flags.writeable = False

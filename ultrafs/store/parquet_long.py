@@ -21,8 +21,9 @@ import numpy as np
 from ultrafs.errors import StoreFormatError
 from ultrafs.kernels.long_table import feature_offsets
 from ultrafs.store.base import ColumnBlock
-from ultrafs.store.metadata import (RecordedMeta, check_classes_and_bounds, check_complete,
-                       check_counts, check_format_marker)
+from ultrafs.store.metadata import (READ_VERSIONS, WRITE_VERSION, RecordedMeta,
+                                    check_classes_and_bounds, check_complete, check_counts,
+                                    check_format_marker, required_attrs)
 from ultrafs.store.metadata import is_count as _is_count
 from ultrafs.store.path_store import WrittenStore, gather_columns
 
@@ -30,6 +31,7 @@ __all__ = [
     "ParquetLongStore",
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "READ_VERSIONS",
     "METADATA_FILE",
     "LABELS_FILE",
     "ROW_GROUP_TABLE_KEYS",
@@ -40,8 +42,8 @@ __all__ = [
 
 #: value of the ``format`` attribute
 FORMAT_NAME = "ultrafs-colstore-parquet-long"
-#: the only format version this code reads and writes
-FORMAT_VERSION = 1
+#: the format version this code writes (it reads every one of READ_VERSIONS)
+FORMAT_VERSION = WRITE_VERSION
 #: metadata file (JSON), written last
 METADATA_FILE = "_ultrafs.json"
 #: labels file: one float64 column ``label``, n_samples rows
@@ -98,10 +100,10 @@ def is_parquet_long_store(path) -> bool:
 
 def _check_attrs(path: Path, attrs: dict) -> None:
     """Validate the scalar attributes (as the Zarr store does)."""
-    check_format_marker(path, attrs, FORMAT_NAME, FORMAT_VERSION)
+    check_format_marker(path, attrs, FORMAT_NAME, READ_VERSIONS)
     if attrs.get("complete") is False:        # the placeholder of a running writer
         raise StoreFormatError(f"{path}: store is incomplete (interrupted write)")
-    check_complete(path, attrs, REQUIRED_ATTRS)
+    check_complete(path, attrs, required_attrs(REQUIRED_ATTRS, attrs))
     check_counts(path, attrs)
     if attrs["feature_dtype"] not in FEATURE_DTYPES:
         raise StoreFormatError(

@@ -14,13 +14,14 @@ import json
 import os
 import threading
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from ultrafs.errors import InputFormatError, StoreFormatError
 from ultrafs.kernels.csc_check import count_nonfinite
 from ultrafs.store.base import ColumnBlock, even_block_bounds
-from ultrafs.store.labels import encode_labels
+from ultrafs.store.targets import check_target, encode_targets
 from ultrafs.store.path_store import PathStore, gather_columns
 
 __all__ = ["ParquetWideStore", "DEFAULT_LABEL", "DEFAULT_BLOCK_CELLS",
@@ -95,6 +96,15 @@ def _pandas_index_columns(schema) -> set:
     except (KeyError, ValueError, AttributeError):
         return set()
     return {name for name in index if isinstance(name, str)}
+
+
+class _Labels(NamedTuple):
+    """The label column of a wide table, read and typed."""
+
+    targets: np.ndarray
+    target_type: str
+    classes: np.ndarray
+    labels_pm: np.ndarray | None
 
 
 class _TableMeta:
@@ -178,8 +188,13 @@ class ParquetWideStore(PathStore):
         A Parquet file, or a directory of ``*.parquet`` files with one
         schema (rows in file-name order).
     label : str
-        Name of the label column (two distinct numeric values, no nulls).
-        Every other column is a feature, except pandas index columns.
+        Name of the label column (numeric, no nulls, at least two distinct
+        values).  Every other column is a feature, except pandas index
+        columns.
+    target : None, "auto", "binary", "multiclass" or "continuous"
+        Target type of the label column; None detects it
+        (:func:`~ultrafs.store.targets.encode_targets`: two values are
+        binary, three or more integers multiclass, else continuous).
     dtype : float32, float64 or None
         Value dtype; None picks float32 when every feature column is bool,
         (u)int8, (u)int16, float16 or float32, else float64.
@@ -192,9 +207,9 @@ class ParquetWideStore(PathStore):
     StoreFormatError
         If ``path`` does not exist or is not Parquet.
     InputFormatError
-        If the label column is missing, not numeric, has nulls or not two
-        values; if a feature column is not numeric; if the files of a
-        directory have different schemas.
+        If the label column is missing, not numeric, has nulls, a single
+        value or values that do not fit ``target``; if a feature column is
+        not numeric; if the files of a directory have different schemas.
 
     Notes
     -----
@@ -207,33 +222,39 @@ class ParquetWideStore(PathStore):
     keeps the path and the parameters only.
     """
 
-    def __init__(self, path, *, label=DEFAULT_LABEL, dtype=None, block_columns=None):
+    def __init__(self, path, *, label=DEFAULT_LABEL, target=None, dtype=None,
+                 block_columns=None):
         path = Path(os.path.abspath(os.fspath(path)))
         dtype_request = None if dtype is None else np.dtype(dtype).name
         if block_columns is not None and int(block_columns) < 1:
             raise ValueError(f"block_columns must be >= 1, got {block_columns}")
         block_columns = None if block_columns is None else int(block_columns)
-        self._init_state(path, str(label), dtype_request, block_columns)
+        self._init_state(path, str(label), dtype_request, block_columns,
+                         check_target(target))
         self._meta()                         # validate the schema on open
         self._labels()                       # and the labels
 
-    def _init_state(self, path, label, dtype_request, block_columns) -> None:
+    def _init_state(self, path, label, dtype_request, block_columns,
+                    target_request=None) -> None:
         super()._init_state(path)
         self._label = label
         self._dtype_request = dtype_request
         self._block_columns = block_columns
+        self._target_request = target_request
         self._local = threading.local()
         self._labels_cache = None
         self._nnz_cache = None
 
     def _pickle_args(self) -> tuple:
-        return (str(self._path), self._label, self._dtype_request, self._block_columns)
+        return (str(self._path), self._label, self._dtype_request, self._block_columns,
+                self._target_request)
 
     def _load_meta(self) -> _TableMeta:
         return _TableMeta(self._path, self._label, self._dtype_request)
 
     def __repr__(self):
-        return f"ParquetWideStore({str(self._path)!r}, label={self._label!r})"
+        target = "" if self._target_request is None else f", target={self._target_request!r}"
+        return f"ParquetWideStore({str(self._path)!r}, label={self._label!r}{target})"
 
     # --------------------------------------------------------- attributes
     @property
@@ -269,20 +290,30 @@ class ParquetWideStore(PathStore):
         return self._nnz_cache
 
     @property
+    def target_type(self) -> str:
+        return self._labels().target_type
+
+    @property
     def classes(self) -> np.ndarray:
-        return self._labels()[1].copy()
+        return self._labels().classes.copy()
 
     # ------------------------------------------------------------- labels
+    def read_targets(self) -> np.ndarray:
+        """The label column's values (float64, read-only), shape (n_samples,)."""
+        return self._labels().targets
+
     def read_labels(self) -> np.ndarray:
-        """Labels as float64 ±1 (read-only array), shape (n_samples,)."""
-        return self._labels()[0]
+        """Labels of a binary table as float64 ±1 (read-only), shape (n_samples,).
 
-    def read_raw_labels(self) -> np.ndarray:
-        """The label column's values as float64, shape (n_samples,)."""
-        labels, classes = self._labels()
-        return np.where(labels > 0, classes[1], classes[0])
+        Raises
+        ------
+        ParameterError
+            If the label column is not binary.
+        """
+        self._require_binary()
+        return self._labels().labels_pm
 
-    def _labels(self):
+    def _labels(self) -> "_Labels":
         if self._labels_cache is None:
             meta = self._meta()
             raw = np.empty(meta.n_samples, dtype=np.float64)
@@ -294,10 +325,15 @@ class ParquetWideStore(PathStore):
                         f"{file}: label column {meta.label!r} has {column.null_count} "
                         "null values")
                 raw[meta.row_offsets[k]:meta.row_offsets[k + 1]] = column.to_numpy()
-            labels, classes = encode_labels(raw, where=f"{self._path}: label column "
-                                                       f"{meta.label!r}")
-            labels.flags.writeable = False
-            self._labels_cache = (labels, classes)
+            target_type, classes = encode_targets(
+                raw, where=f"{self._path}: label column {meta.label!r}",
+                target=self._target_request)
+            labels_pm = None
+            if target_type == "binary":
+                labels_pm = np.where(raw == classes[1], 1.0, -1.0)
+                labels_pm.flags.writeable = False
+            raw.flags.writeable = False
+            self._labels_cache = _Labels(raw, target_type, classes, labels_pm)
         return self._labels_cache
 
     # ------------------------------------------------------------- blocks

@@ -4,7 +4,7 @@
 on first use, under a lock, and pickles as its path (plus whatever
 parameters :meth:`PathStore._pickle_args` names); :class:`WrittenStore`
 adds everything served from the metadata an ultrafs writer recorded
-(:class:`~ultrafs.store.metadata.RecordedMeta`): shape, dtype, labels,
+(:class:`~ultrafs.store.metadata.RecordedMeta`): shape, dtype, targets,
 blocks, and the checks of every read.  A backend supplies how to load its
 metadata, its labels and its blocks.
 """
@@ -22,6 +22,7 @@ import numpy as np
 from ultrafs.errors import StoreFormatError
 from ultrafs.kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
 from ultrafs.store.base import ColumnBlock, ColumnStore, span_take
+from ultrafs.store.targets import class_indices
 
 __all__ = ["PathStore", "WrittenStore", "gather_columns"]
 
@@ -162,6 +163,7 @@ class WrittenStore(PathStore):
 
     def _init_state(self, path) -> None:
         super()._init_state(path)
+        self._targets = None
         self._labels_pm = None
 
     # --------------------------------------------------------- attributes
@@ -188,35 +190,66 @@ class WrittenStore(PathStore):
         return dict(self._meta().attrs)
 
     @property
+    def format_version(self) -> int:
+        """The store's format version (1 or 2)."""
+        return self._meta().format_version
+
+    @property
+    def target_type(self) -> str:
+        return self._meta().target_type
+
+    @property
     def classes(self) -> np.ndarray:
         return self._meta().classes.copy()
 
-    # ------------------------------------------------------------- labels
-    def read_labels(self) -> np.ndarray:
-        """Labels as float64 ±1 (read-only array), shape (n_samples,)."""
-        if self._labels_pm is None:
+    # ------------------------------------------------------------ targets
+    def read_targets(self) -> np.ndarray:
+        """The stored target values (float64, read-only), shape (n_samples,).
+
+        Raises
+        ------
+        StoreFormatError
+            If a value is not one of :attr:`classes` (classification), or
+            not finite (continuous): a missing chunk reads as NaN.
+        """
+        if self._targets is None:
             meta = self._meta()
-            raw = self._read_raw_label_column(meta)
-            negative = raw == meta.classes[0]
-            positive = raw == meta.classes[1]
-            if not np.all(negative | positive):
-                bad = int(np.flatnonzero(~(negative | positive))[0])
+            raw = np.array(self._read_raw_label_column(meta), dtype=np.float64)
+            if meta.target_type == "continuous":
+                bad = ~np.isfinite(raw)
+                expected = "not a finite target value"
+            else:
+                bad = class_indices(raw, meta.classes) < 0
+                expected = f"not one of the classes {_shown_classes(meta.classes)}"
+            if np.any(bad):
+                row = int(np.flatnonzero(bad)[0])
                 raise StoreFormatError(
-                    f"{self._path}: corrupt labels (row {bad} holds {raw[bad]!r}, "
-                    f"not one of the classes {meta.classes.tolist()})")
-            labels = np.where(positive, 1.0, -1.0)
+                    f"{self._path}: corrupt labels (row {row} holds {float(raw[row])!r}, "
+                    f"{expected})")
+            raw.flags.writeable = False
+            self._targets = raw
+        return self._targets
+
+    def read_labels(self) -> np.ndarray:
+        """Labels of a binary store as float64 ±1 (read-only), shape (n_samples,).
+
+        Raises
+        ------
+        ParameterError
+            If the store's target is not binary.
+        StoreFormatError
+            If a stored label is not one of the classes.
+        """
+        self._require_binary()
+        if self._labels_pm is None:
+            labels = np.where(self.read_targets() == self._meta().classes[1], 1.0, -1.0)
             labels.flags.writeable = False
             self._labels_pm = labels
         return self._labels_pm
 
-    def read_raw_labels(self) -> np.ndarray:
-        """The original label values (float64), shape (n_samples,)."""
-        meta = self._meta()
-        return np.where(self.read_labels() > 0, meta.classes[1], meta.classes[0])
-
     @abc.abstractmethod
     def _read_raw_label_column(self, meta) -> np.ndarray:
-        """The stored labels as float64, shape (n_samples,)."""
+        """The stored labels (targets) as float64, shape (n_samples,)."""
 
     # ------------------------------------------------------------- blocks
     def default_block_bounds(self) -> np.ndarray:
@@ -239,6 +272,12 @@ class WrittenStore(PathStore):
             self._corrupt(where, problem)
         if data is not None and count_nonfinite(data):
             self._corrupt(where, self._NONFINITE_PROBLEM)
+
+
+def _shown_classes(classes, limit=10) -> str:
+    """``[1.0, 2.0, ...]``: the classes, shortened for a message."""
+    shown = ", ".join(repr(float(c)) for c in classes[:limit])
+    return f"[{shown}{', ...' if len(classes) > limit else ''}]"
 
 
 def gather_columns(columns, inside, unique, unique_block) -> ColumnBlock:

@@ -15,14 +15,16 @@ from ultrafs.errors import StoreFormatError
 from ultrafs.kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
 from ultrafs.store.base import ColumnBlock
 from ultrafs.store.metadata import VALUE_DTYPES  # noqa: F401  (re-exported)
-from ultrafs.store.metadata import (RecordedMeta, check_classes_and_bounds, check_complete,
-                       check_counts, check_format_marker)
+from ultrafs.store.metadata import (READ_VERSIONS, WRITE_VERSION, RecordedMeta,
+                                    check_classes_and_bounds, check_complete, check_counts,
+                                    check_format_marker, required_attrs)
 from ultrafs.store.path_store import WrittenStore, gather_columns, is_url
 
 __all__ = [
     "ZarrStore",
     "FORMAT_NAME",
     "FORMAT_VERSION",
+    "READ_VERSIONS",
     "CHUNK_ELEMENTS",
     "DEFAULT_BLOCK_NNZ",
     "is_ultrafs_store",
@@ -30,8 +32,8 @@ __all__ = [
 
 #: value of the ``format`` group attribute
 FORMAT_NAME = "ultrafs-colstore"
-#: the only format version this code reads and writes
-FORMAT_VERSION = 1
+#: the format version this code writes (it reads every one of READ_VERSIONS)
+FORMAT_VERSION = WRITE_VERSION
 #: elements per Zarr chunk of every 1-D array (4 MiB of int32)
 CHUNK_ELEMENTS = 1 << 20
 #: target nonzeros per block of the default partition
@@ -97,8 +99,8 @@ def is_ultrafs_store(path) -> bool:
 
 def _check_attrs(path: Path, attrs: dict) -> None:
     """Validate the group attributes of a store (see docs/FORMAT.md)."""
-    check_format_marker(path, attrs, FORMAT_NAME, FORMAT_VERSION)
-    check_complete(path, attrs, REQUIRED_ATTRS)
+    check_format_marker(path, attrs, FORMAT_NAME, READ_VERSIONS)
+    check_complete(path, attrs, required_attrs(REQUIRED_ATTRS, attrs))
     check_counts(path, attrs)
     check_classes_and_bounds(path, attrs, allow_bool=True)
 

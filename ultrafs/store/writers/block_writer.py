@@ -23,7 +23,7 @@ from ultrafs import __version__
 from ultrafs.atomic import fsync_directory
 from ultrafs.errors import InputFormatError, ParameterError, StoreExistsError
 from ultrafs.kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
-from ultrafs.store.labels import encode_labels
+from ultrafs.store.targets import encode_targets
 from ultrafs.store.metadata import VALUE_DTYPES
 from ultrafs.store.zarr_store import is_ultrafs_store
 
@@ -133,7 +133,7 @@ class BlockWriter:
 
     def __init__(self, path, *, n_samples, n_features, nnz, dtype, binary, labels,
                  id_offset, command, block_nnz, overwrite, attrs, chunk_size,
-                 labels_source, **settings):
+                 labels_source, target=None, **settings):
         self.path = check_output_path(path, overwrite)
         self.n_samples, self.n_features, self.nnz = int(n_samples), int(n_features), int(nnz)
         if min(self.n_samples, self.n_features, self.nnz) < 0:
@@ -156,7 +156,8 @@ class BlockWriter:
         if labels.shape != (self.n_samples,):
             raise InputFormatError(
                 f"{labels_source}: expected {self.n_samples} labels, got shape {labels.shape}")
-        _, self.classes = encode_labels(labels, where=labels_source)
+        self.target_type, self.classes = encode_targets(labels, where=labels_source,
+                                                        target=target)
         self._labels = labels
         self._attrs = {
             "format": self.format_name,
@@ -166,7 +167,9 @@ class BlockWriter:
             "nnz": self.nnz,
             "dtype": self.dtype.name,
             "id_offset": int(id_offset),
-            "classes": [float(c) for c in self.classes],
+            "target": self.target_type,
+            "classes": (None if self.target_type == "continuous"
+                        else [float(c) for c in self.classes]),
             "binary": self.binary,
             "block_nnz": self.block_nnz,
             **self._format_attrs(),
@@ -306,13 +309,14 @@ class BlockWriter:
             raise ValueError(f"{type(self).__name__} is closed")
 
 
-def write_arrays(writer_class, path, X, y, *, dtype, overwrite, **options) -> Path:
+def write_arrays(writer_class, path, X, y, *, dtype, overwrite, target=None,
+                 **options) -> Path:
     """Write numpy / scipy.sparse arrays with ``writer_class``.
 
     The body of :func:`~ultrafs.store.writers.zarr_writer.write_store` and
     :func:`~ultrafs.store.writers.parquet_long_writer.write_parquet_long`, whose
-    docstrings describe ``path``, ``X``, ``y``, ``dtype`` and
-    ``overwrite``; ``options`` are further keyword arguments of
+    docstrings describe ``path``, ``X``, ``y``, ``dtype``, ``overwrite``
+    and ``target``; ``options`` are further keyword arguments of
     ``writer_class`` (a :class:`BlockWriter` subclass).
 
     Returns
@@ -330,6 +334,7 @@ def write_arrays(writer_class, path, X, y, *, dtype, overwrite, **options) -> Pa
     binary = bool(np.all(csc.data == 1))
     with writer_class(path, n_samples=csc.shape[0], n_features=csc.shape[1],
                       nnz=csc.nnz, dtype=csc.dtype, binary=binary, labels=y,
-                      overwrite=overwrite, labels_source="y", **options) as writer:
+                      overwrite=overwrite, labels_source="y", target=target,
+                      **options) as writer:
         writer.append(csc.indptr, csc.indices, None if binary else csc.data)
         return writer.close()

@@ -20,7 +20,9 @@ are skipped; tokens are separated by ASCII whitespace.  Differences from
 scikit-learn, all documented in ``docs/FORMAT.md``: indices within a row
 need not be sorted (scikit-learn rejects unsorted rows; duplicates are
 rejected by both); ``qid:`` fields are rejected; explicit zeros
-(``5:0``) are dropped from the store; labels must take exactly two values.
+(``5:0``) are dropped from the store.  Labels are stored as written; their
+target type (binary, multiclass or continuous) is detected or checked by
+:func:`~ultrafs.store.targets.encode_targets`.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ import numpy as np
 
 from ultrafs.errors import InputFormatError, ParameterError
 from ultrafs.kernels import libsvm_parse as kp
-from ultrafs.store.labels import encode_labels
+from ultrafs.store.targets import check_target, encode_targets
 from ultrafs.store.writers.zarr_writer import (StoreWriter, balanced_block_bounds,
                             check_output_path, remove_tree)
 from ultrafs.store.zarr_store import CHUNK_ELEMENTS, DEFAULT_BLOCK_NNZ
@@ -651,8 +653,9 @@ def _check_ingest_parameters(dtype, n_features, memory_budget, block_nnz):
     return dtype, n_features, int(memory_budget), block_nnz
 
 
-def _describe_call(input_path, output_path, dtype, zero_based, n_features):
+def _describe_call(input_path, output_path, dtype, zero_based, n_features, target):
     extra = "" if n_features is None else f", n_features={n_features}"
+    extra += "" if target is None else f", target={target!r}"
     return (f"python: ultrafs.store.writers.libsvm.ingest_libsvm({str(input_path)!r}, "
             f"{str(output_path)!r}, dtype={dtype.name!r}, zero_based={zero_based}{extra})")
 
@@ -675,7 +678,7 @@ def _store_writer(format):
 
 def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
                   n_features=None, memory_budget=DEFAULT_MEMORY_BUDGET, block_nnz=None,
-                  command=None, overwrite=False, format="zarr") -> dict:
+                  command=None, overwrite=False, format="zarr", target=None) -> dict:
     """Convert a LIBSVM / svmlight file into an on-disk column store.
 
     Parameters
@@ -706,33 +709,42 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
     format : {"zarr", "parquet"}
         Store layout written: Zarr v3, or the Parquet-long table (both in
         ``docs/FORMAT.md``).
+    target : None, "auto", "binary", "multiclass" or "continuous"
+        Target type of the labels; None (or ``"auto"``) detects it: two
+        distinct values are binary, three or more integers multiclass (at
+        most :data:`~ultrafs.store.targets.MAX_CLASSES`), anything else
+        continuous.  An explicit type must fit the labels.
 
     Returns
     -------
     summary : dict
         ``input``, ``output``, ``n_samples``, ``n_features``, ``nnz``,
-        ``binary``, ``dtype``, ``classes``, ``explicit_zeros`` (dropped),
-        ``n_runs`` (runs spilled to disk), ``seconds``.
+        ``binary``, ``dtype``, ``target``, ``classes`` (``[]`` for a
+        continuous target), ``explicit_zeros`` (dropped), ``n_runs`` (runs
+        spilled to disk), ``seconds``.
 
     Raises
     ------
     InputFormatError
-        Malformed, binary, empty or non-two-class input (one line naming
-        the file and line).  Nothing is left at ``output_path``.
+        Malformed, binary, empty input, a single label value, or labels
+        that do not fit ``target`` (one line naming the file and, where
+        it applies, the line).  Nothing is left at ``output_path``.
     StoreExistsError
         If ``output_path`` exists and ``overwrite`` is False.
     ParameterError
-        For an invalid dtype, n_features, memory_budget, block_nnz or format.
+        For an invalid dtype, n_features, memory_budget, block_nnz, format
+        or target.
     """
     started = time.perf_counter()
     dtype, n_features, memory_budget, block_nnz = _check_ingest_parameters(
         dtype, n_features, memory_budget, block_nnz)
+    target = check_target(target)
     writer_class, check_output = _store_writer(format)
     source = Path(input_path)
     output = check_output(output_path, overwrite)
     detect_compression(source)
     if command is None:
-        command = _describe_call(source, output, dtype, zero_based, n_features)
+        command = _describe_call(source, output, dtype, zero_based, n_features, target)
     plan = _MemoryPlan(memory_budget)
     run_dir = Path(tempfile.mkdtemp(prefix=f"{output.name}.runs-", dir=output.parent))
     transpose = ExternalTranspose(run_dir, plan.buffer_bytes)
@@ -741,7 +753,7 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
         labels = stats.pop("labels")
         if len(labels) == 0:
             raise InputFormatError(f"{source}: no samples (empty file)")
-        _, classes = encode_labels(labels, where=str(source))
+        target_type, classes = encode_targets(labels, where=str(source), target=target)
         needed = stats["max_column"] + 1
         if n_features is None:
             n_features = needed
@@ -753,7 +765,8 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
         indptr = transpose.indptr(n_features)
         transpose.column_counts = None          # indptr holds the same information
         _write_csc(output, transpose, indptr, labels, plan, writer_class, dtype=dtype,
-                   binary=stats["binary"], id_offset=0 if zero_based else 1,
+                   binary=stats["binary"], target=target_type,
+                   id_offset=0 if zero_based else 1,
                    command=command, block_nnz=block_nnz, overwrite=overwrite,
                    source_attrs={"path": str(source.resolve()),
                                  "bytes": source.stat().st_size,
@@ -765,7 +778,7 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
         remove_tree(run_dir)
     return {"input": str(source), "output": str(output), "n_samples": len(labels),
             "n_features": int(n_features), "nnz": int(indptr[-1]),
-            "binary": stats["binary"], "dtype": dtype.name,
+            "binary": stats["binary"], "dtype": dtype.name, "target": target_type,
             "classes": [float(c) for c in classes],
             "explicit_zeros": stats["explicit_zeros"], "n_runs": n_spilled,
             "seconds": time.perf_counter() - started}
@@ -812,14 +825,15 @@ def _transpose_file(source, transpose, plan, dtype, zero_based) -> dict:
 
 
 def _write_csc(output, transpose, indptr, labels, plan, writer_class, *, dtype, binary,
-               id_offset, command, block_nnz, overwrite, source_attrs) -> None:
+               target, id_offset, command, block_nnz, overwrite, source_attrs) -> None:
     """Write the transposed triplets as a store, one column group at a time."""
     n_features = len(indptr) - 1
     writer = writer_class(output, n_samples=len(labels), n_features=n_features,
                           nnz=int(indptr[-1]), dtype=dtype, binary=binary, labels=labels,
                           id_offset=id_offset, command=command, block_nnz=block_nnz,
                           overwrite=overwrite, chunk_size=plan.chunk_size,
-                          attrs={"source": source_attrs}, labels_source=str(output))
+                          attrs={"source": source_attrs}, labels_source=str(output),
+                          target=target)
     with writer:
         bounds = balanced_block_bounds(indptr, plan.group_nnz)
         for first, stop, rows, values in transpose.iter_blocks(bounds, indptr, dtype):

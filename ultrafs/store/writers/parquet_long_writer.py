@@ -54,7 +54,10 @@ class ParquetLongWriter(BlockWriter):
         True when every value is 1: the part files have no ``value``
         column and :meth:`append` takes ``data=None``.
     labels : array-like of float, shape (n_samples,)
-        Original label values (exactly two distinct values).
+        Original label (target) values, numeric and finite; stored as given.
+    target : None, "auto", "binary", "multiclass" or "continuous"
+        Target type recorded; None detects it from ``labels``
+        (:func:`~ultrafs.store.targets.encode_targets`).
     id_offset : int
         Feature id of column 0.
     command : str or None
@@ -91,11 +94,12 @@ class ParquetLongWriter(BlockWriter):
     def __init__(self, path, *, n_samples, n_features, nnz, dtype, binary, labels,
                  id_offset=0, command=None, block_nnz=DEFAULT_BLOCK_NNZ,
                  overwrite=False, attrs=None, chunk_size=CHUNK_ELEMENTS,
-                 labels_source="labels", file_nnz=DEFAULT_FILE_NNZ):
+                 labels_source="labels", target=None, file_nnz=DEFAULT_FILE_NNZ):
         super().__init__(path, n_samples=n_samples, n_features=n_features, nnz=nnz,
                          dtype=dtype, binary=binary, labels=labels, id_offset=id_offset,
                          command=command, block_nnz=block_nnz, overwrite=overwrite,
                          attrs=attrs, chunk_size=chunk_size, labels_source=labels_source,
+                         target=target,
                          file_nnz=file_nnz)
 
     # -------------------------------------------------------------- hooks
@@ -277,7 +281,7 @@ class ParquetLongWriter(BlockWriter):
 
 def write_parquet_long(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, id_offset=0,
                        command=None, overwrite=False, chunk_size=CHUNK_ELEMENTS,
-                       file_nnz=DEFAULT_FILE_NNZ) -> ParquetLongStore:
+                       file_nnz=DEFAULT_FILE_NNZ, target=None) -> ParquetLongStore:
     """Write a Parquet-long store from numpy / scipy.sparse arrays and open it.
 
     Parameters
@@ -287,7 +291,7 @@ def write_parquet_long(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, i
     X : array-like or scipy.sparse matrix, shape (n_samples, n_features)
         Copied, never modified.  Explicit zeros are dropped.
     y : array-like, shape (n_samples,)
-        Exactly two distinct finite label values.
+        Numeric, finite targets (stored as given).
     dtype : float32, float64 or None
         Value dtype (None: float32 inputs stay float32, others float64).
     block_nnz : int
@@ -302,6 +306,9 @@ def write_parquet_long(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, i
         Most entries per row group.
     file_nnz : int
         Entries after which a new part file starts (at a block boundary).
+    target : None, "auto", "binary", "multiclass" or "continuous"
+        Target type; None detects it (two values: binary; three or more
+        integers: multiclass; else continuous).
 
     Returns
     -------
@@ -311,11 +318,12 @@ def write_parquet_long(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, i
     Raises
     ------
     InputFormatError
-        If X holds NaN/inf, y is not two-class or has the wrong length.
+        If X holds NaN/inf, y has the wrong length, is not finite, takes a
+        single value or does not fit ``target``.
     StoreExistsError
         If ``path`` exists and ``overwrite`` is False.
     """
     return ParquetLongStore(write_arrays(
         ParquetLongWriter, path, X, y, dtype=dtype, overwrite=overwrite,
         block_nnz=block_nnz, id_offset=id_offset, command=command,
-        chunk_size=chunk_size, file_nnz=file_nnz))
+        chunk_size=chunk_size, file_nnz=file_nnz, target=target))

@@ -43,7 +43,10 @@ class StoreWriter(BlockWriter):
         True when every value is 1: no ``data`` array is written and
         :meth:`append` takes ``data=None``.
     labels : array-like of float, shape (n_samples,)
-        Original label values (exactly two distinct values).
+        Original label (target) values, numeric and finite; stored as given.
+    target : None, "auto", "binary", "multiclass" or "continuous"
+        Target type recorded; None detects it from ``labels``
+        (:func:`~ultrafs.store.targets.encode_targets`).
     id_offset : int
         Feature id of column 0.
     command : str or None
@@ -74,11 +77,12 @@ class StoreWriter(BlockWriter):
     def __init__(self, path, *, n_samples, n_features, nnz, dtype, binary, labels,
                  id_offset=0, command=None, block_nnz=DEFAULT_BLOCK_NNZ,
                  overwrite=False, attrs=None, chunk_size=CHUNK_ELEMENTS,
-                 labels_source="labels"):
+                 labels_source="labels", target=None):
         super().__init__(path, n_samples=n_samples, n_features=n_features, nnz=nnz,
                          dtype=dtype, binary=binary, labels=labels, id_offset=id_offset,
                          command=command, block_nnz=block_nnz, overwrite=overwrite,
-                         attrs=attrs, chunk_size=chunk_size, labels_source=labels_source)
+                         attrs=attrs, chunk_size=chunk_size, labels_source=labels_source,
+                         target=target)
 
     # -------------------------------------------------------------- hooks
     def _check_settings(self, block_nnz, chunk_size) -> None:
@@ -145,7 +149,8 @@ class StoreWriter(BlockWriter):
 
 
 def write_store(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, id_offset=0,
-                command=None, overwrite=False, chunk_size=CHUNK_ELEMENTS) -> ZarrStore:
+                command=None, overwrite=False, chunk_size=CHUNK_ELEMENTS,
+                target=None) -> ZarrStore:
     """Write a store from numpy / scipy.sparse arrays and open it.
 
     Parameters
@@ -155,7 +160,7 @@ def write_store(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, id_offse
     X : array-like or scipy.sparse matrix, shape (n_samples, n_features)
         Copied, never modified.  Explicit zeros are dropped.
     y : array-like, shape (n_samples,)
-        Exactly two distinct finite label values.
+        Numeric, finite targets (stored as given).
     dtype : float32, float64 or None
         Value dtype (None: float32 inputs stay float32, others float64).
     block_nnz : int
@@ -168,6 +173,9 @@ def write_store(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, id_offse
         Replace an existing ultrafs store at ``path``.
     chunk_size : int
         Elements per Zarr chunk.
+    target : None, "auto", "binary", "multiclass" or "continuous"
+        Target type; None detects it (two values: binary; three or more
+        integers: multiclass; else continuous).
 
     Returns
     -------
@@ -177,10 +185,11 @@ def write_store(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, id_offse
     Raises
     ------
     InputFormatError
-        If X holds NaN/inf, y is not two-class or has the wrong length.
+        If X holds NaN/inf, y has the wrong length, is not finite, takes a
+        single value or does not fit ``target``.
     StoreExistsError
         If ``path`` exists and ``overwrite`` is False.
     """
     return ZarrStore(write_arrays(StoreWriter, path, X, y, dtype=dtype, overwrite=overwrite,
                                   block_nnz=block_nnz, id_offset=id_offset,
-                                  command=command, chunk_size=chunk_size))
+                                  command=command, chunk_size=chunk_size, target=target))
