@@ -4,6 +4,19 @@ The public objects are imported lazily so that ``import ultrafs`` (and the
 CLI's ``--help``) stays instant.
 """
 
+# ``ultrafs.kernels`` lives in the top-level folder ``kernels/`` (setuptools
+# ``package-dir`` in pyproject.toml maps it for wheels, sdists and editable
+# installs). In the source tree, ``ultrafs/kernels`` is a relative symlink to
+# ``../kernels``, so that Python started in the repo root, which imports this
+# folder rather than an installed ultrafs, finds the kernels too. A symlink
+# was chosen over import hooks or ``__path__`` edits here: no code runs at
+# import, every tool (pytest, IDEs, type checkers) sees the installed
+# layout, and builds ignore it (setuptools takes the package from
+# ``kernels/`` through ``package-dir`` and copies no link; the wheel and the
+# sdist hold each kernel file once). A checkout without symlink support
+# (git's core.symlinks=false) only loses the repo-root case: install with
+# ``pip install -e .`` there.
+
 __version__ = "0.1.0"
 
 __all__ = ["FGMClassifier", "Model", "InMemoryStore", "open_store", "select",
