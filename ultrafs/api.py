@@ -25,7 +25,8 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
     ----------
     data : ColumnStore, path of a store, ndarray or scipy.sparse matrix
     y : array-like, optional
-        Labels when ``data`` is an array.
+        Labels when ``data`` is an array: two classes (binary FGM) or
+        K >= 3 classes (one feature set shared by all classes).
     B, C, loss, max_iter, tol, fit_intercept, inner_tol, inner_max_iter,
     block_size, scheduler, num_workers, callback
         See :func:`ultrafs.methods.fgm.fit_fgm`.
@@ -63,8 +64,9 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
     saver = None
     if checkpoint is not None:
         saver = Checkpoint(checkpoint, store_fingerprint(store), params)
+    y, n_classes = _classification_targets(store)
     result = fit_fgm(
-        features, store.read_labels(), B=B, C=C, loss=loss, max_iter=max_iter,
+        features, y, n_classes=n_classes, B=B, C=C, loss=loss, max_iter=max_iter,
         tol=tol, fit_intercept=fit_intercept, inner_tol=inner_tol,
         inner_max_iter=inner_max_iter, block_size=block_size,
         scheduler=scheduler, num_workers=num_workers, callback=callback,
@@ -73,13 +75,27 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
         params["command"] = command
     return Model(
         features=features.feature_ids(result.keys),
-        coef=np.asarray(result.coef, dtype=np.float64),
-        intercept=-float(result.bias),
+        coef=np.asarray(result.coef_matrix(), dtype=np.float64),
+        intercept=-result.bias,
         batches=[int(g) for g in result.batch_ptr],
         loss=loss,
         classes=[float(c) for c in store.classes],
+        target="binary" if n_classes is None else "multiclass",
         feature_space=features.spec(),
         params=params,
         history=result.history,
         stop_reason=result.stop_reason,
     )
+
+
+def _classification_targets(store):
+    """The store's labels as FGM takes them: (±1 labels, None) or (indices, K)."""
+    target = getattr(store, "target_type", "binary")
+    if target == "binary":
+        return store.read_labels(), None
+    if target == "multiclass":
+        return store.read_class_indices(), len(store.classes)
+    where = getattr(store, "path", None)
+    raise ParameterError(
+        f"{where or 'data'}: FGM selects features for classification, but the "
+        f"targets are {target} (regression methods are not available yet)")

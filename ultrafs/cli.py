@@ -18,7 +18,35 @@ import click
 
 from ultrafs.errors import UltraFSError, UltraFSWarning
 
-LOSS_CHOICES = ("logistic", "squared-hinge")
+
+
+class RegistryChoice(click.Choice):
+    """A choice whose values are read from a registry when first needed.
+
+    ``ultrafs --help`` stays instant: the registry (which imports the
+    kernels) is only loaded when a command's options are parsed or shown.
+    """
+
+    def __init__(self, load):
+        self._load = load
+        self._loaded = None
+        super().__init__((), case_sensitive=True)
+
+    @property
+    def choices(self):
+        if self._loaded is None:
+            self._loaded = tuple(self._load())
+        return self._loaded
+
+    @choices.setter
+    def choices(self, value):
+        pass
+
+
+def _loss_names():
+    from ultrafs.solvers.losses import loss_names
+
+    return loss_names()
 
 
 def _one_line_errors(func):
@@ -167,8 +195,10 @@ def _fgm_options(func):
         click.option("--C", "C", type=click.FloatRange(min=0, min_open=True),
                      default=10.0, show_default=True,
                      help="Weight of the empirical loss."),
-        click.option("--loss", type=click.Choice(LOSS_CHOICES),
-                     default="logistic", show_default=True),
+        click.option("--loss", type=RegistryChoice(_loss_names),
+                     default="logistic", show_default=True,
+                     help="Loss (K >= 3 classes: multinomial logistic or "
+                          "one-vs-rest squared hinge)."),
         click.option("--max-iter", type=click.IntRange(min=1), default=10,
                      show_default=True, help="Maximum outer iterations T."),
         click.option("--tol", type=click.FloatRange(min=0), default=1e-3,
@@ -253,10 +283,24 @@ def select_command(data_path, label, out, **params):
 
 
 def _write_predictions(model, decision, out, output_format):
-    """Write labels, decision values (and probabilities) as TSV or JSON."""
-    columns = {"label": model.predict_from_decision(decision), "decision": decision}
-    if model.loss == "logistic":
-        columns["probability"] = model.proba_from_decision(decision)
+    """Write labels, decision values (and probabilities) as TSV or JSON.
+
+    K-class models write one ``decision_<class>`` (and
+    ``probability_<class>``) column per class.
+    """
+    columns = {"label": model.predict_from_decision(decision)}
+    if model.n_outputs == 1:
+        columns["decision"] = decision
+        if model.probabilistic:
+            columns["probability"] = model.proba_from_decision(decision)
+    else:
+        names = [f"{c:g}" for c in model.classes]
+        for k, name in enumerate(names):
+            columns[f"decision_{name}"] = decision[:, k]
+        if model.probabilistic:
+            proba = model.proba_from_decision(decision)
+            for k, name in enumerate(names):
+                columns[f"probability_{name}"] = proba[:, k]
     if output_format == "json":
         text = json.dumps({name: values.tolist() for name, values in columns.items()})
         text += "\n"

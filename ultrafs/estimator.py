@@ -27,8 +27,13 @@ def _unlabelled_store(X, id_offset):
         np.ones(csc.shape[0]), np.array([0.0, 1.0]), id_offset=id_offset)
 
 
-def _has_logistic_loss(estimator):
-    return estimator.loss == "logistic"
+def _has_probabilistic_loss(estimator):
+    """Whether the loss defines probabilities (read from the loss registry)."""
+    from ultrafs.solvers.losses import get_loss, loss_names
+
+    if estimator.loss not in loss_names():
+        return False
+    return bool(get_loss(estimator.loss).probabilistic)
 
 
 class FGMClassifier(ClassifierMixin, BaseEstimator):
@@ -39,6 +44,11 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
     conditions most, then solves the ℓ2,1²-regularised problem
     ``½(Σ_h ‖ω_h‖)² + C Σ_i loss_i`` on the selected features only.
 
+    With K >= 3 classes one feature set is shared by all classes: the loss
+    is the multinomial logistic loss (``loss="logistic"``) or the
+    one-vs-rest squared hinge, and the ℓ2,1² penalty groups the K weights
+    of the features added at each iteration.
+
     Parameters
     ----------
     B : int, default=50
@@ -47,6 +57,8 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         Weight of the empirical loss (the paper's C, not scikit-learn's
         inverse regularisation of l1 models).
     loss : {"logistic", "squared-hinge"}, default="logistic"
+        Binary: logistic or squared hinge; K >= 3 classes: multinomial
+        logistic or one-vs-rest squared hinge.
     max_iter : int, default=10
         Maximum number of outer iterations T.
     tol : float, default=1e-3
@@ -68,15 +80,16 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
 
     Attributes
     ----------
-    classes_ : ndarray of shape (2,)
+    classes_ : ndarray of shape (n_classes,)
     selected_features_ : ndarray of int64, shape (n_selected,), or list
         Selected feature ids in selection order: column numbers from 0 for
         numpy / scipy inputs, store ids (e.g. LIBSVM's 1-based) for stores.
         With ``poly=2`` a list whose entries are ``j`` (linear term) or
         ``[j, k]`` (square when j == k, cross otherwise).
-    coef_ : ndarray of float64, shape (n_selected,)
-        Weights aligned with ``selected_features_``.
-    intercept_ : float
+    coef_ : ndarray of float64, shape (n_selected,) or (n_selected, n_classes)
+        Weights aligned with ``selected_features_`` (one column per class
+        when there are K >= 3 classes).
+    intercept_ : float, or ndarray of shape (n_classes,)
     history_ : list of dict
         One record per outer iteration (objective, timings...).
     n_iter_ : int
@@ -109,7 +122,7 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         X : array-like or sparse matrix of shape (n_samples, n_features), or
             an opened :class:`~ultrafs.store.base.ColumnStore`
         y : array-like of shape (n_samples,)
-            Two classes; ignored (may be None) when ``X`` is a store.
+            Two or more classes; ignored (may be None) when ``X`` is a store.
 
         Returns
         -------
@@ -133,20 +146,15 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
             X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"),
                                  dtype=(np.float64, np.float32))
             check_classification_targets(y)
-            self.classes_ = np.unique(y)
+            self.classes_, class_index = np.unique(y, return_inverse=True)
             if len(self.classes_) == 1:
                 raise ValueError(
-                    "FGMClassifier needs samples of 2 classes, y has only one "
-                    f"class ({self.classes_[0]!r})")
-            if len(self.classes_) != 2:
-                raise ValueError(
-                    "Only binary classification is supported. FGMClassifier "
-                    f"needs exactly 2 classes in y, got {len(self.classes_)}")
+                    "FGMClassifier needs samples of at least 2 classes, y has "
+                    f"only one class ({self.classes_[0]!r})")
             from ultrafs.store.memory import InMemoryStore
 
             kwargs = {} if self.block_size is None else {"block_size": self.block_size}
-            store = InMemoryStore(X, (y == self.classes_[1]).astype(np.float64),
-                                  **kwargs)
+            store = InMemoryStore(X, class_index.astype(np.float64), **kwargs)
             self._fitted_on_store = False
         model = select(store, B=int(self.B), C=float(self.C), loss=self.loss,
                        max_iter=int(self.max_iter), tol=float(self.tol),
@@ -158,7 +166,8 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         self.selected_features_ = (np.asarray(model.features, dtype=np.int64)
                                    if self.poly == 1 else list(model.features))
         self.coef_ = np.asarray(model.coef, dtype=np.float64)
-        self.intercept_ = float(model.intercept)
+        self.intercept_ = (float(model.intercept) if model.n_outputs == 1
+                           else np.asarray(model.intercept, dtype=np.float64))
         self.history_ = list(model.history)
         self.n_iter_ = len(model.history)
         return self
@@ -173,8 +182,9 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        decision : ndarray of shape (n_samples,)
-            Positive values predict ``classes_[1]``.
+        decision : ndarray of shape (n_samples,) or (n_samples, n_classes)
+            Binary: positive values predict ``classes_[1]``; K classes: the
+            largest column is the predicted class.
         """
         check_is_fitted(self)
         if isinstance(X, ColumnStore):
@@ -189,9 +199,11 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
             columns = columns - self._store_id_offset()
         selected = X[:, columns]
         if sp.issparse(selected):
-            decision = np.asarray(selected @ self.coef_).ravel()
+            decision = np.asarray(selected @ self.coef_)
         else:
             decision = np.asarray(selected, dtype=np.float64) @ self.coef_
+        if self.coef_.ndim == 1:
+            decision = decision.ravel()
         return decision + self.intercept_
 
     def _store_id_offset(self):
@@ -200,31 +212,41 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
     def predict(self, X):
         """Predicted class labels."""
         decision = self.decision_function(X)
+        if decision.ndim == 2:
+            return self.classes_[np.argmax(decision, axis=1)]
         return self.classes_[(decision > 0).astype(int)]
 
-    @available_if(_has_logistic_loss)
+    @available_if(_has_probabilistic_loss)
     def predict_proba(self, X):
         """Class probabilities (logistic loss only).
 
         Returns
         -------
-        proba : ndarray of shape (n_samples, 2)
-            Columns follow ``classes_``.
+        proba : ndarray of shape (n_samples, n_classes)
+            Columns follow ``classes_`` (softmax of the decision values for
+            K >= 3 classes).
         """
-        from scipy.special import expit
+        from scipy.special import expit, softmax
 
-        positive = expit(self.decision_function(X))
+        decision = self.decision_function(X)
+        if decision.ndim == 2:
+            return softmax(decision, axis=1)
+        positive = expit(decision)
         return np.column_stack([1.0 - positive, positive])
 
-    @available_if(_has_logistic_loss)
+    @available_if(_has_probabilistic_loss)
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
+        from scipy.special import log_softmax
+
         decision = self.decision_function(X)
+        if decision.ndim == 2:
+            return log_softmax(decision, axis=1)
         return np.column_stack([-np.logaddexp(0, decision),
                                 -np.logaddexp(0, -decision)])
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
-        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.multi_class = True
         return tags

@@ -90,8 +90,14 @@ def _batch_of_each_feature(model) -> np.ndarray:
 
 
 def _top_features(model, top: int) -> list[dict]:
-    """The ``top`` features by ``|weight|`` (ties: selection order)."""
+    """The ``top`` features by ``|weight|`` (ties: selection order).
+
+    With K classes the weight shown is the Euclidean norm of the feature's
+    K weights (the quantity its ℓ2,1² penalty acts on).
+    """
     coef = np.asarray(model.coef, dtype=np.float64)
+    if coef.ndim == 2:
+        coef = np.linalg.norm(coef, axis=1)
     order = np.argsort(-np.abs(coef), kind="stable")[:max(int(top), 0)]
     selected_in = _batch_of_each_feature(model)
     return [{"rank": rank + 1,
@@ -345,8 +351,10 @@ def _html_page(model, figures, data, title, test_info):
               ("feature space", model.feature_space),
               ("features selected", len(model.features)),
               ("outer iterations", _n_iterations(model)),
-              ("intercept", float(model.intercept)),
-              ("classes [negative, positive]", model.classes),
+              ("intercept", float(model.intercept) if model.n_outputs == 1
+               else [float(b) for b in model.intercept]),
+              ("classes [negative, positive]" if model.n_outputs == 1 else "classes",
+               model.classes),
               ("stop reason", model.stop_reason)]
     params += [(f"params.{k}", v) for k, v in sorted(model.params.items())]
 

@@ -40,9 +40,15 @@ class CheckpointMismatchError(UltraFSError):
 
 
 def store_fingerprint(store) -> str:
-    """SHA-256 of a store's metadata (shape, nnz, dtype, classes, blocks...)."""
+    """SHA-256 of a store's metadata (shape, nnz, dtype, classes, blocks...).
+
+    The path, the format version and the target kind are left out: the
+    same data keeps its fingerprint when it moves or when a v1 store is
+    rewritten as v2 (the target kind follows from the classes).
+    """
     described = dict(store.describe())
-    described.pop("path", None)
+    for key in ("path", "format_version", "target"):
+        described.pop(key, None)
     text = json.dumps(described, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()
 

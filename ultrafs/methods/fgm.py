@@ -7,6 +7,14 @@ materialised into the in-memory cache, and the ℓ2,1²-regularised subproblem
 solution.  The loop stops after ``max_iter`` iterations, when no candidate
 has a positive score, or when the relative decrease of the objective falls
 under ``tol`` (eq. 37).
+
+With K >= 3 classes one feature set is shared by all classes: the
+worst-case analysis scores a feature by the squared norm over classes of
+its correlations with the per-class dual weights ``-C dl/dF`` (n x K), and
+the subproblem is the multinomial logistic (or one-vs-rest squared hinge)
+problem with the ℓ2,1² penalty over (batch × class) blocks: the K weights
+of the columns added at one iteration form one block.  Coefficients are
+kept flat, row-major (p, K).
 """
 
 from __future__ import annotations
@@ -17,11 +25,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ultrafs.scoring.worst_case import worst_case_analysis
-from ultrafs.methods.column_cache import ColumnCache
 from ultrafs.errors import ParameterError
-from ultrafs.solvers.apg import dual_variables, fit_bias_only, objective, solve_subproblem
-from ultrafs.solvers.losses import LOSSES
+from ultrafs.methods.column_cache import ColumnCache
+from ultrafs.scoring.worst_case import worst_case_analysis
+from ultrafs.solvers.apg import solve
+from ultrafs.solvers.datafits import Datafit, encode_classification_targets
+from ultrafs.solvers.losses import get_loss, loss_names
+from ultrafs.solvers.operators import CSCOperator
 
 __all__ = ["FGMResult", "fit_fgm", "validate_fgm_params"]
 
@@ -38,9 +48,9 @@ class FGMResult:
         Feature-space keys of the selected features, in selection order.
     batch_ptr : int64 array, shape (t + 1,)
         Features of iteration h are ``keys[batch_ptr[h]:batch_ptr[h+1]]``.
-    coef : float64 array, shape (p,)
-        ω, aligned with ``keys``.
-    bias : float
+    coef : float64 array, shape (p,) or (p * K,)
+        ω, aligned with ``keys``; with K classes row-major (p, K).
+    bias : float or float64 array of shape (K,)
         b; the decision value is ``X[:, keys] @ coef - bias``.
     history : list of dict
         One record per outer iteration (see :func:`fit_fgm`).
@@ -58,6 +68,18 @@ class FGMResult:
     history: list = field(default_factory=list)
     stop_reason: str = ""
     path: list = field(default_factory=list)
+    n_classes: int = 2
+
+    @property
+    def n_outputs(self) -> int:
+        """Decision values per sample: 1 (binary) or K."""
+        return 1 if self.n_classes == 2 else self.n_classes
+
+    def coef_matrix(self):
+        """``coef`` as (p,) for binary problems, (p, K) otherwise."""
+        if self.n_outputs == 1:
+            return self.coef
+        return self.coef.reshape(-1, self.n_outputs)
 
 
 def validate_fgm_params(B, C, loss, max_iter, tol, inner_tol):
@@ -66,9 +88,9 @@ def validate_fgm_params(B, C, loss, max_iter, tol, inner_tol):
         raise ParameterError(f"B must be an integer >= 1, got {B!r}")
     if not np.isfinite(C) or C <= 0:
         raise ParameterError(f"C must be > 0, got {C!r}")
-    if loss not in LOSSES:
+    if loss not in loss_names():
         raise ParameterError(
-            f"unknown loss {loss!r}; expected one of {', '.join(LOSSES)}")
+            f"unknown loss {loss!r}; expected one of {', '.join(loss_names())}")
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) \
             or max_iter < 1:
         raise ParameterError(f"max_iter must be an integer >= 1, got {max_iter!r}")
@@ -78,7 +100,20 @@ def validate_fgm_params(B, C, loss, max_iter, tol, inner_tol):
         raise ParameterError(f"inner_tol must be > 0, got {inner_tol!r}")
 
 
-def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
+def _datafit(cache, y, C, loss, n_outputs):
+    """The subproblem's datafit on the cached columns."""
+    indptr, indices, data, _ = cache.arrays()
+    return Datafit(loss, CSCOperator(indptr, indices, data, len(y), n_outputs), y, C)
+
+
+def _constant_decision(bias, n_samples, n_outputs):
+    """Decision values of the model with no feature (``-bias``)."""
+    if n_outputs == 1:
+        return np.full(n_samples, -bias)
+    return np.tile(-np.asarray(bias, dtype=np.float64), n_samples)
+
+
+def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_iter=10,
             tol=1e-3, fit_intercept=True, inner_tol=1e-3, inner_max_iter=1000,
             block_size=None, scheduler=None, num_workers=None, callback=None,
             checkpoint=None, resume=False, progress=False):
@@ -88,8 +123,11 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
     ----------
     features : feature space
         Candidates (e.g. :class:`~ultrafs.features.linear.LinearFeatures`).
-    y : float64 array, shape (n_samples,)
-        Labels in {-1, +1}.
+    y : array, shape (n_samples,)
+        Labels in {-1, +1}, or int class indices in ``0..K-1`` when
+        ``n_classes = K >= 3``.
+    n_classes : int or None
+        None or 2 for binary labels; K >= 3 for multi-class selection.
     B : int
         Features added per outer iteration.
     C : float
@@ -127,13 +165,15 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
         ``pairs_pruned``, ``live_columns``, ``seed_columns``).
     """
     validate_fgm_params(B, C, loss, max_iter, tol, inner_tol)
-    y = np.ascontiguousarray(y, dtype=np.float64)
+    y, n_outputs = encode_classification_targets(y, n_classes)
+    K = 2 if n_outputs == 1 else n_outputs
+    loss_object = get_loss(loss, "binary" if n_outputs == 1 else "multiclass")
     n_samples = y.shape[0]
     cache = ColumnCache(n_samples)
 
-    bias = fit_bias_only(y, C, loss=loss, fit_intercept=fit_intercept)
-    decision = np.full(n_samples, -bias)
-    objective_0 = objective(*cache.arrays(), y, C, np.zeros(0), bias, loss=loss)
+    bias = _datafit(cache, y, C, loss_object, n_outputs).optimal_bias(fit_intercept)
+    decision = _constant_decision(bias, n_samples, n_outputs)
+    objective_0 = _datafit(cache, y, C, loss_object, n_outputs).value(decision)
     objective_prev = objective_0
     coef = np.zeros(0)
     lipschitz = None
@@ -146,21 +186,23 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
     if resume and checkpoint is not None and checkpoint.exists():
         state, decision = checkpoint.load()
         keys = np.asarray(state["keys"], dtype=np.int64)
-        batch_ptr = np.asarray(state["batch_ptr"], dtype=np.int64)
+        batch_ptr = np.asarray(state.get("batch_ptr", state.get("group_ptr")),
+                               dtype=np.int64)
         for lo, hi in zip(batch_ptr[:-1], batch_ptr[1:]):
             cache.append_batch(features.materialize(keys[lo:hi]))
         coef = np.asarray(state["coef"], dtype=np.float64)
-        bias = float(state["bias"])
+        bias = (float(state["bias"]) if n_outputs == 1
+                else np.asarray(state["bias"], dtype=np.float64))
         lipschitz = state["lipschitz"]
         objective_0 = float(state["objective_0"])
         objective_prev = float(state["objective_prev"])
         history = list(state["history"])
-        path = [(np.asarray(c, dtype=np.float64), float(b)) for c, b in state["path"]]
+        path = [(np.asarray(c, dtype=np.float64), _bias_value(b)) for c, b in state["path"]]
         first_iteration = int(state["iteration"]) + 1
         if state.get("stop_reason"):
             return FGMResult(keys=keys, batch_ptr=batch_ptr, coef=coef, bias=bias,
                              history=history, stop_reason=state["stop_reason"],
-                             path=path)
+                             path=path, n_classes=K)
         logger.info("resuming after iteration %d", first_iteration - 1)
 
     def commit(iteration, finished_reason=""):
@@ -169,13 +211,14 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
         checkpoint.save({
             "iteration": iteration, "keys": keys.tolist(),
             "batch_ptr": cache.batch_ptr.tolist(), "coef": coef.tolist(),
-            "bias": float(bias), "lipschitz": lipschitz,
+            "bias": _bias_json(bias), "lipschitz": lipschitz,
             "objective_0": float(objective_0), "objective_prev": float(objective_prev),
-            "history": history, "path": [(c.tolist(), b) for c, b in path],
+            "history": history,
+            "path": [(c.tolist(), _bias_json(b)) for c, b in path],
             "stop_reason": finished_reason}, decision)
 
     for iteration in range(first_iteration, max_iter + 1):
-        weights = dual_variables(decision, y, C, loss=loss) * y
+        weights = _datafit(cache, y, C, loss_object, n_outputs).dual_weights(decision)
         candidates, pass_stats = worst_case_analysis(
             features, weights, B, excluded=keys, block_size=block_size,
             scheduler=scheduler, num_workers=num_workers,
@@ -192,10 +235,10 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
         materialize_seconds = time.perf_counter() - started
 
         started = time.perf_counter()
-        solution = solve_subproblem(
-            *cache.arrays(), y, C, loss=loss, fit_intercept=fit_intercept,
-            coef0=coef, bias0=bias, lipschitz0=lipschitz, tol=inner_tol,
-            max_iter=inner_max_iter)
+        solution = solve(
+            _datafit(cache, y, C, loss_object, n_outputs), cache.batch_ptr * n_outputs,
+            fit_intercept=fit_intercept, coef0=coef, bias0=bias,
+            lipschitz0=lipschitz, tol=inner_tol, max_iter=inner_max_iter)
         solve_seconds = time.perf_counter() - started
         coef, bias = solution.coef, solution.bias
         decision = solution.decision
@@ -216,7 +259,7 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
             **{name: int(value) for name, value in pass_stats.details.items()},
         }
         history.append(record)
-        path.append((coef.copy(), float(bias)))
+        path.append((coef.copy(), _bias_value(bias)))
         logger.info("iteration %d: %d features, objective %.6g", iteration,
                     len(keys), solution.objective)
         decrease = (objective_prev - solution.objective) / objective_0
@@ -232,5 +275,19 @@ def fit_fgm(features, y, *, B=50, C=10.0, loss="logistic", max_iter=10,
             break
 
     return FGMResult(keys=keys, batch_ptr=cache.batch_ptr.copy(), coef=coef,
-                     bias=float(bias), history=history, stop_reason=stop_reason,
-                     path=path)
+                     bias=_bias_value(bias), history=history, stop_reason=stop_reason,
+                     path=path, n_classes=K)
+
+
+def _bias_value(bias):
+    """A float for one output, a float64 array for K."""
+    if isinstance(bias, (list, tuple, np.ndarray)):
+        return np.array(bias, dtype=np.float64)
+    return float(bias)
+
+
+def _bias_json(bias):
+    """``bias`` as JSON: a float or a list of K floats."""
+    if isinstance(bias, np.ndarray):
+        return [float(b) for b in bias]
+    return float(bias)
