@@ -20,6 +20,14 @@ sum splits into a positive part S⁺ ≤ min(P_j M_k, P_k M_j) and a negative
 part S⁻ ≤ min(N_j M_k, N_k M_j) (P_j, N_j: the positive and negative parts
 of A_j), so |S| ≤ max(S⁺, S⁻) bounds it up to twice as tightly.  A pair
 whose bound cannot reach the current B-th best score is never accumulated.
+
+With K classes (``*_multi`` kernels) the weights are an (n, K) matrix A of
+per-class dual weights and a score is a squared Euclidean norm over the
+classes, e.g. ``2γ² · Σ_c (Σ_i A_ic x_ij x_ik)²`` for a cross.  The bound
+generalises with |a_i| replaced by ||A_i||₂ (triangle inequality):
+||Σ_i A_i x_ij x_ik||₂ ≤ min(Ā_j M_k, Ā_k M_j) with Ā_j = Σ_i ||A_i||₂ |x_ij|;
+there is no sign split, so the kernels report Ā_j as the positive part and
+0 as the negative part, which turns the two-part bound into this one.
 """
 
 import numpy as np
@@ -29,8 +37,10 @@ from .scoring import _heap_push, _is_excluded, _ranks_before, _sorted_heap
 
 __all__ = [
     "column_stats",
+    "column_stats_multi",
     "pair_key",
     "cross_topk",
+    "cross_topk_multi",
     "multiply_columns",
     "rows_of_columns",
 ]
@@ -93,6 +103,68 @@ def column_stats(indptr, indices, data, weights, binary):
         neg_sums[j] = neg
         max_abs[j] = mx
     return linear_sums, square_sums, pos_sums, neg_sums, max_abs, min_value
+
+
+@njit(cache=True, nogil=True)
+def column_stats_multi(indptr, indices, data, weights, row_norms, binary):
+    """:func:`column_stats` with K classes (squared norms over the classes).
+
+    Parameters
+    ----------
+    indptr, indices, data : CSC arrays of a column block
+        ``data`` is ignored when ``binary`` is True (all values one).
+    weights : float64 array, shape (n_rows, K), C-contiguous
+        Per-class dual weights A.
+    row_norms : float64 array, shape (n_rows,)
+        ||A_i||₂.
+    binary : bool
+
+    Returns
+    -------
+    linear_norms : float64 array  Σ_c (Σ_i A_ic x_ij)²
+    square_norms : float64 array  Σ_c (Σ_i A_ic x_ij²)²
+    pos_sums : float64 array      Ā_j = Σ_i ||A_i||₂ |x_ij|
+    neg_sums : float64 array      zeros (no sign split with K classes)
+    max_abs : float64 array       M_j = max_i |x_ij| (0 for empty columns)
+    min_value : float             smallest stored value of the block (0 if none)
+    """
+    n_columns = indptr.shape[0] - 1
+    n_classes = weights.shape[1]
+    linear_norms = np.zeros(n_columns)
+    square_norms = np.zeros(n_columns)
+    pos_sums = np.zeros(n_columns)
+    neg_sums = np.zeros(n_columns)
+    max_abs = np.zeros(n_columns)
+    lin = np.zeros(n_classes)
+    sq = np.zeros(n_classes)
+    min_value = 0.0
+    for j in range(n_columns):
+        lin[:] = 0.0
+        sq[:] = 0.0
+        total = 0.0
+        mx = 0.0
+        for p in range(indptr[j], indptr[j + 1]):
+            i = indices[p]
+            x = 1.0 if binary else np.float64(data[p])
+            for c in range(n_classes):
+                wx = weights[i, c] * x
+                lin[c] += wx
+                sq[c] += wx * x
+            total += row_norms[i] * abs(x)
+            if abs(x) > mx:
+                mx = abs(x)
+            if x < min_value:
+                min_value = x
+        a = 0.0
+        b = 0.0
+        for c in range(n_classes):
+            a += lin[c] * lin[c]
+            b += sq[c] * sq[c]
+        linear_norms[j] = a
+        square_norms[j] = b
+        pos_sums[j] = total
+        max_abs[j] = mx
+    return linear_norms, square_norms, pos_sums, neg_sums, max_abs, min_value
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -245,6 +317,110 @@ def cross_topk(left_indptr, left_indices, left_data, left_columns, left_pos,
             n_evaluated += 1
             v = s_sum
             s = scale * v * v
+            if not s > 0.0:
+                continue
+            key = pair_key(j, right_columns[kl], n_features)
+            if size == k and not _ranks_before(s, key, heap_scores[0], heap_keys[0]):
+                continue
+            if _is_excluded(excluded, key):
+                continue
+            size = _heap_push(heap_scores, heap_keys, size, s, key)
+    keys, scores = _sorted_heap(heap_scores, heap_keys, size)
+    return keys, scores, n_evaluated, n_pruned
+
+
+@njit(cache=True, nogil=True)
+def cross_topk_multi(left_indptr, left_indices, left_data, left_columns, left_pos,
+                     left_neg, left_max, row_ptr, row_cols, row_vals,
+                     right_columns, right_pos, right_neg, right_max, weights,
+                     scale, threshold, excluded, n_features, k, prune):
+    """:func:`cross_topk` with K classes: scores ``scale · Σ_c S_c²``.
+
+    Same arguments as :func:`cross_topk` except ``weights``, an (n_rows,
+    K) C-contiguous float64 matrix, and the bound ingredients, which are
+    those of :func:`column_stats_multi` (``*_pos`` = Ā, ``*_neg`` = 0).
+    Every class sum ``S_c = Σ_i A_ic x_ij x_ik`` is accumulated over the
+    rows of column j in increasing row order, whatever the blocking.
+
+    Returns
+    -------
+    keys, scores : ranked top-k (score decreasing, key increasing)
+    n_evaluated : int   pairs whose sums were accumulated
+    n_pruned : int      co-occurring pairs skipped by the bound
+    """
+    n_right = right_columns.shape[0]
+    n_classes = weights.shape[1]
+    acc = np.zeros((n_right, n_classes))
+    state = np.zeros(n_right, dtype=np.int8)    # 0 unseen, 1 summed, 2 pruned
+    touched = np.empty(n_right, dtype=np.int64)
+    wx = np.empty(n_classes)
+    heap_scores = np.empty(k, dtype=np.float64)
+    heap_keys = np.empty(k, dtype=np.int64)
+    size = 0
+    n_evaluated = 0
+    n_pruned = 0
+    slack = 1.0 + BOUND_SLACK
+    for jl in range(left_columns.shape[0]):
+        j = left_columns[jl]
+        p_j = left_pos[jl]
+        n_j = left_neg[jl]
+        m_j = left_max[jl]
+        level = threshold
+        if prune and size == k and heap_scores[0] > level:
+            level = heap_scores[0]
+        first = np.searchsorted(right_columns, j + 1)
+        if first >= n_right:
+            continue
+        n_touched = 0
+        for p in range(left_indptr[jl], left_indptr[jl + 1]):
+            i = left_indices[p]
+            x = np.float64(left_data[p])
+            nonzero = False
+            for c in range(n_classes):
+                wx[c] = weights[i, c] * x
+                if wx[c] != 0.0:
+                    nonzero = True
+            if not nonzero:
+                continue
+            start = row_ptr[i]
+            stop = row_ptr[i + 1]
+            lo = start
+            hi = stop
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if row_cols[mid] < first:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            for q in range(lo, stop):
+                kl = row_cols[q]
+                if state[kl] == 0:
+                    touched[n_touched] = kl
+                    n_touched += 1
+                    m_k = right_max[kl]
+                    bound = max(min(p_j * m_k, right_pos[kl] * m_j),
+                                min(n_j * m_k, right_neg[kl] * m_j)) * slack
+                    if prune and scale * bound * bound < level:
+                        state[kl] = 2
+                        continue
+                    state[kl] = 1
+                if state[kl] == 1:
+                    v = row_vals[q]
+                    for c in range(n_classes):
+                        acc[kl, c] += wx[c] * v
+        for t in range(n_touched):
+            kl = touched[t]
+            pruned = state[kl] == 2
+            state[kl] = 0
+            norm2 = 0.0
+            for c in range(n_classes):
+                norm2 += acc[kl, c] * acc[kl, c]
+                acc[kl, c] = 0.0
+            if pruned:
+                n_pruned += 1
+                continue
+            n_evaluated += 1
+            s = scale * norm2
             if not s > 0.0:
                 continue
             key = pair_key(j, right_columns[kl], n_features)

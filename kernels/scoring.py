@@ -92,12 +92,15 @@ def column_sums_multi(indptr, indices, data, weights):
     n_columns = indptr.shape[0] - 1
     n_classes = weights.shape[1]
     sums = np.zeros((n_columns, n_classes), dtype=np.float64)
+    acc = np.zeros(n_classes, dtype=np.float64)
     for j in range(n_columns):
+        acc[:] = 0.0
         for p in range(indptr[j], indptr[j + 1]):
             x = np.float64(data[p])
-            i = indices[p]
+            row = weights[indices[p]]
             for c in range(n_classes):
-                sums[j, c] += weights[i, c] * x
+                acc[c] += row[c] * x
+        sums[j] = acc
     return sums
 
 
@@ -107,11 +110,14 @@ def column_sums_multi_binary(indptr, indices, weights):
     n_columns = indptr.shape[0] - 1
     n_classes = weights.shape[1]
     sums = np.zeros((n_columns, n_classes), dtype=np.float64)
+    acc = np.zeros(n_classes, dtype=np.float64)
     for j in range(n_columns):
+        acc[:] = 0.0
         for p in range(indptr[j], indptr[j + 1]):
-            i = indices[p]
+            row = weights[indices[p]]
             for c in range(n_classes):
-                sums[j, c] += weights[i, c]
+                acc[c] += row[c]
+        sums[j] = acc
     return sums
 
 

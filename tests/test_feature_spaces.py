@@ -55,7 +55,6 @@ class TestLinearBinary(LinearContract):
 # ------------------------------------------------------------ degree 2
 class PolyContract(FeatureSpaceContract):
     data_kinds = ("valued", "signed", "binary")
-    supports_multiclass = False
     gamma, coef0 = 4.0, 0.5
     prune = True
 

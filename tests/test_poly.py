@@ -12,7 +12,8 @@ from ultrafs.api import select
 from ultrafs.cli import main
 from ultrafs.errors import ParameterError, UltraFSWarning
 from ultrafs.features.poly import PolyFeatures
-from ultrafs.kernels.poly import multiply_columns, rows_of_columns
+from ultrafs.kernels.poly import (column_stats, column_stats_multi, multiply_columns,
+                                  rows_of_columns)
 from ultrafs.store import InMemoryStore
 
 
@@ -36,7 +37,8 @@ def expand(X, gamma, coef0):
 
 
 def brute_force(E, keys, weights, k, excluded):
-    scores = (E.T @ weights) ** 2
+    sums = E.T @ weights
+    scores = sums ** 2 if sums.ndim == 1 else (sums ** 2).sum(axis=1)
     keep = (scores > 0) & ~np.isin(keys, excluded)
     order = np.lexsort((keys[keep], -scores[keep]))[:k]
     return keys[keep][order], scores[keep][order]
@@ -241,3 +243,91 @@ def test_degree2_through_parquet_checkpoint_and_cluster(rng, tmp_path,
     decision = reference.decision_function_store(open_store(tmp_path / "train.pq"))
     np.testing.assert_allclose(
         decision, reference.decision_function_store(open_store(tmp_path / "train.zarr")))
+
+
+# ----------------------------------------------------------- K classes
+@pytest.mark.parametrize("kind", ["valued", "binary", "signed"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n_seed, prune", [(2, True), (256, True), (256, False)])
+def test_multiclass_pass_equals_brute_force(rng, kind, dtype, n_seed, prune):
+    X, y = make_data(rng, binary=kind == "binary", signed=kind == "signed",
+                     dtype=dtype)
+    weights = rng.standard_normal((len(y), 3))
+    E, keys, _ = expand(X.astype(np.float64), 4.0, 0.5)
+    excluded = np.sort(brute_force(E, keys, weights, 3, [])[0])
+    expected_keys, expected_scores = brute_force(E, keys, weights, 12, excluded)
+    for block_size in (1, 7):
+        features = PolyFeatures(InMemoryStore(X, y, block_size=block_size), gamma=4.0,
+                                coef0=0.5, n_seed=n_seed, prune=prune)
+        cand, stats = worst_case_analysis(features, weights, 12, excluded=excluded,
+                                          scheduler="synchronous")
+        np.testing.assert_array_equal(cand.keys, expected_keys)
+        np.testing.assert_allclose(cand.scores, expected_scores, rtol=1e-9)
+        if not prune:
+            assert stats.details["pairs_pruned"] == 0
+
+
+@pytest.mark.parametrize("signed", [False, True])
+def test_multiclass_pruning_never_changes_the_result(rng, signed):
+    """The ||A_i||-bound prunes columns and pairs, yet the result is exact."""
+    n, m = 400, 60
+    freq = np.geomspace(0.6, 0.01, m)
+    X = (rng.random((n, m)) < freq).astype(float)
+    if signed:
+        X[:, ::3] *= -1.0
+    label = (X[:, 0] * X[:, 1] > 0).astype(int) + (X[:, 2] > 0)
+    weights = np.eye(3)[label] - 1.0 / 3 + 0.05 * rng.standard_normal((n, 3))
+    y = np.where(label > 0, 1.0, -1.0)
+    E, keys, _ = expand(X, 1.0, 1.0)
+    expected = brute_force(E, keys, weights, 5, [])
+    for n_seed in (3, 64):
+        features = PolyFeatures(InMemoryStore(X, y, block_size=7), n_seed=n_seed)
+        cand, stats = worst_case_analysis(features, weights, 5, scheduler="threads")
+        np.testing.assert_array_equal(cand.keys, expected[0])
+        np.testing.assert_allclose(cand.scores, expected[1], rtol=1e-9)
+        assert stats.details["live_columns"] < m
+    assert stats.details["pairs_evaluated"] + stats.details["pairs_pruned"] \
+        < m * (m - 1) // 2
+
+
+def test_multiclass_same_result_on_every_scheduler(rng):
+    X, y = make_data(rng, n=120, m=40)
+    weights = rng.standard_normal((len(y), 4))
+    store = InMemoryStore(X, y, block_size=9)
+    reference, _ = worst_case_analysis(PolyFeatures(store, gamma=2.0, prune=False),
+                                       weights, 10, scheduler="synchronous")
+    for scheduler, prune in (("threads", True), ("threads", False), ("processes", True)):
+        features = PolyFeatures(store, gamma=2.0, n_seed=5, prune=prune)
+        cand, _ = worst_case_analysis(features, weights, 10, scheduler=scheduler)
+        np.testing.assert_array_equal(cand.keys, reference.keys)
+        np.testing.assert_array_equal(cand.scores, reference.scores)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("binary", [False, True])
+def test_column_stats_multi_matches_dense(rng, dtype, binary):
+    X, _ = make_data(rng, signed=not binary, binary=binary, dtype=dtype)
+    csc = sp.csc_matrix(X)
+    indptr = csc.indptr.astype(np.int64)
+    D = X.astype(np.float64)
+    A = rng.standard_normal((X.shape[0], 3))
+    A[7] = 0.0                                           # a row without weight
+    norms = np.sqrt((A ** 2).sum(axis=1))
+    data = np.zeros(0) if binary else csc.data
+    lin, sq, total, zero, max_abs, min_value = column_stats_multi(
+        indptr, csc.indices, data, A, norms, binary)
+    np.testing.assert_allclose(lin, ((D.T @ A) ** 2).sum(axis=1), rtol=1e-12, atol=0)
+    np.testing.assert_allclose(sq, (((D ** 2).T @ A) ** 2).sum(axis=1), rtol=1e-12,
+                               atol=0)
+    np.testing.assert_allclose(total, np.abs(D).T @ norms, rtol=1e-12, atol=0)
+    np.testing.assert_array_equal(zero, np.zeros(X.shape[1]))
+    np.testing.assert_array_equal(max_abs, np.abs(D).max(axis=0))
+    assert min_value == min(0.0, D.min())
+    assert lin[4] == sq[4] == total[4] == max_abs[4] == 0.0      # empty column
+    # one class: the 1-D kernel's squares
+    one = column_stats(indptr, csc.indices, data, np.ascontiguousarray(A[:, 0]), binary)
+    lin1, sq1, *_ = column_stats_multi(indptr, csc.indices, data,
+                                       np.ascontiguousarray(A[:, :1]),
+                                       np.abs(A[:, 0]), binary)
+    np.testing.assert_array_equal(lin1, one[0] * one[0])
+    np.testing.assert_array_equal(sq1, one[1] * one[1])

@@ -25,6 +25,14 @@ The worst-case analysis is exact and runs in phases:
    columns is scored by :func:`ultrafs.kernels.poly.cross_topk`, which also
    prunes single pairs by the same bound against the running B-th best.
 
+With K classes the weights are an (n, K) matrix A and every score is a
+squared norm over the classes, ``factor² · Σ_c (Σ_i A_ic z_i)²`` for the
+candidate column z; the phases are the same with |a_i| replaced by
+||A_i||₂ in A_j (there is then no sign split: P_j = A_j, N_j = 0, and the
+bound is min(A_j M_k, A_k M_j) for any data), see
+:func:`ultrafs.kernels.poly.column_stats_multi` and
+:func:`ultrafs.kernels.poly.cross_topk_multi`.
+
 Pruning never changes the result: a pair is skipped only when its bound,
 inflated by a relative slack of 1e-9 against rounding, is strictly below a
 score that is already guaranteed.  Memory holds the live columns only,
@@ -41,8 +49,9 @@ import numpy as np
 from ultrafs.errors import ParameterError
 from ultrafs.features.base import FeatureSpace, register_feature_space
 from ultrafs.features.keys import PairKeys
-from ultrafs.kernels.poly import (BOUND_SLACK, column_stats, cross_topk,
-                                  multiply_columns, rows_of_columns)
+from ultrafs.kernels.poly import (BOUND_SLACK, column_stats, column_stats_multi,
+                                  cross_topk, cross_topk_multi, multiply_columns,
+                                  rows_of_columns)
 from ultrafs.kernels.scoring import merge_topk, topk_keyed
 from ultrafs.scoring.topk import TopK
 from ultrafs.store.base import ColumnBlock, ColumnStore, balanced_block_bounds
@@ -59,18 +68,35 @@ _EMPTY_SCORES = np.zeros(0, dtype=np.float64)
 
 
 # --------------------------------------------------------------------- tasks
-def _column_pass(block, store, codec, weights, excluded, k, n_seed, linear_scale,
-                 square_scale):
+def _stats(indptr, indices, data, weights, row_norms, binary):
+    """Per-column sums of a block: :func:`column_stats` for 1-D weights,
+    :func:`column_stats_multi` (squared norms over classes, P = Ā, N = 0)
+    for 2-D weights."""
+    if weights.ndim == 1:
+        return column_stats(indptr, indices, data, weights, binary)
+    return column_stats_multi(indptr, indices, data, weights, row_norms, binary)
+
+
+def _cross_kernel(weights):
+    """The cross kernel for 1-D or 2-D weights (same arguments)."""
+    return cross_topk if weights.ndim == 1 else cross_topk_multi
+
+
+def _column_pass(block, store, codec, weights, row_norms, excluded, k, n_seed,
+                 linear_scale, square_scale):
     """Phase 1 task: linear/square top-k, seed columns and max |x| of a block."""
     start, stop = block
     cols = store.read_range(start, stop)
     empty = np.zeros(0)
     data = cols.data if cols.data is not None else empty
-    lin, sq, pos, neg, max_abs, min_value = column_stats(
-        cols.indptr, cols.indices, data, weights, cols.data is None)
+    lin, sq, pos, neg, max_abs, min_value = _stats(
+        cols.indptr, cols.indices, data, weights, row_norms, cols.data is None)
     columns = np.arange(start, stop, dtype=np.int64)
     keys = np.concatenate([codec.linear(columns), codec.square(columns)])
-    scores = np.concatenate([linear_scale * lin * lin, square_scale * sq * sq])
+    if weights.ndim == 1:
+        scores = np.concatenate([linear_scale * lin * lin, square_scale * sq * sq])
+    else:                    # lin, sq: squared norms over the classes
+        scores = np.concatenate([linear_scale * lin, square_scale * sq])
     top_keys, top_scores = topk_keyed(scores, keys, excluded, k)
     # seeds are ranked by the live weight of non-negative data; when the
     # store turns out to hold negative values the live set is recomputed
@@ -110,13 +136,13 @@ def _bound_weights(pos, neg, nonnegative):
     return total, total, total
 
 
-def _live_pass(block, store, weights, min_weight, nonnegative):
+def _live_pass(block, store, weights, row_norms, min_weight, nonnegative):
     """Phase 3 task: columns of a block whose live weight >= min_weight."""
     start, stop = block
     cols = store.read_range(start, stop)
     data = cols.data if cols.data is not None else np.zeros(0)
-    _, _, pos, neg, _, _ = column_stats(cols.indptr, cols.indices, data, weights,
-                                        cols.data is None)
+    _, _, pos, neg, _, _ = _stats(cols.indptr, cols.indices, data, weights,
+                                  row_norms, cols.data is None)
     live_weight = _bound_weights(pos, neg, nonnegative)[2]
     live = start + np.flatnonzero(live_weight >= min_weight)
     return {"live": live.astype(np.int64), "nnz": cols.nnz}
@@ -134,7 +160,7 @@ def _cross_task(chunk, live, weights, scale, threshold, excluded, n_features, k,
     lo, hi = chunk
     indptr = live["indptr"][lo:hi + 1]
     offset = indptr[0]
-    keys, scores, n_eval, n_pruned = cross_topk(
+    keys, scores, n_eval, n_pruned = _cross_kernel(weights)(
         indptr - offset, live["indices"][offset:indptr[-1]],
         live["data"][offset:indptr[-1]], live["columns"][lo:hi],
         live["pos"][lo:hi], live["neg"][lo:hi], live["max"][lo:hi],
@@ -278,8 +304,10 @@ class PolyFeatures(FeatureSpace):
 
         Parameters
         ----------
-        weights : float64 array, shape (n_samples,)
-            ``alpha * y``.  2-D (per-class) weights are refused.
+        weights : float64 array, shape (n_samples,) or (n_samples, K)
+            ``alpha * y``, or the per-class dual weights A (C-contiguous);
+            a candidate then scores ``factor² · Σ_c (Σ_i A_ic x_i)²`` and
+            the pair bound uses ``||A_i||₂`` for ``|a_i|``.
         k, excluded, run
             See :meth:`ultrafs.features.base.FeatureSpace.find_candidates`.
 
@@ -289,25 +317,25 @@ class PolyFeatures(FeatureSpace):
             Counters: ``nnz`` streamed, ``pairs_evaluated``,
             ``pairs_pruned`` (co-occurring pairs skipped by the bound inside
             the cross tasks), ``live_columns``, ``seed_columns``.
-
-        Raises
-        ------
-        ParameterError
-            For 2-D weights (K >= 3 classes).
         """
-        if np.ndim(weights) == 2 and np.shape(weights)[1] == 1:
+        weights = np.ascontiguousarray(weights, dtype=np.float64)
+        row_norms = None
+        if weights.ndim == 2 and weights.shape[1] == 1:
             # one class: the same scores as 1-D weights, bit for bit
             weights = np.ascontiguousarray(weights[:, 0])
-        if np.ndim(weights) != 1:
-            raise ParameterError(
-                "degree-2 features with K >= 3 classes are not supported yet")
+        elif weights.ndim == 2:
+            row_norms = np.sqrt(np.einsum("ic,ic->i", weights, weights))
+        elif weights.ndim != 1:
+            raise ParameterError(f"weights must be 1-D or 2-D, got shape "
+                                 f"{weights.shape}")
+        cross = _cross_kernel(weights)
         store = self.store
         m = store.n_features
         blocks = self.candidate_blocks(run.block_size)
         if not blocks:
             return TopK(_EMPTY_KEYS, _EMPTY_SCORES, {"nnz": 0})
         shared = {"store": store, "codec": self.codec, "weights": weights,
-                  "excluded": excluded, "k": k, "n_seed": self.n_seed,
+                  "row_norms": row_norms, "excluded": excluded, "k": k, "n_seed": self.n_seed,
                   "linear_scale": self.linear_factor ** 2,
                   "square_scale": self.square_factor ** 2}
         phase1 = run(blocks, _column_pass,
@@ -319,10 +347,10 @@ class PolyFeatures(FeatureSpace):
 
         # seeding: exact crosses among the seed columns
         seed_columns = np.sort(phase1["seed"].keys)
-        seed = self._live_arrays(seed_columns, weights, nonnegative)
+        seed = self._live_arrays(seed_columns, weights, row_norms, nonnegative)
         best = phase1["topk"]
         if len(seed_columns) > 1:
-            keys, scores, _, _ = cross_topk(
+            keys, scores, _, _ = cross(
                 seed["indptr"], seed["indices"], seed["data"], seed["columns"],
                 seed["pos"], seed["neg"], seed["max"], seed["row_ptr"],
                 seed["row_cols"], seed["row_vals"], seed["columns"], seed["pos"],
@@ -351,7 +379,7 @@ class PolyFeatures(FeatureSpace):
             live_columns = np.sort(phase1["seed"].keys[seed_weight >= min_weight])
         else:
             live = run(blocks, _live_pass, _merge_live,
-                       {"store": store, "weights": weights,
+                       {"store": store, "weights": weights, "row_norms": row_norms,
                         "min_weight": max(min_weight, np.nextafter(0.0, 1.0)),
                         "nonnegative": nonnegative})
             live_columns = live["live"]
@@ -361,7 +389,7 @@ class PolyFeatures(FeatureSpace):
                     "seed_columns": int(len(seed_columns)),
                     "pairs_evaluated": 0, "pairs_pruned": 0}
         if len(live_columns) > 1:
-            live = self._live_arrays(live_columns, weights, nonnegative)
+            live = self._live_arrays(live_columns, weights, row_norms, nonnegative)
             bounds = balanced_block_bounds(live["indptr"], CROSS_TASK_NNZ)
             chunks = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
             crosses = run.topk(chunks, _cross_task, k, shared={
@@ -376,12 +404,12 @@ class PolyFeatures(FeatureSpace):
             keys, scores = best.keys, best.scores
         return TopK(keys, scores, counters)
 
-    def _live_arrays(self, columns, weights, nonnegative):
+    def _live_arrays(self, columns, weights, row_norms, nonnegative):
         """Columns held in memory for the cross computation (CSC and CSR)."""
         block = self.store.read_columns(columns)
         data = block.values(np.float64).astype(np.float64, copy=False)
-        _, _, pos, neg, max_abs, _ = column_stats(block.indptr, block.indices,
-                                                  data, weights, False)
+        _, _, pos, neg, max_abs, _ = _stats(block.indptr, block.indices, data,
+                                            weights, row_norms, False)
         pos, neg, _ = _bound_weights(pos, neg, nonnegative)
         row_ptr, row_cols, row_vals = rows_of_columns(
             block.indptr, block.indices, data, self.store.n_samples)
