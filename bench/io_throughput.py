@@ -90,7 +90,7 @@ def bigram_stores():
     seconds = None
     if not pql.exists():
         started = time.perf_counter()
-        write_parquet_long(pql, zarr.to_csc(), zarr.read_raw_labels(), dtype=np.float32,
+        write_parquet_long(pql, zarr.to_csc(), zarr.read_targets(), dtype=np.float32,
                            id_offset=zarr.id_offset, command="bench io_throughput")
         seconds = time.perf_counter() - started
     stores = {"memory": in_memory_copy(zarr), "zarr": zarr, "parquet_long": open_store(pql)}

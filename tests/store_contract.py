@@ -175,7 +175,6 @@ class StoreContract:
         if targets.flags.writeable:                     # fresh: changing it changes nothing
             targets[...] = 0
         np.testing.assert_array_equal(store.read_targets(), y)
-        np.testing.assert_array_equal(store.read_raw_labels(), y)     # the older name
 
     def test_read_class_indices(self, target_case):
         store = target_case.store

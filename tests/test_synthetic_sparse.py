@@ -34,7 +34,7 @@ def generated(tmp_path_factory):
 def store_arrays(store):
     """(indptr, indices, labels) of a whole store."""
     block = store.read_range(0, store.n_features)
-    return block.indptr, block.indices, store.read_raw_labels()
+    return block.indptr, block.indices, store.read_targets()
 
 
 def planted_design(store):

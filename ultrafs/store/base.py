@@ -186,10 +186,6 @@ class ColumnStore(abc.ABC):
         :class:`~ultrafs.errors.StoreFormatError` (a corrupt store).
         """
 
-    def read_raw_labels(self) -> np.ndarray:
-        """Alias of :meth:`read_targets` (the name used before format v2)."""
-        return self.read_targets()
-
     def read_class_indices(self) -> np.ndarray:
         """Index of each row's target in :attr:`classes`, int64, shape (n_samples,).
 
