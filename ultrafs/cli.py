@@ -43,6 +43,13 @@ class RegistryChoice(click.Choice):
         pass
 
 
+def _poly_degrees():
+    from ultrafs.features import FEATURE_SPACES
+
+    return sorted(str(cls.poly_degree) for cls in FEATURE_SPACES.values()
+                  if cls.poly_degree is not None)
+
+
 def _loss_names():
     from ultrafs.solvers.losses import loss_names
 
@@ -207,7 +214,7 @@ def _fgm_options(func):
         click.option("--no-intercept", is_flag=True, help="Do not learn a bias."),
         click.option("--inner-tol", type=click.FloatRange(min=0, min_open=True),
                      default=1e-3, show_default=True, help="ε_in of the APG solver."),
-        click.option("--poly", type=click.Choice(["1", "2"]), default="1",
+        click.option("--poly", type=RegistryChoice(_poly_degrees), default="1",
                      show_default=True,
                      help="2: select among all degree-2 polynomial features "
                           "(linear, squares, crosses) generated on the fly."),
