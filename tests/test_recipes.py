@@ -1,0 +1,439 @@
+"""The recipes of docs/ARCHITECTURE.md, run.
+
+* "Add a loss": a smoothed hinge loss whose kernels and class live in this
+  module only is registered with ``register_loss``, and then reaches every
+  face without an edit anywhere else: the CLI's ``--loss`` choices,
+  ``ultrafs select/predict/evaluate``, ``FGMClassifier``, the model file
+  (``probabilistic`` read from the registry) and the datafit and solver
+  contract suites.
+* "Add a feature space": a space registered with
+  ``register_feature_space`` passes the feature-space contract and is
+  rebuilt from a model file's ``feature_space`` spec for prediction.
+* The layers: no package imports a layer above it (the table of
+  docs/ARCHITECTURE.md).
+
+Every registration is undone after each test (the registries are
+snapshotted and restored), so other test modules see the built-in members
+only.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from numba import njit
+from scipy.optimize import check_grad, minimize_scalar
+
+from ultrafs import FGMClassifier, InMemoryStore
+from ultrafs.cli import main
+from ultrafs.errors import InputFormatError, ParameterError
+from ultrafs.features import (FEATURE_SPACES, LinearFeatures, build_feature_space,
+                              feature_space_from_spec, register_feature_space)
+from ultrafs.methods.fgm import fit_fgm
+from ultrafs.model import Model
+from ultrafs.solvers import losses
+from ultrafs.solvers.apg import solve
+from ultrafs.solvers.losses import Loss, get_loss, loss_names, register_loss
+from ultrafs.store.base import ColumnBlock
+from ultrafs.store.writers.zarr_writer import write_store
+
+try:
+    from feature_space_contract import FeatureSpaceContract
+    from solver_contracts import DatafitContract, SolverContract
+except ImportError:  # pragma: no cover - run from the repository root
+    from tests.feature_space_contract import FeatureSpaceContract
+    from tests.solver_contracts import DatafitContract, SolverContract
+
+ROOT = Path(__file__).resolve().parents[1]
+LOSS = "smooth-hinge"
+SPACE = "scaled-columns-test"
+
+
+# ------------------------------------------------------------ a new loss
+# Kernels as kernels/losses.py writes them: raw arrays in, no ultrafs import.
+# (cache=False: numba's cache is for the package's kernels, not tests.)
+@njit(nogil=True)
+def _smooth_hinge_point(z):
+    """``(l(z), dl/dz)`` at the margin ``z = y f``.
+
+    ``l(z) = 1/2 - z`` for ``z <= 0``, ``(1 - z)^2 / 2`` for ``0 < z < 1``,
+    0 for ``z >= 1``.
+    """
+    if z <= 0.0:
+        return 0.5 - z, -1.0
+    if z < 1.0:
+        m = 1.0 - z
+        return 0.5 * m * m, -m
+    return 0.0, 0.0
+
+
+@njit(nogil=True)
+def smooth_hinge_value(y, f):
+    """``sum_i l(y_i f_i)``."""
+    total = 0.0
+    for i in range(len(y)):
+        total += _smooth_hinge_point(y[i] * f[i])[0]
+    return total
+
+
+@njit(nogil=True)
+def smooth_hinge_value_derivative(y, f, out):
+    """Write ``dl/df`` into ``out``; return ``sum_i l``."""
+    total = 0.0
+    for i in range(len(y)):
+        value, slope = _smooth_hinge_point(y[i] * f[i])
+        total += value
+        out[i] = y[i] * slope
+    return total
+
+
+@njit(nogil=True)
+def smooth_hinge_derivative(y, f, out):
+    """Write ``dl/df = y l'(y f)`` into ``out``; return it."""
+    for i in range(len(y)):
+        out[i] = y[i] * _smooth_hinge_point(y[i] * f[i])[1]
+    return out
+
+
+@njit(nogil=True)
+def smooth_hinge_dual(y, f, out):
+    """Write ``alpha / C = -l'(y f) = min(1, max(0, 1 - y f))``; return it."""
+    for i in range(len(y)):
+        out[i] = -_smooth_hinge_point(y[i] * f[i])[1]
+    return out
+
+
+@njit(nogil=True)
+def smooth_hinge_curvature_sum(y, f, d):
+    """Number of samples with ``0 < y f < 1`` (where ``l'' = 1``)."""
+    count = 0.0
+    for i in range(len(y)):
+        z = y[i] * f[i]
+        if 0.0 < z < 1.0:
+            count += 1.0
+    return count
+
+
+class SmoothHinge(Loss):
+    """Smoothed hinge (quadratic near the hinge); no probabilities."""
+
+    name = LOSS
+    target = "binary"
+    probabilistic = False
+    curvature_bound = 1.0
+    _value_kernel = staticmethod(smooth_hinge_value)
+    _value_derivative_kernel = staticmethod(smooth_hinge_value_derivative)
+    _derivative_kernel = staticmethod(smooth_hinge_derivative)
+    _dual_kernel = staticmethod(smooth_hinge_dual)
+    _curvature_kernel = staticmethod(smooth_hinge_curvature_sum)
+
+    def optimal_constant(self, y, n_outputs=1):
+        """``1 - n_-/n_+`` when ``n_+ >= n_-``, else ``n_+/n_- - 1`` (exact)."""
+        n_pos = int(np.count_nonzero(np.asarray(y) > 0))
+        n_neg = len(y) - n_pos
+        if n_pos >= n_neg:
+            return 0.0 if n_pos == 0 else 1.0 - n_neg / n_pos
+        return n_pos / n_neg - 1.0
+
+
+def _reference_value(y, f):
+    z = y * f
+    return float(np.sum(np.where(z <= 0, 0.5 - z,
+                                 np.where(z < 1, 0.5 * (1 - z) ** 2, 0.0))))
+
+
+# ----------------------------------------------------- a new feature space
+@register_feature_space
+class ScaledColumns(LinearFeatures):
+    """The store's columns times a constant ``scale`` (a toy new kind).
+
+    Scores and materialised columns both carry the factor, as the
+    feature-space contract requires.
+    """
+
+    kind = SPACE
+    poly_degree = None
+    spec_params = ("scale",)
+
+    def __init__(self, store, scale=1.0):
+        super().__init__(store)
+        scale = float(scale)
+        if not (math.isfinite(scale) and scale > 0):
+            raise ParameterError(f"scale must be finite and > 0, got {scale!r}")
+        self.scale = scale
+
+    def find_candidates(self, weights, k, excluded, run):
+        return super().find_candidates(weights * self.scale, k, excluded, run)
+
+    def materialize(self, keys, dtype=np.float64, payload=None):
+        block = super().materialize(keys, dtype, payload)
+        return ColumnBlock(-1, block.indptr, block.indices,
+                           (block.data * self.scale).astype(dtype, copy=False))
+
+
+# the decorator above registered it at import; the fixture below owns it
+FEATURE_SPACES.pop(SPACE)
+
+
+# --------------------------------------------------------------- fixtures
+def _cli_registry_choices():
+    """The CLI options whose choices are read from a registry."""
+    from ultrafs.cli import RegistryChoice
+
+    for command in main.commands.values():
+        for param in command.params:
+            if isinstance(param.type, RegistryChoice):
+                yield param.type
+
+
+def _forget_cli_choices():
+    """Drop the choices a ``RegistryChoice`` may have cached.
+
+    ``RegistryChoice`` keeps the names it read first; a loss added to
+    ``ultrafs/solvers/losses.py`` is registered at import, before any CLI
+    parse, so the recipe never meets the cache.  A test that registers at
+    run time, after other tests used the CLI, would; and it must not leave
+    its own name cached for the tests after it.
+    """
+    for choice in _cli_registry_choices():
+        if getattr(choice, "_loaded", None) is not None:
+            choice._loaded = None
+
+
+@pytest.fixture(autouse=True)
+def registered():
+    """Register the new loss and feature space; restore every registry after."""
+    saved = {name: dict(getattr(losses, name))
+             for name in ("_REGISTRY", "LOSSES", "MULTICLASS_LOSSES")}
+    saved_spaces = dict(FEATURE_SPACES)
+    register_loss(SmoothHinge)
+    register_feature_space(ScaledColumns)
+    _forget_cli_choices()
+    try:
+        yield
+    finally:
+        for name, content in saved.items():
+            registry = getattr(losses, name)
+            registry.clear()
+            registry.update(content)
+        FEATURE_SPACES.clear()
+        FEATURE_SPACES.update(saved_spaces)
+        _forget_cli_choices()
+
+
+@pytest.fixture(scope="module")
+def planted():
+    """A small planted problem: 400 + 400 rows, 60 columns, 6 relevant."""
+    rng = np.random.default_rng(3)
+    n, m = 800, 60
+    relevant = np.array([2, 11, 23, 35, 47, 58])
+    w = np.zeros(m)
+    w[relevant] = [1.5, -1.2, 1.0, -0.9, 1.3, 0.8]
+    X = rng.standard_normal((n, m))
+    y = np.where(X @ w + 0.1 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    return X[:400], y[:400], X[400:], y[400:], relevant
+
+
+# ------------------------------------------------------------ the loss
+def test_registry_and_kernels(rng):
+    assert LOSS in loss_names()
+    loss = get_loss(LOSS)
+    assert isinstance(loss, SmoothHinge)
+    y = np.where(rng.random(300) < 0.5, -1.0, 1.0)
+    f = rng.normal(scale=2.0, size=300)
+    assert loss.value(y, f) == pytest.approx(_reference_value(y, f), rel=1e-13)
+    assert check_grad(lambda v: loss.value(y, v), lambda v: loss.derivative(y, v),
+                      f) < 1e-5 * max(1.0, np.linalg.norm(loss.derivative(y, f)))
+    np.testing.assert_array_equal(loss.derivative(y, f), -y * loss.dual(y, f))
+    out = np.empty(300)
+    assert loss.value_derivative(y, f, out) == pytest.approx(loss.value(y, f))
+    np.testing.assert_array_equal(out, loss.derivative(y, f))
+    for n_pos, n_neg in [(30, 70), (50, 50), (91, 9), (0, 5)]:
+        labels = np.r_[np.ones(n_pos), -np.ones(n_neg)]
+        best = minimize_scalar(lambda c: loss.value(labels, np.full(len(labels), c)),
+                               bounds=(-1.0, 1.0), method="bounded",
+                               options={"xatol": 1e-10})
+        assert loss.optimal_constant(labels) == pytest.approx(best.x, abs=1e-6)
+    with pytest.raises(ParameterError, match="has no multiclass version"):
+        get_loss(LOSS, "multiclass")
+
+
+class TestSmoothHingeDatafit(DatafitContract):
+    """The datafit contract (tests/solver_contracts.py) on the new loss."""
+
+    loss_name, n_classes = LOSS, 2
+
+
+class TestAPGOnSmoothHinge(SolverContract):
+    """The solver contract with the new loss as its only case."""
+
+    cases = [(LOSS, 2)]
+
+    def solve(self, datafit, block_ptr, **kwargs):
+        return solve(datafit, block_ptr, **kwargs)
+
+
+def test_cli_select_predict_evaluate(tmp_path, planted):
+    X_train, y_train, X_test, y_test, relevant = planted
+    train, test = tmp_path / "train.zarr", tmp_path / "test.zarr"
+    write_store(train, X_train, y_train, id_offset=1)
+    write_store(test, X_test, y_test, id_offset=1)
+    loss_option = next(p for p in main.commands["select"].params if p.name == "loss")
+    assert LOSS in loss_option.type.choices
+
+    runner = CliRunner()
+
+    def run(*args):
+        result = runner.invoke(main, [str(a) for a in args], prog_name="ultrafs")
+        assert result.exit_code == 0, result.output
+        return result.output
+
+    assert LOSS in run("select", "--help")
+    model_path = tmp_path / "model.json"
+    run("select", "--data", train, "--loss", LOSS, "--B", 3, "--max-iter", 3,
+        "--scheduler", "synchronous", "--no-progress", "--out", model_path)
+    saved = json.loads(model_path.read_text())
+    assert saved["loss"] == LOSS and saved["params"]["loss"] == LOSS
+    assert set(relevant + 1) <= set(saved["features"])          # 1-based ids
+
+    metrics = json.loads(run("evaluate", "--model", model_path, "--data", test))
+    assert metrics["accuracy"] > 0.9 and "log_loss" not in metrics
+    predictions = json.loads(run("predict", "--model", model_path, "--data", test,
+                                 "--format", "json"))
+    assert set(predictions) == {"label", "decision"}            # no probability
+    assert np.mean(np.asarray(predictions["label"]) == y_test) == metrics["accuracy"]
+
+    bad = runner.invoke(main, ["select", "--data", str(train), "--loss", "nope"])
+    assert bad.exit_code == 2 and LOSS in bad.output            # listed as a choice
+
+
+def test_estimator_and_model_file(tmp_path, planted, monkeypatch):
+    X_train, y_train, X_test, y_test, relevant = planted
+    train, test = InMemoryStore(X_train, y_train), InMemoryStore(X_test, y_test)
+    clf = FGMClassifier(loss=LOSS, B=3, max_iter=3, scheduler="synchronous")
+    clf.fit(train)
+    assert set(relevant) <= set(clf.selected_features_.tolist())
+    accuracy = clf.score(test, y_test)
+    assert accuracy > 0.9
+    assert not hasattr(clf, "predict_proba")       # probabilistic: from the registry
+    assert clf.model_.loss == LOSS and clf.model_.probabilistic is False
+
+    path = tmp_path / "model.json"
+    clf.model_.save(path)
+    model = Model.load(path)
+    assert model.loss == LOSS and model.features == clf.model_.features
+    np.testing.assert_array_equal(model.coef, clf.coef_)
+    decision = model.decision_function_store(test)
+    np.testing.assert_allclose(decision, clf.decision_function(X_test), rtol=1e-12)
+    assert model.evaluate_store(test)["accuracy"] == accuracy
+    with pytest.raises(InputFormatError, match="probabilistic loss"):
+        model.proba_from_decision(decision)
+
+    # a model file whose loss this process does not know still predicts
+    monkeypatch.delitem(losses._REGISTRY, ("binary", LOSS))
+    unknown = Model.load(path)
+    assert unknown.probabilistic is False
+    np.testing.assert_array_equal(unknown.decision_function_store(test), decision)
+
+
+def test_binary_only_loss_refuses_k_classes(rng):
+    X = rng.standard_normal((60, 5))
+    y = np.arange(60) % 3
+    with pytest.raises(ParameterError, match="has no multiclass version"):
+        FGMClassifier(loss=LOSS, B=2, max_iter=1).fit(X, y)
+
+
+# ----------------------------------------------------- the feature space
+class TestScaledColumnsContract(FeatureSpaceContract):
+    """The feature-space contract (tests/feature_space_contract.py)."""
+
+    def make_space(self, X, y, *, dtype, tmp_path):
+        return ScaledColumns(InMemoryStore(X, y, dtype=dtype, id_offset=1), scale=2.5)
+
+    def expand(self, X, space):
+        m = X.shape[1]
+        return X * 2.5, np.arange(m, dtype=np.int64), [j + 1 for j in range(m)]
+
+    def absent_ids(self, space):
+        return [space.store.n_features + 1, 0]
+
+
+def test_feature_space_from_a_model_spec(tmp_path, planted):
+    X_train, y_train, X_test, y_test, relevant = planted
+    store = InMemoryStore(X_train, y_train)
+    space = build_feature_space(store, SPACE, scale=4.0)
+    result = fit_fgm(space, store.read_labels(), B=3, max_iter=3, C=10.0,
+                     scheduler="synchronous")
+    assert set(relevant) <= set(result.keys.tolist())
+    model = Model(features=space.feature_ids(result.keys), coef=result.coef,
+                  intercept=-result.bias, batches=result.batch_ptr.tolist(),
+                  loss="logistic", classes=[-1.0, 1.0], feature_space=space.spec())
+    path = tmp_path / "model.json"
+    model.save(path)
+    loaded = Model.load(path)
+    assert loaded.feature_space == {"kind": SPACE, "scale": 4.0}
+    test_store = InMemoryStore(X_test, y_test)
+    rebuilt = feature_space_from_spec(test_store, loaded.feature_space)
+    assert type(rebuilt) is ScaledColumns and rebuilt.scale == 4.0
+    expected = 4.0 * X_test[:, result.keys] @ result.coef - result.bias
+    np.testing.assert_allclose(loaded.decision_function_store(test_store), expected,
+                               rtol=1e-10, atol=1e-12)
+
+
+# --------------------------------------------------------------- layers
+#: what each lower layer may import (docs/ARCHITECTURE.md, "Layers");
+#: the faces (api, cli, estimator, model, report) may import any of them
+ALLOWED = {
+    "errors": set(),
+    "atomic": set(),
+    "store": {"errors", "atomic", "kernels", "ultrafs"},
+    "scoring": {"errors", "kernels", "store"},
+    "solvers": {"errors", "kernels"},
+    "features": {"errors", "kernels", "store", "scoring"},
+    "methods": {"errors", "atomic", "kernels", "store", "scoring", "features",
+                "solvers"},
+    "datasets": {"errors", "store"},
+}
+FACES = {"api", "cli", "estimator", "model", "report"}
+
+
+def _imported_units(path):
+    """First component after ``ultrafs.`` of every import in a file."""
+    units = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "ultrafs":
+                units.add(parts[1] if len(parts) > 1 else "ultrafs")
+    return units
+
+
+def test_layers_point_one_way():
+    package = ROOT / "ultrafs"
+    seen = set()
+    for path in sorted(package.rglob("*.py")):
+        unit = path.relative_to(package).parts[0].removesuffix(".py")
+        if unit in ("__init__", "kernels"):
+            continue
+        seen.add(unit)
+        imported = _imported_units(path) - {unit}
+        if unit in FACES:
+            continue
+        assert unit in ALLOWED, f"{unit}: a new layer; add it to docs/ARCHITECTURE.md"
+        extra = imported - ALLOWED[unit]
+        assert not extra, f"{path.relative_to(ROOT)} imports {sorted(extra)}"
+    assert seen == set(ALLOWED) | FACES
+    for path in sorted((ROOT / "kernels").glob("*.py")):
+        assert not _imported_units(path), f"{path.name} imports ultrafs"
