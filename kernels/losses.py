@@ -25,7 +25,7 @@ Losses:
 * squared hinge: ``l = max(0, 1 - y f)^2 / 2``, ``dl/df = -y max(0, 1 - y f)``,
   ``alpha / C = max(0, 1 - y f)``.
 
-Callers dispatch on the loss through ``ultrafs.solvers.losses.LOSSES``; no
+Callers dispatch on the loss through the registry of ``ultrafs.solvers.losses``; no
 kernel branches on a loss code.
 """
 

@@ -4,7 +4,6 @@ import json
 import re
 from pathlib import Path
 
-import numpy as np
 import pytest
 from click.testing import CliRunner
 from sklearn.datasets import dump_svmlight_file

@@ -1,7 +1,5 @@
 """Every registered datafit, penalty and solver runs its contract suite."""
 
-import pytest
-
 from ultrafs.solvers.apg import SOLVERS, solve
 from ultrafs.solvers.losses import _REGISTRY
 from ultrafs.solvers.penalties import PENALTIES

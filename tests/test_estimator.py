@@ -13,11 +13,7 @@ from ultrafs.store import InMemoryStore
                           FGMClassifier(B=3, loss="squared-hinge",
                                         scheduler="synchronous")])
 def test_sklearn_compatible(estimator, check):
-    """Every check passes; none is expected to fail.
-
-    The multi-class checks are skipped by scikit-learn itself because the
-    estimator's tags declare it binary (``classifier_tags.multi_class``).
-    """
+    """Every check passes, the multi-class ones included; none is expected to fail."""
     check(estimator)
 
 

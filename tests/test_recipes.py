@@ -182,30 +182,6 @@ FEATURE_SPACES.pop(SPACE)
 
 
 # --------------------------------------------------------------- fixtures
-def _cli_registry_choices():
-    """The CLI options whose choices are read from a registry."""
-    from ultrafs.cli import RegistryChoice
-
-    for command in main.commands.values():
-        for param in command.params:
-            if isinstance(param.type, RegistryChoice):
-                yield param.type
-
-
-def _forget_cli_choices():
-    """Drop the choices a ``RegistryChoice`` may have cached.
-
-    ``RegistryChoice`` keeps the names it read first; a loss added to
-    ``ultrafs/solvers/losses.py`` is registered at import, before any CLI
-    parse, so the recipe never meets the cache.  A test that registers at
-    run time, after other tests used the CLI, would; and it must not leave
-    its own name cached for the tests after it.
-    """
-    for choice in _cli_registry_choices():
-        if getattr(choice, "_loaded", None) is not None:
-            choice._loaded = None
-
-
 @pytest.fixture(autouse=True)
 def registered():
     """Register the new loss and feature space; restore every registry after."""
@@ -214,7 +190,6 @@ def registered():
     saved_spaces = dict(FEATURE_SPACES)
     register_loss(SmoothHinge)
     register_feature_space(ScaledColumns)
-    _forget_cli_choices()
     try:
         yield
     finally:
@@ -224,8 +199,7 @@ def registered():
             registry.update(content)
         FEATURE_SPACES.clear()
         FEATURE_SPACES.update(saved_spaces)
-        _forget_cli_choices()
-
+    
 
 @pytest.fixture(scope="module")
 def planted():

@@ -1,4 +1,4 @@
-"""ultrafs: out-of-core feature selection for sparse binary classification.
+"""ultrafs: out-of-core feature selection for sparse binary and multi-class classification.
 
 The public objects are imported lazily so that ``import ultrafs`` (and the
 CLI's ``--help``) stays instant.

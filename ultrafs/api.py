@@ -57,8 +57,8 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
               "fit_intercept": bool(fit_intercept),
               "inner_tol": float(inner_tol), "inner_max_iter": int(inner_max_iter),
               "id_offset": int(store.id_offset)}
-    if poly == 2:
-        params.update(gamma=float(gamma), coef0=float(coef0))
+    params.update({name: value for name, value in features.spec().items()
+                   if name != "kind"})
     if resume and checkpoint is None:
         raise ParameterError("resume needs a checkpoint directory")
     saver = None

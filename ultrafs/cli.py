@@ -29,14 +29,11 @@ class RegistryChoice(click.Choice):
 
     def __init__(self, load):
         self._load = load
-        self._loaded = None
         super().__init__((), case_sensitive=True)
 
     @property
     def choices(self):
-        if self._loaded is None:
-            self._loaded = tuple(self._load())
-        return self._loaded
+        return tuple(self._load())
 
     @choices.setter
     def choices(self, value):

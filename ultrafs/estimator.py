@@ -29,11 +29,10 @@ def _unlabelled_store(X, id_offset):
 
 def _has_probabilistic_loss(estimator):
     """Whether the loss defines probabilities (read from the loss registry)."""
-    from ultrafs.solvers.losses import get_loss, loss_names
+    from ultrafs.solvers.losses import LOSSES, MULTICLASS_LOSSES
 
-    if estimator.loss not in loss_names():
-        return False
-    return bool(get_loss(estimator.loss).probabilistic)
+    return any(getattr(registry.get(estimator.loss), "probabilistic", False)
+               for registry in (LOSSES, MULTICLASS_LOSSES))
 
 
 class FGMClassifier(ClassifierMixin, BaseEstimator):
@@ -56,7 +55,9 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
     C : float, default=10.0
         Weight of the empirical loss (the paper's C, not scikit-learn's
         inverse regularisation of l1 models).
-    loss : {"logistic", "squared-hinge"}, default="logistic"
+    loss : str, default="logistic"
+        A registered loss name (:func:`ultrafs.solvers.losses.loss_names`);
+        built in: "logistic" and "squared-hinge".
         Binary: logistic or squared hinge; K >= 3 classes: multinomial
         logistic or one-vs-rest squared hinge.
     max_iter : int, default=10
@@ -130,8 +131,6 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         """
         validate_fgm_params(self.B, self.C, self.loss, self.max_iter, self.tol,
                             self.inner_tol)
-        if self.poly not in (1, 2) or isinstance(self.poly, bool):
-            raise ParameterError(f"poly must be 1 or 2, got {self.poly!r}")
         if self.block_size is not None and (
                 not isinstance(self.block_size, (int, np.integer))
                 or self.block_size < 1):
@@ -162,6 +161,11 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
                        inner_tol=float(self.inner_tol),
                        block_size=self.block_size, scheduler=self.scheduler,
                        poly=self.poly, gamma=self.gamma, coef0=self.coef0)
+        if not self._fitted_on_store:
+            # the store held class indices: record the caller's labels
+            model.classes = [float(c) if isinstance(c, (int, float, np.number))
+                             and not isinstance(c, (bool, np.bool_)) else str(c)
+                             for c in self.classes_.tolist()]
         self.model_ = model
         self.selected_features_ = (np.asarray(model.features, dtype=np.int64)
                                    if self.poly == 1 else list(model.features))

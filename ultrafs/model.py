@@ -30,7 +30,6 @@ still load.
 from __future__ import annotations
 
 import json
-import math
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -64,9 +63,10 @@ class Model:
     batches : list of int
         Batch boundaries (features added by each outer iteration).
     loss : str
-    classes : list of float
+    classes : list of float or str
         ``[negative, positive]`` original label values, or the K class
-        values in the order of ``coef``'s columns.
+        values in the order of ``coef``'s columns (strings when the
+        estimator was fitted on string labels).
     feature_space : dict
     params : dict
     history : list of dict
@@ -114,7 +114,7 @@ class Model:
                           else [float(b) for b in self.intercept]),
             "batches": [int(g) for g in self.batches],
             "loss": self.loss,
-            "classes": [float(c) for c in self.classes],
+            "classes": [c if isinstance(c, str) else float(c) for c in self.classes],
             "feature_space": dict(self.feature_space),
             "params": dict(self.params),
             "history": list(self.history),
@@ -144,7 +144,7 @@ class Model:
         try:
             features = list(obj["features"])
             coef = np.asarray(obj["coef"], dtype=np.float64)
-            classes = [float(c) for c in obj["classes"]]
+            classes = [_class_value(c) for c in obj["classes"]]
             intercept = (float(obj["intercept"]) if target == "binary"
                          else np.asarray(obj["intercept"], dtype=np.float64))
             loss = str(obj["loss"])
@@ -277,6 +277,15 @@ class Model:
             picked = shifted[np.arange(len(index)), index]
             result["log_loss"] = float(np.mean(log_norm - picked))
         return result
+
+
+def _class_value(value):
+    """A class label of a model file: a number (float) or a string."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"class label {value!r} is neither a number nor a string")
+    return float(value)
 
 
 def _store_targets(store):

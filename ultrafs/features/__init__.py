@@ -66,7 +66,7 @@ def make_feature_space(store, poly=1, gamma=1.0, coef0=1.0) -> FeatureSpace:
     degrees = {cls.poly_degree: cls for cls in FEATURE_SPACES.values()
                if cls.poly_degree is not None}
     try:
-        cls = degrees.get(poly)
+        cls = None if isinstance(poly, bool) else degrees.get(poly)
     except TypeError:        # unhashable
         cls = None
     if cls is None:

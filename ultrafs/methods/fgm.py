@@ -132,7 +132,9 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
         Features added per outer iteration.
     C : float
         Weight of the empirical loss in eq. 30.
-    loss : {"logistic", "squared-hinge"}
+    loss : str
+        A registered loss name (:func:`ultrafs.solvers.losses.loss_names`):
+        "logistic" or "squared-hinge" built in.
     max_iter : int
         T, the maximum number of outer iterations.
     tol : float

@@ -33,7 +33,7 @@ from ultrafs.kernels import multiclass_losses as _mk
 
 __all__ = ["Loss", "Logistic", "SquaredHinge", "MultinomialLogistic",
            "OneVsRestSquaredHinge", "LOSSES", "MULTICLASS_LOSSES", "register_loss",
-           "get_loss", "loss_names"]
+           "get_loss", "loss_names", "unregister_loss"]
 
 
 def _check_lengths(y, f):
@@ -334,6 +334,14 @@ class OneVsRestSquaredHinge(MulticlassLoss):
 
 _REGISTRY = {}
 
+LOSSES = {}
+"""Binary losses by name (kept in step with the registry)."""
+
+MULTICLASS_LOSSES = {}
+"""Multi-class losses by name (kept in step with the registry)."""
+
+_BY_TARGET = {"binary": LOSSES, "multiclass": MULTICLASS_LOSSES}
+
 
 def register_loss(loss):
     """Register a loss instance (or class) under ``(loss.target, loss.name)``.
@@ -341,21 +349,23 @@ def register_loss(loss):
     Returns its argument, so it can decorate a class.
     """
     instance = loss() if isinstance(loss, type) else loss
+    if instance.target not in _BY_TARGET:
+        raise ParameterError(
+            f"loss target must be one of {sorted(_BY_TARGET)}, got {instance.target!r}")
     _REGISTRY[(instance.target, instance.name)] = instance
+    _BY_TARGET[instance.target][instance.name] = instance
     return loss
+
+
+def unregister_loss(name, target="binary"):
+    """Remove a registered loss (tests and plugins that clean up after themselves)."""
+    _REGISTRY.pop((target, name), None)
+    _BY_TARGET[target].pop(name, None)
 
 
 for _loss in (Logistic(), SquaredHinge(), MultinomialLogistic(),
               OneVsRestSquaredHinge()):
     register_loss(_loss)
-
-LOSSES = {name: loss for (target, name), loss in _REGISTRY.items()
-          if target == "binary"}
-"""Binary losses by name."""
-
-MULTICLASS_LOSSES = {name: loss for (target, name), loss in _REGISTRY.items()
-                     if target == "multiclass"}
-"""Multi-class losses by name."""
 
 
 def loss_names():
