@@ -239,4 +239,4 @@ class GroupL1(Penalty):
 
 
 PENALTIES = {"l21-squared": L21Squared, "l1": L1, "group-l1": GroupL1}
-"""Registry of penalty classes by name (read by the faces and model files)."""
+"""Registry of penalty classes by name (every member runs the penalty contract suite)."""
