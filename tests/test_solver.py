@@ -463,3 +463,55 @@ def test_invalid_inputs_are_rejected(rng):
     # One class is fine for the squared hinge, or without an intercept.
     solve_subproblem(*args, np.ones_like(y), 1.0, loss="squared-hinge")
     solve_subproblem(*args, np.ones_like(y), 1.0, fit_intercept=False)
+
+
+def test_unscaled_column_reaches_the_optimum_with_the_certificate():
+    """Issue 8's example: the relative decrease alone stops at a far-off point."""
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(0)
+    X = rng.random((100, 8))
+    y = np.where(X[:, 0] > 0.5, 1.0, -1.0)
+    X[:, 7] *= 100
+    Xc = sp.csc_matrix(X)
+    C = 10.0
+
+    def objective(z):
+        margin = y * (X @ z[:8] - z[8])
+        return 0.5 * np.sum(z[:8] ** 2) + C * np.sum(np.logaddexp(0, -margin))
+
+    def gradient(z):
+        s = -y / (1 + np.exp(y * (X @ z[:8] - z[8])))
+        return np.concatenate([z[:8] + C * X.T @ s, [-C * np.sum(s)]])
+
+    best = minimize(objective, np.zeros(9), jac=gradient, method="L-BFGS-B",
+                    options={"gtol": 1e-10, "ftol": 1e-15, "maxiter": 100000}).fun
+    paper = solve_subproblem(Xc.indptr, Xc.indices, Xc.data, [0, 8], y, C, kkt_tol=None)
+    assert paper.objective > 2 * best            # stopped far from the optimum
+    certified = solve_subproblem(Xc.indptr, Xc.indices, Xc.data, [0, 8], y, C,
+                                 kkt_tol=1e-3, max_iter=5000)
+    assert certified.converged and certified.kkt <= 1e-3
+    assert certified.objective == pytest.approx(best, rel=1e-3)
+    assert np.mean(np.sign(X @ certified.coef - certified.bias) == y) >= 0.95
+
+
+@pytest.mark.parametrize("loss", LOSS_NAMES)
+def test_the_stop_is_certified_by_the_kkt_residual(rng, loss):
+    X, y, block_ptr = _grouped_problem(rng)
+    result = solve_subproblem(X.indptr, X.indices, X.data, block_ptr, y, 5.0,
+                              loss=loss, kkt_tol=1e-5, max_iter=20000)
+    assert result.converged and result.kkt <= 1e-5
+    # recomputed independently from the returned point, relative to the
+    # largest block norm of the gradient there
+    d = LOSSES[loss].derivative(y, result.decision)
+    grad = 5.0 * (X.T @ d)
+    residual = L21Squared().subdiff_distance(result.coef, grad, block_ptr)
+    norms = [np.linalg.norm(grad[lo:hi]) for lo, hi in zip(block_ptr[:-1], block_ptr[1:])]
+    assert np.max(residual) <= 1e-5 * max(norms) * (1 + 1e-9)
+    assert abs(5.0 * np.sum(d)) <= 1e-5 * max(norms) * (1 + 1e-9)
+
+
+def test_kkt_tol_is_validated(rng):
+    X, y, block_ptr = _grouped_problem(rng)
+    with pytest.raises(ParameterError, match="kkt_tol"):
+        solve_subproblem(X.indptr, X.indices, X.data, block_ptr, y, 1.0, kkt_tol=-1.0)

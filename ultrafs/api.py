@@ -6,6 +6,7 @@ import numpy as np
 
 from ultrafs.features import make_feature_space
 from ultrafs.methods.fgm import fit_fgm
+from ultrafs.solvers.apg import DEFAULT_KKT_TOL
 from ultrafs.methods.checkpoint import Checkpoint, store_fingerprint
 from ultrafs.errors import ParameterError
 from ultrafs.model import Model
@@ -16,6 +17,7 @@ __all__ = ["select"]
 
 def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
            tol=1e-3, fit_intercept=True, inner_tol=1e-3, inner_max_iter=1000,
+           inner_kkt_tol=DEFAULT_KKT_TOL,
            block_size=None, scheduler=None, num_workers=None, callback=None,
            command=None, poly=1, gamma=1.0, coef0=1.0, checkpoint=None,
            resume=False, progress=False):
@@ -28,6 +30,7 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
         Labels when ``data`` is an array: two classes (binary FGM) or
         K >= 3 classes (one feature set shared by all classes).
     B, C, loss, max_iter, tol, fit_intercept, inner_tol, inner_max_iter,
+    inner_kkt_tol,
     block_size, scheduler, num_workers, callback
         See :func:`ultrafs.methods.fgm.fit_fgm`.
     command : str, optional
@@ -56,6 +59,7 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
               "max_iter": int(max_iter), "tol": float(tol),
               "fit_intercept": bool(fit_intercept),
               "inner_tol": float(inner_tol), "inner_max_iter": int(inner_max_iter),
+              "inner_kkt_tol": None if inner_kkt_tol is None else float(inner_kkt_tol),
               "id_offset": int(store.id_offset)}
     params.update({name: value for name, value in features.spec().items()
                    if name != "kind"})
@@ -68,7 +72,8 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
     result = fit_fgm(
         features, y, n_classes=n_classes, B=B, C=C, loss=loss, max_iter=max_iter,
         tol=tol, fit_intercept=fit_intercept, inner_tol=inner_tol,
-        inner_max_iter=inner_max_iter, block_size=block_size,
+        inner_max_iter=inner_max_iter, inner_kkt_tol=inner_kkt_tol,
+        block_size=block_size,
         scheduler=scheduler, num_workers=num_workers, callback=callback,
         checkpoint=saver, resume=resume, progress=progress)
     if command:

@@ -210,7 +210,13 @@ def _fgm_options(func):
                      help="ε_c of eq. 37; 0 runs exactly --max-iter iterations."),
         click.option("--no-intercept", is_flag=True, help="Do not learn a bias."),
         click.option("--inner-tol", type=click.FloatRange(min=0, min_open=True),
-                     default=1e-3, show_default=True, help="ε_in of the APG solver."),
+                     default=1e-3, show_default=True,
+                     help="ε_in of the APG solver: the relative decrease that "
+                          "triggers its optimality check."),
+        click.option("--inner-kkt-tol", type=click.FloatRange(min=0), default=1e-4,
+                     show_default=True,
+                     help="Relative KKT residual that certifies each subproblem's "
+                          "solution; 0 stops on --inner-tol alone (the paper's rule)."),
         click.option("--poly", type=RegistryChoice(_poly_degrees), default="1",
                      show_default=True,
                      help="2: select among all degree-2 polynomial features "
@@ -237,6 +243,7 @@ def _fgm_options(func):
 
 
 def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
+                inner_kkt_tol,
                 block_size, scheduler, workers, progress, command, poly=1,
                 gamma=1.0, coef0=1.0, checkpoint=None, resume=False):
     from ultrafs.api import select
@@ -258,6 +265,7 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
     with _open_scheduler(scheduler) as dask_scheduler:
         return select(store, B=B, C=C, loss=loss, max_iter=max_iter, tol=tol,
                       fit_intercept=not no_intercept, inner_tol=inner_tol,
+                      inner_kkt_tol=inner_kkt_tol or None,
                       block_size=block_size, scheduler=dask_scheduler,
                       num_workers=workers, callback=report, command=command,
                       poly=int(poly), gamma=gamma, coef0=coef0,

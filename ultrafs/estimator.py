@@ -67,7 +67,12 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         the initial objective; 0 runs exactly ``max_iter`` iterations.
     fit_intercept : bool, default=True
     inner_tol : float, default=1e-3
-        ε_in, the relative decrease that stops the inner APG solver.
+        ε_in, the relative decrease that triggers the inner APG solver's
+        optimality check.
+    inner_kkt_tol : float or None, default=1e-4
+        Relative KKT residual that certifies every subproblem's solution;
+        None stops the inner solver on ``inner_tol`` alone (the paper's
+        rule, which can stop far from the optimum).
     block_size : int or None, default=None
         Columns per scoring task (None: the store's own blocks).
     scheduler : None, str or distributed.Client, default=None
@@ -100,7 +105,7 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
     """
 
     def __init__(self, B=50, C=10.0, loss="logistic", max_iter=10, tol=1e-3,
-                 fit_intercept=True, inner_tol=1e-3, block_size=None,
+                 fit_intercept=True, inner_tol=1e-3, inner_kkt_tol=1e-4, block_size=None,
                  scheduler=None, poly=1, gamma=1.0, coef0=1.0):
         self.B = B
         self.C = C
@@ -109,6 +114,7 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         self.tol = tol
         self.fit_intercept = fit_intercept
         self.inner_tol = inner_tol
+        self.inner_kkt_tol = inner_kkt_tol
         self.block_size = block_size
         self.scheduler = scheduler
         self.poly = poly
@@ -130,7 +136,7 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         self : FGMClassifier
         """
         validate_fgm_params(self.B, self.C, self.loss, self.max_iter, self.tol,
-                            self.inner_tol)
+                            self.inner_tol, self.inner_kkt_tol)
         if self.block_size is not None and (
                 not isinstance(self.block_size, (int, np.integer))
                 or self.block_size < 1):
@@ -159,6 +165,8 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
                        max_iter=int(self.max_iter), tol=float(self.tol),
                        fit_intercept=bool(self.fit_intercept),
                        inner_tol=float(self.inner_tol),
+                       inner_kkt_tol=(None if self.inner_kkt_tol is None
+                                      else float(self.inner_kkt_tol)),
                        block_size=self.block_size, scheduler=self.scheduler,
                        poly=self.poly, gamma=self.gamma, coef0=self.coef0)
         if not self._fitted_on_store:

@@ -28,7 +28,7 @@ import numpy as np
 from ultrafs.errors import ParameterError
 from ultrafs.methods.column_cache import ColumnCache
 from ultrafs.scoring.worst_case import worst_case_analysis
-from ultrafs.solvers.apg import solve
+from ultrafs.solvers.apg import DEFAULT_KKT_TOL, solve
 from ultrafs.solvers.datafits import Datafit, encode_classification_targets
 from ultrafs.solvers.losses import get_loss, loss_names
 from ultrafs.solvers.operators import CSCOperator
@@ -82,7 +82,7 @@ class FGMResult:
         return self.coef.reshape(-1, self.n_outputs)
 
 
-def validate_fgm_params(B, C, loss, max_iter, tol, inner_tol):
+def validate_fgm_params(B, C, loss, max_iter, tol, inner_tol, inner_kkt_tol=None):
     """Check the FGM parameters; raise :class:`ParameterError` if invalid."""
     if isinstance(B, bool) or not isinstance(B, (int, np.integer)) or B < 1:
         raise ParameterError(f"B must be an integer >= 1, got {B!r}")
@@ -98,6 +98,9 @@ def validate_fgm_params(B, C, loss, max_iter, tol, inner_tol):
         raise ParameterError(f"tol must be >= 0, got {tol!r}")
     if not np.isfinite(inner_tol) or inner_tol <= 0:
         raise ParameterError(f"inner_tol must be > 0, got {inner_tol!r}")
+    if inner_kkt_tol is not None and not (np.isfinite(inner_kkt_tol)
+                                          and inner_kkt_tol > 0):
+        raise ParameterError(f"inner_kkt_tol must be > 0 or None, got {inner_kkt_tol!r}")
 
 
 def _datafit(cache, y, C, loss, n_outputs):
@@ -115,6 +118,7 @@ def _constant_decision(bias, n_samples, n_outputs):
 
 def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_iter=10,
             tol=1e-3, fit_intercept=True, inner_tol=1e-3, inner_max_iter=1000,
+            inner_kkt_tol=DEFAULT_KKT_TOL,
             block_size=None, scheduler=None, num_workers=None, callback=None,
             checkpoint=None, resume=False, progress=False):
     """Run FGM on a feature space.
@@ -143,7 +147,12 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
     fit_intercept : bool
         Learn the bias b.
     inner_tol, inner_max_iter : float, int
-        ε_in of eq. 40 and the iteration cap of the APG solver.
+        ε_in of eq. 40 (the relative decrease that triggers the
+        certificate check) and the iteration cap of the APG solver.
+    inner_kkt_tol : float or None
+        Relative KKT residual that certifies each subproblem's solution
+        (:class:`ultrafs.solvers.apg.APG`); None stops the inner solver on
+        the relative decrease alone (the paper's rule).
     block_size, scheduler, num_workers
         Passed to :func:`~ultrafs.scoring.worst_case.worst_case_analysis`.
     callback : callable, optional
@@ -166,7 +175,7 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
         feature space's pass figures (for degree 2: ``pairs_evaluated``,
         ``pairs_pruned``, ``live_columns``, ``seed_columns``).
     """
-    validate_fgm_params(B, C, loss, max_iter, tol, inner_tol)
+    validate_fgm_params(B, C, loss, max_iter, tol, inner_tol, inner_kkt_tol)
     y, n_outputs = encode_classification_targets(y, n_classes)
     K = 2 if n_outputs == 1 else n_outputs
     loss_object = get_loss(loss, "binary" if n_outputs == 1 else "multiclass")
@@ -240,7 +249,8 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
         solution = solve(
             _datafit(cache, y, C, loss_object, n_outputs), cache.batch_ptr * n_outputs,
             fit_intercept=fit_intercept, coef0=coef, bias0=bias,
-            lipschitz0=lipschitz, tol=inner_tol, max_iter=inner_max_iter)
+            lipschitz0=lipschitz, tol=inner_tol, max_iter=inner_max_iter,
+            kkt_tol=inner_kkt_tol)
         solve_seconds = time.perf_counter() - started
         coef, bias = solution.coef, solution.bias
         decision = solution.decision
@@ -252,6 +262,7 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
             "n_new": int(len(candidates)),
             "objective": float(solution.objective),
             "inner_iterations": int(solution.n_iter),
+            "inner_kkt": float(solution.kkt),
             "score_seconds": pass_stats.seconds,
             "materialize_seconds": materialize_seconds,
             "solve_seconds": solve_seconds,

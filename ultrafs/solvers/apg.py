@@ -56,7 +56,18 @@ Each iteration ``k``, at the extrapolated point ``(v, v_b)``:
    step, so rounding noise near the optimum cannot inflate the ``L_t``
    handed to the next subproblem.
 
-Stopping: ``(F_{k-1} - F_k) / F_{k-1} <= tol`` on a kept step (eq. 40), or
+Stopping: on a certificate.  When a kept step decreases ``F`` by at most
+``tol`` relative (eq. 40, now only the trigger of the check), the KKT
+residual of the kept iterate is computed: the largest distance from
+``-grad_h P(w, b)`` to the subdifferential of ``Omega`` over the blocks,
+and ``|dP/db|``, divided by the problem's own scale at that point, the
+largest block norm of ``grad P(w, b)`` (for the ℓ2,1² penalty it equals
+``sum_h ||w_h||`` at the optimum, and the test does not depend on the
+scale of the data or of ``C``).  The solve stops when that
+residual is at most ``kkt_tol``; otherwise it goes on (the relative
+decrease alone can be tiny far from the optimum, e.g. when one unscaled
+column makes the first steps short).  ``kkt_tol=None`` restores the
+paper's rule (stop on the relative decrease alone), or
 ``max_iter`` iterations.  The returned ``lipschitz`` is ``eta * tau_k``
 (Algorithm 4, step 8) for the last kept step ``k``, the ``L_t`` to pass to
 the next outer iteration.
@@ -78,6 +89,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ultrafs.errors import ParameterError
+from ultrafs.kernels.prox import block_norms as _block_norms
 from ultrafs.solvers.base import Solver
 from ultrafs.solvers.datafits import encode_classification_targets, make_datafit
 from ultrafs.solvers.losses import get_loss
@@ -94,6 +106,8 @@ __all__ = [
 
 DEFAULT_ETA = 0.5
 DEFAULT_MAX_ITER = 1000
+#: relative KKT residual that certifies a subproblem solution
+DEFAULT_KKT_TOL = 1e-4
 _MAX_BACKTRACKS = 64
 # Relative slack on the sufficient-decrease tests: rounding in sums of n
 # losses is far below this, so it only absorbs noise near the optimum.
@@ -120,8 +134,10 @@ class SubproblemResult:
         ``eta * tau_k`` of the last kept step (Algorithm 4, step 8): pass it
         as ``lipschitz0`` to the next subproblem.
     converged : bool
-        True when stopped by the relative decrease test (or when no further
-        decrease was measurable); False when ``max_iter`` was reached.
+        True when stopped with a KKT residual at most ``kkt_tol`` (or, with
+        ``kkt_tol=None``, by the relative decrease test); False otherwise
+        (``max_iter`` reached, or no further decrease measurable without
+        the certificate).
     decision : ndarray of float64, shape (n,)
         ``X @ coef - bias``.
     history : list of float
@@ -137,6 +153,7 @@ class SubproblemResult:
     converged: bool
     decision: np.ndarray
     history: list = field(default_factory=list)
+    kkt: float = float("nan")
 
 
 @dataclass(frozen=True)
@@ -238,7 +255,11 @@ class APG(Solver):
         Step-size factor in (0, 1): each line search starts at
         ``eta * tau_{k-1}`` and multiplies ``tau`` by ``1 / eta``.
     tol : float, default 1e-3
-        ``epsilon_in`` of eq. 40 (relative decrease of ``F``).
+        ``epsilon_in`` of eq. 40 (relative decrease of ``F``): the trigger
+        of the certificate check.
+    kkt_tol : float or None, default 1e-4
+        Largest relative KKT residual accepted at the stop (see the module
+        notes); None stops on the relative decrease alone.
     max_iter : int, default 1000
         Maximum number of inner iterations.
     fit_intercept : bool, default True
@@ -258,7 +279,7 @@ class APG(Solver):
     penalty_required = ("value", "prox")
 
     def __init__(self, *, eta=DEFAULT_ETA, tol=1e-3, max_iter=DEFAULT_MAX_ITER,
-                 fit_intercept=True, block_cache=None):
+                 fit_intercept=True, block_cache=None, kkt_tol=DEFAULT_KKT_TOL):
         if not 0.0 < eta < 1.0:
             raise ParameterError(f"eta must lie in (0, 1), got {eta!r}")
         if not tol >= 0.0:
@@ -267,6 +288,9 @@ class APG(Solver):
             raise ParameterError(f"max_iter must be >= 1, got {max_iter!r}")
         self.eta = float(eta)
         self.tol = float(tol)
+        if kkt_tol is not None and not (np.isfinite(kkt_tol) and kkt_tol > 0):
+            raise ParameterError(f"kkt_tol must be > 0 or None, got {kkt_tol!r}")
+        self.kkt_tol = None if kkt_tol is None else float(kkt_tol)
         self.max_iter = int(max_iter)
         self.fit_intercept = bool(fit_intercept)
         self.block_cache = block_cache
@@ -360,6 +384,28 @@ class APG(Solver):
             tau_b /= self.eta
         return vb, p_w
 
+    def _kkt_residual(self, pb, coef, bias):
+        """Relative KKT residual of ``(coef, bias)`` (see the module notes).
+
+        Returns
+        -------
+        residual : float
+        scale : float
+            The largest block norm of ``grad P(coef, bias)``.
+        """
+        f = pb.decision(coef, bias)
+        d = np.empty_like(f)
+        pb.datafit.value_derivative(f, d)
+        grad = pb.gradient(d)
+        distance = float(np.max(pb.penalty.subdiff_distance(coef, grad, pb.block_ptr),
+                                initial=0.0))
+        if self.fit_intercept:
+            distance = max(distance, math.sqrt(_sqnorm(pb.datafit.bias_gradient(d))))
+        scale = _largest_block_norm(grad, pb.block_ptr)
+        if scale == 0.0:
+            return (0.0 if distance == 0.0 else math.inf), scale
+        return distance / scale, scale
+
     # -- the loop ---------------------------------------------------------
     def solve(self, pb, coef0, bias0, lipschitz0):
         """Run Algorithm 4 from ``(coef0, bias0)``.
@@ -389,6 +435,7 @@ class APG(Solver):
         f_cur = None
         history = []
         converged = False
+        kkt = math.nan
         n_iter = 0
         for n_iter in range(1, self.max_iter + 1):
             p_v, grad = self._smooth_at(pb, ws, v, vb)
@@ -406,8 +453,13 @@ class APG(Solver):
                 f_prev, f_cur = f_cur, f_new
                 history.append(f_cur)
                 if decrease <= self.tol * f_prev:
-                    converged = True
-                    break
+                    if self.kkt_tol is None:
+                        converged = True
+                        break
+                    kkt, _ = self._kkt_residual(pb, coef, bias)
+                    if kkt <= self.kkt_tol:
+                        converged = True
+                        break
                 rho_next = 0.5 * (1.0 + math.sqrt(1.0 + 4.0 * rho * rho))
                 beta = (rho - 1.0) / rho_next
                 rho = rho_next
@@ -416,7 +468,12 @@ class APG(Solver):
             else:
                 history.append(f_cur)
                 if beta == 0.0:
-                    converged = True  # a plain step cannot decrease F further
+                    # a plain step cannot decrease F further: rounding noise
+                    if self.kkt_tol is None:
+                        converged = True
+                    else:
+                        kkt, _ = self._kkt_residual(pb, coef, bias)
+                        converged = kkt <= self.kkt_tol
                     break
                 rho, beta = 1.0, 0.0
                 v, vb = coef.copy(), bias
@@ -431,7 +488,15 @@ class APG(Solver):
             converged=converged,
             decision=decision,
             history=history,
+            kkt=kkt,
         )
+
+
+def _largest_block_norm(x, block_ptr):
+    """``max_h ||x_h||`` (0 without blocks)."""
+    if len(block_ptr) < 2:
+        return 0.0
+    return float(np.max(_block_norms(x, block_ptr)))
 
 
 # -- functional API ------------------------------------------------------------
@@ -519,7 +584,8 @@ def _initial_coef(coef0, p):
 def solve_subproblem(indptr, indices, data, block_ptr, y, C, *, loss="logistic",
                      fit_intercept=True, coef0=None, bias0=0.0, lipschitz0=None,
                      eta=DEFAULT_ETA, tol=1e-3, max_iter=DEFAULT_MAX_ITER,
-                     penalty=None, block_cache=None, n_classes=None):
+                     penalty=None, block_cache=None, n_classes=None,
+                     kkt_tol=DEFAULT_KKT_TOL):
     """Solve ``min_{w,b} 1/2 (sum_h ||w_h||)^2 + C sum_i l(y_i, X_i w - b)``.
 
     Parameters
@@ -548,9 +614,13 @@ def solve_subproblem(indptr, indices, data, block_ptr, y, C, *, loss="logistic",
     eta : float, default 0.5
         Line-search factor in (0, 1).
     tol : float, default 1e-3
-        Relative decrease of ``F`` that stops the iterations (eq. 40).
+        Relative decrease of ``F`` (eq. 40) that triggers the certificate
+        check.
     max_iter : int, default 1000
         Maximum number of inner iterations.
+    kkt_tol : float or None, default 1e-4
+        Relative KKT residual that certifies the solution (see
+        :class:`APG`); None stops on the relative decrease alone.
     penalty : Penalty, optional
         Replaces ``1/2 (sum_h ||w_h||)^2`` (default :class:`L21Squared`);
         with K classes a block holds the K weights of each of its columns.
@@ -576,12 +646,12 @@ def solve_subproblem(indptr, indices, data, block_ptr, y, C, *, loss="logistic",
     return solve(pb.datafit, pb.block_ptr, penalty=pb.penalty,
                  fit_intercept=fit_intercept, coef0=coef0, bias0=bias0,
                  lipschitz0=lipschitz0, eta=eta, tol=tol, max_iter=max_iter,
-                 block_cache=block_cache)
+                 block_cache=block_cache, kkt_tol=kkt_tol)
 
 
 def solve(datafit, block_ptr, *, penalty=None, fit_intercept=True, coef0=None,
           bias0=0.0, lipschitz0=None, eta=DEFAULT_ETA, tol=1e-3,
-          max_iter=DEFAULT_MAX_ITER, block_cache=None):
+          max_iter=DEFAULT_MAX_ITER, block_cache=None, kkt_tol=DEFAULT_KKT_TOL):
     """Solve ``min_{w,b} Omega(w) + P(w, b)`` for a datafit and a penalty.
 
     Parameters
@@ -591,7 +661,7 @@ def solve(datafit, block_ptr, *, penalty=None, fit_intercept=True, coef0=None,
     block_ptr : ndarray of int64, shape (t + 1,)
         Coefficient blocks of the penalty, in coefficient units (multiples
         of K with K outputs).
-    penalty, fit_intercept, coef0, bias0, lipschitz0, eta, tol, max_iter, block_cache
+    penalty, fit_intercept, coef0, bias0, lipschitz0, eta, tol, max_iter, block_cache, kkt_tol
         As in :func:`solve_subproblem`.
 
     Returns
@@ -602,7 +672,7 @@ def solve(datafit, block_ptr, *, penalty=None, fit_intercept=True, coef0=None,
     block_ptr = _as_block_ptr(block_ptr, datafit.n_coef)
     pb = _Problem(datafit, penalty, block_ptr)
     solver = APG(eta=eta, tol=tol, max_iter=max_iter, fit_intercept=fit_intercept,
-                 block_cache=block_cache)
+                 block_cache=block_cache, kkt_tol=kkt_tol)
     if fit_intercept:
         datafit.optimal_bias()  # rejects problems without a minimiser
     bias = _initial_bias(bias0, fit_intercept, datafit.n_outputs)
@@ -657,7 +727,7 @@ def _bias_only_result(pb, fit_intercept, lipschitz):
     return SubproblemResult(
         coef=np.zeros(0), bias=_as_bias(bias), objective=pb.data_term(decision),
         n_iter=0, lipschitz=lipschitz, converged=True, decision=decision,
-        history=[],
+        history=[], kkt=0.0,
     )
 
 
