@@ -109,3 +109,36 @@ def test_truncated_model_keeps_first_groups(planted):
 def test_bad_parameters(planted, kwargs, match):
     with pytest.raises(ParameterError, match=match):
         select(planted.X_train, planted.y_train, **kwargs)
+
+
+def test_models_hold_only_nonzero_features_and_the_budget(data_dir, tmp_path):
+    """Unit-length text rows at C = 10: the penalty zeroes whole batches.
+
+    The model file, ``selected_features_`` and ``coef_`` list only features
+    with a nonzero weight, and the loop goes on until it holds B x T of
+    them (or another stop says why).
+    """
+    import json
+
+    from sklearn.datasets import load_svmlight_file
+    from sklearn.preprocessing import normalize
+
+    from ultrafs import FGMClassifier
+
+    X, y = load_svmlight_file(str(data_dir / "rcv1_small.svm.bz2"))
+    X = normalize(X)
+    clf = FGMClassifier(B=10, max_iter=5).fit(X, y)
+    proposed = clf.history_[-1]["n_features"]
+    assert np.all(clf.coef_ != 0)
+    assert len(clf.selected_features_) == clf.history_[-1]["n_nonzero"] <= 50
+    assert proposed >= len(clf.selected_features_)
+    reason = clf.model_.stop_reason
+    assert ("budget" in reason and len(clf.selected_features_) == 50) or \
+        "tol" in reason or "candidate" in reason or "outer iterations" in reason
+    clf.model_.save(tmp_path / "model.json")
+    saved = json.loads((tmp_path / "model.json").read_text())
+    assert all(c != 0 for c in saved["coef"])
+    assert saved["batches"][-1] == len(saved["features"])
+    # the decision function is unchanged by dropping the zero weights
+    full = FGMClassifier(B=10, max_iter=5).fit(X, y)
+    np.testing.assert_allclose(full.decision_function(X), clf.decision_function(X))

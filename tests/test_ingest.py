@@ -5,7 +5,6 @@ from __future__ import annotations
 import bz2
 import gzip
 import lzma
-import tracemalloc
 from pathlib import Path
 
 import numpy as np
@@ -167,20 +166,40 @@ def _generate(path: Path, n_rows: int, seed: int = 0) -> Path:
     return path
 
 
+_PEAK_SCRIPT = """
+import json, sys, tracemalloc
+from ultrafs.store.writers.libsvm import ingest_libsvm
+source, warm, output, budget = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+ingest_libsvm(source, warm, memory_budget=budget)          # JIT and imports
+tracemalloc.start()
+summary = ingest_libsvm(source, output, memory_budget=budget)
+peak = tracemalloc.get_traced_memory()[1]
+print(json.dumps({"peak": peak, "n_runs": summary["n_runs"]}))
+"""
+
+
 def _traced_peak(source: Path, output: Path, budget: int) -> tuple[int, dict]:
-    tracemalloc.start()
-    try:
-        summary = ingest_libsvm(source, output, memory_budget=budget)
-        return tracemalloc.get_traced_memory()[1], summary
-    finally:
-        tracemalloc.stop()
+    """Peak traced memory of one ingest, in a fresh process.
+
+    tracemalloc counts every thread's allocations: in the test process the
+    threads of a session-wide dask cluster would add their own noise.
+    """
+    import json
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", _PEAK_SCRIPT, str(source),
+         str(output.with_name(output.name + ".warm.zarr")), str(output), str(budget)],
+        capture_output=True, text=True, check=True)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return result["peak"], {"n_runs": result["n_runs"]}
 
 
 def test_peak_memory_does_not_grow_with_file_size(tmp_path):
     budget = 256 * 2 ** 10
     small = _generate(tmp_path / "small.svm", 500)             # 200k entries
     large = _generate(tmp_path / "large.svm", 1000, seed=1)    # 400k entries
-    ingest_libsvm(small, tmp_path / "warm.zarr", memory_budget=budget)   # JIT, imports
     peak_small, summary_small = _traced_peak(small, tmp_path / "a.zarr", budget)
     peak_large, summary_large = _traced_peak(large, tmp_path / "b.zarr", budget)
     assert summary_large["n_runs"] >= 2 * summary_small["n_runs"] - 1 > 10

@@ -52,6 +52,10 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
     Returns
     -------
     model : Model
+        Only the features with a nonzero weight (in some class): up to
+        ``B * max_iter`` of them.  ``model.history`` keeps what each pass
+        proposed (``n_features``) next to the nonzero count
+        (``n_nonzero``).
     """
     store = as_store(data, y)
     features = make_feature_space(store, poly=poly, gamma=gamma, coef0=coef0)
@@ -78,11 +82,14 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
         checkpoint=saver, resume=resume, progress=progress)
     if command:
         params["command"] = command
+    # "selected" means a nonzero weight: the features the ℓ2,1² penalty set
+    # to zero stay in the history (what each pass proposed), not in the model
+    nonzero = result.nonzero()
     return Model(
-        features=features.feature_ids(result.keys),
-        coef=np.asarray(result.coef_matrix(), dtype=np.float64),
+        features=features.feature_ids(result.keys[nonzero]),
+        coef=np.asarray(result.coef_matrix()[nonzero], dtype=np.float64),
         intercept=-result.bias,
-        batches=[int(g) for g in result.batch_ptr],
+        batches=_nonzero_batches(result.batch_ptr, nonzero),
         loss=loss,
         classes=[float(c) for c in store.classes],
         target="binary" if n_classes is None else "multiclass",
@@ -104,3 +111,10 @@ def _classification_targets(store):
     raise ParameterError(
         f"{where or 'data'}: FGM selects features for classification, but the "
         f"targets are {target} (regression methods are not available yet)")
+
+
+def _nonzero_batches(batch_ptr, nonzero):
+    """Batch boundaries counting only the features with a nonzero weight."""
+    counts = [int(np.count_nonzero(nonzero[lo:hi]))
+              for lo, hi in zip(batch_ptr[:-1], batch_ptr[1:])]
+    return [0] + np.cumsum(counts, dtype=np.int64).tolist()

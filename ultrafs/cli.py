@@ -204,10 +204,13 @@ def _fgm_options(func):
                      help="Loss (K >= 3 classes: multinomial logistic or "
                           "one-vs-rest squared hinge)."),
         click.option("--max-iter", type=click.IntRange(min=1), default=10,
-                     show_default=True, help="Maximum outer iterations T."),
+                     show_default=True,
+                     help="T: select up to B x T features with a nonzero weight "
+                          "(at most 3T outer iterations)."),
         click.option("--tol", type=click.FloatRange(min=0), default=1e-3,
                      show_default=True,
-                     help="ε_c of eq. 37; 0 runs exactly --max-iter iterations."),
+                     help="ε_c of eq. 37; 0 disables it (the loop runs until "
+                          "the budget B x T is held)."),
         click.option("--no-intercept", is_flag=True, help="Do not learn a bias."),
         click.option("--inner-tol", type=click.FloatRange(min=0, min_open=True),
                      default=1e-3, show_default=True,

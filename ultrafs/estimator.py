@@ -61,10 +61,13 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         Binary: logistic or squared hinge; K >= 3 classes: multinomial
         logistic or one-vs-rest squared hinge.
     max_iter : int, default=10
-        Maximum number of outer iterations T.
+        T: the budget is ``B * T`` features with a nonzero weight; outer
+        iterations go on until it is held (batches the penalty sets to zero
+        do not count; at most ``3 T`` outer iterations), ``tol`` is met, or
+        no candidate has a positive score.
     tol : float, default=1e-3
         ε_c: stop when the objective decreases by less than ``tol`` times
-        the initial objective; 0 runs exactly ``max_iter`` iterations.
+        the initial objective; 0 disables the test.
     fit_intercept : bool, default=True
     inner_tol : float, default=1e-3
         ε_in, the relative decrease that triggers the inner APG solver's
@@ -88,8 +91,9 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
     ----------
     classes_ : ndarray of shape (n_classes,)
     selected_features_ : ndarray of int64, shape (n_selected,), or list
-        Selected feature ids in selection order: column numbers from 0 for
-        numpy / scipy inputs, store ids (e.g. LIBSVM's 1-based) for stores.
+        Selected feature ids (those with a nonzero weight) in selection
+        order: column numbers from 0 for numpy / scipy inputs, store ids
+        (e.g. LIBSVM's 1-based) for stores.
         With ``poly=2`` a list whose entries are ``j`` (linear term) or
         ``[j, k]`` (square when j == k, cross otherwise).
     coef_ : ndarray of float64, shape (n_selected,) or (n_selected, n_classes)

@@ -33,7 +33,12 @@ from ultrafs.solvers.datafits import Datafit, encode_classification_targets
 from ultrafs.solvers.losses import get_loss, loss_names
 from ultrafs.solvers.operators import CSCOperator
 
-__all__ = ["FGMResult", "fit_fgm", "validate_fgm_params"]
+__all__ = ["FGMResult", "fit_fgm", "validate_fgm_params", "OUTER_ITERATION_FACTOR"]
+
+#: outer iterations allowed per unit of max_iter while the budget of
+#: B x max_iter nonzero features is not reached (batches the ℓ2,1² penalty
+#: sets to zero do not count)
+OUTER_ITERATION_FACTOR = 3
 
 logger = logging.getLogger("ultrafs")
 
@@ -74,6 +79,10 @@ class FGMResult:
     def n_outputs(self) -> int:
         """Decision values per sample: 1 (binary) or K."""
         return 1 if self.n_classes == 2 else self.n_classes
+
+    def nonzero(self):
+        """Bool mask over ``keys``: features with a nonzero weight (any class)."""
+        return _nonzero_columns(self.coef, self.n_outputs)
 
     def coef_matrix(self):
         """``coef`` as (p,) for binary problems, (p, K) otherwise."""
@@ -140,10 +149,14 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
         A registered loss name (:func:`ultrafs.solvers.losses.loss_names`):
         "logistic" or "squared-hinge" built in.
     max_iter : int
-        T, the maximum number of outer iterations.
+        T: the budget is ``B * T`` features with a nonzero weight.  The loop
+        adds batches until it holds them (the last pass asks for only the
+        missing ones), ε_c is met, or no candidate has a positive score;
+        batches the ℓ2,1² penalty sets to zero do not count, and at most
+        ``OUTER_ITERATION_FACTOR * T`` outer iterations run.
     tol : float
-        ε_c of eq. 37; 0 disables the test (exactly ``max_iter`` iterations
-        run while candidates with a positive score remain).
+        ε_c of eq. 37; 0 disables the test (the loop then runs until the
+        budget is reached while candidates with a positive score remain).
     fit_intercept : bool
         Learn the bias b.
     inner_tol, inner_max_iter : float, int
@@ -191,7 +204,9 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
     keys = np.zeros(0, dtype=np.int64)
     history = []
     path = []
-    stop_reason = f"reached max_iter={max_iter}"
+    budget = int(B) * int(max_iter)
+    max_outer = OUTER_ITERATION_FACTOR * int(max_iter)
+    stop_reason = ""
     first_iteration = 1
 
     if resume and checkpoint is not None and checkpoint.exists():
@@ -228,10 +243,12 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
             "path": [(c.tolist(), _bias_json(b)) for c, b in path],
             "stop_reason": finished_reason}, decision)
 
-    for iteration in range(first_iteration, max_iter + 1):
+    for iteration in range(first_iteration, max_outer + 1):
+        n_nonzero = int(np.count_nonzero(_nonzero_columns(coef, n_outputs)))
         weights = _datafit(cache, y, C, loss_object, n_outputs).dual_weights(decision)
         candidates, pass_stats = worst_case_analysis(
-            features, weights, B, excluded=keys, block_size=block_size,
+            features, weights, min(int(B), budget - n_nonzero), excluded=keys,
+            block_size=block_size,
             scheduler=scheduler, num_workers=num_workers,
             progress_label=f"iteration {iteration} pass" if progress else None)
         if len(candidates) == 0:
@@ -256,9 +273,11 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
         decision = solution.decision
         lipschitz = None if solution.lipschitz is None else float(solution.lipschitz)
 
+        n_nonzero = int(np.count_nonzero(_nonzero_columns(coef, n_outputs)))
         record = {
             "iteration": iteration,
             "n_features": int(len(keys)),
+            "n_nonzero": n_nonzero,
             "n_new": int(len(candidates)),
             "objective": float(solution.objective),
             "inner_iterations": int(solution.n_iter),
@@ -278,18 +297,36 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
         decrease = (objective_prev - solution.objective) / objective_0
         objective_prev = float(solution.objective)
         finished = ""
-        if tol > 0 and decrease <= tol:
+        budget_reached = n_nonzero >= budget
+        if budget_reached:
+            finished = (f"holds the budget of B x max_iter = {budget} features "
+                        "with a nonzero weight")
+        elif tol > 0 and decrease <= tol:
             finished = f"relative objective decrease {decrease:.3g} <= tol={tol:g}"
-        commit(iteration, finished)
+        # the budget depends on max_iter, which a resumed run may raise: the
+        # checkpoint does not record it as the end of the run
+        commit(iteration, "" if budget_reached else finished)
         if callback is not None:
             callback(record)
         if finished:
             stop_reason = finished
             break
 
+    if not stop_reason:
+        held = int(np.count_nonzero(_nonzero_columns(coef, n_outputs)))
+        stop_reason = (f"reached {max_outer} outer iterations "
+                       f"({OUTER_ITERATION_FACTOR} x max_iter) holding {held} of the "
+                       f"{budget} budgeted features with a nonzero weight")
     return FGMResult(keys=keys, batch_ptr=cache.batch_ptr.copy(), coef=coef,
                      bias=_bias_value(bias), history=history, stop_reason=stop_reason,
                      path=path, n_classes=K)
+
+
+def _nonzero_columns(coef, n_outputs):
+    """Bool mask of the columns with a nonzero weight (in any class)."""
+    if n_outputs == 1:
+        return coef != 0
+    return np.any(coef.reshape(-1, n_outputs) != 0, axis=1)
 
 
 def _bias_value(bias):
