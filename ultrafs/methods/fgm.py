@@ -181,8 +181,11 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
     Returns
     -------
     result : FGMResult
-        ``history`` records hold: ``iteration``, ``n_features``,
-        ``n_new``, ``objective``, ``inner_iterations``, ``score_seconds``,
+        ``history`` records hold: ``iteration``, ``n_features`` (proposed
+        so far), ``n_nonzero`` (of them with a nonzero weight), ``n_new``,
+        ``objective``, ``inner_iterations``, ``inner_kkt`` (the relative
+        KKT residual at the inner stop; NaN without the certificate),
+        ``inner_converged``, ``score_seconds``,
         ``materialize_seconds``, ``solve_seconds``, ``scan_nnz``,
         ``candidates`` (candidates possible), ``top_score``, plus the
         feature space's pass figures (for degree 2: ``pairs_evaluated``,
@@ -282,6 +285,7 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
             "objective": float(solution.objective),
             "inner_iterations": int(solution.n_iter),
             "inner_kkt": float(solution.kkt),
+            "inner_converged": bool(solution.converged),
             "score_seconds": pass_stats.seconds,
             "materialize_seconds": materialize_seconds,
             "solve_seconds": solve_seconds,
