@@ -71,14 +71,7 @@ def multinomial_value(y, f):
     -------
     float
     """
-    n = len(y)
-    K = len(f) // n if n else 0
-    total = 0.0
-    for i in range(n):
-        start = i * K
-        top, lse = _logsumexp_row(f, start, K)
-        total += top + lse - f[start + y[i]]
-    return total
+    return multinomial_value_derivative(y, f, np.empty(len(f)))
 
 
 @njit(cache=True, nogil=True)
@@ -158,17 +151,7 @@ def ovr_squared_hinge_value(y, f):
     -------
     float
     """
-    n = len(y)
-    K = len(f) // n if n else 0
-    total = 0.0
-    for i in range(n):
-        start = i * K
-        for k in range(K):
-            sign = 1.0 if k == y[i] else -1.0
-            m = 1.0 - sign * f[start + k]
-            if m > 0.0:
-                total += 0.5 * m * m
-    return total
+    return ovr_squared_hinge_value_derivative(y, f, np.empty(len(f)))
 
 
 @njit(cache=True, nogil=True)

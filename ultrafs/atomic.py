@@ -53,12 +53,14 @@ def _remove(path) -> None:
 def publish_path(tmp, final) -> None:
     """Rename a finished file or folder ``tmp`` to ``final`` and sync the folder.
 
-    ``final`` is replaced in one step when it is a file; a folder in the way
-    is moved aside first and removed only once ``tmp`` is in place.
+    A file replaces a file in one step; otherwise (a folder on either side)
+    whatever is at ``final`` is moved aside first, put back if the rename
+    fails, and removed only once ``tmp`` is in place.
     """
     tmp, final = os.fspath(tmp), os.fspath(final)
     old = None
-    if os.path.isdir(final) and not os.path.islink(final):
+    if os.path.lexists(final) and (os.path.isdir(tmp) or (
+            os.path.isdir(final) and not os.path.islink(final))):
         old = tempfile.mkdtemp(prefix=".tmp-old-", dir=os.path.dirname(final) or ".")
         os.rmdir(old)
         os.replace(final, old)

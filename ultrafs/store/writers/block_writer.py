@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ultrafs import __version__
-from ultrafs.atomic import fsync_directory
+from ultrafs.atomic import publish_path
 from ultrafs.errors import InputFormatError, ParameterError, StoreExistsError
 from ultrafs.kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
 from ultrafs.store.targets import encode_targets
@@ -89,21 +89,9 @@ def check_output_path(path, overwrite: bool) -> Path:
 
 
 def publish(tmp: Path, final: Path, overwrite: bool) -> None:
-    """Move the finished store ``tmp`` to ``final`` (``os.replace``)."""
+    """Move the finished store ``tmp`` to ``final`` (see :func:`ultrafs.atomic.publish_path`)."""
     check_output_path(final, overwrite)
-    old = None
-    if os.path.lexists(final):
-        old = temporary_sibling(final, "old")
-        os.replace(final, old)
-    try:
-        os.replace(tmp, final)
-    except BaseException:
-        if old is not None:
-            os.replace(old, final)
-        raise
-    fsync_directory(final.parent)
-    if old is not None:
-        remove_tree(old)
+    publish_path(tmp, final)
 
 
 class BlockWriter:
