@@ -6,7 +6,8 @@ import numpy as np
 
 from ultrafs.features import make_feature_space
 from ultrafs.methods.fgm import fit_fgm
-from ultrafs.solvers.apg import DEFAULT_KKT_TOL
+from ultrafs.solvers.apg import DEFAULT_KKT_TOL, solve
+from ultrafs.solvers.datafits import make_datafit
 from ultrafs.methods.checkpoint import Checkpoint, store_fingerprint
 from ultrafs.errors import ParameterError
 from ultrafs.model import Model
@@ -20,7 +21,7 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
            inner_kkt_tol=DEFAULT_KKT_TOL,
            block_size=None, scheduler=None, num_workers=None, callback=None,
            command=None, poly=1, gamma=1.0, coef0=1.0, checkpoint=None,
-           resume=False, progress=False):
+           resume=False, progress=False, refit=False, refit_C=None):
     """Select features with FGM and return the fitted :class:`Model`.
 
     Parameters
@@ -48,6 +49,13 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
         when it was written for other data or parameters.
     progress : bool
         Show the progress of every scoring pass on stderr.
+    refit : bool
+        Also fit an ℓ2-regularised model of the same loss on the selected
+        columns only (``1/2 ||W||^2 + refit_C sum_i loss_i``, the paper's
+        de-biased model, solved to the same KKT certificate) and predict
+        with it; the model keeps FGM's weights too.
+    refit_C : float, optional
+        ``C`` of the refit (default: ``C``).
 
     Returns
     -------
@@ -85,6 +93,12 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
     # "selected" means a nonzero weight: the features the ℓ2,1² penalty set
     # to zero stay in the history (what each pass proposed), not in the model
     nonzero = result.nonzero()
+    refitted = None
+    if refit:
+        refitted = _refit(features, result, nonzero, y, n_classes, loss,
+                          float(C if refit_C is None else refit_C), fit_intercept,
+                          inner_tol, inner_kkt_tol)
+        params["refit_C"] = refitted["C"]
     return Model(
         features=features.feature_ids(result.keys[nonzero]),
         coef=np.asarray(result.coef_matrix()[nonzero], dtype=np.float64),
@@ -97,6 +111,8 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
         params=params,
         history=result.history,
         stop_reason=result.stop_reason,
+        refit=refitted,
+        predictor="refit" if refitted is not None else "selection",
     )
 
 
@@ -118,3 +134,34 @@ def _nonzero_batches(batch_ptr, nonzero):
     counts = [int(np.count_nonzero(nonzero[lo:hi]))
               for lo, hi in zip(batch_ptr[:-1], batch_ptr[1:])]
     return [0] + np.cumsum(counts, dtype=np.int64).tolist()
+
+
+#: inner iterations allowed to the refit (one block: a ridge-type problem)
+REFIT_MAX_ITER = 20000
+
+
+def _refit(features, result, nonzero, y, n_classes, loss, C, fit_intercept,
+           inner_tol, inner_kkt_tol):
+    """ℓ2-regularised refit of the same loss on the selected columns only.
+
+    With one block the ℓ2,1² penalty is ``1/2 ||W||^2``: the refit is the
+    FGM subproblem on one block, solved by the same APG from FGM's weights.
+    """
+    if not (np.isfinite(C) and C > 0):
+        raise ParameterError(f"refit_C must be > 0, got {C!r}")
+    keys = result.keys[nonzero]
+    block = features.materialize(keys)
+    data = block.data if block.data is not None else np.ones(len(block.indices))
+    datafit = make_datafit(block.indptr, block.indices,
+                           np.asarray(data, dtype=np.float64), y, C, loss=loss,
+                           n_classes=n_classes)
+    K = datafit.n_outputs
+    coef0 = result.coef_matrix()[nonzero].ravel()
+    solution = solve(datafit, np.array([0, len(keys) * K]), fit_intercept=fit_intercept,
+                     coef0=coef0, bias0=result.bias, tol=inner_tol,
+                     max_iter=REFIT_MAX_ITER,
+                     kkt_tol=DEFAULT_KKT_TOL if inner_kkt_tol is None else inner_kkt_tol)
+    coef = solution.coef if K == 1 else solution.coef.reshape(len(keys), K)
+    return {"coef": np.asarray(coef, dtype=np.float64), "intercept": -solution.bias,
+            "C": C, "kkt": float(solution.kkt)}
+

@@ -237,6 +237,11 @@ def _fgm_options(func):
                           "scheduler address tcp://HOST:PORT (env ULTRAFS_SCHEDULER)."),
         click.option("--workers", type=click.IntRange(min=1), default=None,
                      help="Threads/processes of a local scheduler."),
+        click.option("--refit", is_flag=True,
+                     help="Refit an l2-regularised model of the same loss on the "
+                          "selected columns only and predict with it."),
+        click.option("--refit-C", "refit_C", type=click.FloatRange(min=0, min_open=True),
+                     default=None, help="C of the refit (default: --C)."),
         click.option("--progress/--no-progress", default=None,
                      help="Per-iteration progress on stderr (default: when a terminal)."),
     ]
@@ -248,7 +253,8 @@ def _fgm_options(func):
 def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                 inner_kkt_tol,
                 block_size, scheduler, workers, progress, command, poly=1,
-                gamma=1.0, coef0=1.0, checkpoint=None, resume=False):
+                gamma=1.0, coef0=1.0, checkpoint=None, resume=False, refit=False,
+                refit_C=None):
     from ultrafs.api import select
 
     show = _progress_enabled(progress)
@@ -272,7 +278,8 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                       block_size=block_size, scheduler=dask_scheduler,
                       num_workers=workers, callback=report, command=command,
                       poly=int(poly), gamma=gamma, coef0=coef0,
-                      checkpoint=checkpoint, resume=resume, progress=show)
+                      checkpoint=checkpoint, resume=resume, progress=show,
+                      refit=refit, refit_C=refit_C)
 
 
 @main.command("select")

@@ -80,6 +80,12 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         Columns per scoring task (None: the store's own blocks).
     scheduler : None, str or distributed.Client, default=None
         Dask scheduler of the scoring passes ("threads" when None).
+    refit : bool, default=False
+        Refit an ℓ2-regularised model of the same loss on the selected
+        columns only (the paper's de-biased model) and predict with it;
+        ``selection_coef_`` keeps FGM's own weights.
+    refit_C : float or None, default=None
+        ``C`` of the refit (None: ``C``).
     poly : {1, 2}, default=1
         2 selects among all degree-2 polynomial features of the kernel
         ``(gamma x'z + coef0)^2`` (linear, squares, crosses), generated on
@@ -97,8 +103,11 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         With ``poly=2`` a list whose entries are ``j`` (linear term) or
         ``[j, k]`` (square when j == k, cross otherwise).
     coef_ : ndarray of float64, shape (n_selected,) or (n_selected, n_classes)
-        Weights aligned with ``selected_features_`` (one column per class
-        when there are K >= 3 classes).
+        Weights that predict, aligned with ``selected_features_`` (one
+        column per class when there are K >= 3 classes): the refit's with
+        ``refit=True``, else FGM's.
+    selection_coef_ : ndarray of float64, same shape as ``coef_``
+        FGM's own weights.
     intercept_ : float, or ndarray of shape (n_classes,)
     history_ : list of dict
         One record per outer iteration (objective, timings...).
@@ -110,7 +119,8 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
 
     def __init__(self, B=50, C=10.0, loss="logistic", max_iter=10, tol=1e-3,
                  fit_intercept=True, inner_tol=1e-3, inner_kkt_tol=1e-4, block_size=None,
-                 scheduler=None, poly=1, gamma=1.0, coef0=1.0):
+                 scheduler=None, poly=1, gamma=1.0, coef0=1.0, refit=False,
+                 refit_C=None):
         self.B = B
         self.C = C
         self.loss = loss
@@ -124,6 +134,8 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         self.poly = poly
         self.gamma = gamma
         self.coef0 = coef0
+        self.refit = refit
+        self.refit_C = refit_C
 
     def fit(self, X, y=None):
         """Select features and fit the model.
@@ -172,7 +184,9 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
                        inner_kkt_tol=(None if self.inner_kkt_tol is None
                                       else float(self.inner_kkt_tol)),
                        block_size=self.block_size, scheduler=self.scheduler,
-                       poly=self.poly, gamma=self.gamma, coef0=self.coef0)
+                       poly=self.poly, gamma=self.gamma, coef0=self.coef0,
+                       refit=bool(self.refit),
+                       refit_C=None if self.refit_C is None else float(self.refit_C))
         if not self._fitted_on_store:
             # the store held class indices: record the caller's labels
             model.classes = [float(c) if isinstance(c, (int, float, np.number))
@@ -181,9 +195,10 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         self.model_ = model
         self.selected_features_ = (np.asarray(model.features, dtype=np.int64)
                                    if self.poly == 1 else list(model.features))
-        self.coef_ = np.asarray(model.coef, dtype=np.float64)
-        self.intercept_ = (float(model.intercept) if model.n_outputs == 1
-                           else np.asarray(model.intercept, dtype=np.float64))
+        self.selection_coef_ = np.asarray(model.coef, dtype=np.float64)
+        self.coef_ = np.asarray(model.active_coef, dtype=np.float64)
+        self.intercept_ = (float(model.active_intercept) if model.n_outputs == 1
+                           else np.asarray(model.active_intercept, dtype=np.float64))
         self.history_ = list(model.history)
         self.n_iter_ = len(model.history)
         return self

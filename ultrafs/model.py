@@ -71,6 +71,14 @@ class Model:
     params : dict
     history : list of dict
     stop_reason : str
+    target : {"binary", "multiclass"}
+    refit : dict or None
+        The ℓ2-regularised refit of the same loss on the selected columns
+        only (``coef``, ``intercept`` shaped as above, and its ``C``), when
+        one was made.
+    predictor : {"selection", "refit"}
+        Which weights predict: FGM's (``coef``, ``intercept``) or the
+        refit's.
     """
 
     features: list
@@ -84,6 +92,18 @@ class Model:
     history: list = field(default_factory=list)
     stop_reason: str = ""
     target: str = "binary"
+    refit: dict | None = None
+    predictor: str = "selection"
+
+    @property
+    def active_coef(self) -> np.ndarray:
+        """The weights that predict (see :attr:`predictor`)."""
+        return self.refit["coef"] if self.predictor == "refit" else self.coef
+
+    @property
+    def active_intercept(self):
+        """The intercept that predicts (see :attr:`predictor`)."""
+        return self.refit["intercept"] if self.predictor == "refit" else self.intercept
 
     @property
     def n_outputs(self) -> int:
@@ -119,6 +139,11 @@ class Model:
             "params": dict(self.params),
             "history": list(self.history),
             "stop_reason": self.stop_reason,
+            "predictor": self.predictor,
+            **({"refit": {"coef": np.asarray(self.refit["coef"]).tolist(),
+                          "intercept": _intercept_json(self.refit["intercept"]),
+                          "C": float(self.refit["C"])}}
+               if self.refit is not None else {}),
             "created_with": f"ultrafs {__version__}",
         }
 
@@ -163,13 +188,14 @@ class Model:
             and all(a <= b for a, b in zip(batches, batches[1:])))
         if not consistent:
             raise InputFormatError(f"{where}: inconsistent model file")
+        refit, predictor = _read_refit(obj, shape, intercept, where)
         return cls(features=features, coef=coef, intercept=intercept,
                    batches=batches, loss=loss, classes=classes,
                    feature_space=dict(obj.get("feature_space", {"kind": "linear"})),
                    params=dict(obj.get("params", {})),
                    history=list(obj.get("history", [])),
                    stop_reason=str(obj.get("stop_reason", "")),
-                   target=target)
+                   target=target, refit=refit, predictor=predictor)
 
     @classmethod
     def load(cls, path) -> "Model":
@@ -192,6 +218,8 @@ class Model:
                      self.intercept, list(self.batches[:n_batches + 1]),
                      self.loss, self.classes, self.feature_space, self.params,
                      self.history[:n_batches], self.stop_reason, self.target)
+        # the refit's weights belong to the whole selection: a truncated
+        # model predicts with FGM's own weights
 
     def decision_function_store(self, store) -> np.ndarray:
         """Decision values for every row of a store.
@@ -217,14 +245,15 @@ class Model:
                 stacklevel=2)
         block = features.materialize_ids(self.features)
         values = block.values(np.float64)
+        coef = np.ascontiguousarray(self.active_coef, dtype=np.float64)
         if self.n_outputs == 1:
-            decision = csc_matvec(block.indptr, block.indices, values, self.coef,
+            decision = csc_matvec(block.indptr, block.indices, values, coef,
                                   store.n_samples)
-            return decision + self.intercept
-        coef = np.ascontiguousarray(self.coef, dtype=np.float64).ravel()
-        decision = csc_matmat(block.indptr, block.indices, values, coef,
+            return decision + self.active_intercept
+        decision = csc_matmat(block.indptr, block.indices, values, coef.ravel(),
                               self.n_outputs, store.n_samples)
-        return decision.reshape(store.n_samples, self.n_outputs) + self.intercept
+        return (decision.reshape(store.n_samples, self.n_outputs)
+                + self.active_intercept)
 
     def predict_from_decision(self, decision) -> np.ndarray:
         """Original class labels from decision values."""
@@ -257,6 +286,7 @@ class Model:
             "n_nonzero_coef": int(np.count_nonzero(
                 np.any(np.asarray(self.coef).reshape(len(self.features), -1), axis=1))),
             "accuracy": float(np.mean(predicted == truth)),
+            "predictor": self.predictor,
         }
         if self.n_outputs == 1:
             positive = truth == self.classes[1]
@@ -277,6 +307,36 @@ class Model:
             picked = shifted[np.arange(len(index)), index]
             result["log_loss"] = float(np.mean(log_norm - picked))
         return result
+
+
+def _intercept_json(intercept):
+    if isinstance(intercept, np.ndarray):
+        return [float(b) for b in intercept]
+    return float(intercept)
+
+
+def _read_refit(obj, shape, intercept, where):
+    """The optional ``refit`` and ``predictor`` of a model file, validated."""
+    predictor = obj.get("predictor", "selection")
+    if predictor not in ("selection", "refit"):
+        raise InputFormatError(f"{where}: unknown predictor {predictor!r} in model file")
+    raw = obj.get("refit")
+    if raw is None:
+        if predictor == "refit":
+            raise InputFormatError(f"{where}: predictor 'refit' but no refit in model file")
+        return None, predictor
+    try:
+        coef = np.asarray(raw["coef"], dtype=np.float64)
+        refit_intercept = (float(raw["intercept"]) if np.ndim(intercept) == 0
+                           else np.asarray(raw["intercept"], dtype=np.float64))
+        C = float(raw["C"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputFormatError(f"{where}: invalid refit in model file ({exc})") from None
+    if (coef.shape != shape or np.shape(refit_intercept) != np.shape(intercept)
+            or not np.all(np.isfinite(coef)) or not np.all(np.isfinite(refit_intercept))
+            or not (np.isfinite(C) and C > 0)):
+        raise InputFormatError(f"{where}: inconsistent refit in model file")
+    return {"coef": coef, "intercept": refit_intercept, "C": C}, predictor
 
 
 def _class_value(value):
