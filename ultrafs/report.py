@@ -259,16 +259,21 @@ def _plot_timing(path, data):
     fig.savefig(path, format="png")
 
 
-def _plot_features(path, top_rows):
+def _plot_features(path, top_rows, n_classes=1):
+    """Top features by |weight|; with K classes, by the norm of their K weights."""
     n = len(top_rows)
+    per_class = n_classes > 1
     fig = _new_figure(7.0, max(2.5, 1.2 + 0.28 * n))
     ax = fig.subplots()
     if n:
         weights = np.array([r["weight"] for r in top_rows])
         positions = np.arange(n)[::-1]  # rank 1 at the top
         positive = weights >= 0
-        for mask, color, label in ((positive, "tab:blue", "positive weight"),
-                                   (~positive, "tab:red", "negative weight")):
+        kinds = (((positive, "tab:blue", f"norm of the {n_classes} class weights"),)
+                 if per_class else
+                 ((positive, "tab:blue", "positive weight"),
+                  (~positive, "tab:red", "negative weight")))
+        for mask, color, label in kinds:
             if mask.any():
                 ax.barh(positions[mask], weights[mask], color=color, label=label)
         ax.set_yticks(positions)
@@ -278,9 +283,10 @@ def _plot_features(path, top_rows):
         ax.legend(loc="best", fontsize=8)
     else:
         _no_data(ax, "no features selected")
-    ax.set_xlabel("weight")
+    ax.set_xlabel("‖weights over classes‖" if per_class else "weight")
     ax.set_ylabel("feature id")
-    ax.set_title(f"Top {n} features by |weight|")
+    ax.set_title(f"Top {n} features by ‖weights over classes‖" if per_class
+                 else f"Top {n} features by |weight|")
     ax.grid(True, axis="x", alpha=0.3)
     fig.savefig(path, format="png")
 
@@ -520,7 +526,7 @@ def build_report(model, out_html, *, test_store=None, top=30) -> dict:
         tmp = {key: os.path.join(tmpdir, name) for key, name in names.items()}
         _plot_objective(tmp["objective"], data)
         _plot_timing(tmp["timing"], data)
-        _plot_features(tmp["features"], data["top_features"])
+        _plot_features(tmp["features"], data["top_features"], model.n_outputs)
         if "accuracy" in tmp:
             _plot_accuracy(tmp["accuracy"], data["accuracy"])
         page = _html_page(model, names, data, f"ultrafs run report: {stem}",
