@@ -85,12 +85,6 @@ def user_cache_dir() -> str:
     return os.path.join(base, "numba")
 
 
-def cache_dir() -> str:
-    """The folder that holds (or will hold) the kernel cache in this process."""
-    numba_dir = os.environ.get("NUMBA_CACHE_DIR")
-    return numba_dir or user_cache_dir()
-
-
 def is_kernel_file(py_file: str) -> bool:
     """Whether *py_file* is a source file of this kernels package."""
     try:

@@ -151,10 +151,8 @@ def _refit(features, result, nonzero, y, n_classes, loss, C, fit_intercept,
         raise ParameterError(f"refit_C must be > 0, got {C!r}")
     keys = result.keys[nonzero]
     block = features.materialize(keys)
-    data = block.data if block.data is not None else np.ones(len(block.indices))
-    datafit = make_datafit(block.indptr, block.indices,
-                           np.asarray(data, dtype=np.float64), y, C, loss=loss,
-                           n_classes=n_classes)
+    datafit = make_datafit(block.indptr, block.indices, block.values(np.float64), y, C,
+                           loss=loss, n_classes=n_classes)
     K = datafit.n_outputs
     coef0 = result.coef_matrix()[nonzero].ravel()
     solution = solve(datafit, np.array([0, len(keys) * K]), fit_intercept=fit_intercept,

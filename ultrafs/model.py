@@ -130,8 +130,7 @@ class Model:
             "target": self.target,
             "features": list(self.features),
             "coef": np.asarray(self.coef, dtype=np.float64).tolist(),
-            "intercept": (float(self.intercept) if self.n_outputs == 1
-                          else [float(b) for b in self.intercept]),
+            "intercept": _intercept_json(self.intercept),
             "batches": [int(g) for g in self.batches],
             "loss": self.loss,
             "classes": [c if isinstance(c, str) else float(c) for c in self.classes],

@@ -127,7 +127,7 @@ class LinearFeatures(FeatureSpace):
             return _columns_from_payload(keys, payload, dtype)
         cols = self.store.read_columns(keys)
         return ColumnBlock(-1, cols.indptr, cols.indices,
-                           cols.values(dtype).astype(dtype, copy=False))
+                           cols.values(dtype))
 
     def materialize_ids(self, feature_ids, dtype=np.float64) -> ColumnBlock:
         """Like :meth:`materialize` from user-visible ids (for prediction).

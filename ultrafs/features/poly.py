@@ -407,7 +407,7 @@ class PolyFeatures(FeatureSpace):
     def _live_arrays(self, columns, weights, row_norms, nonnegative):
         """Columns held in memory for the cross computation (CSC and CSR)."""
         block = self.store.read_columns(columns)
-        data = block.values(np.float64).astype(np.float64, copy=False)
+        data = block.values(np.float64)
         _, _, pos, neg, max_abs, _ = _stats(block.indptr, block.indices, data,
                                             weights, row_norms, False)
         pos, neg, _ = _bound_weights(pos, neg, nonnegative)
@@ -447,8 +447,7 @@ class PolyFeatures(FeatureSpace):
         inside = sources[(sources >= 0) & (sources < m)]
         block = self.store.read_columns(inside)
         position = {int(c): i for i, c in enumerate(inside)}
-        # float64 products and factors, also for float32 stores
-        values = block.values(np.float64).astype(np.float64, copy=False)
+        values = block.values(np.float64)
 
         def column(c):
             i = position.get(int(c))

@@ -118,13 +118,6 @@ def _datafit(cache, y, C, loss, n_outputs):
     return Datafit(loss, CSCOperator(indptr, indices, data, len(y), n_outputs), y, C)
 
 
-def _constant_decision(bias, n_samples, n_outputs):
-    """Decision values of the model with no feature (``-bias``)."""
-    if n_outputs == 1:
-        return np.full(n_samples, -bias)
-    return np.tile(-np.asarray(bias, dtype=np.float64), n_samples)
-
-
 def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_iter=10,
             tol=1e-3, fit_intercept=True, inner_tol=1e-3, inner_max_iter=1000,
             inner_kkt_tol=DEFAULT_KKT_TOL,
@@ -198,9 +191,10 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
     n_samples = y.shape[0]
     cache = ColumnCache(n_samples)
 
-    bias = _datafit(cache, y, C, loss_object, n_outputs).optimal_bias(fit_intercept)
-    decision = _constant_decision(bias, n_samples, n_outputs)
-    objective_0 = _datafit(cache, y, C, loss_object, n_outputs).value(decision)
+    no_feature = _datafit(cache, y, C, loss_object, n_outputs)
+    bias = no_feature.optimal_bias(fit_intercept)
+    decision = no_feature.constant_decision(bias)
+    objective_0 = no_feature.value(decision)
     objective_prev = objective_0
     coef = np.zeros(0)
     lipschitz = None
@@ -246,8 +240,8 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
             "path": [(c.tolist(), _bias_json(b)) for c, b in path],
             "stop_reason": finished_reason}, decision)
 
+    n_nonzero = _count_nonzero(coef, n_outputs)
     for iteration in range(first_iteration, max_outer + 1):
-        n_nonzero = int(np.count_nonzero(_nonzero_columns(coef, n_outputs)))
         weights = _datafit(cache, y, C, loss_object, n_outputs).dual_weights(decision)
         candidates, pass_stats = worst_case_analysis(
             features, weights, min(int(B), budget - n_nonzero), excluded=keys,
@@ -276,7 +270,7 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
         decision = solution.decision
         lipschitz = None if solution.lipschitz is None else float(solution.lipschitz)
 
-        n_nonzero = int(np.count_nonzero(_nonzero_columns(coef, n_outputs)))
+        n_nonzero = _count_nonzero(coef, n_outputs)
         record = {
             "iteration": iteration,
             "n_features": int(len(keys)),
@@ -317,9 +311,8 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
             break
 
     if not stop_reason:
-        held = int(np.count_nonzero(_nonzero_columns(coef, n_outputs)))
         stop_reason = (f"reached {max_outer} outer iterations "
-                       f"({OUTER_ITERATION_FACTOR} x max_iter) holding {held} of the "
+                       f"({OUTER_ITERATION_FACTOR} x max_iter) holding {n_nonzero} of the "
                        f"{budget} budgeted features with a nonzero weight")
     return FGMResult(keys=keys, batch_ptr=cache.batch_ptr.copy(), coef=coef,
                      bias=_bias_value(bias), history=history, stop_reason=stop_reason,
@@ -331,6 +324,11 @@ def _nonzero_columns(coef, n_outputs):
     if n_outputs == 1:
         return coef != 0
     return np.any(coef.reshape(-1, n_outputs) != 0, axis=1)
+
+
+def _count_nonzero(coef, n_outputs):
+    """Number of columns with a nonzero weight."""
+    return int(np.count_nonzero(_nonzero_columns(coef, n_outputs)))
 
 
 def _bias_value(bias):

@@ -244,6 +244,7 @@ class _Workspace:
         self.f_w = np.empty(n)  # decision at (w trial, v_b)
         self.d_w = np.empty(n)  # l' at (w trial, v_b)
         self.f_b = np.empty(n)  # decision at (w, b trial)
+        self.d_k = np.empty(n)  # l' at a point whose KKT residual is checked
 
 
 class APG(Solver):
@@ -369,10 +370,12 @@ class APG(Solver):
         bias : float
         p_b : float
             ``P(w, bias)``.
+        decision : ndarray
+            The decision values at ``(w, bias)`` (``ws.f_b`` or ``ws.f_w``).
         """
         grad_b = pb.datafit.bias_gradient(ws.d_w)  # df/db = -1
         if not np.any(grad_b):
-            return vb, p_w
+            return vb, p_w, ws.f_w
         curvature = pb.datafit.bias_curvature(ws.f_w, ws.d_w)
         tau_b = max(curvature, _MIN_CURVATURE * pb.C * pb.n)
         for _ in range(_MAX_BACKTRACKS):
@@ -380,12 +383,15 @@ class APG(Solver):
             pb.datafit.shift(ws.f_w, bias - vb, ws.f_b)
             p_b = pb.data_term(ws.f_b)
             if p_b <= p_w - _sqnorm(grad_b) / (2.0 * tau_b) + _SLACK * abs(p_w):
-                return bias, p_b
+                return bias, p_b, ws.f_b
             tau_b /= self.eta
-        return vb, p_w
+        return vb, p_w, ws.f_w
 
-    def _kkt_residual(self, pb, coef, bias):
+    def _kkt_residual(self, pb, ws, coef, bias, decision=None):
         """Relative KKT residual of ``(coef, bias)`` (see the module notes).
+
+        ``decision`` (the decision values at that point, when the step that
+        produced it left them in the workspace) saves a sparse product.
 
         Returns
         -------
@@ -393,8 +399,8 @@ class APG(Solver):
         scale : float
             The largest block norm of ``grad P(coef, bias)``.
         """
-        f = pb.decision(coef, bias)
-        d = np.empty_like(f)
+        f = pb.decision(coef, bias) if decision is None else decision
+        d = ws.d_k
         pb.datafit.value_derivative(f, d)
         grad = pb.gradient(d)
         distance = float(np.max(pb.penalty.subdiff_distance(coef, grad, pb.block_ptr),
@@ -442,9 +448,9 @@ class APG(Solver):
             if f_cur is None:
                 f_cur = pb.penalty.value(v, pb.block_ptr) + p_v
             coef_new, p_new, tau = self._coef_step(pb, ws, v, vb, p_v, grad, tau)
-            bias_new = vb
+            bias_new, decision_new = vb, ws.f_w
             if self.fit_intercept:
-                bias_new, p_new = self._bias_step(pb, ws, vb, p_new)
+                bias_new, p_new, decision_new = self._bias_step(pb, ws, vb, p_new)
             f_new = pb.penalty.value(coef_new, pb.block_ptr) + p_new
             if f_new <= f_cur:
                 tau_kept = tau
@@ -456,7 +462,7 @@ class APG(Solver):
                     if self.kkt_tol is None:
                         converged = True
                         break
-                    kkt, _ = self._kkt_residual(pb, coef, bias)
+                    kkt, _ = self._kkt_residual(pb, ws, coef, bias, decision_new)
                     if kkt <= self.kkt_tol:
                         converged = True
                         break
@@ -472,7 +478,7 @@ class APG(Solver):
                     if self.kkt_tol is None:
                         converged = True
                     else:
-                        kkt, _ = self._kkt_residual(pb, coef, bias)
+                        kkt, _ = self._kkt_residual(pb, ws, coef, bias)
                         converged = kkt <= self.kkt_tol
                     break
                 rho, beta = 1.0, 0.0
@@ -722,8 +728,7 @@ def _initial_lipschitz(lipschitz0, pb):
 def _bias_only_result(pb, fit_intercept, lipschitz):
     """Exact solution when there is no column (``p == 0``)."""
     bias = pb.datafit.optimal_bias(fit_intercept)
-    decision = pb.datafit.shift(np.zeros(pb.datafit.decision_size), bias,
-                                np.empty(pb.datafit.decision_size))
+    decision = pb.datafit.constant_decision(bias)
     return SubproblemResult(
         coef=np.zeros(0), bias=_as_bias(bias), objective=pb.data_term(decision),
         n_iter=0, lipschitz=lipschitz, converged=True, decision=decision,

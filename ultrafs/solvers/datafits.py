@@ -39,11 +39,6 @@ class Datafit:
         Weight of the data term (> 0).
     """
 
-    #: capabilities every solver may rely on (see ultrafs.solvers.base)
-    capabilities = ("value", "value_derivative", "gradient", "decision",
-                    "bias_gradient", "bias_curvature", "shift", "optimal_bias",
-                    "dual_weights", "block_products", "combine")
-
     def __init__(self, loss, operator, y, C):
         self.loss = loss
         self.operator = operator
@@ -89,6 +84,12 @@ class Datafit:
         """Return ``A(coef) - bias``, shape ``(n * K,)``."""
         f = self.operator.matvec(coef)
         return self.shift(f, bias, f)
+
+    def constant_decision(self, bias):
+        """Decision values ``-bias`` of the model with no feature, shape ``(n * K,)``."""
+        if self.n_outputs == 1:
+            return np.full(self.n, -bias)
+        return np.tile(-np.asarray(bias, dtype=np.float64), self.n)
 
     def shift(self, f, delta, out):
         """Write ``f - delta`` (``delta`` per output) into ``out``; return it."""

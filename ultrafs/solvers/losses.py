@@ -68,6 +68,10 @@ class Loss:
     _dual_kernel = None
     _curvature_kernel = None
 
+    def _check(self, y, f):
+        """Reject arrays whose length does not fit ``y`` (the kernels trust them)."""
+        _check_lengths(y, f)
+
     def value(self, y, f):
         """Return ``sum_i l(y_i, f_i)``.
 
@@ -79,7 +83,7 @@ class Loss:
         -------
         float
         """
-        _check_lengths(y, f)
+        self._check(y, f)
         return float(self._value_kernel(y, f))
 
     def derivative(self, y, f, out=None):
@@ -95,10 +99,10 @@ class Loss:
         -------
         ndarray of float64, shape (n,)
         """
-        _check_lengths(y, f)
+        self._check(y, f)
         if out is None:
-            out = np.empty(len(y), dtype=np.float64)
-        _check_lengths(y, out)
+            out = np.empty(len(f), dtype=np.float64)
+        self._check(y, out)
         return self._derivative_kernel(y, f, out)
 
     def value_derivative(self, y, f, out):
@@ -113,8 +117,8 @@ class Loss:
         -------
         float
         """
-        _check_lengths(y, f)
-        _check_lengths(y, out)
+        self._check(y, f)
+        self._check(y, out)
         return float(self._value_derivative_kernel(y, f, out))
 
     def dual(self, y, f, out=None):
@@ -129,10 +133,10 @@ class Loss:
         -------
         ndarray of float64, shape (n,)
         """
-        _check_lengths(y, f)
+        self._check(y, f)
         if out is None:
-            out = np.empty(len(y), dtype=np.float64)
-        _check_lengths(y, out)
+            out = np.empty(len(f), dtype=np.float64)
+        self._check(y, out)
         return self._dual_kernel(y, f, out)
 
     def curvature_sum(self, y, f, derivative):
@@ -149,8 +153,8 @@ class Loss:
         -------
         float
         """
-        _check_lengths(y, f)
-        _check_lengths(y, derivative)
+        self._check(y, f)
+        self._check(y, derivative)
         return float(self._curvature_kernel(y, f, derivative))
 
     def optimal_constant(self, y, n_outputs=1):
@@ -250,6 +254,12 @@ class MulticlassLoss(Loss):
 
     target = "multiclass"
 
+    def _check(self, y, f):
+        """Reject ``f`` unless it holds the same number of values for every sample."""
+        if len(y) == 0 or len(f) % len(y):
+            raise ParameterError(
+                f"f must hold K values per sample of y, got {len(f)} for {len(y)}")
+
     def dual(self, y, f, out=None):
         """Return ``-dl/df`` at every sample and class, shape ``(n * K,)``."""
         out = self.derivative(y, f, out)
@@ -263,26 +273,8 @@ class MulticlassLoss(Loss):
         return weights.reshape(len(y), -1)
 
     def _class_counts(self, y, n_outputs):
-        counts = np.bincount(np.asarray(y, dtype=np.int64), minlength=n_outputs)
-        return counts[:n_outputs] if len(counts) > n_outputs else counts
-
-    def derivative(self, y, f, out=None):
-        """Return ``dl/df``, shape ``(n * K,)``."""
-        if out is None:
-            out = np.empty(len(f), dtype=np.float64)
-        return self._derivative_kernel(y, f, out)
-
-    def value(self, y, f):
-        """Return ``sum_i l(y_i, F_i)``."""
-        return float(self._value_kernel(y, f))
-
-    def value_derivative(self, y, f, out):
-        """Write ``dl/df`` into ``out``; return ``sum_i l(y_i, F_i)``."""
-        return float(self._value_derivative_kernel(y, f, out))
-
-    def curvature_sum(self, y, f, derivative):
-        """Return a bound on the bias Hessian's largest eigenvalue."""
-        return float(self._curvature_kernel(y, f, derivative))
+        """Samples of each class index (``y`` is validated: ``0 <= y < K``)."""
+        return np.bincount(np.asarray(y, dtype=np.int64), minlength=n_outputs)
 
 
 class MultinomialLogistic(MulticlassLoss):

@@ -58,10 +58,13 @@ class ColumnBlock:
         return int(self.indptr[-1])
 
     def values(self, dtype=np.float64) -> np.ndarray:
-        """Return the values as an array, materialising the implicit ones."""
+        """Return the values in ``dtype``, materialising the implicit ones.
+
+        Stored values already in ``dtype`` are returned as they are (no copy).
+        """
         if self.data is None:
             return np.ones(self.nnz, dtype=dtype)
-        return self.data
+        return self.data.astype(dtype, copy=False)
 
 
 def even_block_bounds(n_columns: int, block_size: int) -> np.ndarray:
