@@ -65,6 +65,16 @@ print("ULTRAFS", ultrafs.__file__)
 print("KERNELS", os.path.realpath(ultrafs.kernels.__file__))
 """
 FIT = f"python -c {shlex.quote(TINY_FIT)}"   # -c: the current folder comes first
+IMPORT_KERNELS = ('python -c "import ultrafs, ultrafs.kernels; '
+                  'print(\'ULTRAFS\', ultrafs.__file__)"')
+
+
+def _quickstart_commands():
+    """The bash blocks of the README's quick start, verbatim (two of them)."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Quick start", 1)[1].split("\n## ", 1)[0]
+    return [block.split("\n```", 1)[0].strip()
+            for block in section.split("```bash\n")[1:]]
 
 
 def _copy_repo(dest: Path) -> Path:
@@ -152,20 +162,30 @@ def test_readme_commands_in_sequence_leave_a_working_install(venv):
     work = venv["root"] / "work"
     work.mkdir()
 
-    # README command 1, then the demo again: the first run compiles (one
-    # notice line on stderr), the second reads the cache (no notice)
-    cold = sh(venv, f'pip install "{repo}" && {TINY_DEMO}', cwd=work)
+    install_and_demo, install_and_test = _quickstart_commands()
+    assert install_and_test.startswith("python -m pip install ")   # same Python
+    assert install_and_demo.startswith("python -m pip install ")   # as `python`
+
+    # README command 1, verbatim in the checkout, then a demo elsewhere: the
+    # first run compiles (one notice line on stderr), the second reads the
+    # cache (no notice)
+    cold = sh(venv, install_and_demo, cwd=repo)
     assert cold.stderr.count(NOTICE) == 1, cold.stderr
     assert '"test_accuracy"' in cold.stdout
+    # the install works from any folder: `import ultrafs.kernels` outside the repo
+    imported = sh(venv, IMPORT_KERNELS, cwd=work)
+    assert f"ULTRAFS {site / 'ultrafs' / '__init__.py'}" in imported.stdout
     warm = sh(venv, TINY_DEMO, cwd=work)
     assert NOTICE not in warm.stderr, warm.stderr
     assert (site / "ultrafs" / "kernels" / "__init__.py").is_file()
     assert _numba_cache_files(site / "ultrafs") == []
     assert _numba_cache_files(venv["root"] / "cache" / "ultrafs" / "numba")
 
-    # README command 2 (pytest only collects: the whole suite is this suite)
-    sh(venv, 'python -m pip install -q -e ".[test]" && '
-             "python -m pytest --collect-only -q -p no:cacheprovider", cwd=repo)
+    # README command 2: its install verbatim; pytest only collects (the whole
+    # suite is this suite)
+    install, _ = install_and_test.split(" && ")
+    sh(venv, f"{install} && python -m pytest --collect-only -q -p no:cacheprovider",
+       cwd=repo)
     # the regular install was removed whole: no namespace-package leftover
     assert not (site / "ultrafs").exists(), sorted(
         str(p) for p in (site / "ultrafs").rglob("*"))
@@ -186,3 +206,12 @@ def test_readme_commands_in_sequence_leave_a_working_install(venv):
     fitted = sh(venv, FIT, cwd=work)
     assert f"ULTRAFS {site / 'ultrafs' / '__init__.py'}" in fitted.stdout
     assert _numba_cache_files(site / "ultrafs") == []
+    # the regular install needs no checkout: move it away and import again
+    moved = repo.with_name("repo-moved")
+    repo.rename(moved)
+    try:
+        imported = sh(venv, IMPORT_KERNELS, cwd=work)
+        assert f"ULTRAFS {site / 'ultrafs' / '__init__.py'}" in imported.stdout
+        assert '"test_accuracy"' in sh(venv, TINY_DEMO, cwd=work).stdout
+    finally:
+        moved.rename(repo)
