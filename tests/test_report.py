@@ -49,7 +49,16 @@ def stores(problem, tmp_path_factory):
         # fewer columns than the linear model uses: some features are absent
         "narrow": write_store(root / "narrow.zarr", problem.X_test[:, :5],
                               problem.y_test),
+        "train": write_store(root / "train.zarr", problem.X_train, problem.y_train),
+        "train10": write_store(root / "train10.zarr", problem.X_train[:, :10],
+                               problem.y_train),
     }
+
+
+@pytest.fixture(scope="module")
+def refit_model(stores):
+    """A binary model with its refit, fitted on the training store itself."""
+    return select(stores["train"], B=3, max_iter=4, tol=0.0, refit=True)
 
 
 def _check_png(path):
@@ -256,3 +265,206 @@ def test_missing_output_folder(linear_model, tmp_path):
         build_report(linear_model, tmp_path / "nowhere" / "report.html")
     assert info.value.filename == str(tmp_path / "nowhere")
     assert os.listdir(tmp_path) == []
+
+
+# ------------------------------------------- refit and l1-LR next to the model
+def _curve_keys(data):
+    return [data[key] for key in ("accuracy", "accuracy_refit", "accuracy_l1")]
+
+
+def test_three_curves_with_a_training_store(refit_model, stores, tmp_path):
+    from ultrafs.methods.refit import refit_prefix
+
+    out = tmp_path / "report.html"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")      # nothing absent, no sklearn warning
+        result = build_report(refit_model, out, test_store=stores["test"],
+                              train_store=stores["train"])
+    data = result["data"]
+    plain, refit, l1 = _curve_keys(data)
+    t = len(refit_model.batches) - 1
+    counts = [refit_model.batches[k] for k in range(1, t + 1)]
+    assert counts == [3, 6, 9, 12]
+    for curve in (plain, refit, l1):
+        assert [r["n_batches"] for r in curve] == list(range(1, t + 1))
+        assert [r["n_features"] for r in curve] == counts
+        for r in curve:
+            assert 0.5 <= r["accuracy"] <= 1.0 and 0.5 <= r["auc"] <= 1.0
+            assert r["log_loss"] > 0        # all three are logistic models
+    # the refit: C of the model's refit; at the last prefix it is the model's own
+    assert all(r["C"] == refit_model.refit["C"] for r in refit)
+    own = refit_model.evaluate_store(stores["test"])     # predicts with the refit
+    assert own["predictor"] == "refit"
+    for key in ("accuracy", "auc", "log_loss"):
+        assert refit[-1][key] == pytest.approx(own[key], abs=1e-8)
+    last = refit_prefix(refit_model, stores["train"])
+    np.testing.assert_allclose(last["coef"], refit_model.refit["coef"], rtol=0,
+                               atol=1e-8)
+    assert last["intercept"] == pytest.approx(refit_model.refit["intercept"], abs=1e-8)
+    # an earlier prefix is a different refit, on its own columns
+    first = refit_prefix(refit_model, stores["train"], 1)
+    assert first["coef"].shape == (3,) and first["n_features"] == 3
+    # the l1-LR baseline: never more nonzeros than the prefix, C and nnz recorded
+    for r in l1:
+        assert 0 < r["nnz"] <= r["n_features"]
+        assert r["C"] > 0 and r["converged"] is True
+    assert l1[-1]["nnz"] == l1[-1]["n_features"]     # found exactly on this problem
+    assert any("in memory" in note for note in data["accuracy_notes"])
+    # page: one table row per (k, curve), the notes, a JSON-serialisable summary
+    page = out.read_text(encoding="utf-8")
+    table = page[page.index('id="accuracy-table"'):]
+    table = table[:table.index("</table>")]
+    assert table.count("<tr>") == 1 + 3 * t
+    for label in ("FGM (final weights)", "FGM refit (l2)", "l1-LR (scikit-learn)"):
+        assert table.count(f'<td class="text">{html.escape(label)}</td>') == t
+    for r in refit + l1:
+        assert f"<td>{r['accuracy']:.4f}</td>" in table
+    assert "loaded in memory" in page
+    _check_png(result["figures"]["accuracy"])
+    import json
+
+    json.dumps(data)
+
+
+def test_plain_model_refit_uses_its_C(linear_model, problem, tmp_path):
+    """A model without refit: the prefixes are refitted with its C."""
+    from ultrafs.store import InMemoryStore
+
+    train = InMemoryStore(problem.X_train, problem.y_train)
+    test = InMemoryStore(problem.X_test, problem.y_test)
+    result = build_report(linear_model, tmp_path / "r.html", test_store=test,
+                          train_store=train)
+    refit = result["data"]["accuracy_refit"]
+    assert [r["C"] for r in refit] == [linear_model.params["C"]] * len(refit)
+    # the plain curve is unchanged by the training store
+    assert result["data"]["accuracy"] == build_report(
+        linear_model, tmp_path / "p.html", test_store=test)["data"]["accuracy"]
+
+
+def test_l1_counts_never_exceed_the_target(rng):
+    import scipy.sparse as sp
+    from sklearn.linear_model import LogisticRegression
+
+    from ultrafs.methods.l1_baseline import l1_logistic_at_counts
+
+    X = sp.random(300, 80, density=0.1, format="csr", random_state=1)
+    w = rng.normal(size=80) * (rng.random(80) < 0.3)
+    y = np.where(X @ w + 0.1 * rng.normal(size=300) > 0, 1.0, -1.0)
+    counts = [0, 1, 4, 9, 30, 80, 500]
+    fits = l1_logistic_at_counts(X, y, counts)
+    assert [f["target"] for f in fits] == counts
+    for f in fits:
+        assert f["nnz"] <= f["target"] and f["nnz"] == len(f["columns"])
+        # the recorded C and weights are scikit-learn's fit at that C
+        ref = LogisticRegression(solver="liblinear", l1_ratio=1.0, C=f["C"],
+                                 tol=1e-4, max_iter=1000, random_state=0).fit(X, y)
+        np.testing.assert_array_equal(np.flatnonzero(ref.coef_), f["columns"])
+        np.testing.assert_allclose(ref.coef_.ravel()[f["columns"]], f["coef"])
+    assert fits[0]["nnz"] == 0
+    assert [f["nnz"] for f in fits[1:4]] == [1, 4, 9]
+    assert fits[-1]["nnz"] <= 80
+
+
+def test_l1_baseline_size_limit_refuses(refit_model, stores, tmp_path):
+    from ultrafs.errors import ParameterError
+
+    nnz = int(stores["train"].nnz)
+    with pytest.raises(ParameterError, match="loads the training store in memory"):
+        build_report(refit_model, tmp_path / "report.html", test_store=stores["test"],
+                     train_store=stores["train"], l1_max_nnz=nnz - 1)
+    assert os.listdir(tmp_path) == []
+    # at the limit it runs
+    result = build_report(refit_model, tmp_path / "report.html",
+                          test_store=stores["test"], train_store=stores["train"],
+                          l1_max_nnz=nnz)
+    assert len(result["data"]["accuracy_l1"]) == len(refit_model.batches) - 1
+
+
+def test_training_store_needs_a_test_store_and_the_models_classes(
+        refit_model, problem, stores, tmp_path):
+    from ultrafs.store import InMemoryStore
+
+    with pytest.raises(UltraFSError, match="needs a test store"):
+        build_report(refit_model, tmp_path / "r.html", train_store=stores["train"])
+    other = InMemoryStore(problem.X_train, np.where(problem.y_train > 0, 1.0, 0.0))
+    with pytest.raises(UltraFSError, match="classes"):
+        build_report(refit_model, tmp_path / "r.html", test_store=stores["test"],
+                     train_store=other)
+    assert os.listdir(tmp_path) == []
+
+
+def test_degree2_model_l1_on_linear_columns(poly_model, stores, tmp_path):
+    result = build_report(poly_model, tmp_path / "report.html",
+                          test_store=stores["test10"], train_store=stores["train10"])
+    data = result["data"]
+    plain, refit, l1 = _curve_keys(data)
+    assert [r["n_features"] for r in refit] == [r["n_features"] for r in plain]
+    assert [r["n_features"] for r in l1] == [r["n_features"] for r in plain]
+    assert all(r["nnz"] <= min(r["n_features"], 10) for r in l1)
+    assert any("linear columns only" in note for note in data["accuracy_notes"])
+    page = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "linear columns only" in page
+
+
+def test_multiclass_model_gets_the_refit_and_a_note(tmp_path):
+    from ultrafs.datasets.planted import make_planted_multiclass
+
+    p = make_planted_multiclass(300, 30, 6, 3, n_test=150, seed=4)
+    train = write_store(tmp_path / "train.zarr", p.X_train, p.y_train)
+    test = write_store(tmp_path / "test.zarr", p.X_test, p.y_test)
+    model = select(train, B=3, max_iter=2, tol=0.0, refit=True)
+    (tmp_path / "out").mkdir()
+    result = build_report(model, tmp_path / "out" / "report.html", test_store=test,
+                          train_store=train, l1_max_nnz=1)   # no l1: no limit
+    data = result["data"]
+    assert data["accuracy_l1"] is None
+    assert len(data["accuracy_refit"]) == len(model.batches) - 1
+    own = model.evaluate_store(test)
+    assert data["accuracy_refit"][-1]["accuracy"] == pytest.approx(own["accuracy"],
+                                                                  abs=1e-8)
+    assert any("binary only" in note for note in data["accuracy_notes"])
+
+
+def test_cli_report_with_train(refit_model, stores, tmp_path):
+    import json
+
+    from click.testing import CliRunner
+
+    from ultrafs.cli import main
+    from ultrafs.methods.l1_baseline import L1_MAX_NNZ
+
+    model_path = tmp_path / "model.json"
+    refit_model.save(model_path)
+    out = tmp_path / "report.html"
+    args = ["report", str(model_path), "--test", str(stores["test"].path),
+            "--train", str(stores["train"].path), "--out", str(out)]
+    result = CliRunner().invoke(main, args)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    direct = build_report(refit_model, tmp_path / "direct.html",
+                          test_store=stores["test"], train_store=stores["train"])
+    for key, curve in (("test", "accuracy"), ("test_refit", "accuracy_refit"),
+                       ("test_l1", "accuracy_l1")):
+        assert summary[key] == direct["data"][curve][-1]
+    assert summary["test_l1"]["nnz"] <= summary["test_l1"]["n_features"]
+    assert "C" in summary["test_l1"] and "C" in summary["test_refit"]
+    assert any("in memory" in note for note in summary["notes"])
+    assert os.path.isfile(out)
+
+    # the size limit: one line, non-zero exit, nothing written
+    (tmp_path / "small").mkdir()
+    refused = CliRunner().invoke(main, args[:-1] + [str(tmp_path / "small" / "r.html"),
+                                                    "--l1-max-nnz", "10"])
+    assert refused.exit_code == 1
+    lines = refused.output.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ")
+    assert "in memory" in lines[0] and "10" in lines[0]
+    assert os.listdir(tmp_path / "small") == []
+    # --train without --test is a usage error
+    usage = CliRunner().invoke(main, ["report", str(model_path), "--train",
+                                      str(stores["train"].path), "--out", str(out)])
+    assert usage.exit_code == 2 and "--train needs --test" in usage.output
+    # the help states the default limit
+    help_text = CliRunner().invoke(main, ["report", "--help"],
+                                   terminal_width=200).output
+    assert f"{L1_MAX_NNZ:,}" in help_text

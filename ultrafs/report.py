@@ -6,8 +6,10 @@ per outer iteration), ``out/report_timing.png`` (seconds per phase per
 iteration), ``out/report_features.png`` (top features by ``|weight|``) and,
 when a labelled test store is given, ``out/report_accuracy.png`` (test
 accuracy and AUC of the model truncated to its first k selection
-iterations).  The PNG names are built from the HTML file's stem, so
-several reports can share a folder.
+iterations; with the training store too, next to the ℓ2 refit of each
+prefix and scikit-learn's ℓ1-LR at the same number of features, a baseline
+that loads the training store in memory).  The PNG names are built from
+the HTML file's stem, so several reports can share a folder.
 
 The page is self-contained apart from the PNGs, which it references by
 relative name; it also holds the tables behind the figures.  matplotlib is
@@ -34,7 +36,7 @@ from ultrafs import __version__
 from ultrafs.atomic import publish_path
 from ultrafs.errors import UltraFSError, UltraFSWarning
 
-__all__ = ["build_report", "accuracy_vs_features"]
+__all__ = ["build_report", "accuracy_vs_features", "accuracy_curves"]
 
 #: phases timed by the cutting-plane loop, in the order they run
 PHASES = ("score_seconds", "materialize_seconds", "solve_seconds")
@@ -133,31 +135,195 @@ def accuracy_vs_features(model, test_store, *, _stacklevel=2
     absent_warning : str or None
         The :class:`~ultrafs.errors.UltraFSWarning` message about model
         features absent from the store, re-emitted once (not once per k).
+
+    See Also
+    --------
+    accuracy_curves : the same rows next to the refitted prefixes and
+        scikit-learn's ℓ1-LR at the same feature counts.
     """
-    rows = []
+    curves = accuracy_curves(model, test_store, _stacklevel=_stacklevel + 1)
+    return curves["plain"], curves["absent_warning"]
+
+
+def _metrics_row(k, metrics) -> dict:
+    row = {"n_batches": k, "n_features": metrics["n_features_model"],
+           "accuracy": metrics["accuracy"], "auc": metrics["auc"]}
+    if "log_loss" in metrics:
+        row["log_loss"] = metrics["log_loss"]
+    return row
+
+
+def _recording(func):
+    """``func()`` with the UltraFSWarnings it raises recorded, not shown.
+
+    Returns ``(result, messages)``; other warnings go back to the caller's
+    filters, once each.
+    """
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UltraFSWarning)
-        for k in range(1, _n_iterations(model) + 1):
-            metrics = model.truncated(k).evaluate_store(test_store)
-            row = {"n_batches": k, "n_features": metrics["n_features_model"],
-                   "accuracy": metrics["accuracy"], "auc": metrics["auc"]}
-            if "log_loss" in metrics:
-                row["log_loss"] = metrics["log_loss"]
-            rows.append(row)
-    ours = [w for w in caught if issubclass(w.category, UltraFSWarning)]
+        result = func()
+    ours = [str(w.message) for w in caught if issubclass(w.category, UltraFSWarning)]
     seen = set()
-    for w in caught:  # anything else goes back to the caller's filters, once
+    for w in caught:
         key = (w.category, str(w.message))
         if issubclass(w.category, UltraFSWarning) or key in seen:
             continue
         seen.add(key)
         warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    absent_warning = None
-    if ours:
-        # The last one comes from the largest model and names all absentees.
-        absent_warning = str(ours[-1].message)
-        warnings.warn(absent_warning, UltraFSWarning, stacklevel=_stacklevel)
-    return rows, absent_warning
+    return result, ours
+
+
+def accuracy_curves(model, test_store, train_store=None, *, l1_max_nnz=None,
+                    _stacklevel=2) -> dict:
+    """Test metrics per prefix of k iterations: plain, refitted, ℓ1-LR.
+
+    Parameters
+    ----------
+    model : Model
+    test_store : ColumnStore
+        Labelled store holding (at least) the model's source columns.
+    train_store : ColumnStore, optional
+        The labelled training store (the model's classes).  Needed to fit
+        anything: with it, each prefix is also refitted (the ℓ2 refit of
+        ``select(refit=True)``, :func:`ultrafs.methods.refit.refit_prefix`,
+        ``C`` = the model's ``refit_C``, else its ``C``) and, for binary
+        models, scikit-learn's ℓ1-regularised logistic regression
+        (liblinear, with intercept) is fitted with ``C`` bisected so that
+        its number of nonzero weights equals the prefix's feature count, or
+        is the largest count found below it
+        (:func:`ultrafs.methods.l1_baseline.l1_logistic_at_counts`).
+        **The ℓ1 baseline loads the training store in memory** as a scipy
+        CSR matrix; degree-2 models get it on the linear columns only.
+    l1_max_nnz : int, optional
+        The largest training store (stored values) the ℓ1 baseline loads;
+        larger ones are refused in one line before anything is fitted
+        (default :data:`ultrafs.methods.l1_baseline.L1_MAX_NNZ`).
+
+    Returns
+    -------
+    dict
+        ``plain``: the rows of :func:`accuracy_vs_features` (the model
+        truncated to its first k iterations, final weights);
+        ``refit``: rows with the same keys plus ``C`` and ``kkt``, or None
+        without a training store; ``l1``: rows with the same keys plus
+        ``nnz`` (nonzero weights, <= ``n_features``), ``C`` and
+        ``converged``, or None (no training store, or a multi-class
+        model); ``notes``: sentences for the reader (what was skipped, the
+        in-memory load...); ``absent_warning``: the message about model
+        features absent from the test store, or None.
+
+    Raises
+    ------
+    ParameterError
+        The training store's classes are not the model's, or it holds more
+        than ``l1_max_nnz`` values (one line).
+
+    Warns
+    -----
+    UltraFSWarning
+        Once per kind: model features absent from the test store, from the
+        training store, ℓ1 features absent from the test store.
+    """
+    from ultrafs.methods.l1_baseline import L1_MAX_NNZ, check_in_memory
+
+    if l1_max_nnz is None:
+        l1_max_nnz = L1_MAX_NNZ
+    n_iter = _n_iterations(model)
+    run_l1 = train_store is not None and model.n_outputs == 1
+    if run_l1:   # refuse before any work
+        check_in_memory(train_store, l1_max_nnz)
+
+    plain, absent = _recording(lambda: [
+        _metrics_row(k, model.truncated(k).evaluate_store(test_store))
+        for k in range(1, n_iter + 1)])
+    # The last one comes from the largest model and names all absentees.
+    absent_warning = absent[-1] if absent else None
+    emit = [absent_warning] if absent_warning else []
+    curves = {"plain": plain, "refit": None, "l1": None, "notes": [],
+              "absent_warning": absent_warning}
+    if train_store is not None:
+        curves["refit"], train_absent = _recording(
+            lambda: _refit_curve(model, test_store, train_store, n_iter))
+        emit += train_absent[-1:]   # the refit's test warnings repeat the plain ones
+        if run_l1:
+            (curves["l1"], notes), l1_absent = _recording(
+                lambda: _l1_curve(model, test_store, train_store, plain, l1_max_nnz))
+            curves["notes"] += notes
+            emit += [f"l1-LR baseline: {m}" for m in l1_absent[-1:]]
+        else:
+            curves["notes"].append(
+                f"The l1-LR baseline is binary only: not fitted for this "
+                f"{model.n_outputs}-class model.")
+    for message in emit:
+        warnings.warn(message, UltraFSWarning, stacklevel=_stacklevel)
+    return curves
+
+
+def _refit_curve(model, test_store, train_store, n_iter) -> list[dict]:
+    """Test metrics of the ℓ2 refit of each prefix (fitted on ``train_store``)."""
+    import dataclasses
+
+    from ultrafs.methods.refit import refit_prefix, training_targets
+
+    targets = training_targets(model, train_store)
+    rows = []
+    for k in range(1, n_iter + 1):
+        fitted = refit_prefix(model, train_store, k, targets=targets)
+        refitted = dataclasses.replace(
+            model.truncated(k), predictor="refit",
+            refit={"coef": fitted["coef"], "intercept": fitted["intercept"],
+                   "C": fitted["C"]})
+        row = _metrics_row(k, refitted.evaluate_store(test_store))
+        row.update(C=fitted["C"], kkt=fitted["kkt"])
+        rows.append(row)
+    return rows
+
+
+def _l1_curve(model, test_store, train_store, plain, l1_max_nnz):
+    """Test metrics of scikit-learn's ℓ1-LR at each prefix's feature count."""
+    from ultrafs.features import make_feature_space
+    from ultrafs.methods.l1_baseline import l1_logistic_at_counts, read_csr
+    from ultrafs.methods.refit import training_targets
+    from ultrafs.model import Model
+
+    y, _ = training_targets(model, train_store)
+    X = read_csr(train_store, max_nnz=l1_max_nnz)
+    fits = l1_logistic_at_counts(X, y, [r["n_features"] for r in plain])
+    del X
+    linear = make_feature_space(train_store, poly=1)
+    rows = []
+    for prefix, fit in zip(plain, fits):
+        baseline = Model(features=linear.feature_ids(fit["columns"]),
+                         coef=fit["coef"], intercept=fit["intercept"],
+                         batches=[0, len(fit["columns"])], loss="logistic",
+                         classes=list(model.classes), feature_space=linear.spec())
+        row = _metrics_row(prefix["n_batches"], baseline.evaluate_store(test_store))
+        row.update(n_features=fit["target"], nnz=fit["nnz"], C=fit["C"],
+                   converged=fit["converged"])
+        rows.append(row)
+    where = getattr(train_store, "path", None)
+    notes = [f"The l1-LR baseline (scikit-learn LogisticRegression, liblinear, "
+             f"l1 penalty, fit_intercept=True, which liblinear penalises too) is "
+             f"fitted on the training store "
+             f"{os.fspath(where) + ' ' if where is not None else ''}"
+             f"loaded in memory as a CSR matrix "
+             f"({int(train_store.n_samples):,} x {int(train_store.n_features):,}, "
+             f"{int(train_store.nnz):,} values), C bisected on a log scale so "
+             f"that its nonzero weights equal the prefix's feature count, or are "
+             f"the largest count found below it."]
+    if model.feature_space.get("kind", "linear") != "linear":
+        notes.append(f"The model selects {model.feature_space.get('kind')} features "
+                     f"(e.g. products of columns); the l1-LR baseline sees the "
+                     f"{int(train_store.n_features):,} linear columns only.")
+    short = [r["n_batches"] for r in rows if r["nnz"] < r["n_features"]]
+    if short:
+        notes.append("No C gave l1-LR exactly the prefix's feature count at k = "
+                     + ", ".join(map(str, short)) + " (its row has fewer).")
+    unconverged = [r["n_batches"] for r in rows if not r["converged"]]
+    if unconverged:
+        notes.append("liblinear stopped at max_iter before converging at k = "
+                     + ", ".join(map(str, unconverged)) + ".")
+    return rows, notes
 
 
 # ------------------------------------------------------------------ figures
@@ -291,24 +457,37 @@ def _plot_features(path, top_rows, n_classes=1):
     fig.savefig(path, format="png")
 
 
-def _plot_accuracy(path, rows):
-    fig = _new_figure(7.0, 4.0)
-    ax = fig.subplots()
-    if rows:
-        n_features = [r["n_features"] for r in rows]
-        ax.plot(n_features, [r["accuracy"] for r in rows], marker="o",
-                label="accuracy")
-        ax.plot(n_features, [r["auc"] for r in rows], marker="s",
-                linestyle="--", label="AUC")
-        ax.legend(loc="lower right")
-        ax.set_ylim(top=1.0)
-        _integer_xaxis(ax)
+#: the accuracy curves: data key, legend, marker, line style, colour
+CURVES = (("accuracy", "FGM, first k iterations (final weights)", "o", "-", "tab:blue"),
+          ("accuracy_refit", "FGM, refit on those features (l2)", "s", "-", "tab:green"),
+          ("accuracy_l1", "scikit-learn l1-LR, same count", "^", "--", "tab:red"))
+
+
+def _plot_accuracy(path, data):
+    """Accuracy (top) and AUC (bottom) vs number of features, one line per curve."""
+    fig = _new_figure(7.0, 6.5)
+    ax_acc, ax_auc = fig.subplots(2, 1, sharex=True)
+    if data["accuracy"]:
+        for key, label, marker, style, color in CURVES:
+            rows = data.get(key) or []
+            if not rows:
+                continue
+            x = [r.get("nnz", r["n_features"]) for r in rows]
+            ax_acc.plot(x, [r["accuracy"] for r in rows], marker=marker,
+                        linestyle=style, color=color, label=label)
+            ax_auc.plot(x, [r["auc"] for r in rows], marker=marker,
+                        linestyle=style, color=color, label=label)
+        ax_acc.legend(loc="lower right", fontsize=8)
+        _integer_xaxis(ax_auc)
     else:
-        _no_data(ax, "no selection iterations")
-    ax.set_xlabel("number of features (model truncated to its first k iterations)")
-    ax.set_ylabel("test score")
-    ax.set_title("Test accuracy vs number of features")
-    ax.grid(True, alpha=0.3)
+        _no_data(ax_acc, "no selection iterations")
+        _no_data(ax_auc, "no selection iterations")
+    ax_acc.set_ylabel("test accuracy")
+    ax_acc.set_title("Test accuracy and AUC vs number of features")
+    ax_acc.grid(True, alpha=0.3)
+    ax_auc.set_ylabel("test AUC")
+    ax_auc.set_xlabel("number of features (nonzero weights)")
+    ax_auc.grid(True, alpha=0.3)
     fig.savefig(path, format="png")
 
 
@@ -391,28 +570,76 @@ def _html_page(model, figures, data, title, test_info):
                text_columns=("feature id",), table_id="features-table"),
     ]
     if "accuracy" in figures:
-        parts += [
-            '<h2 id="accuracy">Test accuracy vs number of features</h2>',
-            "<p>Test store: " + html.escape(test_info) + ". Each row is "
-            "the model truncated to its first k selection iterations, with the "
-            "final weights and intercept (not refitted).</p>",
-        ]
-        if data.get("absent_warning"):
-            parts.append('<p class="note">Warning: '
-                         + html.escape(data["absent_warning"]) + "</p>")
-        cols = ["k (iterations)", "features", "accuracy", "AUC"]
-        if any("log_loss" in r for r in data["accuracy"]):
-            cols.append("log loss")
-        acc_rows = [{"k (iterations)": r["n_batches"], "features": r["n_features"],
-                     "accuracy": f"{r['accuracy']:.4f}", "AUC": f"{r['auc']:.4f}",
-                     "log loss": r.get("log_loss")} for r in data["accuracy"]]
-        parts += [_img(figures["accuracy"], "test accuracy vs number of features"),
-                  _table(cols, acc_rows, table_id="accuracy-table")]
+        parts += _accuracy_section(figures, data, test_info)
     parts.append("</body></html>\n")
     return "\n".join(parts)
 
 
+#: table label of each curve
+MODEL_LABELS = {"accuracy": "FGM (final weights)", "accuracy_refit": "FGM refit (l2)",
+                "accuracy_l1": "l1-LR (scikit-learn)"}
+
+
+def _accuracy_section(figures, data, test_info) -> list[str]:
+    """Heading, explanations, figure and table of the accuracy curves."""
+    refit = data.get("accuracy_refit") is not None
+    text = ("Test store: " + html.escape(test_info) + ". For each k, "
+            "<strong>FGM (final weights)</strong> is the model truncated to its first k "
+            "selection iterations, with the final weights and intercept (not "
+            "refitted)")
+    if refit:
+        text += ("; <strong>FGM refit (l2)</strong> is an l2-regularised model of the same "
+                 "loss fitted on the training store " + html.escape(
+                     data.get("train_info") or "") + " on those features only (as "
+                 "<code>--refit</code>, C = " + html.escape(
+                     _fmt(data["accuracy_refit"][0]["C"]) if data["accuracy_refit"]
+                     else "") + ")")
+    if data.get("accuracy_l1") is not None:
+        text += ("; <strong>l1-LR (scikit-learn)</strong> is l1-regularised logistic "
+                 "regression with C chosen so that its number of nonzero weights "
+                 "(column <i>features</i>) equals the prefix's count, or is the "
+                 "largest count found below it")
+    if not refit:
+        text += (". Give the training store (<code>--train</code>) to add the "
+                 "refitted prefixes and scikit-learn's l1-LR at the same counts")
+    parts = ['<h2 id="accuracy">Test accuracy vs number of features</h2>',
+             "<p>" + text + ".</p>"]
+    for note in data.get("accuracy_notes") or []:
+        parts.append('<p class="note">' + html.escape(note) + "</p>")
+    if data.get("absent_warning"):
+        parts.append('<p class="note">Warning: '
+                     + html.escape(data["absent_warning"]) + "</p>")
+    curves = [key for key, *_ in CURVES if data.get(key)]
+    rows = []
+    for i, plain in enumerate(data["accuracy"]):
+        for key in curves:
+            r = data[key][i]
+            rows.append({"k (iterations)": r["n_batches"], "model": MODEL_LABELS[key],
+                         "features": r.get("nnz", r["n_features"]),
+                         "accuracy": f"{r['accuracy']:.4f}",
+                         "AUC": f"{r['auc']:.4f}", "log loss": r.get("log_loss"),
+                         "C": r.get("C")})
+    all_rows = [r for key in curves for r in data[key]]
+    cols = ["k (iterations)"] + (["model"] if len(curves) > 1 else []) + [
+        "features", "accuracy", "AUC"]
+    if any("log_loss" in r for r in all_rows):
+        cols.append("log loss")
+    if any("C" in r for r in all_rows):
+        cols.append("C")
+    parts += [_img(figures["accuracy"], "test accuracy vs number of features"),
+              _table(cols, rows, text_columns=("model",), table_id="accuracy-table")]
+    return parts
+
+
 # ------------------------------------------------------------------ driver
+def _store_info(store) -> str:
+    """``path (n samples, m columns)`` of a store."""
+    info = (f"{int(store.n_samples):,} samples, "
+            f"{int(store.n_features):,} columns")
+    path = getattr(store, "path", None)
+    return info if path is None else f"{os.fspath(path)} ({info})"
+
+
 def _figure_data(model, top):
     history = [dict(r) for r in model.history]
     phases = {}
@@ -430,11 +657,16 @@ def _figure_data(model, top):
         "history": history,
         "top_features": _top_features(model, top),
         "accuracy": None,
+        "accuracy_refit": None,
+        "accuracy_l1": None,
+        "accuracy_notes": [],
         "absent_warning": None,
+        "train_info": None,
     }
 
 
-def build_report(model, out_html, *, test_store=None, top=30) -> dict:
+def build_report(model, out_html, *, test_store=None, train_store=None, top=30,
+                 l1_max_nnz=None) -> dict:
     """Write an HTML run report and its PNG figures.
 
     Parameters
@@ -448,6 +680,15 @@ def build_report(model, out_html, *, test_store=None, top=30) -> dict:
     test_store : ColumnStore or path of a store, optional
         A labelled store; adds test accuracy and AUC of the model truncated
         to its first k = 1..t selection iterations.
+    train_store : ColumnStore or path of a store, optional
+        The labelled training store, with a test store: adds, per prefix,
+        the ℓ2 refit of its features and scikit-learn's ℓ1-LR at the same
+        number of features (see :func:`accuracy_curves`; **the ℓ1
+        baseline loads the training store in memory**).
+    l1_max_nnz : int, optional
+        Refuse training stores holding more values than this for the ℓ1
+        baseline (default
+        :data:`ultrafs.methods.l1_baseline.L1_MAX_NNZ`, 2e8).
     top : int
         Number of features (largest ``|weight|``) in the feature figure and
         table.
@@ -462,18 +703,23 @@ def build_report(model, out_html, *, test_store=None, top=30) -> dict:
         ``phases`` (phase -> seconds per iteration), ``history`` (the
         model's records), ``top_features`` (dicts with ``rank``, ``id``,
         ``label``, ``weight``, ``iteration``, ``position``), ``accuracy``
-        (rows of :func:`accuracy_vs_features`, or None) and
-        ``absent_warning``.
+        (rows of :func:`accuracy_vs_features`, or None),
+        ``accuracy_refit`` and ``accuracy_l1`` (the ``refit`` and ``l1``
+        rows of :func:`accuracy_curves`, or None), ``accuracy_notes``,
+        ``absent_warning`` and ``train_info``.
 
     Raises
     ------
     UltraFSError
-        If matplotlib is not installed.
+        If matplotlib is not installed, a training store comes without a
+        test store, or the training store is refused (other classes, or
+        too large for the ℓ1 baseline).
 
     Warns
     -----
     UltraFSWarning
-        Once, when model features are absent from the test store.
+        Once, when model features are absent from the test store (and
+        once per other kind, see :func:`accuracy_curves`).
 
     Notes
     -----
@@ -491,12 +737,19 @@ def build_report(model, out_html, *, test_store=None, top=30) -> dict:
 
     if not isinstance(model, Model):
         model = Model.load(model)
+    if int(top) < 0:
+        raise UltraFSError(f"top must be >= 0, got {top}")
+    if train_store is not None and test_store is None:
+        raise UltraFSError("a training store needs a test store: the curves it "
+                           "adds are measured on the test store")
     if test_store is not None and isinstance(test_store, (str, os.PathLike)):
         from ultrafs.store import open_store
 
         test_store = open_store(test_store)
-    if int(top) < 0:
-        raise UltraFSError(f"top must be >= 0, got {top}")
+    if train_store is not None and isinstance(train_store, (str, os.PathLike)):
+        from ultrafs.store import open_store
+
+        train_store = open_store(train_store)
 
     out_html = os.path.abspath(os.fspath(out_html))
     directory, html_name = os.path.split(out_html)
@@ -512,13 +765,14 @@ def build_report(model, out_html, *, test_store=None, top=30) -> dict:
     data = _figure_data(model, top)
     test_info = None
     if test_store is not None:
-        data["accuracy"], data["absent_warning"] = accuracy_vs_features(
-            model, test_store, _stacklevel=3)
-        test_info = (f"{int(test_store.n_samples):,} samples, "
-                     f"{int(test_store.n_features):,} columns")
-        path = getattr(test_store, "path", None)
-        if path is not None:
-            test_info = f"{os.fspath(path)} ({test_info})"
+        curves = accuracy_curves(model, test_store, train_store,
+                                 l1_max_nnz=l1_max_nnz, _stacklevel=3)
+        data.update(accuracy=curves["plain"], accuracy_refit=curves["refit"],
+                    accuracy_l1=curves["l1"], accuracy_notes=curves["notes"],
+                    absent_warning=curves["absent_warning"])
+        test_info = _store_info(test_store)
+        if train_store is not None:
+            data["train_info"] = _store_info(train_store)
 
     tmpdir = tempfile.mkdtemp(prefix=f".tmp-{stem}-", dir=directory)
     moved = []
@@ -528,7 +782,7 @@ def build_report(model, out_html, *, test_store=None, top=30) -> dict:
         _plot_timing(tmp["timing"], data)
         _plot_features(tmp["features"], data["top_features"], model.n_outputs)
         if "accuracy" in tmp:
-            _plot_accuracy(tmp["accuracy"], data["accuracy"])
+            _plot_accuracy(tmp["accuracy"], data)
         page = _html_page(model, names, data, f"ultrafs run report: {stem}",
                           test_info)
         tmp_html = os.path.join(tmpdir, html_name)

@@ -1,0 +1,170 @@
+"""The ℓ2 refit: the same loss on a fixed set of columns, ``1/2 ||W||^2`` penalty.
+
+With one block the ℓ2,1² penalty of FGM is ``1/2 ||W||^2``: the refit is the
+FGM subproblem on one block, solved by the same APG (same KKT certificate),
+warm-started from FGM's weights.  ``api.select(refit=True)`` refits the
+whole selection (:func:`refit_block`); the report refits every prefix of a
+model's batches on a training store (:func:`refit_prefix`).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from ultrafs.errors import ParameterError, UltraFSWarning
+from ultrafs.features import feature_space_from_spec
+from ultrafs.solvers.apg import DEFAULT_KKT_TOL, solve
+from ultrafs.solvers.datafits import make_datafit
+
+__all__ = ["REFIT_MAX_ITER", "check_refit_C", "refit_block", "refit_prefix",
+           "training_targets"]
+
+#: inner iterations allowed to the refit (one block: a ridge-type problem)
+REFIT_MAX_ITER = 20000
+
+
+def check_refit_C(C) -> float:
+    """``C`` as a float; one-line :class:`ParameterError` unless finite and > 0."""
+    try:
+        value = float(C)
+    except (TypeError, ValueError):
+        value = float("nan")
+    if not (np.isfinite(value) and value > 0):
+        raise ParameterError(f"refit_C must be > 0, got {C!r}")
+    return value
+
+
+def refit_block(block, y, *, loss, C, n_classes=None, fit_intercept=True,
+                coef0=None, bias0=0.0, tol=1e-3, kkt_tol=None) -> dict:
+    """ℓ2-regularised fit of ``loss`` on the columns of ``block``.
+
+    Minimises ``1/2 ||W||^2 + C sum_i loss(y_i, X_i W - b)`` with the APG
+    solver FGM uses, on one block.
+
+    Parameters
+    ----------
+    block : ColumnBlock
+        The p columns (CSC), e.g. from ``FeatureSpace.materialize``.
+    y : ndarray
+        ±1 labels, or class indices ``0..K-1`` with ``n_classes = K``.
+    loss : str
+    C : float
+        Weight of the loss (> 0).
+    n_classes : int or None
+    fit_intercept : bool
+    coef0 : array of shape (p,) or (p, K), optional
+        Warm start (default zeros).
+    bias0 : float or array of shape (K,)
+        Warm start of the bias ``b`` (the intercept is ``-b``).
+    tol, kkt_tol : float
+        ε_in of the solver and its relative KKT tolerance (None: the
+        solver's default certificate).
+
+    Returns
+    -------
+    dict
+        ``coef`` (p,) or (p, K), ``intercept`` (float or (K,)), ``C`` and
+        ``kkt`` (the certified relative KKT residual).
+    """
+    C = check_refit_C(C)
+    p = int(block.n_columns)
+    datafit = make_datafit(block.indptr, block.indices, block.values(np.float64), y, C,
+                           loss=loss, n_classes=n_classes)
+    K = datafit.n_outputs
+    coef0 = (np.zeros(p * K) if coef0 is None
+             else np.asarray(coef0, dtype=np.float64).ravel())
+    solution = solve(datafit, np.array([0, p * K]), fit_intercept=fit_intercept,
+                     coef0=coef0, bias0=bias0, tol=tol,
+                     max_iter=REFIT_MAX_ITER,
+                     kkt_tol=DEFAULT_KKT_TOL if kkt_tol is None else kkt_tol)
+    coef = solution.coef if K == 1 else solution.coef.reshape(p, K)
+    return {"coef": np.asarray(coef, dtype=np.float64), "intercept": -solution.bias,
+            "C": C, "kkt": float(solution.kkt)}
+
+
+def training_targets(model, store):
+    """The store's labels as the refit takes them: (±1 labels or indices, K).
+
+    Refused in one line when the store's classes are not the model's.
+    """
+    where = getattr(store, "path", None) or "training store"
+    target = getattr(store, "target_type", "binary")
+    expected = "binary" if model.n_outputs == 1 else "multiclass"
+    if target != expected:
+        raise ParameterError(f"{where}: {target} targets, but the model is {expected}")
+    store_classes = [c if isinstance(c, str) else float(c) for c in store.classes]
+    if store_classes != list(model.classes):
+        raise ParameterError(f"{where}: classes {store_classes} differ from the "
+                             f"model's {list(model.classes)}")
+    if target == "binary":
+        return store.read_labels(), None
+    return store.read_class_indices(), len(store.classes)
+
+
+def refit_prefix(model, store, n_batches=None, *, C=None, targets=None,
+                 _stacklevel=2) -> dict:
+    """Refit the features of a model's first ``n_batches`` batches on a store.
+
+    The same refit as ``select(refit=True)``: the model's loss, intercept
+    setting and inner tolerances (its ``params``), ``C`` = ``refit_C`` when
+    the model has one, else its ``C``; warm-started from FGM's weights.
+    With every batch, on the model's training store, it reproduces
+    ``model.refit``.
+
+    Parameters
+    ----------
+    model : ultrafs.model.Model
+    store : ColumnStore
+        Labelled training store holding the model's source columns (with
+        the model's classes).
+    n_batches : int, optional
+        Number of leading batches (outer iterations); default all.
+    C : float, optional
+        Overrides the ``C`` above.
+    targets : (y, n_classes), optional
+        :func:`training_targets` of the store, when the caller reads them
+        once for several prefixes.
+
+    Returns
+    -------
+    dict
+        As :func:`refit_block`, plus ``n_batches`` and ``n_features``.
+
+    Warns
+    -----
+    UltraFSWarning
+        When some of the features are absent from the store (zero columns).
+    """
+    n_iter = max(len(model.batches) - 1, 0)
+    k = n_iter if n_batches is None else int(n_batches)
+    if not 0 <= k <= n_iter:
+        raise ParameterError(f"n_batches must be in 0..{n_iter}, got {n_batches!r}")
+    params = model.params
+    if C is None:
+        C = params.get("refit_C", params.get("C"))
+        if C is None:
+            raise ParameterError("the model's params record no C: give the refit's C")
+    C = check_refit_C(C)
+    y, n_classes = training_targets(model, store) if targets is None else targets
+    stop = int(model.batches[k])
+    ids = list(model.features[:stop])
+    features = feature_space_from_spec(store, model.feature_space)
+    absent = features.absent_ids(ids)
+    if absent:
+        warnings.warn(f"{len(absent)} model feature(s) absent from the training "
+                      f"store (e.g. id {absent[0]}) count as zero columns",
+                      UltraFSWarning, stacklevel=_stacklevel)
+    block = features.materialize_ids(ids)
+    kkt_tol = params.get("inner_kkt_tol")
+    result = refit_block(
+        block, y, loss=model.loss, C=C, n_classes=n_classes,
+        fit_intercept=bool(params.get("fit_intercept", True)),
+        coef0=np.asarray(model.coef, dtype=np.float64)[:stop],
+        bias0=-np.asarray(model.intercept, dtype=np.float64)
+        if model.n_outputs > 1 else -float(model.intercept),
+        tol=float(params.get("inner_tol", 1e-3)),
+        kkt_tol=None if kkt_tol is None else float(kkt_tol))
+    result.update(n_batches=k, n_features=stop)
+    return result
