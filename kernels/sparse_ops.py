@@ -33,6 +33,8 @@ __all__ = [
     "csc_matmat",
     "csc_block_matmat_into",
     "csc_rmatmat",
+    "csc_take_rows",
+    "csc_take_rows_pattern",
 ]
 
 
@@ -262,3 +264,71 @@ def csc_rmatmat(indptr, indices, data, r, n_outputs):
                 out[base + c] += x * r[r0 + c]
     return out
 
+
+
+@njit(cache=True, nogil=True)
+def csc_take_rows(indptr, indices, data, row_map):
+    """Keep some rows of a CSC matrix and renumber them.
+
+    Parameters
+    ----------
+    indptr : int64 array, shape (p + 1,)
+    indices : int array, shape (nnz,)
+        Row numbers, increasing within each column.
+    data : float32 or float64 array, shape (nnz,)
+    row_map : int64 array, shape (n_rows,)
+        New row number of every old row, or -1 for a row that is dropped;
+        kept rows must be numbered increasingly (so the output's row
+        numbers stay sorted within each column).
+
+    Returns
+    -------
+    indptr, indices, data : int64, int32 and ``data.dtype`` arrays
+        The CSC arrays of the kept rows (``p`` columns).
+    """
+    p = indptr.shape[0] - 1
+    out_ptr = np.zeros(p + 1, dtype=np.int64)
+    count = 0
+    for j in range(p):
+        for k in range(indptr[j], indptr[j + 1]):
+            if row_map[indices[k]] >= 0:
+                count += 1
+        out_ptr[j + 1] = count
+    out_idx = np.empty(count, dtype=np.int32)
+    out_val = np.empty(count, dtype=data.dtype)
+    pos = 0
+    for j in range(p):
+        for k in range(indptr[j], indptr[j + 1]):
+            new = row_map[indices[k]]
+            if new >= 0:
+                out_idx[pos] = new
+                out_val[pos] = data[k]
+                pos += 1
+    return out_ptr, out_idx, out_val
+
+
+@njit(cache=True, nogil=True)
+def csc_take_rows_pattern(indptr, indices, row_map):
+    """:func:`csc_take_rows` of a pattern-only (binary) matrix.
+
+    Returns
+    -------
+    indptr, indices : int64 and int32 arrays
+    """
+    p = indptr.shape[0] - 1
+    out_ptr = np.zeros(p + 1, dtype=np.int64)
+    count = 0
+    for j in range(p):
+        for k in range(indptr[j], indptr[j + 1]):
+            if row_map[indices[k]] >= 0:
+                count += 1
+        out_ptr[j + 1] = count
+    out_idx = np.empty(count, dtype=np.int32)
+    pos = 0
+    for j in range(p):
+        for k in range(indptr[j], indptr[j + 1]):
+            new = row_map[indices[k]]
+            if new >= 0:
+                out_idx[pos] = new
+                pos += 1
+    return out_ptr, out_idx

@@ -14,7 +14,7 @@ Weighted sums ``Σ_i w_i x_ij`` are the scoring kernels'
 import numpy as np
 from numba import njit
 
-__all__ = ["column_moments", "column_moments_binary"]
+__all__ = ["column_moments", "column_moments_binary", "row_top2_squares"]
 
 
 @njit(cache=True, nogil=True)
@@ -100,3 +100,33 @@ def column_moments_binary(indptr, n_rows):
             if count >= n_rows:
                 mins[j] = 1.0
     return nnz, sums, sum_squares, mins, maxs
+
+
+
+@njit(cache=True, nogil=True)
+def row_top2_squares(indices, data, n_rows, out):
+    """Merge the two largest ``x_ij²`` of every row of a CSC block into ``out``.
+
+    Parameters
+    ----------
+    indices : int32 or int64 array, shape (nnz,)
+        Row numbers of the stored values.
+    data : float32 or float64 array, shape (nnz,), or None
+        Values; None means every stored value is one (binary data).
+    n_rows : int
+    out : float64 array, shape (n_rows, 2)
+        Running ``(largest, second largest)`` square of every row (zeros to
+        start); updated in place and returned.  Maxima do not depend on the
+        order of the values, so the result is the same for any grouping of
+        the columns into blocks.
+    """
+    for k in range(indices.shape[0]):
+        x = 1.0 if data is None else np.float64(data[k])
+        x2 = x * x
+        i = indices[k]
+        if x2 > out[i, 0]:
+            out[i, 1] = out[i, 0]
+            out[i, 0] = x2
+        elif x2 > out[i, 1]:
+            out[i, 1] = x2
+    return out

@@ -47,7 +47,7 @@ def test_resume_in_process_equals_uninterrupted(train_store, tmp_path):
 
 def test_checkpoint_refuses_other_data_or_parameters(train_store, tmp_path):
     ckpt = tmp_path / "ckpt"
-    select(str(train_store), B=10, max_iter=1, checkpoint=ckpt)
+    select(str(train_store), B=10, C=10.0, max_iter=1, checkpoint=ckpt)
     with pytest.raises(CheckpointMismatchError, match="C=10.0, now 5.0"):
         select(str(train_store), B=10, C=5.0, max_iter=2, checkpoint=ckpt, resume=True)
     other = tmp_path / "other.zarr"

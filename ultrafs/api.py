@@ -16,12 +16,13 @@ from ultrafs.store import as_store
 __all__ = ["select"]
 
 
-def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
+def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
            tol=1e-3, fit_intercept=True, inner_tol=1e-3, inner_max_iter=1000,
            inner_kkt_tol=DEFAULT_KKT_TOL,
            block_size=None, scheduler=None, num_workers=None, callback=None,
            command=None, poly=1, gamma=1.0, coef0=1.0, checkpoint=None,
-           resume=False, progress=False, refit=False, refit_C=None):
+           resume=False, progress=False, refit=False, refit_C=None,
+           validation_fraction=None, cv=None, seed=0):
     """Select features with FGM and return the fitted :class:`Model`.
 
     Parameters
@@ -30,7 +31,12 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
     y : array-like, optional
         Labels when ``data`` is an array: two classes (binary FGM) or
         K >= 3 classes (one feature set shared by all classes).
-    B, C, loss, max_iter, tol, fit_intercept, inner_tol, inner_max_iter,
+    C : float, "scale" or "auto"
+        Weight of the loss.  "scale" (the default):
+        ``DEFAULT_C_SCALE / mean_i ||phi(x_i)||^2``, which behaves the same
+        whatever the scale of the rows; "auto": chosen on held-out rows
+        (see :mod:`ultrafs.methods.validation`); a number is used as is.
+    B, loss, max_iter, tol, fit_intercept, inner_tol, inner_max_iter,
     inner_kkt_tol,
     block_size, scheduler, num_workers, callback
         See :func:`ultrafs.methods.fgm.fit_fgm`.
@@ -55,7 +61,15 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
         de-biased model, solved to the same KKT certificate) and predict
         with it; the model keeps FGM's weights too.
     refit_C : float, optional
-        ``C`` of the refit (default: ``C``).
+        ``C`` of the refit (default: ``C``; with ``C="auto"`` chosen on the
+        same held-out rows, from the same grid).
+    validation_fraction : float, optional
+        Share of the rows held out (stratified) by ``C="auto"``; default
+        0.2 unless ``cv`` is given.
+    cv : int, optional
+        ``C="auto"`` with this many stratified folds instead of one split.
+    seed : int
+        Seed of the split or folds of ``C="auto"``.
 
     Returns
     -------
@@ -67,7 +81,19 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
     """
     store = as_store(data, y)
     features = make_feature_space(store, poly=poly, gamma=gamma, coef0=coef0)
-    params = {"poly": int(poly), "B": int(B), "C": float(C), "loss": loss,
+    y, n_classes = _classification_targets(store)
+    fit_options = {"B": B, "loss": loss, "max_iter": max_iter, "tol": tol,
+                   "fit_intercept": fit_intercept, "inner_tol": inner_tol,
+                   "inner_max_iter": inner_max_iter, "inner_kkt_tol": inner_kkt_tol,
+                   "block_size": block_size, "scheduler": scheduler,
+                   "num_workers": num_workers}
+    C_rule = C if isinstance(C, str) else "given"
+    C, refit_C, validation = _resolve_C(
+        C, refit_C, refit, store, features, y, n_classes,
+        {"poly": poly, "gamma": gamma, "coef0": coef0}, fit_options,
+        validation_fraction, cv, seed)
+    params = {"poly": int(poly), "B": int(B), "C": float(C), "C_rule": C_rule,
+              "loss": loss,
               "max_iter": int(max_iter), "tol": float(tol),
               "fit_intercept": bool(fit_intercept),
               "inner_tol": float(inner_tol), "inner_max_iter": int(inner_max_iter),
@@ -80,7 +106,6 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
     saver = None
     if checkpoint is not None:
         saver = Checkpoint(checkpoint, store_fingerprint(store), params)
-    y, n_classes = _classification_targets(store)
     result = fit_fgm(
         features, y, n_classes=n_classes, B=B, C=C, loss=loss, max_iter=max_iter,
         tol=tol, fit_intercept=fit_intercept, inner_tol=inner_tol,
@@ -99,6 +124,8 @@ def select(data, y=None, *, B=50, C=10.0, loss="logistic", max_iter=10,
                           float(C if refit_C is None else refit_C), fit_intercept,
                           inner_tol, inner_kkt_tol)
         params["refit_C"] = refitted["C"]
+    if validation is not None:
+        params["validation"] = validation.to_dict()
     return Model(
         features=features.feature_ids(result.keys[nonzero]),
         coef=np.asarray(result.coef_matrix()[nonzero], dtype=np.float64),
@@ -136,30 +163,123 @@ def _nonzero_batches(batch_ptr, nonzero):
     return [0] + np.cumsum(counts, dtype=np.int64).tolist()
 
 
-#: inner iterations allowed to the refit (one block: a ridge-type problem)
-REFIT_MAX_ITER = 20000
-
-
 def _refit(features, result, nonzero, y, n_classes, loss, C, fit_intercept,
            inner_tol, inner_kkt_tol):
     """ℓ2-regularised refit of the same loss on the selected columns only.
 
     With one block the ℓ2,1² penalty is ``1/2 ||W||^2``: the refit is the
-    FGM subproblem on one block, solved by the same APG from FGM's weights.
+    FGM subproblem on one block, solved by the same APG from FGM's weights
+    (:func:`ultrafs.methods.refit.refit_block`).
     """
-    if not (np.isfinite(C) and C > 0):
-        raise ParameterError(f"refit_C must be > 0, got {C!r}")
-    keys = result.keys[nonzero]
-    block = features.materialize(keys)
-    datafit = make_datafit(block.indptr, block.indices, block.values(np.float64), y, C,
-                           loss=loss, n_classes=n_classes)
-    K = datafit.n_outputs
-    coef0 = result.coef_matrix()[nonzero].ravel()
-    solution = solve(datafit, np.array([0, len(keys) * K]), fit_intercept=fit_intercept,
-                     coef0=coef0, bias0=result.bias, tol=inner_tol,
-                     max_iter=REFIT_MAX_ITER,
-                     kkt_tol=DEFAULT_KKT_TOL if inner_kkt_tol is None else inner_kkt_tol)
-    coef = solution.coef if K == 1 else solution.coef.reshape(len(keys), K)
-    return {"coef": np.asarray(coef, dtype=np.float64), "intercept": -solution.bias,
-            "C": C, "kkt": float(solution.kkt)}
+    from ultrafs.methods.refit import check_refit_C, refit_block
 
+    C = check_refit_C(C)
+    nonzero_coef = result.coef_matrix()[nonzero]
+    block = features.materialize(result.keys[nonzero])
+    return refit_block(block, y, loss=loss, C=C, n_classes=n_classes,
+                       fit_intercept=fit_intercept, coef0=nonzero_coef,
+                       bias0=result.bias, tol=inner_tol, kkt_tol=inner_kkt_tol)
+
+
+
+def _resolve_C(C, refit_C, refit, store, features, y, n_classes, space, fit_options,
+               validation_fraction, cv, seed):
+    """The C (and refit C) to fit with: given, data-scaled, or validated.
+
+    Returns
+    -------
+    C : float
+    refit_C : float or None
+    validation : ValidationCurve or None
+    """
+    from ultrafs.methods import validation as val
+
+    pass_options = {name: fit_options[name]
+                    for name in ("block_size", "scheduler", "num_workers")}
+    if (validation_fraction is not None or cv is not None) and not (
+            isinstance(C, str) and C == "auto"):
+        raise ParameterError("validation_fraction and cv choose C: they need C='auto'")
+    if isinstance(C, str):
+        if C not in ("scale", "auto"):
+            raise ParameterError(f"C must be a number > 0, 'scale' or 'auto', got {C!r}")
+        center = val.default_C(features, **pass_options)
+        if C == "scale":
+            return center, refit_C, None
+        if validation_fraction is not None and cv is not None:
+            raise ParameterError("give validation_fraction or cv, not both")
+        if cv is None and validation_fraction is None \
+                and len(y) <= val.SMALL_DATA_ROWS:
+            cv = val.SMALL_DATA_FOLDS
+        if cv is not None:
+            folds = val.stratified_folds(y, cv, seed)
+            method, fraction = "cv", None
+        else:
+            fraction = (val.DEFAULT_VALIDATION_FRACTION if validation_fraction is None
+                        else float(validation_fraction))
+            folds = [val.stratified_split(y, fraction, seed)]
+            method = "holdout"
+        grid = val.c_grid(center)
+        refit_grid = None
+        if refit:
+            refit_grid = grid if refit_C is None else [float(refit_C)]
+        scorer = _HeldOutScorer(store, y, n_classes, space, fit_options)
+        curve = val.choose_C(folds, grid, scorer, refit_grid=refit_grid,
+                             method=method, fraction=fraction, seed=seed)
+        return curve.C, curve.refit_C if refit else refit_C, curve
+    if isinstance(C, bool) or not isinstance(C, (int, float, np.integer, np.floating)):
+        raise ParameterError(f"C must be a number > 0, 'scale' or 'auto', got {C!r}")
+    return float(C), refit_C, None
+
+
+class _HeldOutScorer:
+    """Fits FGM (and refits) on training rows, scores them on held-out rows."""
+
+    def __init__(self, store, y, n_classes, space, fit_options):
+        self.store = store
+        self.y = y
+        self.n_classes = n_classes
+        self.space = space
+        self.options = fit_options
+
+    def __call__(self, fold, train, validation, C, refit_grid):
+        from ultrafs.store.rows import RowSubsetStore
+
+        o = self.options
+        part = make_feature_space(RowSubsetStore(self.store, train), **self.space)
+        y_train = self.y[train]
+        result = fit_fgm(part, y_train, n_classes=self.n_classes, C=C, **o)
+        nonzero = result.nonzero()
+        held_out = make_feature_space(RowSubsetStore(self.store, validation),
+                                      **self.space)
+        block = held_out.materialize(result.keys[nonzero])
+        y_held = self.y[validation]
+        n_features = int(np.count_nonzero(nonzero))
+        if refit_grid is None:
+            return [{"refit_C": None, "n_features": n_features,
+                     **_held_out_scores(block, result.coef_matrix()[nonzero],
+                                        result.bias, y_held, self.n_classes, o["loss"])}]
+        records = []
+        for refit_C in refit_grid:
+            refitted = _refit(part, result, nonzero, y_train, self.n_classes, o["loss"],
+                              float(refit_C), o["fit_intercept"], o["inner_tol"],
+                              o["inner_kkt_tol"])
+            records.append({"refit_C": float(refit_C), "n_features": n_features,
+                            **_held_out_scores(block, refitted["coef"],
+                                               -refitted["intercept"], y_held,
+                                               self.n_classes, o["loss"])})
+        return records
+
+
+def _held_out_scores(block, coef, bias, y, n_classes, loss):
+    """Accuracy and mean loss of ``X_block @ coef - bias`` on encoded targets."""
+    datafit = make_datafit(block.indptr, block.indices, block.values(np.float64), y,
+                           1.0, loss=loss, n_classes=n_classes)
+    decision = datafit.decision(np.asarray(coef, dtype=np.float64).ravel(),
+                                np.asarray(bias, dtype=np.float64)
+                                if datafit.n_outputs > 1 else float(bias))
+    mean_loss = datafit.value(decision) / len(y)
+    if datafit.n_outputs == 1:
+        correct = np.where(decision > 0, 1.0, -1.0) == y
+    else:
+        correct = np.argmax(decision.reshape(len(y), -1), axis=1) == y
+    return {"accuracy": float(np.mean(correct)), "loss": float(mean_loss)}

@@ -93,6 +93,25 @@ class SchedulerType(click.ParamType):
                   "or a scheduler address such as tcp://host:8786", param, ctx)
 
 
+class CType(click.ParamType):
+    """``--C``: a number > 0, ``scale`` or ``auto``."""
+
+    name = "C"
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        if value in ("scale", "auto"):
+            return value
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("nan")
+        if not (number > 0 and number != float("inf")):
+            self.fail(f"{value!r} is not a number > 0, 'scale' or 'auto'", param, ctx)
+        return number
+
+
 #: how long a scheduler address may take to answer
 CONNECT_TIMEOUT_S = 10.0
 
@@ -196,9 +215,21 @@ def _fgm_options(func):
     options = [
         click.option("--B", "B", type=click.IntRange(min=1), default=50,
                      show_default=True, help="Features added per outer iteration."),
-        click.option("--C", "C", type=click.FloatRange(min=0, min_open=True),
-                     default=10.0, show_default=True,
-                     help="Weight of the empirical loss."),
+        click.option("--C", "C", type=CType(), default="scale", show_default=True,
+                     help="Weight of the empirical loss: a number > 0, 'scale' "
+                          "(10 / mean over rows of the largest squared value: the "
+                          "same model whatever the scale of the rows) or 'auto' "
+                          "(chosen on held-out "
+                          "rows, see --validation-fraction and --cv)."),
+        click.option("--validation-fraction", type=click.FloatRange(0, 1, min_open=True,
+                                                                    max_open=True),
+                     default=None,
+                     help="--C auto: share of the rows held out, stratified "
+                          "(default 0.2; 5 folds for at most 10,000 rows)."),
+        click.option("--cv", type=click.IntRange(min=2), default=None,
+                     help="--C auto: K stratified folds instead of one hold-out."),
+        click.option("--split-seed", type=click.IntRange(min=0), default=0,
+                     show_default=True, help="Seed of the --C auto split or folds."),
         click.option("--loss", type=RegistryChoice(_loss_names),
                      default="logistic", show_default=True,
                      help="Loss (K >= 3 classes: multinomial logistic or "
@@ -241,7 +272,8 @@ def _fgm_options(func):
                      help="Refit an l2-regularised model of the same loss on the "
                           "selected columns only and predict with it."),
         click.option("--refit-C", "refit_C", type=click.FloatRange(min=0, min_open=True),
-                     default=None, help="C of the refit (default: --C)."),
+                     default=None, help="C of the refit (default: --C; with --C auto "
+                                        "chosen on the same held-out rows)."),
         click.option("--progress/--no-progress", default=None,
                      help="Per-iteration progress on stderr (default: when a terminal)."),
     ]
@@ -254,7 +286,7 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                 inner_kkt_tol,
                 block_size, scheduler, workers, progress, command, poly=1,
                 gamma=1.0, coef0=1.0, checkpoint=None, resume=False, refit=False,
-                refit_C=None):
+                refit_C=None, validation_fraction=None, cv=None, split_seed=0):
     from ultrafs.api import select
 
     show = _progress_enabled(progress)
@@ -279,7 +311,8 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                       num_workers=workers, callback=report, command=command,
                       poly=int(poly), gamma=gamma, coef0=coef0,
                       checkpoint=checkpoint, resume=resume, progress=show,
-                      refit=refit, refit_C=refit_C)
+                      refit=refit, refit_C=refit_C,
+                      validation_fraction=validation_fraction, cv=cv, seed=split_seed)
 
 
 @main.command("select")
@@ -381,25 +414,43 @@ def evaluate(model_path, data_path, label):
 @click.argument("model_path", metavar="MODEL", type=click.Path())
 @click.option("--test", "test_path", default=None, type=click.Path(),
               help="Labelled store: adds test accuracy vs number of features.")
+@click.option("--train", "train_path", default=None, type=click.Path(),
+              help="Training store (with --test): adds, per prefix of k "
+                   "iterations, the l2 refit of its features and scikit-learn's "
+                   "l1-LR at the same number of features (the l1-LR baseline "
+                   "loads this store in memory).")
 @LABEL_OPTION
+@click.option("--l1-max-nnz", type=click.IntRange(min=0), default=None,
+              help="Refuse a --train store holding more values than this "
+                   "(default: 200,000,000).")
 @click.option("--top", type=click.IntRange(min=0), default=30, show_default=True,
               help="Features in the top-features figure and table.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False),
               help="HTML file to write; the PNGs go next to it (STEM_*.png).")
 @_one_line_errors
-def report_command(model_path, test_path, label, top, out):
+def report_command(model_path, test_path, train_path, label, l1_max_nnz, top, out):
     """Write an HTML run report (and PNG figures) for a model file."""
     from ultrafs.store import open_store
 
     from ultrafs.model import Model
     from ultrafs.report import build_report
 
+    if train_path is not None and test_path is None:
+        raise click.UsageError("--train needs --test (the curves are measured on "
+                               "the test store)")
     model = Model.load(model_path)
     test_store = None if test_path is None else open_store(test_path, label=label)
-    result = build_report(model, out, test_store=test_store, top=top)
+    train_store = None if train_path is None else open_store(train_path, label=label)
+    result = build_report(model, out, test_store=test_store, train_store=train_store,
+                          top=top, l1_max_nnz=l1_max_nnz)
+    data = result["data"]
     summary = {"html": result["html"], "figures": result["figures"]}
-    if result["data"]["accuracy"]:
-        summary["test"] = result["data"]["accuracy"][-1]
+    for key, curve in (("test", "accuracy"), ("test_refit", "accuracy_refit"),
+                       ("test_l1", "accuracy_l1")):
+        if data[curve]:
+            summary[key] = data[curve][-1]
+    if data["accuracy_notes"]:
+        summary["notes"] = data["accuracy_notes"]
     click.echo(json.dumps(summary, indent=1))
 
 

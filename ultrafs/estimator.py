@@ -52,9 +52,13 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
     ----------
     B : int, default=50
         Features added per outer iteration.
-    C : float, default=10.0
+    C : float, "scale" or "auto", default="scale"
         Weight of the empirical loss (the paper's C, not scikit-learn's
-        inverse regularisation of l1 models).
+        inverse regularisation of l1 models).  "scale": ``10 / mean_i
+        max_j x_ij²`` (10 on 0/1 data; the same model whatever the scale of
+        the rows); "auto": chosen on held-out rows of the training data
+        from a grid around it (:mod:`ultrafs.methods.validation`), with the
+        refit's C when ``refit=True``.
     loss : str, default="logistic"
         A registered loss name (:func:`ultrafs.solvers.losses.loss_names`);
         built in: "logistic" and "squared-hinge".
@@ -85,7 +89,15 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         columns only (the paper's de-biased model) and predict with it;
         ``selection_coef_`` keeps FGM's own weights.
     refit_C : float or None, default=None
-        ``C`` of the refit (None: ``C``).
+        ``C`` of the refit (None: ``C``, or chosen with it when
+        ``C="auto"``).
+    validation_fraction : float or None, default=None
+        ``C="auto"``: share of the rows held out, stratified (None: 0.2, or
+        5 folds for at most 10,000 rows).
+    cv : int or None, default=None
+        ``C="auto"``: this many stratified folds instead of one hold-out.
+    random_state : int, default=0
+        Seed of the ``C="auto"`` split or folds.
     poly : {1, 2}, default=1
         2 selects among all degree-2 polynomial features of the kernel
         ``(gamma x'z + coef0)^2`` (linear, squares, crosses), generated on
@@ -113,14 +125,19 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         One record per outer iteration (objective, timings...).
     n_iter_ : int
         Outer iterations run.
+    C_ : float
+        The C used (resolved from "scale" or "auto").
+    validation_ : dict or None
+        With ``C="auto"``: the grid points tried (mean held-out accuracy and
+        loss) and the chosen C (and refit C).
     model_ : ultrafs.model.Model
     n_features_in_ : int
     """
 
-    def __init__(self, B=50, C=10.0, loss="logistic", max_iter=10, tol=1e-3,
+    def __init__(self, B=50, C="scale", loss="logistic", max_iter=10, tol=1e-3,
                  fit_intercept=True, inner_tol=1e-3, inner_kkt_tol=1e-4, block_size=None,
                  scheduler=None, poly=1, gamma=1.0, coef0=1.0, refit=False,
-                 refit_C=None):
+                 refit_C=None, validation_fraction=None, cv=None, random_state=0):
         self.B = B
         self.C = C
         self.loss = loss
@@ -136,6 +153,9 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         self.coef0 = coef0
         self.refit = refit
         self.refit_C = refit_C
+        self.validation_fraction = validation_fraction
+        self.cv = cv
+        self.random_state = random_state
 
     def fit(self, X, y=None):
         """Select features and fit the model.
@@ -177,7 +197,9 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
             kwargs = {} if self.block_size is None else {"block_size": self.block_size}
             store = InMemoryStore(X, class_index.astype(np.float64), **kwargs)
             self._fitted_on_store = False
-        model = select(store, B=int(self.B), C=float(self.C), loss=self.loss,
+        model = select(store, B=int(self.B),
+                       C=self.C if isinstance(self.C, str) else float(self.C),
+                       loss=self.loss,
                        max_iter=int(self.max_iter), tol=float(self.tol),
                        fit_intercept=bool(self.fit_intercept),
                        inner_tol=float(self.inner_tol),
@@ -186,13 +208,17 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
                        block_size=self.block_size, scheduler=self.scheduler,
                        poly=self.poly, gamma=self.gamma, coef0=self.coef0,
                        refit=bool(self.refit),
-                       refit_C=None if self.refit_C is None else float(self.refit_C))
+                       refit_C=None if self.refit_C is None else float(self.refit_C),
+                       validation_fraction=self.validation_fraction, cv=self.cv,
+                       seed=self.random_state)
         if not self._fitted_on_store:
             # the store held class indices: record the caller's labels
             model.classes = [float(c) if isinstance(c, (int, float, np.number))
                              and not isinstance(c, (bool, np.bool_)) else str(c)
                              for c in self.classes_.tolist()]
         self.model_ = model
+        self.C_ = float(model.params["C"])
+        self.validation_ = model.params.get("validation")
         self.selected_features_ = (np.asarray(model.features, dtype=np.int64)
                                    if self.poly == 1 else list(model.features))
         self.selection_coef_ = np.asarray(model.coef, dtype=np.float64)

@@ -307,6 +307,21 @@ class FeatureSpace(abc.ABC):
         keys : int64 array, shape (len(feature_ids),)
         """
 
+    def row_max_squares(self, *, block_size=None, scheduler=None,
+                        num_workers=None) -> np.ndarray:
+        """Largest squared candidate value ``max_f φ_f(x_i)²`` of every sample.
+
+        One streamed pass; used for the data-scaled default of C
+        (:func:`ultrafs.methods.validation.default_C`).  Spaces that cannot
+        say raise :class:`NotImplementedError`.
+
+        Returns
+        -------
+        float64 array, shape (n_samples,)
+        """
+        raise NotImplementedError(
+            f"the {self.kind or type(self).__name__} feature space has no row scale")
+
     def __repr__(self):
         params = ", ".join(f"{name}={getattr(self, name)!r}"
                            for name in self.spec_params)

@@ -115,6 +115,14 @@ class LinearFeatures(FeatureSpace):
                         shared={"store": self.store, "weights": weights,
                                 "excluded": excluded, "k": k})
 
+    def row_max_squares(self, *, block_size=None, scheduler=None,
+                        num_workers=None) -> np.ndarray:
+        """``max_j x_ij²`` of every row (:func:`ultrafs.scoring.row_norms.row_top2`)."""
+        from ultrafs.scoring.row_norms import row_top2
+
+        return row_top2(self.store, block_size=block_size, scheduler=scheduler,
+                        num_workers=num_workers)[:, 0]
+
     def materialize(self, keys, dtype=np.float64, payload=None) -> ColumnBlock:
         """The columns of ``keys`` in the order given, values materialised.
 

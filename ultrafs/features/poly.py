@@ -298,6 +298,22 @@ class PolyFeatures(FeatureSpace):
             second.append(k)
         return np.array(first, dtype=np.int64), np.array(second, dtype=np.int64)
 
+    def row_max_squares(self, *, block_size=None, scheduler=None,
+                        num_workers=None) -> np.ndarray:
+        """Largest squared degree-2 feature of every row.
+
+        With ``a ≥ b`` the two largest ``x_j²`` of the row: the largest
+        linear term is ``2γr·a``, square ``γ²a²`` and cross ``2γ²·a·b``.
+        """
+        from ultrafs.scoring.row_norms import row_top2
+
+        top = row_top2(self.store, block_size=block_size, scheduler=scheduler,
+                       num_workers=num_workers)
+        a, b = top[:, 0], top[:, 1]
+        g = self.gamma
+        return np.maximum(np.maximum(2.0 * g * self.coef0 * a, g * g * a * a),
+                          2.0 * g * g * a * b)
+
     # ------------------------------------------------------ worst-case pass
     def find_candidates(self, weights, k, excluded, run):
         """Exact top-``k`` degree-2 candidates (see the module docstring).

@@ -92,10 +92,17 @@ class FGMResult:
 
 
 def validate_fgm_params(B, C, loss, max_iter, tol, inner_tol, inner_kkt_tol=None):
-    """Check the FGM parameters; raise :class:`ParameterError` if invalid."""
+    """Check the FGM parameters; raise :class:`ParameterError` if invalid.
+
+    ``C`` may also be "scale" or "auto" (resolved by :func:`ultrafs.api.select`).
+    """
     if isinstance(B, bool) or not isinstance(B, (int, np.integer)) or B < 1:
         raise ParameterError(f"B must be an integer >= 1, got {B!r}")
-    if not np.isfinite(C) or C <= 0:
+    if isinstance(C, str):
+        if C not in ("scale", "auto"):
+            raise ParameterError(f"C must be a number > 0, 'scale' or 'auto', got {C!r}")
+    elif isinstance(C, bool) or not isinstance(C, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(C) or C <= 0:
         raise ParameterError(f"C must be > 0, got {C!r}")
     if loss not in loss_names():
         raise ParameterError(

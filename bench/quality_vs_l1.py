@@ -1,0 +1,301 @@
+"""FGM against l1-logistic regression at the same number of nonzero features.
+
+Question (issue 8): on every binary set of ``../shared/data``, raw and with
+rows scaled to unit length, at k in {10, 20, 50, 100, 200, 300} (k at most
+features / 5), is the recommended command (``C="auto"``, ``refit=True``) at
+least as accurate on held-out rows as scikit-learn's l1-LR (liblinear, C
+bisected to the same number of nonzeros) and as l1-LR refitted on its own
+selection; and do the plain defaults stay within 1 point of l1-LR?
+
+Splits: the sets' own train/test parts (imdb50k 25k/25k, imdb unigram,
+a9a rows 1-32,561 / the rest, madelon, leu); five seeded stratified 70/30
+splits of the others.  FGM runs with B = k / 10 and T = 10 (so B·T = k).
+l1-LR is bisected on C (log scale) to FGM's nonzero count, or the largest
+count below it.  "l1 refit" is an l2-LR (lbfgs) on l1's selected columns
+with C chosen by 5-fold CV on the training rows (scikit-learn's
+LogisticRegressionCV over the same 8 factors of C as ``C="auto"``).
+
+A cell is the mean test accuracy over the splits; a win / loss needs a gap
+of more than ``TIE_POINTS`` accuracy points, else it is a tie.
+
+Usage::
+
+    python bench/quality_vs_l1.py [--sets a9a,mushrooms] [--scalings raw,unit]
+        [--ks 10,20] [--splits 5] [--configs plain,recommended]
+        [--name quality_vs_l1]
+
+``--configs`` also takes ``c=VALUE`` entries: plain FGM at
+``C = VALUE / mean ||x||^2`` (the sweep that chose ``DEFAULT_C_SCALE``).
+Results go to ``bench/out/NAME.json`` and a markdown table to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import bz2
+import json
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+
+from common import DATA_DIR, OUT_DIR, peak_rss_mb, write_result
+
+TIE_POINTS = 0.1
+KS = (10, 20, 50, 100, 200, 300)
+# name: (train file, test file or None (then 70/30 splits), train rows or None)
+SETS = {
+    "imdb50k": ("imdb50k_uni_bigram", None, 25_000),
+    "imdb_unigram": ("imdb_train_unigram_binary", "imdb_test_unigram_binary", None),
+    "a9a": ("a9a", None, 32_561),
+    "madelon": ("madelon_train", "madelon_test", None),
+    "leu": ("leu", "leu.t", None),
+    "w8a": ("w8a", None, None),
+    "gisette": ("gisette_scale.t", None, None),
+    "dexter": ("dexter_train", None, None),
+    "dorothea": ("dorothea_train", None, None),
+    "arcene": ("arcene_train", None, None),
+    "rcv1_small": ("rcv1_small", None, None),
+    "colon-cancer": ("colon-cancer", None, None),
+    "mnist3v8": ("mnist5k_3vs8", None, None),
+    "mushrooms": ("mushrooms", None, None),
+}
+
+
+def _load(stem, n_features=None):
+    """A LIBSVM file of ../shared/data as CSR, cached under bench/out/cache."""
+    from sklearn.datasets import load_svmlight_file
+
+    cache = OUT_DIR / "cache" / f"{stem}.npz"
+    if cache.exists():
+        z = np.load(cache, allow_pickle=False)
+        X = sp.csr_matrix((z["data"], z["indices"], z["indptr"]), shape=tuple(z["shape"]))
+        y = z["y"]
+    else:
+        with bz2.open(DATA_DIR / f"{stem}.svm.bz2") as fh:
+            X, y = load_svmlight_file(fh, zero_based=False)
+        X = X.tocsr()
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(cache, data=X.data, indices=X.indices, indptr=X.indptr,
+                 shape=np.array(X.shape), y=y)
+    if n_features is not None and X.shape[1] < n_features:
+        X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], n_features))
+    return X, y
+
+
+def splits(name, n_splits):
+    """Yield (X_train, y_train, X_test, y_test) for the set's protocol."""
+    from sklearn.model_selection import StratifiedShuffleSplit
+
+    train, test, n_train = SETS[name]
+    if test is not None:
+        Xa, ya = _load(train)
+        Xb, yb = _load(test)
+        m = max(Xa.shape[1], Xb.shape[1])
+        Xa = sp.csr_matrix((Xa.data, Xa.indices, Xa.indptr), shape=(Xa.shape[0], m))
+        Xb = sp.csr_matrix((Xb.data, Xb.indices, Xb.indptr), shape=(Xb.shape[0], m))
+        yield Xa, ya, Xb, yb
+        return
+    X, y = _load(train)
+    if n_train is not None:
+        yield X[:n_train], y[:n_train], X[n_train:], y[n_train:]
+        return
+    sss = StratifiedShuffleSplit(n_splits=n_splits, test_size=0.3, random_state=0)
+    for tr, te in sss.split(np.zeros(len(y)), y):
+        yield X[tr], y[tr], X[te], y[te]
+
+
+def unit_rows(X):
+    from sklearn.preprocessing import normalize
+
+    return normalize(X, norm="l2", axis=1, copy=True)
+
+
+def l1_bisect(X, y, X_test, y_test, target, cache):
+    """liblinear l1-LR with the largest nonzero count <= target (C bisected)."""
+    from sklearn.linear_model import LogisticRegression
+
+    if target in cache:
+        return cache[target]
+    lo, hi = -4.0, 4.0
+    best = None
+    seconds = 0.0
+    fits = 0
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        started = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf = LogisticRegression(solver="liblinear", l1_ratio=1.0, C=10 ** mid,
+                                     max_iter=1000).fit(X, y)
+        seconds += time.perf_counter() - started
+        fits += 1
+        nnz = int(np.count_nonzero(clf.coef_))
+        if nnz > target:
+            hi = mid
+        else:
+            lo = mid
+            if best is None or nnz > best["nnz"]:
+                best = {"nnz": nnz, "C": 10 ** mid, "clf": clf}
+            if nnz == target:
+                break
+        if hi - lo < 1e-3:
+            break
+    clf = best["clf"]
+    out = {"nnz": best["nnz"], "C": best["C"],
+           "accuracy": float(clf.score(X_test, y_test)),
+           "seconds_per_fit": seconds / fits, "fits": fits,
+           "support": np.flatnonzero(clf.coef_.ravel())}
+    out["refit_accuracy"] = l2_refit(X, y, X_test, y_test, out["support"])
+    cache[target] = out
+    return out
+
+
+def l2_refit(X, y, X_test, y_test, support):
+    """l2-LR on the given columns, C by 5-fold CV (the refit of a selection)."""
+    from sklearn.linear_model import LogisticRegressionCV
+
+    if len(support) == 0:
+        majority = np.unique(y, return_counts=True)
+        label = majority[0][np.argmax(majority[1])]
+        return float(np.mean(y_test == label))
+    Xs, Xt = X[:, support], X_test[:, support]
+    # the same factors as ultrafs' C="auto" grid, around 100 / mean ||x_S||^2
+    sq = float(np.asarray(Xs.multiply(Xs).sum()) / Xs.shape[0]) or 1.0
+    Cs = [100.0 / sq * 10 ** e for e in (-1.5, -1, -0.5, 0, 0.5, 1, 1.5, 2)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LogisticRegressionCV(Cs=Cs, cv=5, max_iter=2000).fit(Xs, y)
+    return float(clf.score(Xt, y_test))
+
+
+def fgm_fit(config, X, y, X_test, y_test, k):
+    """One FGM fit of a configuration; test accuracy, nonzeros, seconds."""
+    from ultrafs.api import select
+    from ultrafs.store import InMemoryStore
+
+    B = max(k // 10, 1)
+    T = k // B
+    kwargs = {}
+    if config == "recommended":
+        kwargs = {"C": "auto", "refit": True}
+    elif config.startswith("c="):
+        mean_sq = float(np.asarray(X.multiply(X).sum())) / X.shape[0]
+        kwargs = {"C": float(config[2:]) / mean_sq}
+    elif config.startswith("m="):
+        mean_max = float(np.mean(abs(X).max(axis=1).toarray() ** 2))
+        kwargs = {"C": float(config[2:]) / mean_max}
+    elif config != "plain":
+        raise ValueError(config)
+    started = time.perf_counter()
+    model = select(X, y, B=B, max_iter=T, **kwargs)
+    seconds = time.perf_counter() - started
+    metrics = model.evaluate_store(InMemoryStore(X_test, y_test))
+    return {"accuracy": float(metrics["accuracy"]), "nnz": len(model.features),
+            "seconds": seconds, "C": model.params["C"],
+            "refit_C": model.params.get("refit_C")}
+
+
+def run(sets, scalings, ks, n_splits, configs):
+    rows = []
+    for name in sets:
+        for scaling in scalings:
+            for split, (X, y, Xt, yt) in enumerate(splits(name, n_splits)):
+                if scaling == "unit":
+                    X, Xt = unit_rows(X), unit_rows(Xt)
+                usable = [k for k in ks if k <= X.shape[1] // 5]
+                l1_cache = {}
+                for k in usable:
+                    for config in configs:
+                        fgm = fgm_fit(config, X, y, Xt, yt, k)
+                        l1 = l1_bisect(X, y, Xt, yt, fgm["nnz"], l1_cache)
+                        row = {"set": name, "scaling": scaling, "split": split, "k": k,
+                               "config": config, "fgm": fgm,
+                               "l1": {key: value for key, value in l1.items()
+                                      if key != "support"}}
+                        rows.append(row)
+                        print(json.dumps({**{x: row[x] for x in ("set", "scaling", "split",
+                                                                  "k", "config")},
+                                          "fgm": round(fgm["accuracy"], 4),
+                                          "nnz": fgm["nnz"],
+                                          "l1": round(l1["accuracy"], 4),
+                                          "l1_nnz": l1["nnz"],
+                                          "l1_refit": round(l1["refit_accuracy"], 4),
+                                          "s": round(fgm["seconds"], 2),
+                                          "l1_s": round(l1["seconds_per_fit"], 3)}),
+                              flush=True)
+    return rows
+
+
+def cells(rows):
+    """Mean over splits per (set, scaling, k, config)."""
+    groups = {}
+    for row in rows:
+        key = (row["set"], row["scaling"], row["k"], row["config"])
+        groups.setdefault(key, []).append(row)
+    out = []
+    for key, group in groups.items():
+        mean = lambda f: float(np.mean([f(r) for r in group]))  # noqa: E731
+        out.append({"set": key[0], "scaling": key[1], "k": key[2], "config": key[3],
+                    "splits": len(group),
+                    "fgm": 100 * mean(lambda r: r["fgm"]["accuracy"]),
+                    "nnz": mean(lambda r: r["fgm"]["nnz"]),
+                    "l1": 100 * mean(lambda r: r["l1"]["accuracy"]),
+                    "l1_nnz": mean(lambda r: r["l1"]["nnz"]),
+                    "l1_refit": 100 * mean(lambda r: r["l1"]["refit_accuracy"]),
+                    "seconds": mean(lambda r: r["fgm"]["seconds"]),
+                    "l1_seconds": mean(lambda r: r["l1"]["seconds_per_fit"]),
+                    "C": [r["fgm"]["C"] for r in group]})
+    return out
+
+
+def verdict(delta):
+    return "win" if delta > TIE_POINTS else ("loss" if delta < -TIE_POINTS else "tie")
+
+
+def markdown(cell_rows):
+    lines = ["| set | rows | k | config | FGM % (nnz) | l1-LR % (nnz) | Δ | l1 refit % | Δ | "
+             "s/fit FGM | s/fit l1 |", "|" + "---|" * 11]
+    tally = {}
+    for c in sorted(cell_rows, key=lambda c: (c["config"], c["set"], c["scaling"], c["k"])):
+        d1, d2 = c["fgm"] - c["l1"], c["fgm"] - c["l1_refit"]
+        for which, d in (("l1", d1), ("l1_refit", d2)):
+            t = tally.setdefault((c["config"], which), {"win": 0, "tie": 0, "loss": 0})
+            t[verdict(d)] += 1
+        lines.append(
+            f"| {c['set']} | {c['scaling']} | {c['k']} | {c['config']} | "
+            f"{c['fgm']:.2f} ({c['nnz']:.0f}) | {c['l1']:.2f} ({c['l1_nnz']:.0f}) | "
+            f"{d1:+.2f} | {c['l1_refit']:.2f} | {d2:+.2f} | {c['seconds']:.2f} | "
+            f"{c['l1_seconds']:.3f} |")
+    lines.append("")
+    lines.append("| config | against | wins | ties | losses |")
+    lines.append("|---|---|---|---|---|")
+    for (config, which), t in sorted(tally.items()):
+        lines.append(f"| {config} | {which} | {t['win']} | {t['tie']} | {t['loss']} |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--scalings", default="raw,unit")
+    parser.add_argument("--ks", default=",".join(map(str, KS)))
+    parser.add_argument("--splits", type=int, default=5)
+    parser.add_argument("--configs", default="plain,recommended")
+    parser.add_argument("--name", default="quality_vs_l1")
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    rows = run(args.sets.split(","), args.scalings.split(","),
+               [int(k) for k in args.ks.split(",")], args.splits,
+               args.configs.split(","))
+    cell_rows = cells(rows)
+    table = markdown(cell_rows)
+    print(table)
+    write_result(args.name, {"rows": rows, "cells": cell_rows, "table": table,
+                             "seconds": time.perf_counter() - started,
+                             "peak_rss_mb": peak_rss_mb(), "tie_points": TIE_POINTS})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,256 @@
+"""Choosing C: row subsets, row norms, the scaled default and C="auto"."""
+
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from click.testing import CliRunner
+
+from ultrafs.api import select
+from ultrafs.cli import main
+from ultrafs.errors import ParameterError
+from ultrafs.features.linear import LinearFeatures
+from ultrafs.features.poly import PolyFeatures
+from ultrafs.kernels.sparse_ops import csc_take_rows, csc_take_rows_pattern
+from ultrafs.kernels.statistics import row_top2_squares
+from ultrafs.methods import validation as val
+from ultrafs.store import InMemoryStore
+from ultrafs.store.rows import RowSubsetStore
+from ultrafs.store.writers.zarr_writer import write_store
+
+
+def _sparse(rng, n, m, density=0.2, dtype=np.float64):
+    X = sp.random(n, m, density=density, random_state=rng, format="csc",
+                  dtype=np.float64)
+    X.data = (X.data - 0.5).astype(dtype)
+    X = X.tolil()
+    X[:, 2] = 0            # an empty column
+    X[3, :] = 0            # a zero row
+    return sp.csc_matrix(X, dtype=dtype)
+
+
+def _problem(rng, n=240, m=40):
+    X = rng.standard_normal((n, m))
+    y = np.where(X[:, :5].sum(axis=1) + 0.5 * rng.standard_normal(n) > 0, 1, -1)
+    return X, y
+
+
+# ---------------------------------------------------------------- kernels
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_take_rows_matches_scipy(rng, dtype):
+    X = _sparse(rng, 30, 12, dtype=dtype)
+    keep = np.sort(rng.choice(30, 17, replace=False))
+    row_map = np.full(30, -1, dtype=np.int64)
+    row_map[keep] = np.arange(len(keep))
+    indptr, indices, data = csc_take_rows(X.indptr.astype(np.int64), X.indices,
+                                          X.data, row_map)
+    got = sp.csc_matrix((data, indices, indptr), shape=(len(keep), 12))
+    assert data.dtype == dtype
+    np.testing.assert_array_equal(got.toarray(), X.toarray()[keep])
+    ptr2, idx2 = csc_take_rows_pattern(X.indptr.astype(np.int64), X.indices, row_map)
+    np.testing.assert_array_equal(ptr2, indptr)
+    np.testing.assert_array_equal(idx2, indices)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_top2_squares_matches_dense(rng, dtype):
+    X = _sparse(rng, 25, 9, dtype=dtype)
+    dense = np.sort(X.toarray().astype(np.float64) ** 2, axis=1)[:, ::-1]
+    out = np.zeros((25, 2))
+    np.testing.assert_array_equal(row_top2_squares(X.indices, X.data, 25, out),
+                                  dense[:, :2])
+    binary = np.sort((X.toarray() != 0).astype(np.float64), axis=1)[:, ::-1]
+    np.testing.assert_array_equal(
+        row_top2_squares(X.indices, None, 25, np.zeros((25, 2))), binary[:, :2])
+
+
+# ------------------------------------------------------------ row subsets
+@pytest.mark.parametrize("binary", [False, True])
+def test_row_subset_store_reads_the_kept_rows(rng, tmp_path, binary):
+    X = _sparse(rng, 40, 15)
+    if binary:
+        X.data[:] = 1.0
+    y = rng.integers(0, 2, 40).astype(float)
+    path = tmp_path / "s.zarr"
+    write_store(path, X, y)
+    from ultrafs.store import open_store
+
+    store = open_store(path)
+    rows = np.sort(rng.choice(40, 23, replace=False))
+    sub = RowSubsetStore(store, rows[::-1])          # any order: sorted
+    dense = X.toarray()[rows]
+    assert sub.n_samples == 23 and sub.n_features == 15
+    np.testing.assert_array_equal(sub.read_targets(), y[rows])
+    block = sub.read_range(0, 15)
+    got = sp.csc_matrix((block.values(), block.indices, block.indptr), shape=(23, 15))
+    np.testing.assert_array_equal(got.toarray(), dense)
+    cols = sub.read_columns([7, 2, 20])             # 20: absent, empty
+    got = sp.csc_matrix((cols.values(), cols.indices, cols.indptr), shape=(23, 3))
+    np.testing.assert_array_equal(got.toarray()[:, :2], dense[:, [7, 2]])
+    assert cols.indptr[3] == cols.indptr[2]
+    assert sub.nnz == np.count_nonzero(dense)
+    import pickle
+
+    again = pickle.loads(pickle.dumps(sub))
+    np.testing.assert_array_equal(again.rows, sub.rows)
+
+
+def test_row_subset_refuses_bad_rows(rng):
+    store = InMemoryStore(np.eye(4), [0, 1, 0, 1])
+    with pytest.raises(ParameterError):
+        RowSubsetStore(store, [0, 4])
+    with pytest.raises(ParameterError):
+        RowSubsetStore(store, [])
+
+
+# -------------------------------------------------------------- row scale
+@pytest.mark.parametrize("block_size", [None, 1, 4])
+def test_feature_space_row_max_squares_match_dense(rng, block_size):
+    X = _sparse(rng, 20, 8)
+    store = InMemoryStore(X, rng.integers(0, 2, 20))
+    dense = X.toarray()
+    np.testing.assert_array_equal(
+        LinearFeatures(store).row_max_squares(block_size=block_size),
+        (dense ** 2).max(axis=1))
+    gamma, r = 0.7, 1.3
+    phi = PolyFeatures(store, gamma=gamma, coef0=r)
+    # explicit feature map: sqrt(2 g r) x_j, g x_j^2, sqrt(2) g x_j x_k (j < k)
+    j, k = np.triu_indices(8, 1)
+    expanded = np.hstack([np.sqrt(2 * gamma * r) * dense, gamma * dense ** 2,
+                          np.sqrt(2) * gamma * dense[:, j] * dense[:, k]])
+    np.testing.assert_allclose(phi.row_max_squares(block_size=block_size),
+                               (expanded ** 2).max(axis=1), rtol=1e-12)
+
+
+def test_default_C_follows_the_scale_of_the_rows(rng):
+    X, y = _problem(rng)
+    C = val.default_C(LinearFeatures(InMemoryStore(X, y)))
+    assert C == val.round_significant(val.DEFAULT_C_SCALE / np.mean((X ** 2).max(1)))
+    C10 = val.default_C(LinearFeatures(InMemoryStore(10 * X, y)))
+    assert C10 == pytest.approx(C / 100, rel=1e-2)
+    # the same model, up to the 3-digit rounding of C, whatever the row scale
+    a = select(X, y, B=2, max_iter=3)
+    b = select(10 * X, y, B=2, max_iter=3)
+    assert a.features == b.features
+    assert a.params["C"] == C and a.params["C_rule"] == "scale"
+    # 0/1 data: the paper's C = 10
+    binary = (rng.random((50, 6)) < 0.3).astype(float)
+    binary[:, 0] = 1
+    assert val.default_C(LinearFeatures(InMemoryStore(binary, np.arange(50) % 2))) == 10.0
+    # all-zero data: any C gives the constant model
+    assert val.default_C(LinearFeatures(InMemoryStore(np.zeros((4, 3)), [0, 1, 0, 1]))) \
+        == val.DEFAULT_C_SCALE
+
+
+# ------------------------------------------------------------------ splits
+def test_stratified_split_and_folds(rng):
+    y = np.array([1] * 30 + [-1] * 70)
+    train, held = val.stratified_split(y, 0.2, seed=3)
+    assert len(np.intersect1d(train, held)) == 0 and len(train) + len(held) == 100
+    assert np.sum(y[held] == 1) == 6 and np.sum(y[held] == -1) == 14
+    again = val.stratified_split(y, 0.2, seed=3)
+    np.testing.assert_array_equal(again[1], held)
+    assert not np.array_equal(val.stratified_split(y, 0.2, seed=4)[1], held)
+    folds = val.stratified_folds(y, 5, seed=0)
+    covered = np.sort(np.concatenate([v for _, v in folds]))
+    np.testing.assert_array_equal(covered, np.arange(100))
+    assert all(np.sum(y[v] == 1) == 6 for _, v in folds)
+    with pytest.raises(ParameterError):
+        val.stratified_split(y, 1.5)
+    with pytest.raises(ParameterError):
+        val.stratified_folds(y, 1)
+
+
+def test_choose_C_walk_stops_after_patience():
+    calls = []
+
+    def scorer(fold, train, held, C, refit_grid):
+        calls.append(C)
+        accuracy = {1: 0.5, 2: 0.8, 3: 0.7, 4: 0.6, 5: 0.9}[C]
+        return [{"refit_C": None, "accuracy": accuracy, "loss": 1.0, "n_features": 3}]
+
+    curve = val.choose_C([(None, None)], [1, 2, 3, 4, 5], scorer)
+    assert curve.C == 2 and calls == [1, 2, 3, 4]
+    assert [p["C"] for p in curve.points] == [1, 2, 3, 4]
+
+
+# ----------------------------------------------------------------- C auto
+def _curve(model):
+    """The validation curve without its timings."""
+    curve = dict(model.params["validation"])
+    curve["points"] = [{k: v for k, v in p.items() if k != "seconds"}
+                       for p in curve["points"]]
+    return curve
+
+
+def test_C_auto_picks_a_grid_value_and_records_the_curve(rng):
+    X, y = _problem(rng)
+    model = select(X, y, B=2, max_iter=3, C="auto", refit=True, validation_fraction=0.25)
+    curve = model.params["validation"]
+    grid = val.c_grid(val.default_C(LinearFeatures(InMemoryStore(X, y))))
+    assert model.params["C"] in grid and model.params["refit_C"] in grid
+    assert curve["method"] == "holdout" and curve["fraction"] == 0.25
+    best = max(curve["points"], key=lambda p: p["accuracy"])
+    assert best["accuracy"] == max(p["accuracy"] for p in curve["points"])
+    chosen = [p for p in curve["points"]
+              if p["C"] == curve["C"] and p["refit_C"] == curve["refit_C"]]
+    assert chosen[0]["accuracy"] == best["accuracy"]
+    # small data: 5 folds by default
+    assert select(X, y, B=2, max_iter=2, C="auto").params["validation"]["folds"] == 5
+
+
+def test_C_auto_parameters_are_checked(rng):
+    X, y = _problem(rng, n=60)
+    with pytest.raises(ParameterError):
+        select(X, y, C="best")
+    with pytest.raises(ParameterError):
+        select(X, y, C=1.0, cv=3)
+    with pytest.raises(ParameterError):
+        select(X, y, C="auto", cv=3, validation_fraction=0.2)
+
+
+@pytest.mark.parametrize("scheduler", ["threads", "synchronous", "processes"])
+def test_C_auto_is_deterministic_on_every_scheduler(rng, tmp_path, scheduler):
+    X, y = _problem(rng, n=200, m=30)
+    path = tmp_path / "s.zarr"
+    write_store(path, sp.csc_matrix(X), y)
+    from ultrafs.store import open_store
+
+    reference = select(open_store(path), B=2, max_iter=2, C="auto", cv=3, seed=7,
+                       scheduler="synchronous", block_size=30)
+    got = select(open_store(path), B=2, max_iter=2, C="auto", cv=3, seed=7,
+                 scheduler=scheduler, block_size=7)
+    assert _curve(got) == _curve(reference)
+    assert got.features == reference.features
+    np.testing.assert_array_equal(got.coef, reference.coef)
+
+
+def test_C_auto_is_deterministic_on_a_local_cluster(rng, tmp_path, local_cluster_client):
+    X, y = _problem(rng, n=200, m=30)
+    path = tmp_path / "s.zarr"
+    write_store(path, sp.csc_matrix(X), y)
+    from ultrafs.store import open_store
+
+    reference = select(open_store(path), B=2, max_iter=2, C="auto", cv=3, seed=7,
+                       scheduler="synchronous")
+    got = select(open_store(path), B=2, max_iter=2, C="auto", cv=3, seed=7,
+                 scheduler=local_cluster_client, block_size=5)
+    assert _curve(got) == _curve(reference)
+    np.testing.assert_array_equal(got.coef, reference.coef)
+
+
+def test_cli_C_auto(rng, tmp_path):
+    X, y = _problem(rng, n=150, m=20)
+    path = tmp_path / "s.zarr"
+    write_store(path, sp.csc_matrix(X), y)
+    out = tmp_path / "m.json"
+    result = CliRunner().invoke(main, ["select", "--data", str(path), "--B", "2",
+                                       "--max-iter", "2", "--C", "auto", "--cv", "3",
+                                       "--split-seed", "1", "--refit", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    model = json.loads(out.read_text())
+    assert model["params"]["validation"]["folds"] == 3
+    assert model["params"]["validation"]["seed"] == 1
+    bad = CliRunner().invoke(main, ["select", "--data", str(path), "--C", "-1"])
+    assert bad.exit_code != 0 and "Traceback" not in bad.output

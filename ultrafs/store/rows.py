@@ -1,0 +1,135 @@
+"""A store seen through a subset of its rows (validation splits, CV folds).
+
+:class:`RowSubsetStore` wraps any :class:`~ultrafs.store.base.ColumnStore`
+and exposes only the rows given, renumbered ``0 .. len(rows) - 1`` in
+increasing order of their row numbers in the inner store.  Every read goes
+to the inner store and drops the other rows block by block
+(:func:`~ultrafs.kernels.sparse_ops.csc_take_rows`), so a subset costs no
+copy of the data: memory is O(n) for the row map plus the block being
+read.  It pickles as the inner store plus the row numbers, so it works with
+every scheduler.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ultrafs.errors import ParameterError
+from ultrafs.kernels.sparse_ops import csc_take_rows, csc_take_rows_pattern
+from ultrafs.store.base import ColumnBlock, ColumnStore
+
+__all__ = ["RowSubsetStore"]
+
+
+class RowSubsetStore(ColumnStore):
+    """The rows ``rows`` of ``inner``.
+
+    Parameters
+    ----------
+    inner : ColumnStore
+    rows : array of int
+        Distinct row numbers of ``inner`` (any order: they are sorted).
+
+    Notes
+    -----
+    ``classes`` and ``target_type`` are the inner store's, so a model fitted
+    on a subset speaks the same labels as one fitted on the whole store
+    (a subset may lack a class: stratified splits avoid it).
+    """
+
+    def __init__(self, inner: ColumnStore, rows):
+        if not isinstance(inner, ColumnStore):
+            raise TypeError(f"inner must be a ColumnStore, got {type(inner).__name__}")
+        rows = np.unique(np.asarray(rows, dtype=np.int64))
+        if rows.size and (rows[0] < 0 or rows[-1] >= inner.n_samples):
+            raise ParameterError(
+                f"row numbers must lie in [0, {inner.n_samples}), got "
+                f"[{rows[0]}, {rows[-1]}]")
+        if len(np.asarray(rows)) == 0:
+            raise ParameterError("a row subset needs at least one row")
+        self._inner = inner
+        self._rows = rows
+        self._rows.flags.writeable = False
+        self._row_map = None
+        self._nnz = None
+
+    def __reduce__(self):
+        return (type(self), (self._inner, self._rows))
+
+    def __repr__(self):
+        return f"RowSubsetStore({self._inner!r}, {len(self._rows)} rows)"
+
+    @property
+    def inner(self) -> ColumnStore:
+        """The wrapped store."""
+        return self._inner
+
+    @property
+    def rows(self) -> np.ndarray:
+        """Row numbers kept (sorted, read-only)."""
+        return self._rows
+
+    def _map(self) -> np.ndarray:
+        if self._row_map is None:
+            row_map = np.full(self._inner.n_samples, -1, dtype=np.int64)
+            row_map[self._rows] = np.arange(len(self._rows), dtype=np.int64)
+            self._row_map = row_map
+        return self._row_map
+
+    # --------------------------------------------------------- attributes
+    @property
+    def n_samples(self) -> int:
+        return int(len(self._rows))
+
+    @property
+    def n_features(self) -> int:
+        return self._inner.n_features
+
+    @property
+    def id_offset(self) -> int:
+        return self._inner.id_offset
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._inner.dtype
+
+    @property
+    def nnz(self) -> int:
+        """Stored entries of the kept rows (one pass on first use)."""
+        if self._nnz is None:
+            bounds = self.default_block_bounds()
+            self._nnz = sum(self.read_range(int(lo), int(hi)).nnz
+                            for lo, hi in zip(bounds[:-1], bounds[1:]))
+        return self._nnz
+
+    @property
+    def target_type(self) -> str:
+        return self._inner.target_type
+
+    @property
+    def classes(self) -> np.ndarray:
+        return self._inner.classes
+
+    def read_targets(self) -> np.ndarray:
+        targets = np.asarray(self._inner.read_targets())[self._rows]
+        targets.flags.writeable = False
+        return targets
+
+    def default_block_bounds(self) -> np.ndarray:
+        return self._inner.default_block_bounds()
+
+    # --------------------------------------------------------------- reads
+    def _take(self, block: ColumnBlock) -> ColumnBlock:
+        indptr = np.asarray(block.indptr, dtype=np.int64)
+        if block.data is None:
+            indptr, indices = csc_take_rows_pattern(indptr, block.indices, self._map())
+            return ColumnBlock(block.first_column, indptr, indices, None)
+        indptr, indices, data = csc_take_rows(indptr, block.indices, block.data,
+                                              self._map())
+        return ColumnBlock(block.first_column, indptr, indices, data)
+
+    def read_range(self, start: int, stop: int) -> ColumnBlock:
+        return self._take(self._inner.read_range(start, stop))
+
+    def read_columns(self, columns) -> ColumnBlock:
+        return self._take(self._inner.read_columns(columns))
