@@ -468,3 +468,22 @@ def test_cli_report_with_train(refit_model, stores, tmp_path):
     help_text = CliRunner().invoke(main, ["report", "--help"],
                                    terminal_width=200).output
     assert f"{L1_MAX_NNZ:,}" in help_text
+
+
+def test_report_shows_the_choice_of_C(problem, tmp_path):
+    model = select(problem.X_train, problem.y_train, B=3, max_iter=2, C="auto",
+                   refit=True, cv=3)
+    result = build_report(model, tmp_path / "r.html")
+    assert "validation" in result["figures"]
+    _check_png(result["figures"]["validation"])
+    page = (tmp_path / "r.html").read_text()
+    assert 'id="validation-table"' in page
+    assert "3 stratified folds" in page
+    assert page.count(">yes<") == 1
+    assert "params.validation" not in page
+    curve = result["data"]["validation"]
+    assert curve["C"] == model.params["C"] and curve["refit_C"] == model.params["refit_C"]
+    # a model without C="auto" has no such section
+    plain = build_report(select(problem.X_train, problem.y_train, B=3, max_iter=2),
+                         tmp_path / "p.html")
+    assert "validation" not in plain["figures"]

@@ -491,6 +491,50 @@ def _plot_accuracy(path, data):
     fig.savefig(path, format="png")
 
 
+def _plot_validation(path, curve):
+    """Held-out accuracy vs C (C="auto"), one line per refit C."""
+    fig = _new_figure(7.0, 4.0)
+    ax = fig.subplots()
+    lines = {}
+    for point in curve["points"]:
+        lines.setdefault(point["refit_C"], []).append(point)
+    for refit_C, points in sorted(lines.items(), key=lambda kv: kv[0] or 0.0):
+        label = "FGM" if refit_C is None else f"refit C = {_fmt(refit_C)}"
+        ax.plot([p["C"] for p in points], [p["accuracy"] for p in points],
+                marker="o", label=label)
+    ax.axvline(curve["C"], color="#888", linestyle=":", label=f"chosen C = {_fmt(curve['C'])}")
+    ax.set_xscale("log")
+    ax.set_xlabel("C")
+    ax.set_ylabel("held-out accuracy")
+    ax.set_title("Choice of C on held-out rows")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="lower right", fontsize=7)
+    fig.savefig(path, format="png")
+
+
+def _validation_section(figures, curve) -> list[str]:
+    """Heading, explanation, figure and table of the choice of C."""
+    how = (f"{curve['folds']} stratified folds" if curve["method"] == "cv"
+           else f"a stratified hold-out of {_fmt(100 * curve['fraction'])}% of the rows")
+    text = (f"C = {_fmt(curve['C'])} was chosen on {how} (seed {curve['seed']})"
+            + (f", with the refit's C = {_fmt(curve['refit_C'])}"
+               if curve.get("refit_C") is not None else "")
+            + ": the largest mean held-out accuracy, ties broken by the smaller "
+              "mean loss, then the smaller C. The grid is walked upward and stops "
+              "after two values in a row below the best.")
+    rows = [{"C": p["C"], "refit C": "" if p["refit_C"] is None else p["refit_C"],
+             "held-out accuracy": p["accuracy"], "mean loss": p["loss"],
+             "features": p["n_features"], "seconds": p["seconds"],
+             "chosen": "yes" if (p["C"] == curve["C"]
+                                 and p["refit_C"] == curve.get("refit_C")) else ""}
+            for p in curve["points"]]
+    return ['<h2 id="validation">Choice of C</h2>', "<p>" + html.escape(text) + "</p>",
+            _img(figures["validation"], "held-out accuracy versus C"),
+            _table(["C", "refit C", "held-out accuracy", "mean loss", "features",
+                    "seconds", "chosen"], rows, text_columns=("chosen",),
+                   table_id="validation-table")]
+
+
 # --------------------------------------------------------------------- HTML
 _CSS = """
 body { font-family: sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
@@ -541,7 +585,8 @@ def _html_page(model, figures, data, title, test_info):
               ("classes [negative, positive]" if model.n_outputs == 1 else "classes",
                model.classes),
               ("stop reason", model.stop_reason)]
-    params += [(f"params.{k}", v) for k, v in sorted(model.params.items())]
+    params += [(f"params.{k}", v) for k, v in sorted(model.params.items())
+               if k != "validation"]
 
     parts = [
         "<!DOCTYPE html>",
@@ -569,6 +614,8 @@ def _html_page(model, figures, data, title, test_info):
                 for r in data["top_features"]],
                text_columns=("feature id",), table_id="features-table"),
     ]
+    if "validation" in figures:
+        parts += _validation_section(figures, data["validation"])
     if "accuracy" in figures:
         parts += _accuracy_section(figures, data, test_info)
     parts.append("</body></html>\n")
@@ -662,6 +709,7 @@ def _figure_data(model, top):
         "accuracy_notes": [],
         "absent_warning": None,
         "train_info": None,
+        "validation": model.params.get("validation"),
     }
 
 
@@ -761,6 +809,8 @@ def build_report(model, out_html, *, test_store=None, train_store=None, top=30,
              "features": f"{stem}_features.png"}
     if test_store is not None:
         names["accuracy"] = f"{stem}_accuracy.png"
+    if model.params.get("validation"):
+        names["validation"] = f"{stem}_validation.png"
 
     data = _figure_data(model, top)
     test_info = None
@@ -783,6 +833,8 @@ def build_report(model, out_html, *, test_store=None, train_store=None, top=30,
         _plot_features(tmp["features"], data["top_features"], model.n_outputs)
         if "accuracy" in tmp:
             _plot_accuracy(tmp["accuracy"], data)
+        if "validation" in tmp:
+            _plot_validation(tmp["validation"], data["validation"])
         page = _html_page(model, names, data, f"ultrafs run report: {stem}",
                           test_info)
         tmp_html = os.path.join(tmpdir, html_name)
