@@ -16,14 +16,23 @@ arrays ``y`` and ``f`` of the same length ``n`` (float64):
 ``<loss>_curvature_sum(y, f, d)``
     ``sum_i d2l/df2 (y_i, f_i)`` given ``d = dl/df`` at the same point, without
     new exponentials (labels must be ``+1``/``-1``).
+``<loss>_value_change(y, f, delta)``
+    ``sum_i l(y_i, f_i + delta_i) - l(y_i, f_i)`` computed term by term
+    without cancellation: accurate however small the change is next to the
+    loss itself (a line search near the optimum needs this).
+``<loss>_second_derivative(y, f, out)``
+    writes ``out[i] = d2l/df2 (y_i, f_i)`` (the generalised second
+    derivative for the squared hinge: its right derivative at the kink) and
+    returns ``out``: the weights of the Hessian ``X' diag(out) X``.
 
 Losses:
 
 * logistic: ``l = log(1 + exp(-y f))``, ``dl/df = -y sigma(-y f)``,
+  ``d2l/df2 = sigma(f) sigma(-f)``,
   ``alpha / C = sigma(-y f)``, with ``sigma(z) = 1 / (1 + exp(-z))``.
   Evaluated without overflow for any finite margin (``|y f|`` up to 1e308).
 * squared hinge: ``l = max(0, 1 - y f)^2 / 2``, ``dl/df = -y max(0, 1 - y f)``,
-  ``alpha / C = max(0, 1 - y f)``.
+  ``d2l/df2 = 1`` where ``1 - y f > 0``, else 0, ``alpha / C = max(0, 1 - y f)``.
 
 Callers dispatch on the loss through the registry of ``ultrafs.solvers.losses``; no
 kernel branches on a loss code.
@@ -39,11 +48,15 @@ __all__ = [
     "logistic_derivative",
     "logistic_dual",
     "logistic_curvature_sum",
+    "logistic_second_derivative",
+    "logistic_value_change",
     "squared_hinge_value",
     "squared_hinge_value_derivative",
     "squared_hinge_derivative",
     "squared_hinge_dual",
     "squared_hinge_curvature_sum",
+    "squared_hinge_second_derivative",
+    "squared_hinge_value_change",
 ]
 
 
@@ -170,6 +183,56 @@ def logistic_curvature_sum(y, f, d):
 
 
 @njit(cache=True, nogil=True)
+def logistic_second_derivative(y, f, out):
+    """Write ``d2l/df2 = sigma(f) sigma(-f)`` into ``out`` and return it.
+
+    Computed as ``e / (1 + e)^2`` with ``e = exp(-|f|)``: no cancellation
+    and no overflow for any finite ``f`` (the labels do not enter).
+
+    Parameters
+    ----------
+    y, f : ndarray of float64, shape (n,)
+    out : ndarray of float64, shape (n,)
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+    """
+    for i in range(len(y)):
+        e = math.exp(-abs(f[i]))
+        out[i] = e / ((1.0 + e) * (1.0 + e))
+    return out
+
+
+@njit(cache=True, nogil=True)
+def logistic_value_change(y, f, delta):
+    """Return ``sum_i l(y_i, f_i + delta_i) - l(y_i, f_i)`` without cancellation.
+
+    With ``z = -y f`` and ``e = -y delta`` each term is ``softplus(z + e) -
+    softplus(z) = log1p(sigma(z) expm1(e))``, used for ``|e| <= 1`` (the
+    argument of ``log1p`` then lies in (-0.64, 1.72)); larger changes are
+    differences of two values, which cancel little.
+
+    Parameters
+    ----------
+    y, f, delta : ndarray of float64, shape (n,)
+
+    Returns
+    -------
+    float
+    """
+    total = 0.0
+    for i in range(len(y)):
+        z = -y[i] * f[i]
+        e = -y[i] * delta[i]
+        if abs(e) <= 1.0:
+            total += math.log1p(_sigmoid(z) * math.expm1(e))
+        else:
+            total += _softplus(z + e) - _softplus(z)
+    return total
+
+
+@njit(cache=True, nogil=True)
 def squared_hinge_value(y, f):
     """Return ``sum_i max(0, 1 - y_i f_i)^2 / 2``.
 
@@ -272,4 +335,56 @@ def squared_hinge_curvature_sum(y, f, d):
     for i in range(len(y)):
         if 1.0 - y[i] * f[i] > 0.0:
             total += 1.0
+    return total
+
+
+@njit(cache=True, nogil=True)
+def squared_hinge_second_derivative(y, f, out):
+    """Write ``d2l/df2``: 1 where ``1 - y_i f_i > 0``, else 0; return ``out``.
+
+    The loss is not twice differentiable at the kink; this is its right
+    second derivative there, an element of the generalised Hessian (the
+    same convention as :func:`squared_hinge_curvature_sum`).
+
+    Parameters
+    ----------
+    y, f : ndarray of float64, shape (n,)
+    out : ndarray of float64, shape (n,)
+
+    Returns
+    -------
+    ndarray of float64, shape (n,)
+    """
+    for i in range(len(y)):
+        out[i] = 1.0 if 1.0 - y[i] * f[i] > 0.0 else 0.0
+    return out
+
+
+@njit(cache=True, nogil=True)
+def squared_hinge_value_change(y, f, delta):
+    """Return ``sum_i l(y_i, f_i + delta_i) - l(y_i, f_i)`` without cancellation.
+
+    With margins ``m = 1 - y f`` and ``m' = m - y delta`` both positive, the
+    term is ``(m' - m)(m' + m) / 2 = -y delta (m + m') / 2``; otherwise at
+    most one square is left and nothing cancels.
+
+    Parameters
+    ----------
+    y, f, delta : ndarray of float64, shape (n,)
+
+    Returns
+    -------
+    float
+    """
+    total = 0.0
+    for i in range(len(y)):
+        m = 1.0 - y[i] * f[i]
+        change = -y[i] * delta[i]
+        m2 = m + change
+        if m > 0.0 and m2 > 0.0:
+            total += 0.5 * change * (m + m2)
+        elif m2 > 0.0:
+            total += 0.5 * m2 * m2
+        elif m > 0.0:
+            total -= 0.5 * m * m
     return total

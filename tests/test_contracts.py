@@ -65,7 +65,15 @@ class TestAPG(SolverContract):
     solver_name = "apg"
 
     def solve(self, datafit, block_ptr, **kwargs):
-        return solve(datafit, block_ptr, **kwargs)
+        return solve(datafit, block_ptr, solver="apg", **kwargs)
 
 
-SOLVER_CLASSES = [TestAPG]
+class TestProxNewton(SolverContract):
+    solver_name = "newton"
+    cases = [("logistic", 2), ("squared-hinge", 2)]  # binary datafits only
+
+    def solve(self, datafit, block_ptr, **kwargs):
+        return solve(datafit, block_ptr, solver="newton", **kwargs)
+
+
+SOLVER_CLASSES = [TestAPG, TestProxNewton]

@@ -161,6 +161,7 @@ def test_combine_block_products_matches_formula(rng):
 
 
 # -- optimality ----------------------------------------------------------------
+@pytest.mark.parametrize("solver", ["apg", "newton"])
 @pytest.mark.parametrize("loss", LOSS_NAMES)
 @pytest.mark.parametrize("fit_intercept", [True, False])
 @pytest.mark.parametrize("sizes, signal", [
@@ -168,12 +169,12 @@ def test_combine_block_products_matches_formula(rng):
     ((3, 2, 4), (0, 2)),
     ((3, 1, 4, 2, 3, 2), (0, 2, 3)),
 ])
-def test_kkt_conditions_of_eq30(rng, loss, fit_intercept, sizes, signal):
+def test_kkt_conditions_of_eq30(rng, solver, loss, fit_intercept, sizes, signal):
     """Tight solve satisfies the KKT conditions to 1e-4 (see ``_kkt``)."""
     X, y, block_ptr = _grouped_problem(rng, sizes=sizes, signal=signal)
     C = 1.0
     result = solve_subproblem(*_args(X, block_ptr), y, C, loss=loss,
-                              fit_intercept=fit_intercept, **TIGHT)
+                              fit_intercept=fit_intercept, solver=solver, **TIGHT)
     assert result.converged
     rel_w, rel_b = _kkt(X, y, C, block_ptr, result, loss, fit_intercept=fit_intercept)
     assert rel_w <= 1e-4 and rel_b <= 1e-4
@@ -190,8 +191,9 @@ def test_kkt_conditions_of_eq30(rng, loss, fit_intercept, sizes, signal):
 def test_block_cache_and_direct_products_agree(rng, block_cache):
     X, y, block_ptr = _grouped_problem(rng)
     args = _args(X, block_ptr)
-    reference = solve_subproblem(*args, y, 2.0, tol=1e-6, block_cache=True)
-    result = solve_subproblem(*args, y, 2.0, tol=1e-6, block_cache=block_cache)
+    reference = solve_subproblem(*args, y, 2.0, tol=1e-6, block_cache=True, solver="apg")
+    result = solve_subproblem(*args, y, 2.0, tol=1e-6, block_cache=block_cache,
+                              solver="apg")
     assert result.n_iter == reference.n_iter
     np.testing.assert_allclose(result.history, reference.history, rtol=1e-12)
     np.testing.assert_allclose(result.coef, reference.coef, rtol=1e-9, atol=1e-12)
@@ -366,7 +368,7 @@ def test_result_fields_are_consistent(rng, loss):
 
 def test_max_iter_and_lipschitz_defaults(rng):
     X, y, block_ptr = _grouped_problem(rng)
-    r = solve_subproblem(*_args(X, block_ptr), y, 1.0, tol=0.0, max_iter=3)
+    r = solve_subproblem(*_args(X, block_ptr), y, 1.0, tol=0.0, max_iter=3, solver="apg")
     assert r.n_iter == 3 and not r.converged and len(r.history) == 3
     # Default L_0 = 0.01 n C; L_t = eta * tau_k is a multiple of eta * L_0
     # by a power of eta.
@@ -383,7 +385,7 @@ def test_lipschitz_estimate_stays_below_the_global_constant(rng, loss):
     C = 1.5
     bound = C * LOSSES[loss].curvature_bound * np.linalg.norm(X.toarray(), 2) ** 2
     r = solve_subproblem(*_args(X, block_ptr), y, C, loss=loss, tol=0.0,
-                         max_iter=5000, lipschitz0=1e-3)
+                         max_iter=5000, lipschitz0=1e-3, solver="apg")
     assert r.converged  # stopped at rounding level, not by max_iter
     assert 0 < r.lipschitz <= bound * (1 + 1e-9)
 
@@ -495,11 +497,12 @@ def test_unscaled_column_reaches_the_optimum_with_the_certificate():
     assert np.mean(np.sign(X @ certified.coef - certified.bias) == y) >= 0.95
 
 
+@pytest.mark.parametrize("solver", ["apg", "newton"])
 @pytest.mark.parametrize("loss", LOSS_NAMES)
-def test_the_stop_is_certified_by_the_kkt_residual(rng, loss):
+def test_the_stop_is_certified_by_the_kkt_residual(rng, loss, solver):
     X, y, block_ptr = _grouped_problem(rng)
     result = solve_subproblem(X.indptr, X.indices, X.data, block_ptr, y, 5.0,
-                              loss=loss, kkt_tol=1e-5, max_iter=20000)
+                              loss=loss, kkt_tol=1e-5, max_iter=20000, solver=solver)
     assert result.converged and result.kkt <= 1e-5
     # recomputed independently from the returned point, relative to the
     # largest block norm of the gradient there

@@ -9,13 +9,18 @@
 * :mod:`ultrafs.solvers.penalties`: penalties (value, prox, 1-D prox,
   subdifferential distance).
 * :mod:`ultrafs.solvers.base`: the capabilities a solver declares.
-* :mod:`ultrafs.solvers.apg`: accelerated proximal gradient (Algorithm 4).
+* :mod:`ultrafs.solvers.subproblem`: the subproblem, its result and the KKT
+  certificate both solvers stop on.
+* :mod:`ultrafs.solvers.apg`: accelerated proximal gradient (Algorithm 4),
+  and :func:`solve`, which picks the solver.
+* :mod:`ultrafs.solvers.prox_newton`: proximal Newton for binary datafits.
 """
 
 from ultrafs.solvers.apg import (
     APG,
     SOLVERS,
     SubproblemResult,
+    choose_solver,
     dual_variables,
     fit_bias_only,
     objective,
@@ -29,9 +34,11 @@ from ultrafs.solvers.losses import (LOSSES, MULTICLASS_LOSSES, Logistic, Loss,
                                     SquaredHinge, get_loss, loss_names, register_loss)
 from ultrafs.solvers.operators import CSCOperator
 from ultrafs.solvers.penalties import PENALTIES, L1, GroupL1, L21Squared, Penalty
+from ultrafs.solvers.prox_newton import ProxNewton
 
 __all__ = [
-    "APG", "SOLVERS", "Solver", "SubproblemResult", "solve", "solve_subproblem",
+    "APG", "ProxNewton", "SOLVERS", "Solver", "SubproblemResult", "solve",
+    "solve_subproblem", "choose_solver",
     "objective", "dual_variables", "fit_bias_only",
     "Datafit", "make_datafit", "CSCOperator",
     "LOSSES", "MULTICLASS_LOSSES", "Loss", "Logistic", "SquaredHinge",

@@ -72,6 +72,11 @@ paper's rule (stop on the relative decrease alone), or
 (Algorithm 4, step 8) for the last kept step ``k``, the ``L_t`` to pass to
 the next outer iteration.
 
+Choice of solver: :func:`solve` (``solver="auto"``) runs proximal Newton
+(:mod:`ultrafs.solvers.prox_newton`) instead of this solver on binary
+certified problems of at most :data:`NEWTON_MAX_COEF` coefficients (see
+:func:`choose_solver`); ``solver="apg"`` forces this one.
+
 ``eta = 0.5`` by default.  On imdb (25,000 rows, 300 selected unigram
 columns, t in {1, 5, 10, 20}, both losses, C in {0.1, 1, 10}) the time to a
 1e-6 relative objective gap was the same within 10% for eta in
@@ -84,16 +89,17 @@ acceptable one.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 
 import numpy as np
 
 from ultrafs.errors import ParameterError
-from ultrafs.kernels.prox import block_norms as _block_norms
 from ultrafs.solvers.base import Solver
 from ultrafs.solvers.datafits import encode_classification_targets, make_datafit
 from ultrafs.solvers.losses import get_loss
 from ultrafs.solvers.penalties import L21Squared, Penalty
+from ultrafs.solvers.prox_newton import ProxNewton
+from ultrafs.solvers.subproblem import (DEFAULT_KKT_TOL, SubproblemResult, _as_bias,
+                                        _Problem, _sqnorm, kkt_residual)
 
 __all__ = [
     "SubproblemResult",
@@ -102,122 +108,33 @@ __all__ = [
     "objective",
     "dual_variables",
     "fit_bias_only",
+    "choose_solver",
 ]
 
 DEFAULT_ETA = 0.5
 DEFAULT_MAX_ITER = 1000
-#: relative KKT residual that certifies a subproblem solution
-DEFAULT_KKT_TOL = 1e-4
 _MAX_BACKTRACKS = 64
+#: the solver choices of :func:`solve`
+SOLVER_CHOICES = ("auto", "apg", "newton")
+#: Largest number of coefficients for which ``solver="auto"`` picks proximal
+#: Newton.  A Newton step costs a dense (p+1)^2 Hessian built in
+#: O(sum_i nnz_i^2), O(p^2) per sweep of its model and O(m^3) per block of m
+#: columns; an APG iteration costs O(nnz).  Measured on imdb unigrams
+#: (25,000 rows, the p most frequent columns, C = 10, warm start with one
+#: new block out of 10, certified to 1e-4): p = 500: Newton 0.7 s, APG
+#: 5.8 s; p = 2000: 4.5 s against 16.5 s (one block: 5.5 s against 19.9 s,
+#: APG uncertified after 1000 iterations); p = 4000: 10.1 s against 16.9 s.
+#: The gain shrinks past 2000 while the Hessian's memory grows
+#: quadratically (32 MB at 2000, 128 MB at 4000): 2000 keeps a wide margin.
+NEWTON_MAX_COEF = 2000
+#: Newton iterations ``solver="auto"`` allows before handing over to APG
+#: (a safety net: Newton certified every subproblem measured in 5 to 10).
+AUTO_NEWTON_MAX_ITER = 50
 # Relative slack on the sufficient-decrease tests: rounding in sums of n
 # losses is far below this, so it only absorbs noise near the optimum.
 _SLACK = 1e-14
 # Floor of the bias curvature estimate, relative to its bound C n.
 _MIN_CURVATURE = 1e-12
-
-
-@dataclass
-class SubproblemResult:
-    """Solution of one FGM subproblem.
-
-    Attributes
-    ----------
-    coef : ndarray of float64, shape (p,)
-        ``w``.
-    bias : float
-        ``b``; the decision function is ``f = X @ coef - bias``.
-    objective : float
-        ``F(w, b)``, evaluated from ``decision``.
-    n_iter : int
-        Inner iterations run (rejected ones included).
-    lipschitz : float
-        ``eta * tau_k`` of the last kept step (Algorithm 4, step 8): pass it
-        as ``lipschitz0`` to the next subproblem.
-    converged : bool
-        True when stopped with a KKT residual at most ``kkt_tol`` (or, with
-        ``kkt_tol=None``, by the relative decrease test); False otherwise
-        (``max_iter`` reached, or no further decrease measurable without
-        the certificate).
-    decision : ndarray of float64, shape (n,)
-        ``X @ coef - bias``.
-    history : list of float
-        Objective of the iterate kept after each inner iteration
-        (non-increasing; ``len(history) == n_iter``).
-    """
-
-    coef: np.ndarray
-    bias: float
-    objective: float
-    n_iter: int
-    lipschitz: float
-    converged: bool
-    decision: np.ndarray
-    history: list = field(default_factory=list)
-    kkt: float = float("nan")
-
-
-@dataclass(frozen=True)
-class _Problem:
-    """One subproblem: a datafit, a penalty and the coefficient blocks.
-
-    Attributes
-    ----------
-    datafit : Datafit
-    penalty : Penalty
-    block_ptr : ndarray of int64, shape (t + 1,)
-        Coefficient blocks (in coefficient units).
-    """
-
-    datafit: object
-    penalty: Penalty
-    block_ptr: np.ndarray
-
-    @property
-    def n(self):
-        """Number of rows."""
-        return self.datafit.n
-
-    @property
-    def p(self):
-        """Number of coefficients."""
-        return self.datafit.n_coef
-
-    @property
-    def t(self):
-        """Number of blocks."""
-        return len(self.block_ptr) - 1
-
-    @property
-    def C(self):
-        """Weight of the data term."""
-        return self.datafit.C
-
-    def decision(self, coef, bias):
-        """Return ``A(coef) - bias``."""
-        return self.datafit.decision(coef, bias)
-
-    def block_products(self, coef, out):
-        """Write ``A_h(coef_h)`` into row ``h`` of ``out``."""
-        return self.datafit.block_products(coef, self.block_ptr, out)
-
-    def gradient(self, derivative):
-        """Return the gradient of ``P`` w.r.t. ``w``."""
-        return self.datafit.gradient(derivative)
-
-    def data_term(self, decision):
-        """Return ``P`` for the given decision values."""
-        return self.datafit.value(decision)
-
-    def objective(self, coef, decision):
-        """Return ``Omega(coef) + P`` for the given decision values."""
-        return self.penalty.value(coef, self.block_ptr) + self.data_term(decision)
-
-
-def _sqnorm(x):
-    """``x * x`` for a float, ``x . x`` for an array."""
-    if isinstance(x, np.ndarray):
-        return float(x @ x)
-    return x * x
 
 
 class _Workspace:
@@ -388,7 +305,7 @@ class APG(Solver):
         return vb, p_w, ws.f_w
 
     def _kkt_residual(self, pb, ws, coef, bias, decision=None):
-        """Relative KKT residual of ``(coef, bias)`` (see the module notes).
+        """Relative KKT residual of ``(coef, bias)`` (:func:`kkt_residual`).
 
         ``decision`` (the decision values at that point, when the step that
         produced it left them in the workspace) saves a sparse product.
@@ -402,15 +319,8 @@ class APG(Solver):
         f = pb.decision(coef, bias) if decision is None else decision
         d = ws.d_k
         pb.datafit.value_derivative(f, d)
-        grad = pb.gradient(d)
-        distance = float(np.max(pb.penalty.subdiff_distance(coef, grad, pb.block_ptr),
-                                initial=0.0))
-        if self.fit_intercept:
-            distance = max(distance, math.sqrt(_sqnorm(pb.datafit.bias_gradient(d))))
-        scale = _largest_block_norm(grad, pb.block_ptr)
-        if scale == 0.0:
-            return (0.0 if distance == 0.0 else math.inf), scale
-        return distance / scale, scale
+        return kkt_residual(pb, coef, pb.gradient(d), pb.datafit.bias_gradient(d),
+                            self.fit_intercept)
 
     # -- the loop ---------------------------------------------------------
     def solve(self, pb, coef0, bias0, lipschitz0):
@@ -496,13 +406,6 @@ class APG(Solver):
             history=history,
             kkt=kkt,
         )
-
-
-def _largest_block_norm(x, block_ptr):
-    """``max_h ||x_h||`` (0 without blocks)."""
-    if len(block_ptr) < 2:
-        return 0.0
-    return float(np.max(_block_norms(x, block_ptr)))
 
 
 # -- functional API ------------------------------------------------------------
@@ -591,7 +494,7 @@ def solve_subproblem(indptr, indices, data, block_ptr, y, C, *, loss="logistic",
                      fit_intercept=True, coef0=None, bias0=0.0, lipschitz0=None,
                      eta=DEFAULT_ETA, tol=1e-3, max_iter=DEFAULT_MAX_ITER,
                      penalty=None, block_cache=None, n_classes=None,
-                     kkt_tol=DEFAULT_KKT_TOL):
+                     kkt_tol=DEFAULT_KKT_TOL, solver="auto"):
     """Solve ``min_{w,b} 1/2 (sum_h ||w_h||)^2 + C sum_i l(y_i, X_i w - b)``.
 
     Parameters
@@ -635,6 +538,8 @@ def solve_subproblem(indptr, indices, data, block_ptr, y, C, *, loss="logistic",
     n_classes : int or None, default None
         None or 2 for binary labels; K >= 3 for the multi-class losses
         (multinomial logistic, one-vs-rest squared hinge).
+    solver : {"auto", "apg", "newton"}, default "auto"
+        See :func:`solve`.
 
     Returns
     -------
@@ -652,12 +557,36 @@ def solve_subproblem(indptr, indices, data, block_ptr, y, C, *, loss="logistic",
     return solve(pb.datafit, pb.block_ptr, penalty=pb.penalty,
                  fit_intercept=fit_intercept, coef0=coef0, bias0=bias0,
                  lipschitz0=lipschitz0, eta=eta, tol=tol, max_iter=max_iter,
-                 block_cache=block_cache, kkt_tol=kkt_tol)
+                 block_cache=block_cache, kkt_tol=kkt_tol, solver=solver)
+
+
+def choose_solver(datafit, penalty=None, kkt_tol=DEFAULT_KKT_TOL, solver="auto"):
+    """Return ``"apg"`` or ``"newton"``: the solver :func:`solve` runs.
+
+    ``"auto"`` picks proximal Newton (:mod:`ultrafs.solvers.prox_newton`)
+    for a binary datafit (one output) whose loss is
+    :attr:`~ultrafs.solvers.losses.Loss.second_order`, the l2,1-squared penalty, a
+    certified stop (``kkt_tol`` not None: the uncertified stop is eq. 40 of
+    APG, kept as it was) and at most :data:`NEWTON_MAX_COEF` coefficients;
+    APG otherwise.  ``"apg"`` and ``"newton"`` force one.
+    """
+    if solver not in SOLVER_CHOICES:
+        raise ParameterError(f"solver must be one of {SOLVER_CHOICES}, got {solver!r}")
+    if solver != "auto":
+        return solver
+    penalty = _as_penalty(penalty)
+    loss = getattr(datafit, "loss", None)
+    if (datafit.n_outputs == 1 and getattr(loss, "second_order", False)
+            and isinstance(penalty, L21Squared) and kkt_tol is not None
+            and datafit.n_coef <= NEWTON_MAX_COEF):
+        return "newton"
+    return "apg"
 
 
 def solve(datafit, block_ptr, *, penalty=None, fit_intercept=True, coef0=None,
           bias0=0.0, lipschitz0=None, eta=DEFAULT_ETA, tol=1e-3,
-          max_iter=DEFAULT_MAX_ITER, block_cache=None, kkt_tol=DEFAULT_KKT_TOL):
+          max_iter=DEFAULT_MAX_ITER, block_cache=None, kkt_tol=DEFAULT_KKT_TOL,
+          solver="auto"):
     """Solve ``min_{w,b} Omega(w) + P(w, b)`` for a datafit and a penalty.
 
     Parameters
@@ -668,7 +597,14 @@ def solve(datafit, block_ptr, *, penalty=None, fit_intercept=True, coef0=None,
         Coefficient blocks of the penalty, in coefficient units (multiples
         of K with K outputs).
     penalty, fit_intercept, coef0, bias0, lipschitz0, eta, tol, max_iter, block_cache, kkt_tol
-        As in :func:`solve_subproblem`.
+        As in :func:`solve_subproblem` (``eta`` and ``block_cache`` are
+        APG's; proximal Newton counts its own iterations in ``max_iter``).
+    solver : {"auto", "apg", "newton"}, default "auto"
+        ``"auto"``: :func:`choose_solver`; when it picks proximal Newton,
+        at most :data:`AUTO_NEWTON_MAX_ITER` Newton iterations are run and,
+        should they all run uncertified, APG goes on from their point for
+        the rest of ``max_iter`` (the iterations and histories of both are
+        returned together).
 
     Returns
     -------
@@ -677,22 +613,32 @@ def solve(datafit, block_ptr, *, penalty=None, fit_intercept=True, coef0=None,
     penalty = _as_penalty(penalty)
     block_ptr = _as_block_ptr(block_ptr, datafit.n_coef)
     pb = _Problem(datafit, penalty, block_ptr)
-    solver = APG(eta=eta, tol=tol, max_iter=max_iter, fit_intercept=fit_intercept,
-                 block_cache=block_cache, kkt_tol=kkt_tol)
+    apg = APG(eta=eta, tol=tol, max_iter=max_iter, fit_intercept=fit_intercept,
+              block_cache=block_cache, kkt_tol=kkt_tol)
+    chosen = choose_solver(datafit, penalty, kkt_tol, solver)
     if fit_intercept:
         datafit.optimal_bias()  # rejects problems without a minimiser
     bias = _initial_bias(bias0, fit_intercept, datafit.n_outputs)
     lipschitz = _initial_lipschitz(lipschitz0, pb)
     if pb.p == 0:
         return _bias_only_result(pb, fit_intercept, lipschitz)
-    return solver.solve(pb, _initial_coef(coef0, pb.p), bias, lipschitz)
-
-
-def _as_bias(bias):
-    """A float for one output, a float64 array for K."""
-    if isinstance(bias, np.ndarray):
-        return bias.astype(np.float64, copy=True)
-    return float(bias)
+    coef = _initial_coef(coef0, pb.p)
+    if chosen == "apg":
+        return apg.solve(pb, coef, bias, lipschitz)
+    newton_max_iter = max_iter if solver == "newton" else min(max_iter,
+                                                              AUTO_NEWTON_MAX_ITER)
+    result = ProxNewton(tol=tol, kkt_tol=kkt_tol, max_iter=newton_max_iter,
+                        fit_intercept=fit_intercept).solve(pb, coef, bias, lipschitz)
+    capped = not result.converged and result.n_iter == newton_max_iter < max_iter
+    if solver == "newton" or not capped:
+        # certified, or stopped with no decrease left to measure (APG would
+        # find none either): only a capped Newton run is handed over
+        return result
+    apg.max_iter = max_iter - result.n_iter
+    rest = apg.solve(pb, result.coef, result.bias, result.lipschitz)
+    rest.n_iter += result.n_iter
+    rest.history = result.history + rest.history
+    return rest
 
 
 def _initial_bias(bias0, fit_intercept, n_outputs=1):
@@ -824,5 +770,5 @@ def fit_bias_only(y, C, *, loss="logistic", fit_intercept=True):
     return -float(get_loss(loss).optimal_constant(y))
 
 
-SOLVERS = {"apg": APG}
+SOLVERS = {"apg": APG, "newton": ProxNewton}
 """Registry of solver classes by name."""

@@ -123,6 +123,23 @@ class Datafit:
         """Return ``C`` times a curvature bound of ``P`` along ``b`` at ``f``."""
         return self.C * self.loss.curvature_sum(self.y, f, derivative)
 
+    def value_change(self, f, delta):
+        """Return ``P(f + delta) - P(f)``, accurate however small (one output)."""
+        return self.C * self.loss.value_change(self.y, f, delta)
+
+    def hessian(self, f):
+        """Return the Hessian of ``P`` over ``(w, b)`` at ``f`` (one output).
+
+        ``C [X, -1]' diag(l''(y, f)) [X, -1]``, dense ``(p + 1, p + 1)``, the
+        last index being ``b``; for the squared hinge ``l''`` is its
+        generalised second derivative.
+        """
+        if self.n_outputs != 1:
+            raise ParameterError("the Hessian is built for one output per sample")
+        weights = self.loss.second_derivative(self.y, f)
+        weights *= self.C
+        return self.operator.augmented_gram(weights)
+
     def optimal_bias(self, fit_intercept=True):
         """Return the exact best ``b`` with ``w = 0`` (0 without intercept)."""
         if self.n_outputs == 1:

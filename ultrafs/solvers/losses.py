@@ -18,7 +18,10 @@ names from :func:`loss_names`, and :func:`get_loss` picks the member for a
 target (``"logistic"`` is the binary logistic loss on two classes and the
 multinomial logistic loss on K >= 3).  Adding a loss means writing its
 kernels and one class here that binds them, decorated with
-:func:`register_loss`.
+:func:`register_loss`.  A binary loss that also binds a per-sample second
+derivative and an accurate value change (:attr:`Loss.second_order`) is
+solved by proximal Newton as well (:mod:`ultrafs.solvers.prox_newton`);
+the others by APG.
 """
 
 from __future__ import annotations
@@ -67,10 +70,23 @@ class Loss:
     _derivative_kernel = None
     _dual_kernel = None
     _curvature_kernel = None
+    #: per-sample second derivative; None where the loss has none (multi-class)
+    _second_derivative_kernel = None
+    #: accurate sum of per-sample changes; None where not provided (multi-class)
+    _value_change_kernel = None
 
     def _check(self, y, f):
         """Reject arrays whose length does not fit ``y`` (the kernels trust them)."""
         _check_lengths(y, f)
+
+    @property
+    def second_order(self) -> bool:
+        """Whether :meth:`second_derivative` and :meth:`value_change` exist.
+
+        They are what proximal Newton needs of a loss beyond what APG does.
+        """
+        return (self._second_derivative_kernel is not None
+                and self._value_change_kernel is not None)
 
     def value(self, y, f):
         """Return ``sum_i l(y_i, f_i)``.
@@ -157,6 +173,64 @@ class Loss:
         self._check(y, derivative)
         return float(self._curvature_kernel(y, f, derivative))
 
+    def second_derivative(self, y, f, out=None):
+        """Return ``d2l/df2`` at every sample (binary losses).
+
+        For the squared hinge this is the generalised second derivative (1
+        where ``1 - y f > 0``, else 0).  Proximal Newton builds its Hessian
+        ``C X' diag(.) X`` from it.
+
+        Parameters
+        ----------
+        y, f : ndarray of float64, shape (n,)
+        out : ndarray of float64, shape (n,), optional
+
+        Returns
+        -------
+        ndarray of float64, shape (n,)
+
+        Raises
+        ------
+        ParameterError
+            If the loss has no per-sample second derivative (multi-class).
+        """
+        if self._second_derivative_kernel is None:
+            raise ParameterError(
+                f"the {self.target} loss {self.name!r} has no per-sample second "
+                "derivative")
+        self._check(y, f)
+        if out is None:
+            out = np.empty(len(f), dtype=np.float64)
+        self._check(y, out)
+        return self._second_derivative_kernel(y, f, out)
+
+    def value_change(self, y, f, delta):
+        """Return ``sum_i l(y_i, f_i + delta_i) - l(y_i, f_i)`` (binary losses).
+
+        Computed term by term without cancellation, so it stays accurate
+        when the change is far below the rounding of :meth:`value` (a line
+        search near the optimum compares such changes).
+
+        Parameters
+        ----------
+        y, f, delta : ndarray of float64, shape (n,)
+
+        Returns
+        -------
+        float
+
+        Raises
+        ------
+        ParameterError
+            If the loss does not provide it (multi-class).
+        """
+        if self._value_change_kernel is None:
+            raise ParameterError(
+                f"the {self.target} loss {self.name!r} has no accurate value change")
+        self._check(y, f)
+        self._check(y, delta)
+        return float(self._value_change_kernel(y, f, delta))
+
     def optimal_constant(self, y, n_outputs=1):
         """Return ``argmin_c sum_i l(y_i, c)`` (the best constant decision).
 
@@ -205,6 +279,8 @@ class Logistic(Loss):
     _derivative_kernel = staticmethod(_k.logistic_derivative)
     _dual_kernel = staticmethod(_k.logistic_dual)
     _curvature_kernel = staticmethod(_k.logistic_curvature_sum)
+    _second_derivative_kernel = staticmethod(_k.logistic_second_derivative)
+    _value_change_kernel = staticmethod(_k.logistic_value_change)
 
     def optimal_constant(self, y, n_outputs=1):
         """Return ``log(n_+ / n_-)``, the exact minimiser.
@@ -234,6 +310,8 @@ class SquaredHinge(Loss):
     _derivative_kernel = staticmethod(_k.squared_hinge_derivative)
     _dual_kernel = staticmethod(_k.squared_hinge_dual)
     _curvature_kernel = staticmethod(_k.squared_hinge_curvature_sum)
+    _second_derivative_kernel = staticmethod(_k.squared_hinge_second_derivative)
+    _value_change_kernel = staticmethod(_k.squared_hinge_value_change)
 
     def optimal_constant(self, y, n_outputs=1):
         """Return ``(n_+ - n_-) / n``, the exact minimiser (0 when ``n = 0``)."""

@@ -13,8 +13,10 @@ columns: with ``K`` outputs every boundary is a multiple of ``K``.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from ultrafs.errors import ParameterError
+from ultrafs.kernels import prox_newton as _newton
 from ultrafs.kernels import sparse_ops
 
 __all__ = ["CSCOperator"]
@@ -40,6 +42,7 @@ class CSCOperator:
         self.n_outputs = int(n_outputs)
         if self.n_outputs < 1:
             raise ParameterError(f"n_outputs must be >= 1, got {n_outputs!r}")
+        self._rows = None  # CSR arrays of X, made on first use
 
     @property
     def n_columns(self) -> int:
@@ -89,3 +92,29 @@ class CSCOperator:
         return sparse_ops.csc_block_matmat_into(
             self.indptr, self.indices, self.data, coef, self.n_outputs,
             self.column_blocks(block_ptr), out)
+
+    def augmented_gram(self, weights):
+        """Return ``[X, -1]' diag(weights) [X, -1]``, dense ``(p + 1, p + 1)``.
+
+        The Hessian of a one-output datafit over ``(w, b)`` jointly (times
+        the loss's second derivatives); built row by row from a CSR copy of
+        ``X`` (made once per operator) in ``O(sum_i nnz_i^2)``, never from a
+        dense ``n x p`` matrix.
+
+        Parameters
+        ----------
+        weights : ndarray of float64, shape (n,)
+
+        Returns
+        -------
+        ndarray of float64, shape (p + 1, p + 1)
+        """
+        if self.n_outputs != 1:
+            raise ParameterError("augmented_gram needs one output per sample")
+        if self._rows is None:
+            X = sp.csc_matrix((self.data, self.indices, self.indptr),
+                              shape=(self.n_rows, self.n_columns)).tocsr()
+            self._rows = (X.indptr, X.indices, X.data)
+        out = np.empty((self.n_columns + 1, self.n_columns + 1), dtype=np.float64)
+        weights = np.ascontiguousarray(weights, dtype=np.float64)
+        return _newton.csr_augmented_gram(*self._rows, weights, out)
