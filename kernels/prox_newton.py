@@ -404,6 +404,15 @@ def l21sq_model_bcd(H, g, coef, bias, block_ptr, fit_intercept, tol, max_sweeps,
             nu = math.sqrt(nu)
             total += nu - norms[h]
             norms[h] = nu
+        if use_bias:
+            # the intercept alone (it moves with every block; this also covers
+            # p = 0 and blocks of no column)
+            dc = -r[p] / beta
+            if c + dc != c:
+                moved = True
+                for i in range(p + 1):
+                    r[i] += H[p, i] * dc
+                c += dc
         residual = _model_kkt(r, z, norms, block_ptr, p, use_bias)
         if not moved:  # a fixed point in floating point: nothing left to gain
             break

@@ -394,6 +394,20 @@ def test_no_columns_and_empty_columns(rng, loss, fit_intercept):
                                                  fit_intercept=fit_intercept), abs=1e-9)
 
 
+@pytest.mark.parametrize("loss", LOSS_NAMES)
+def test_the_solver_object_alone_on_no_column(rng, loss):
+    """Without the dispatcher's shortcut, p = 0 still gives the best intercept."""
+    from ultrafs.solvers.apg import _problem
+    from ultrafs.solvers.prox_newton import ProxNewton
+
+    y = np.where(rng.random(50) < 0.3, 1.0, -1.0)
+    empty = (np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0))
+    pb = _problem(*empty, np.zeros(1, np.int64), y, 2.0, loss, None)
+    r = ProxNewton().solve(pb, np.zeros(0), 0.0, 1.0)
+    assert r.coef.shape == (0,)  # (no gradient in w to scale the certificate by)
+    assert r.bias == pytest.approx(fit_bias_only(y, 2.0, loss=loss), abs=1e-9)
+
+
 def test_squared_hinge_from_a_start_without_active_samples(rng):
     X, y, block_ptr = _problem(rng, sizes=(3,), signal=(0,))
     # margins far above 1 for every sample: no curvature, no gradient of P
