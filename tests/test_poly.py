@@ -148,7 +148,7 @@ def test_model_matches_sklearn_on_expanded_columns(rng):
     np.testing.assert_allclose(decision, E[:, columns] @ model.coef + model.intercept,
                                rtol=1e-6, atol=1e-8)
     # with one group the FGM subproblem is L2 logistic regression with the same C
-    single = select(X, y, B=6, max_iter=1, poly=2, inner_tol=1e-12,
+    single = select(X, y, B=6, max_iter=1, poly=2, C=10.0, inner_tol=1e-12,
                     inner_max_iter=100000)
     columns = [ids.index(f) for f in single.features]
     ref = LogisticRegression(C=10.0, tol=1e-12, max_iter=100000).fit(E[:, columns], y)
