@@ -23,6 +23,7 @@ Usage::
     python bench/quality_vs_l1.py [--sets a9a,mushrooms] [--scalings raw,unit]
         [--ks 10,20] [--splits 5] [--configs plain,recommended]
         [--name quality_vs_l1]
+    python bench/quality_vs_l1.py --combine NAME1,NAME2   # joint table of runs
 
 ``--configs`` also takes ``c=VALUE`` entries: plain FGM at
 ``C = VALUE / mean ||x||^2`` (the sweep that chose ``DEFAULT_C_SCALE``).
@@ -276,6 +277,33 @@ def markdown(cell_rows):
     return "\n".join(lines)
 
 
+def criteria(cell_rows):
+    """The issue's acceptance criteria, per dataset: lines of markdown."""
+    lines = ["| set | recommended − l1 (mean, points) | cells recommended < l1 | "
+             "cells recommended < l1 refit | cells plain < l1 − 1 | "
+             "s/fit recommended / plain / l1 |", "|---|---|---|---|---|---|"]
+    by_set = {}
+    for c in cell_rows:
+        by_set.setdefault(c["set"], {}).setdefault(c["config"], []).append(c)
+    for name, configs in by_set.items():
+        rec = configs.get("recommended", [])
+        plain = configs.get("plain", [])
+        mean = np.mean([c["fgm"] - c["l1"] for c in rec]) if rec else float("nan")
+        below = [f"{c['scaling']} k={c['k']} ({c['fgm'] - c['l1']:+.2f})" for c in rec
+                 if c["fgm"] - c["l1"] < -TIE_POINTS]
+        below_refit = [f"{c['scaling']} k={c['k']} ({c['fgm'] - c['l1_refit']:+.2f})"
+                       for c in rec if c["fgm"] - c["l1_refit"] < -TIE_POINTS]
+        plain_bad = [f"{c['scaling']} k={c['k']} ({c['fgm'] - c['l1']:+.2f})" for c in plain
+                     if c["fgm"] - c["l1"] < -1.0]
+        seconds = "/".join(f"{np.mean([c[key] for c in group]):.2f}" if group else "-"
+                           for group, key in ((rec, "seconds"), (plain, "seconds"),
+                                              (rec or plain, "l1_seconds")))
+        lines.append(f"| {name} | {mean:+.2f} | {len(below)}/{len(rec)} "
+                     f"{'; '.join(below)} | {len(below_refit)}/{len(rec)} | "
+                     f"{len(plain_bad)}/{len(plain)} {'; '.join(plain_bad)} | {seconds} |")
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", default=",".join(SETS))
@@ -284,7 +312,19 @@ def main(argv=None):
     parser.add_argument("--splits", type=int, default=5)
     parser.add_argument("--configs", default="plain,recommended")
     parser.add_argument("--name", default="quality_vs_l1")
+    parser.add_argument("--combine", default=None,
+                        help="Comma-separated result names under bench/out: print "
+                             "their joint table and criteria instead of running.")
     args = parser.parse_args(argv)
+    if args.combine:
+        rows = []
+        for name in args.combine.split(","):
+            rows += json.loads((OUT_DIR / f"{name}.json").read_text())["rows"]
+        cell_rows = cells(rows)
+        print(markdown(cell_rows))
+        print()
+        print(criteria(cell_rows))
+        return
     started = time.perf_counter()
     rows = run(args.sets.split(","), args.scalings.split(","),
                [int(k) for k in args.ks.split(",")], args.splits,
@@ -292,6 +332,8 @@ def main(argv=None):
     cell_rows = cells(rows)
     table = markdown(cell_rows)
     print(table)
+    print()
+    print(criteria(cell_rows))
     write_result(args.name, {"rows": rows, "cells": cell_rows, "table": table,
                              "seconds": time.perf_counter() - started,
                              "peak_rss_mb": peak_rss_mb(), "tie_points": TIE_POINTS})

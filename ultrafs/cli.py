@@ -245,8 +245,8 @@ def _fgm_options(func):
         click.option("--no-intercept", is_flag=True, help="Do not learn a bias."),
         click.option("--inner-tol", type=click.FloatRange(min=0, min_open=True),
                      default=1e-3, show_default=True,
-                     help="ε_in of the APG solver: the relative decrease that "
-                          "triggers its optimality check."),
+                     help="ε_in of the subproblem solver: the relative decrease "
+                          "that triggers its optimality check."),
         click.option("--inner-kkt-tol", type=click.FloatRange(min=0), default=1e-4,
                      show_default=True,
                      help="Relative KKT residual that certifies each subproblem's "
