@@ -119,30 +119,45 @@ def l1_bisect(X, y, X_test, y_test, target, cache):
 
     if target in cache:
         return cache[target]
-    lo, hi = -4.0, 4.0
     best = None
     seconds = 0.0
     fits = 0
-    for _ in range(40):
-        mid = 0.5 * (lo + hi)
+
+    def fit(exponent):
+        nonlocal best, seconds, fits
         started = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            clf = LogisticRegression(solver="liblinear", l1_ratio=1.0, C=10 ** mid,
+            clf = LogisticRegression(solver="liblinear", l1_ratio=1.0, C=10 ** exponent,
                                      max_iter=1000).fit(X, y)
         seconds += time.perf_counter() - started
         fits += 1
         nnz = int(np.count_nonzero(clf.coef_))
-        if nnz > target:
-            hi = mid
-        else:
-            lo = mid
-            if best is None or nnz > best["nnz"]:
-                best = {"nnz": nnz, "C": 10 ** mid, "clf": clf}
-            if nnz == target:
-                break
-        if hi - lo < 1e-3:
+        if nnz <= target and (best is None or nnz > best["nnz"]):
+            best = {"nnz": nnz, "C": 10 ** exponent, "clf": clf}
+        return nnz
+
+    # bracket from below (large C is slow on badly scaled data: liblinear
+    # took 70 s at C = 0.01 on raw madelon), then bisect on log10 C
+    lo, hi = -5.0, None
+    for exponent in np.arange(-5.0, 4.01, 1.0):
+        nnz = fit(exponent)
+        if nnz >= target:
+            hi = exponent
             break
+        lo = exponent
+    if hi is not None and best is not None and best["nnz"] != target:
+        for _ in range(30):
+            mid = 0.5 * (lo + hi)
+            nnz = fit(mid)
+            if nnz > target:
+                hi = mid
+            else:
+                lo = mid
+                if nnz == target:
+                    break
+            if hi - lo < 1e-3:
+                break
     clf = best["clf"]
     out = {"nnz": best["nnz"], "C": best["C"],
            "accuracy": float(clf.score(X_test, y_test)),

@@ -258,11 +258,20 @@ class _HeldOutScorer:
             return [{"refit_C": None, "n_features": n_features,
                      **_held_out_scores(block, result.coef_matrix()[nonzero],
                                         result.bias, y_held, self.n_classes, o["loss"])}]
+        from ultrafs.methods.refit import refit_block
+
         records = []
+        columns = part.materialize(result.keys[nonzero])
+        # warm start along the increasing grid: each refit starts from the
+        # previous one (the first from FGM's weights)
+        coef, bias = result.coef_matrix()[nonzero], result.bias
         for refit_C in refit_grid:
-            refitted = _refit(part, result, nonzero, y_train, self.n_classes, o["loss"],
-                              float(refit_C), o["fit_intercept"], o["inner_tol"],
-                              o["inner_kkt_tol"])
+            refitted = refit_block(columns, y_train, loss=o["loss"], C=float(refit_C),
+                                   n_classes=self.n_classes,
+                                   fit_intercept=o["fit_intercept"], coef0=coef,
+                                   bias0=bias, tol=o["inner_tol"],
+                                   kkt_tol=o["inner_kkt_tol"])
+            coef, bias = refitted["coef"], -refitted["intercept"]
             records.append({"refit_C": float(refit_C), "n_features": n_features,
                             **_held_out_scores(block, refitted["coef"],
                                                -refitted["intercept"], y_held,
