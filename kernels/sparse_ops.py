@@ -286,22 +286,12 @@ def csc_take_rows(indptr, indices, data, row_map):
     indptr, indices, data : int64, int32 and ``data.dtype`` arrays
         The CSC arrays of the kept rows (``p`` columns).
     """
-    p = indptr.shape[0] - 1
-    out_ptr = np.zeros(p + 1, dtype=np.int64)
-    count = 0
-    for j in range(p):
+    out_ptr, out_idx = csc_take_rows_pattern(indptr, indices, row_map)
+    out_val = np.empty(out_idx.shape[0], dtype=data.dtype)
+    pos = 0
+    for j in range(indptr.shape[0] - 1):
         for k in range(indptr[j], indptr[j + 1]):
             if row_map[indices[k]] >= 0:
-                count += 1
-        out_ptr[j + 1] = count
-    out_idx = np.empty(count, dtype=np.int32)
-    out_val = np.empty(count, dtype=data.dtype)
-    pos = 0
-    for j in range(p):
-        for k in range(indptr[j], indptr[j + 1]):
-            new = row_map[indices[k]]
-            if new >= 0:
-                out_idx[pos] = new
                 out_val[pos] = data[k]
                 pos += 1
     return out_ptr, out_idx, out_val

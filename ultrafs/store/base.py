@@ -22,7 +22,7 @@ import numpy as np
 
 from ultrafs.errors import ParameterError
 
-__all__ = ["ColumnBlock", "ColumnStore", "balanced_block_bounds",
+__all__ = ["ColumnBlock", "ColumnStore", "StoreWrapper", "balanced_block_bounds",
            "even_block_bounds", "span_take"]
 
 
@@ -313,3 +313,49 @@ class ColumnStore(abc.ABC):
             "classes": [float(c) for c in self.classes],
             "n_blocks": int(len(self.default_block_bounds()) - 1),
         }
+
+
+class StoreWrapper(ColumnStore):
+    """A store that shows another one through some change (latency, a row subset).
+
+    Delegates the columns' description (count, id offset, dtype), the
+    targets' type and classes, and the block partition to ``inner``;
+    subclasses define the rows, the targets and the reads.
+
+    Parameters
+    ----------
+    inner : ColumnStore
+    """
+
+    def __init__(self, inner: ColumnStore):
+        if not isinstance(inner, ColumnStore):
+            raise TypeError(f"inner must be a ColumnStore, got {type(inner).__name__}")
+        self._inner = inner
+
+    @property
+    def inner(self) -> ColumnStore:
+        """The wrapped store."""
+        return self._inner
+
+    @property
+    def n_features(self) -> int:
+        return self._inner.n_features
+
+    @property
+    def id_offset(self) -> int:
+        return self._inner.id_offset
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._inner.dtype
+
+    @property
+    def target_type(self) -> str:
+        return self._inner.target_type
+
+    @property
+    def classes(self) -> np.ndarray:
+        return self._inner.classes
+
+    def default_block_bounds(self) -> np.ndarray:
+        return self._inner.default_block_bounds()

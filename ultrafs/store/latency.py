@@ -35,7 +35,7 @@ import time
 import numpy as np
 from zarr.storage import LocalStore, WrapperStore
 
-from ultrafs.store.base import ColumnBlock, ColumnStore
+from ultrafs.store.base import ColumnBlock, StoreWrapper
 from ultrafs.store.zarr_store import ZarrStore, _reopen_lazily
 
 __all__ = ["LatencyColumnStore", "ZarrGetLatency", "ZarrLatencyStore"]
@@ -48,7 +48,7 @@ def _check_latency(latency) -> float:
     return latency
 
 
-class LatencyColumnStore(ColumnStore):
+class LatencyColumnStore(StoreWrapper):
     """A column store that waits ``latency_s`` before every data read.
 
     Parameters
@@ -72,10 +72,8 @@ class LatencyColumnStore(ColumnStore):
     partitions.
     """
 
-    def __init__(self, inner: ColumnStore, latency_s: float = 0.0):
-        if not isinstance(inner, ColumnStore):
-            raise TypeError(f"inner must be a ColumnStore, got {type(inner).__name__}")
-        self._inner = inner
+    def __init__(self, inner, latency_s: float = 0.0):
+        super().__init__(inner)
         self._latency = _check_latency(latency_s)
         self._count_lock = threading.Lock()
         self.n_reads = 0
@@ -88,11 +86,6 @@ class LatencyColumnStore(ColumnStore):
 
     # --------------------------------------------------------- attributes
     @property
-    def inner(self) -> ColumnStore:
-        """The wrapped store."""
-        return self._inner
-
-    @property
     def latency_s(self) -> float:
         """Seconds slept before each data read."""
         return self._latency
@@ -102,28 +95,8 @@ class LatencyColumnStore(ColumnStore):
         return self._inner.n_samples
 
     @property
-    def n_features(self) -> int:
-        return self._inner.n_features
-
-    @property
-    def id_offset(self) -> int:
-        return self._inner.id_offset
-
-    @property
     def nnz(self) -> int:
         return self._inner.nnz
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self._inner.dtype
-
-    @property
-    def target_type(self) -> str:
-        return self._inner.target_type
-
-    @property
-    def classes(self) -> np.ndarray:
-        return self._inner.classes
 
     def read_targets(self) -> np.ndarray:
         return self._inner.read_targets()
@@ -133,9 +106,6 @@ class LatencyColumnStore(ColumnStore):
 
     def read_labels(self) -> np.ndarray:
         return self._inner.read_labels()
-
-    def default_block_bounds(self) -> np.ndarray:
-        return self._inner.default_block_bounds()
 
     def block_bounds(self, block_size=None) -> np.ndarray:
         return self._inner.block_bounds(block_size)

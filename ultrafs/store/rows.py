@@ -16,12 +16,12 @@ import numpy as np
 
 from ultrafs.errors import ParameterError
 from ultrafs.kernels.sparse_ops import csc_take_rows, csc_take_rows_pattern
-from ultrafs.store.base import ColumnBlock, ColumnStore
+from ultrafs.store.base import ColumnBlock, ColumnStore, StoreWrapper
 
 __all__ = ["RowSubsetStore"]
 
 
-class RowSubsetStore(ColumnStore):
+class RowSubsetStore(StoreWrapper):
     """The rows ``rows`` of ``inner``.
 
     Parameters
@@ -40,6 +40,7 @@ class RowSubsetStore(ColumnStore):
     def __init__(self, inner: ColumnStore, rows):
         if not isinstance(inner, ColumnStore):
             raise TypeError(f"inner must be a ColumnStore, got {type(inner).__name__}")
+        super().__init__(inner)
         rows = np.unique(np.asarray(rows, dtype=np.int64))
         if rows.size and (rows[0] < 0 or rows[-1] >= inner.n_samples):
             raise ParameterError(
@@ -47,7 +48,6 @@ class RowSubsetStore(ColumnStore):
                 f"[{rows[0]}, {rows[-1]}]")
         if len(np.asarray(rows)) == 0:
             raise ParameterError("a row subset needs at least one row")
-        self._inner = inner
         self._rows = rows
         self._rows.flags.writeable = False
         self._row_map = None
@@ -58,11 +58,6 @@ class RowSubsetStore(ColumnStore):
 
     def __repr__(self):
         return f"RowSubsetStore({self._inner!r}, {len(self._rows)} rows)"
-
-    @property
-    def inner(self) -> ColumnStore:
-        """The wrapped store."""
-        return self._inner
 
     @property
     def rows(self) -> np.ndarray:
@@ -82,18 +77,6 @@ class RowSubsetStore(ColumnStore):
         return int(len(self._rows))
 
     @property
-    def n_features(self) -> int:
-        return self._inner.n_features
-
-    @property
-    def id_offset(self) -> int:
-        return self._inner.id_offset
-
-    @property
-    def dtype(self) -> np.dtype:
-        return self._inner.dtype
-
-    @property
     def nnz(self) -> int:
         """Stored entries of the kept rows (one pass on first use)."""
         if self._nnz is None:
@@ -102,21 +85,10 @@ class RowSubsetStore(ColumnStore):
                             for lo, hi in zip(bounds[:-1], bounds[1:]))
         return self._nnz
 
-    @property
-    def target_type(self) -> str:
-        return self._inner.target_type
-
-    @property
-    def classes(self) -> np.ndarray:
-        return self._inner.classes
-
     def read_targets(self) -> np.ndarray:
         targets = np.asarray(self._inner.read_targets())[self._rows]
         targets.flags.writeable = False
         return targets
-
-    def default_block_bounds(self) -> np.ndarray:
-        return self._inner.default_block_bounds()
 
     # --------------------------------------------------------------- reads
     def _take(self, block: ColumnBlock) -> ColumnBlock:
