@@ -6,7 +6,7 @@ import numpy as np
 
 from ultrafs.features import make_feature_space
 from ultrafs.methods.fgm import fit_fgm
-from ultrafs.solvers.apg import DEFAULT_KKT_TOL, solve
+from ultrafs.solvers.apg import DEFAULT_KKT_TOL
 from ultrafs.solvers.datafits import make_datafit
 from ultrafs.methods.checkpoint import Checkpoint, store_fingerprint
 from ultrafs.errors import ParameterError

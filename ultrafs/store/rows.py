@@ -42,12 +42,12 @@ class RowSubsetStore(StoreWrapper):
             raise TypeError(f"inner must be a ColumnStore, got {type(inner).__name__}")
         super().__init__(inner)
         rows = np.unique(np.asarray(rows, dtype=np.int64))
-        if rows.size and (rows[0] < 0 or rows[-1] >= inner.n_samples):
+        if rows.size == 0:
+            raise ParameterError("a row subset needs at least one row")
+        if rows[0] < 0 or rows[-1] >= inner.n_samples:
             raise ParameterError(
                 f"row numbers must lie in [0, {inner.n_samples}), got "
                 f"[{rows[0]}, {rows[-1]}]")
-        if len(np.asarray(rows)) == 0:
-            raise ParameterError("a row subset needs at least one row")
         self._rows = rows
         self._rows.flags.writeable = False
         self._row_map = None
