@@ -30,7 +30,9 @@ still load.
 from __future__ import annotations
 
 import json
+import math
 import os
+import stat
 import warnings
 from dataclasses import dataclass, field
 
@@ -39,14 +41,21 @@ import numpy as np
 from ultrafs import __version__
 from ultrafs.atomic import write_json_atomic
 from ultrafs.errors import InputFormatError, UltraFSWarning
+from ultrafs.store.targets import MAX_CLASSES
 
-__all__ = ["Model", "MODEL_FORMAT", "MODEL_VERSION"]
+__all__ = ["Model", "MODEL_FORMAT", "MODEL_VERSION", "MAX_MODEL_BYTES"]
 
 MODEL_FORMAT = "ultrafs-model"
 MODEL_VERSION = 2
 #: model format versions this ultrafs reads
 READABLE_VERSIONS = (1, 2)
 TARGETS = ("binary", "multiclass")
+#: largest model file read, in bytes (checked before reading): 256 MiB hold
+#: about ten million coefficients, far more than FGM selects (B x max_iter
+#: features x K classes), and parse in well under 2 GiB of memory
+MAX_MODEL_BYTES = 256 * 2**20
+#: largest feature id of a model file (ids are int64 store ids)
+MAX_FEATURE_ID = 2**62
 
 
 @dataclass
@@ -152,62 +161,51 @@ class Model:
 
     @classmethod
     def from_dict(cls, obj, where="model") -> "Model":
-        """Build a model from a parsed model file (version 1 or 2), validating it."""
-        if not isinstance(obj, dict) or obj.get("format") != MODEL_FORMAT:
-            raise InputFormatError(f"{where}: not an ultrafs model file")
-        version = obj.get("format_version")
-        if version not in READABLE_VERSIONS or isinstance(version, bool):
-            raise InputFormatError(
-                f"{where}: model format version {version!r} is not supported "
-                f"(this ultrafs reads versions "
-                f"{', '.join(map(str, READABLE_VERSIONS))})")
-        target = obj.get("target", "binary") if version >= 2 else "binary"
-        if target not in TARGETS:
-            raise InputFormatError(f"{where}: unknown target {target!r} in model file")
-        batch_key = "batches" if version >= 2 else "groups"
-        try:
-            features = list(obj["features"])
-            coef = np.asarray(obj["coef"], dtype=np.float64)
-            classes = [_class_value(c) for c in obj["classes"]]
-            intercept = (float(obj["intercept"]) if target == "binary"
-                         else np.asarray(obj["intercept"], dtype=np.float64))
-            loss = str(obj["loss"])
-            batches = [int(b) for b in obj.get(batch_key, [0, len(features)])]
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputFormatError(f"{where}: invalid model file ({exc})") from None
-        n_classes = len(classes)
-        shape = (len(features),) if target == "binary" else (len(features), n_classes)
-        consistent = (
-            coef.shape == shape and np.all(np.isfinite(coef))
-            and np.all(np.isfinite(intercept))
-            and (n_classes == 2 if target == "binary" else
-                 n_classes >= 3 and np.shape(intercept) == (n_classes,))
-            and len(set(classes)) == n_classes
-            and batches[:1] == [0] and batches[-1:] == [len(features)]
-            and all(a <= b for a, b in zip(batches, batches[1:])))
-        if not consistent:
-            raise InputFormatError(f"{where}: inconsistent model file")
-        refit, predictor = _read_refit(obj, shape, intercept, where)
-        return cls(features=features, coef=coef, intercept=intercept,
-                   batches=batches, loss=loss, classes=classes,
-                   feature_space=dict(obj.get("feature_space", {"kind": "linear"})),
-                   params=dict(obj.get("params", {})),
-                   history=list(obj.get("history", [])),
-                   stop_reason=str(obj.get("stop_reason", "")),
-                   target=target, refit=refit, predictor=predictor)
+        """Build a model from a parsed model file (version 1 or 2), validating it.
+
+        Every field is checked for its type, range, length and finiteness
+        (see :func:`_validated_fields`); ``where`` names the file in the
+        one-line :class:`~ultrafs.errors.InputFormatError` of a failure.
+        """
+        return cls(**_validated_fields(obj, where))
 
     @classmethod
-    def load(cls, path) -> "Model":
-        """Read and validate a model file."""
+    def load(cls, path, *, max_bytes=None) -> "Model":
+        """Read and validate a model file.
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+        max_bytes : int, optional
+            Largest file read (default :data:`MAX_MODEL_BYTES`); a larger
+            file is refused before any of it is read.
+
+        Raises
+        ------
+        InputFormatError
+            One line naming ``path`` and the problem: missing, not a
+            regular file, too large, not UTF-8, not JSON (or nested too
+            deeply), or not a valid model.
+        """
         path = os.fspath(path)
+        limit = MAX_MODEL_BYTES if max_bytes is None else int(max_bytes)
+        text = _read_model_text(path, limit)
         try:
-            with open(path) as fh:
-                obj = json.load(fh)
-        except FileNotFoundError:
-            raise InputFormatError(f"{path}: no such model file") from None
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            obj = json.loads(text)
+        except RecursionError:
+            raise InputFormatError(
+                f"{path}: not a model file (JSON nested too deeply)") from None
+        except json.JSONDecodeError as exc:
+            raise InputFormatError(
+                f"{path}: not a JSON model file ({exc.msg} at line {exc.lineno} "
+                f"column {exc.colno})") from None
+        except ValueError as exc:            # e.g. an integer of > 4300 digits
             raise InputFormatError(f"{path}: not a JSON model file ({exc})") from None
-        return cls.from_dict(obj, where=path)
+        try:
+            return cls.from_dict(obj, where=path)
+        except RecursionError:
+            raise InputFormatError(
+                f"{path}: not a model file (values nested too deeply)") from None
 
     # -------------------------------------------------------------- prediction
     def truncated(self, n_batches: int) -> "Model":
@@ -275,38 +273,90 @@ class Model:
         return softmax(np.asarray(decision), axis=1)
 
     def evaluate_store(self, store) -> dict:
-        """Accuracy, AUC (one-vs-rest macro average for K classes) and counts."""
+        """Accuracy, AUC (one-vs-rest macro average for K classes) and counts.
+
+        The store's labels are matched to the model's classes by value: a
+        store whose classes are a subset of the model's (a test file with
+        some classes only) is evaluated; one with a class the model does
+        not know (``{-1, +1}`` for a model of ``{0, 1}``) is refused rather
+        than scored wrongly.
+
+        Raises
+        ------
+        InputFormatError
+            One line naming the store and both class sets when the store's
+            classes are not among the model's, or its targets are
+            continuous.
+        """
+        index = self.class_index_of_store(store)
         decision = self.decision_function_store(store)
-        truth = _store_targets(store)
-        predicted = self.predict_from_decision(decision)
         result = {
             "n_samples": int(store.n_samples),
             "n_features_model": len(self.features),
             "n_nonzero_coef": int(np.count_nonzero(
                 np.any(np.asarray(self.coef).reshape(len(self.features), -1), axis=1))),
-            "accuracy": float(np.mean(predicted == truth)),
             "predictor": self.predictor,
         }
         if self.n_outputs == 1:
-            positive = truth == self.classes[1]
+            predicted = (np.asarray(decision) > 0).astype(np.int64)
+            result["accuracy"] = float(np.mean(predicted == index))
+            positive = index == 1
             result["auc"] = _roc_auc(positive, decision)
             if self.probabilistic:
                 margin = np.where(positive, decision, -decision)
                 result["log_loss"] = float(np.mean(np.logaddexp(0.0, -margin)))
-            return result
-        index = np.searchsorted(np.asarray(self.classes), truth)
-        index = np.minimum(index, self.n_outputs - 1)
-        known = np.asarray(self.classes)[index] == truth
+            return _ordered(result)
+        predicted = np.argmax(decision, axis=1)
+        result["accuracy"] = float(np.mean(predicted == index))
         scores = (self.proba_from_decision(decision) if self.probabilistic
                   else decision)
-        result["auc"] = _multiclass_auc(index[known], scores[known], self.n_outputs)
-        if self.probabilistic and known.all():
+        result["auc"] = _multiclass_auc(index, scores, self.n_outputs)
+        if self.probabilistic:
             shifted = decision - decision.max(axis=1, keepdims=True)
             log_norm = np.log(np.exp(shifted).sum(axis=1))
             picked = shifted[np.arange(len(index)), index]
             result["log_loss"] = float(np.mean(log_norm - picked))
-        return result
+        return _ordered(result)
 
+    def class_index_of_store(self, store) -> np.ndarray:
+        """Index in :attr:`classes` of each row's label, matched by value.
+
+        Returns
+        -------
+        ndarray of int64, shape (n_samples,)
+
+        Raises
+        ------
+        InputFormatError
+            When the store's targets are continuous, or some of its classes
+            are not among the model's (one line with both class sets).
+        """
+        where = getattr(store, "path", None) or "data"
+        model_classes = _class_set_text(self.classes)
+        target_type = getattr(store, "target_type", None)
+        store_classes = [float(c) for c in np.asarray(store.classes).tolist()]
+        if target_type == "continuous" or not store_classes:
+            raise InputFormatError(
+                f"{where}: the store's targets are continuous; the model predicts "
+                f"the classes {model_classes}")
+        known = {c: k for k, c in enumerate(self.classes) if not isinstance(c, str)}
+        unknown = [c for c in store_classes if c not in known]
+        if unknown:
+            raise InputFormatError(
+                f"{where}: the store's classes {_class_set_text(store_classes)} are "
+                f"not among the model's classes {model_classes} (labels are matched "
+                f"by value; {_class_text(unknown[0])} is unknown to the model): "
+                "relabel the store or evaluate a model trained on these classes")
+        targets = np.asarray(store.read_targets(), dtype=np.float64)
+        order = np.asarray([self.classes[k] for k in sorted(known.values())],
+                           dtype=np.float64)
+        index = np.searchsorted(order, targets)
+        index = np.minimum(index, len(order) - 1)
+        if not np.array_equal(order[index], targets):
+            raise InputFormatError(
+                f"{where}: a label is not one of the store's classes "
+                f"{_class_set_text(store_classes)}")
+        return index.astype(np.int64)
 
 def _intercept_json(intercept):
     if isinstance(intercept, np.ndarray):
@@ -314,46 +364,389 @@ def _intercept_json(intercept):
     return float(intercept)
 
 
-def _read_refit(obj, shape, intercept, where):
+def _read_model_text(path, limit):
+    """The text of a model file: a regular file of at most ``limit`` bytes, UTF-8."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise InputFormatError(f"{path}: no such model file") from None
+    except OSError as exc:
+        raise InputFormatError(
+            f"{path}: cannot read the model file ({exc.strerror})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputFormatError(f"{path}: is a directory, not a model file")
+    if not stat.S_ISREG(info.st_mode):
+        raise InputFormatError(f"{path}: not a regular file (a model file is a "
+                               "JSON file)")
+    too_large = (f"{path}: model file larger than the {_size_text(limit)} limit "
+                 "(MAX_MODEL_BYTES); not read")
+    if info.st_size > limit:
+        raise InputFormatError(too_large)
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.read(limit + 1)
+    except OSError as exc:
+        raise InputFormatError(
+            f"{path}: cannot read the model file ({exc.strerror})") from None
+    if len(raw) > limit:                     # grew since the stat
+        raise InputFormatError(too_large)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputFormatError(
+            f"{path}: not a JSON model file (byte {exc.start} is not UTF-8)") from None
+
+
+def _size_text(n_bytes) -> str:
+    """``256 MiB`` for a byte count."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n_bytes >= size and n_bytes % size == 0:
+            return f"{n_bytes // size} {unit}"
+    return f"{n_bytes} bytes"
+
+
+class _Invalid(Exception):
+    """A problem of a model file's content (becomes InputFormatError)."""
+
+
+def _show(value, limit=40) -> str:
+    """A short JSON rendering of a value, for a message."""
+    try:
+        text = json.dumps(value, allow_nan=True)
+    except (TypeError, ValueError, RecursionError):
+        text = type(value).__name__
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _int(value, what, lo=0, hi=None) -> int:
+    """An integer in ``[lo, hi]``."""
+    if not _is_int(value) or value < lo or (hi is not None and value > hi):
+        bounds = f">= {lo}" if hi is None else f"in {lo}..{hi}"
+        raise _Invalid(f"{what} must be an integer {bounds}, got {_show(value)}")
+    return int(value)
+
+
+def _real(value, what) -> float:
+    """A finite real number."""
+    if _is_real(value):
+        try:
+            number = float(value)
+        except OverflowError:
+            number = math.inf
+        if math.isfinite(number):
+            return number
+    raise _Invalid(f"{what} must be a finite number, got {_show(value)}")
+
+
+def _reals(value, what, shape) -> np.ndarray:
+    """A (nested) list of finite real numbers of a given shape, as float64."""
+    if not isinstance(value, list):
+        raise _Invalid(f"{what} must be a list of numbers, got {_show(value)}")
+    try:
+        array = np.array(value, dtype=object)
+    except ValueError:                       # ragged at a deeper level
+        array = np.empty(0, dtype=object)
+    if array.shape != shape:
+        wanted = " x ".join(map(str, shape))
+        raise _Invalid(f"{what} must hold {wanted} numbers (one per "
+                       f"{'feature' if len(shape) == 1 else 'feature and class'}), "
+                       f"got {_shape_text(value)}")
+    for item in array.flat:
+        if not _is_real(item):
+            raise _Invalid(f"{what} must hold numbers only, found {_show(item)}")
+    try:
+        result = array.astype(np.float64)
+    except OverflowError:
+        result = np.full(shape, np.inf)
+    if not np.all(np.isfinite(result)):
+        raise _Invalid(f"{what} holds a value that is not finite")
+    return result
+
+
+def _shape_text(value) -> str:
+    """``3`` or ``3 x 2`` or ``a ragged list`` for a message."""
+    if not isinstance(value, list):
+        return _show(value)
+    inner = {len(v) if isinstance(v, list) else None for v in value}
+    if not value or inner == {None}:
+        return f"{len(value)}"
+    if len(inner) == 1 and None not in inner:
+        return f"{len(value)} x {inner.pop()}"
+    return "a ragged list"
+
+
+def _str(value, what) -> str:
+    if not isinstance(value, str):
+        raise _Invalid(f"{what} must be a string, got {_show(value)}")
+    return value
+
+
+def _list(value, what) -> list:
+    if not isinstance(value, list):
+        raise _Invalid(f"{what} must be a list, got {_show(value)}")
+    return value
+
+
+def _dict(value, what) -> dict:
+    if not isinstance(value, dict):
+        raise _Invalid(f"{what} must be a JSON object, got {_show(value)}")
+    return value
+
+
+def _validated_fields(obj, where) -> dict:
+    """The :class:`Model` constructor arguments of a parsed model file.
+
+    Raises
+    ------
+    InputFormatError
+        One line, ``where`` then the first problem found.
+    """
+    if not isinstance(obj, dict) or obj.get("format") != MODEL_FORMAT:
+        raise InputFormatError(f"{where}: not an ultrafs model file")
+    version = obj.get("format_version")
+    if not _is_int(version) or version not in READABLE_VERSIONS:
+        raise InputFormatError(
+            f"{where}: model format version {_show(version)} is not supported "
+            f"(this ultrafs reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))})")
+    try:
+        return _fields(obj, version)
+    except _Invalid as exc:
+        raise InputFormatError(f"{where}: invalid model file: {exc}") from None
+
+
+def _fields(obj, version) -> dict:
+    missing = [key for key in ("features", "coef", "classes", "intercept", "loss")
+               if key not in obj]
+    if missing:
+        raise _Invalid(f"no {', '.join(repr(k) for k in missing)}")
+    target = obj.get("target", "binary") if version >= 2 else "binary"
+    if target not in TARGETS:
+        raise _Invalid(f"unknown target {_show(target)} (expected "
+                       f"{' or '.join(TARGETS)})")
+    space = _feature_space(obj.get("feature_space", {"kind": "linear"}))
+    features = _features(obj["features"], pairs=space["kind"] != "linear")
+    classes = _classes(obj["classes"], target)
+    shape = (len(features),) if target == "binary" else (len(features), len(classes))
+    coef = _reals(obj["coef"], "coef", shape)
+    intercept = _intercept(obj["intercept"], target, len(classes), "intercept")
+    loss = _loss(obj["loss"], target)
+    batch_key = "batches" if version >= 2 else "groups"
+    batches = _batches(obj.get(batch_key, [0, len(features)]), batch_key,
+                       len(features))
+    refit, predictor = _read_refit(obj, shape, target, len(classes))
+    return {"features": features, "coef": coef, "intercept": intercept,
+            "batches": batches, "loss": loss, "classes": classes,
+            "feature_space": space, "params": _params(obj.get("params", {})),
+            "history": _history(obj.get("history", [])),
+            "stop_reason": _str(obj.get("stop_reason", ""), "stop_reason"),
+            "target": target, "refit": refit, "predictor": predictor}
+
+
+def _feature_space(value) -> dict:
+    """``feature_space``: a registered kind and its finite numeric parameters."""
+    from ultrafs.features import FEATURE_SPACES
+
+    spec = dict(_dict(value, "feature_space"))
+    kind = spec.setdefault("kind", "linear")
+    if not isinstance(kind, str) or kind not in FEATURE_SPACES:
+        raise _Invalid(f"unknown feature space kind {_show(kind)} (known: "
+                       f"{', '.join(sorted(FEATURE_SPACES))})")
+    names = FEATURE_SPACES[kind].spec_params
+    extra = sorted(set(spec) - set(names) - {"kind"})
+    if extra:
+        raise _Invalid(f"feature space {kind!r} takes no parameter {extra[0]!r}")
+    for name in names:
+        if name not in spec:
+            raise _Invalid(f"feature space {kind!r} lacks its parameter {name!r}")
+        spec[name] = _real(spec[name], f"feature_space {name}")
+    return spec
+
+
+def _features(value, pairs) -> list:
+    """Feature ids: integers in ``0..MAX_FEATURE_ID`` (degree 2: or ``[j, k]``)."""
+    features = _list(value, "features")
+    seen = set()
+    for k, fid in enumerate(features):
+        what = f"features[{k}]"
+        if pairs and isinstance(fid, list):
+            if len(fid) != 2:
+                raise _Invalid(f"{what} must be a feature id or a pair [j, k] of "
+                               f"ids, got {_show(fid)}")
+            j, i = (_int(v, what, 0, MAX_FEATURE_ID) for v in fid)
+            key = (min(j, i), max(j, i))
+        else:
+            if not _is_int(fid):
+                kind = "an integer or a pair [j, k]" if pairs else "an integer"
+                raise _Invalid(f"{what} must be {kind}, got {_show(fid)}")
+            key = _int(fid, what, 0, MAX_FEATURE_ID)
+        if key in seen:
+            raise _Invalid(f"feature id {_show(fid)} appears twice")
+        seen.add(key)
+    return list(features)
+
+
+def _classes(value, target) -> list:
+    """Class values: distinct, increasing, all numbers or all strings, K of them."""
+    classes = _list(value, "classes")
+    if all(isinstance(c, str) for c in classes) and classes:
+        out = list(classes)
+    else:
+        out = [_real(c, f"classes[{k}]") for k, c in enumerate(classes)]
+    if target == "binary" and len(out) != 2:
+        raise _Invalid(f"a binary model has 2 classes, got {len(out)}")
+    if target == "multiclass" and not 3 <= len(out) <= MAX_CLASSES:
+        raise _Invalid(f"a multiclass model has 3 to {MAX_CLASSES} classes, "
+                       f"got {len(out)}")
+    if any(a >= b for a, b in zip(out, out[1:])):
+        raise _Invalid(f"classes must be distinct and increasing, got "
+                       f"{_show(classes)}")
+    return out
+
+
+def _intercept(value, target, n_classes, what):
+    if target == "binary":
+        return _real(value, what)
+    return _reals(value, what, (n_classes,))
+
+
+def _loss(value, target) -> str:
+    from ultrafs.errors import ParameterError
+    from ultrafs.solvers.losses import get_loss, loss_names
+
+    if not isinstance(value, str):
+        raise _Invalid(f"loss must be a loss name, got {_show(value)}")
+    try:
+        get_loss(value, target)
+    except ParameterError:
+        raise _Invalid(f"unknown loss {value!r} for a {target} model (known: "
+                       f"{', '.join(loss_names())})") from None
+    return value
+
+
+def _batches(value, what, n_features) -> list:
+    """Batch boundaries: 0, non-decreasing integers, ending at ``n_features``."""
+    batches = [_int(b, f"{what}[{k}]", 0, n_features)
+               for k, b in enumerate(_list(value, what))]
+    if batches[:1] != [0] or batches[-1:] != [n_features] or any(
+            a > b for a, b in zip(batches, batches[1:])):
+        raise _Invalid(f"{what} must rise from 0 to the {n_features} features, "
+                       f"got {_show(value)}")
+    return batches
+
+
+def _params(value) -> dict:
+    """``params``: the fields that ultrafs reads back are checked."""
+    params = dict(_dict(value, "params"))
+    if "id_offset" in params:
+        _int(params["id_offset"], "params id_offset", 0, 1)
+    for name in ("C", "refit_C"):
+        if params.get(name) is not None and _real(params[name], f"params {name}") <= 0:
+            raise _Invalid(f"params {name} must be > 0, got {_show(params[name])}")
+    fingerprint = params.get("data_fingerprint")
+    if fingerprint is not None and not (
+            isinstance(fingerprint, str) and len(fingerprint) <= 256
+            and all(ch in "0123456789abcdef" for ch in fingerprint)):
+        raise _Invalid(f"params data_fingerprint must be a hex string, got "
+                       f"{_show(fingerprint)}")
+    if params.get("validation") is not None:
+        _validation(params["validation"])
+    return params
+
+
+def _validation(value) -> None:
+    """``params.validation``: the choice of C the report draws."""
+    curve = _dict(value, "params validation")
+    if curve.get("method") not in ("cv", "holdout"):
+        raise _Invalid(f"params validation method must be cv or holdout, got "
+                       f"{_show(curve.get('method'))}")
+    _real(curve.get("C"), "params validation C")
+    for name in ("refit_C", "fraction"):
+        if curve.get(name) is not None:
+            _real(curve[name], f"params validation {name}")
+    if curve.get("folds") is not None:
+        _int(curve["folds"], "params validation folds", 1)
+    _int(curve.get("seed", 0), "params validation seed")
+    for k, point in enumerate(_list(curve.get("points"), "params validation points")):
+        point = _dict(point, f"params validation points[{k}]")
+        _real(point.get("C"), f"params validation points[{k}] C")
+        for name in ("accuracy", "loss"):
+            _number(point.get(name), f"params validation points[{k}] {name}")
+        if point.get("refit_C") is not None:
+            _real(point["refit_C"], f"params validation points[{k}] refit_C")
+
+
+def _number(value, what) -> None:
+    """A JSON number (NaN and infinities allowed: measurements) or a boolean."""
+    if not isinstance(value, (int, float)):
+        raise _Invalid(f"{what} must be a number, got {_show(value)}")
+
+
+def _history(value) -> list:
+    """``history``: one JSON object of numbers (or booleans) per iteration."""
+    history = _list(value, "history")
+    for k, record in enumerate(history):
+        record = _dict(record, f"history[{k}]")
+        for name, item in record.items():
+            _number(item, f"history[{k}] {name}")
+        for name in ("iteration", "n_features", "n_nonzero"):
+            if name in record:
+                _int(record[name], f"history[{k}] {name}")
+    return [dict(record) for record in history]
+
+
+def _read_refit(obj, shape, target, n_classes):
     """The optional ``refit`` and ``predictor`` of a model file, validated."""
     predictor = obj.get("predictor", "selection")
     if predictor not in ("selection", "refit"):
-        raise InputFormatError(f"{where}: unknown predictor {predictor!r} in model file")
+        raise _Invalid(f"unknown predictor {_show(predictor)} (expected selection "
+                       "or refit)")
     raw = obj.get("refit")
     if raw is None:
         if predictor == "refit":
-            raise InputFormatError(f"{where}: predictor 'refit' but no refit in model file")
+            raise _Invalid("predictor 'refit' but no refit")
         return None, predictor
-    try:
-        coef = np.asarray(raw["coef"], dtype=np.float64)
-        refit_intercept = (float(raw["intercept"]) if np.ndim(intercept) == 0
-                           else np.asarray(raw["intercept"], dtype=np.float64))
-        C = float(raw["C"])
-    except (KeyError, TypeError, ValueError) as exc:
-        raise InputFormatError(f"{where}: invalid refit in model file ({exc})") from None
-    if (coef.shape != shape or np.shape(refit_intercept) != np.shape(intercept)
-            or not np.all(np.isfinite(coef)) or not np.all(np.isfinite(refit_intercept))
-            or not (np.isfinite(C) and C > 0)):
-        raise InputFormatError(f"{where}: inconsistent refit in model file")
-    return {"coef": coef, "intercept": refit_intercept, "C": C}, predictor
+    raw = _dict(raw, "refit")
+    missing = [key for key in ("coef", "intercept", "C") if key not in raw]
+    if missing:
+        raise _Invalid(f"refit lacks {', '.join(repr(k) for k in missing)}")
+    coef = _reals(raw["coef"], "refit coef", shape)
+    intercept = _intercept(raw["intercept"], target, n_classes, "refit intercept")
+    C = _real(raw["C"], "refit C")
+    if C <= 0:
+        raise _Invalid(f"refit C must be > 0, got {_show(raw['C'])}")
+    return {"coef": coef, "intercept": intercept, "C": C}, predictor
 
 
-def _class_value(value):
-    """A class label of a model file: a number (float) or a string."""
+_RESULT_ORDER = ("n_samples", "n_features_model", "n_nonzero_coef", "accuracy",
+                 "predictor", "auc", "log_loss")
+
+
+def _ordered(result) -> dict:
+    """The evaluation's keys in their documented order."""
+    return {key: result[key] for key in _RESULT_ORDER if key in result}
+
+
+def _class_text(value) -> str:
+    """A class value for a message: ``1``, ``-0.5``, ``'cat'``."""
     if isinstance(value, str):
-        return value
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"class label {value!r} is neither a number nor a string")
-    return float(value)
+        return repr(value)
+    return f"{float(value):g}"
 
 
-def _store_targets(store):
-    """A store's original label values."""
-    read = getattr(store, "read_targets", None)
-    if read is not None:
-        return np.asarray(read(), dtype=np.float64)
-    y_pm = store.read_labels()
-    return np.where(y_pm > 0, store.classes[1], store.classes[0])
+def _class_set_text(classes, limit=8) -> str:
+    """``{0, 1}`` (at most ``limit`` values shown)."""
+    shown = [_class_text(c) for c in list(classes)[:limit]]
+    more = ", ..." if len(classes) > limit else ""
+    return "{" + ", ".join(shown) + more + "}"
 
 
 def _multiclass_auc(index, scores, n_classes) -> float:

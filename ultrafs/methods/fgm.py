@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ultrafs.errors import ParameterError
+from ultrafs.methods.checkpoint import verify_resumed_state
 from ultrafs.methods.column_cache import ColumnCache
 from ultrafs.scoring.worst_case import worst_case_analysis
 from ultrafs.solvers.apg import DEFAULT_KKT_TOL, solve
@@ -214,7 +215,8 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
     first_iteration = 1
 
     if resume and checkpoint is not None and checkpoint.exists():
-        state, decision = checkpoint.load()
+        state, decision = checkpoint.load(n_samples=n_samples, n_outputs=n_outputs,
+                                          n_candidates=features.n_candidates)
         keys = np.asarray(state["keys"], dtype=np.int64)
         batch_ptr = np.asarray(state.get("batch_ptr", state.get("group_ptr")),
                                dtype=np.int64)
@@ -229,10 +231,24 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
         history = list(state["history"])
         path = [(np.asarray(c, dtype=np.float64), _bias_value(b)) for c, b in state["path"]]
         first_iteration = int(state["iteration"]) + 1
+        # a checkpoint never stands for a solve: its decision values must be
+        # those of its weights on this data, and a finished run's weights
+        # must carry their certificate, else the subproblem is solved again
+        resumed = _datafit(cache, y, C, loss_object, n_outputs)
+        certified = verify_resumed_state(
+            resumed, batch_ptr * n_outputs, coef, bias, decision,
+            fit_intercept=fit_intercept, kkt_tol=inner_kkt_tol,
+            where=str(checkpoint.state_path))
         if state.get("stop_reason"):
-            return FGMResult(keys=keys, batch_ptr=batch_ptr, coef=coef, bias=bias,
-                             history=history, stop_reason=state["stop_reason"],
-                             path=path, n_classes=K)
+            if not certified:
+                solution = solve(resumed, batch_ptr * n_outputs,
+                                 fit_intercept=fit_intercept, coef0=coef, bias0=bias,
+                                 lipschitz0=lipschitz, tol=inner_tol,
+                                 max_iter=inner_max_iter, kkt_tol=inner_kkt_tol)
+                coef, bias = solution.coef, solution.bias
+            return FGMResult(keys=keys, batch_ptr=batch_ptr, coef=coef,
+                             bias=_bias_value(bias), history=history,
+                             stop_reason=state["stop_reason"], path=path, n_classes=K)
         logger.info("resuming after iteration %d", first_iteration - 1)
 
     def commit(iteration, finished_reason=""):
