@@ -366,6 +366,9 @@ def test_feature_space_from_a_model_spec(tmp_path, planted):
 ALLOWED = {
     "errors": set(),
     "atomic": set(),
+    "signals": set(),
+    "outputs": {"errors"},
+    "locks": {"errors"},
     "store": {"errors", "atomic", "kernels", "ultrafs"},
     "scoring": {"errors", "kernels", "store"},
     "solvers": {"errors", "kernels"},

@@ -11,6 +11,7 @@ import contextlib
 import functools
 import json
 import os
+import re
 import sys
 import warnings
 
@@ -53,13 +54,48 @@ def _loss_names():
     return loss_names()
 
 
+#: library wording -> command-line wording, applied to every error line
+_CLI_WORDING = (
+    (re.compile(r"\boverwrite=True\b"), "--overwrite"),
+    (re.compile(r"\bnp\.(?:float|int|uint|bool)\w*\(([^()]*)\)"), r"\1"),
+)
+
+
+def _cli_message(text):
+    """The first line of an error message, in the command line's words."""
+    line = str(text).splitlines()[0] if str(text) else type(text).__name__
+    for pattern, replacement in _CLI_WORDING:
+        line = pattern.sub(replacement, line)
+    return line
+
+
+def _os_error_line(exc):
+    """One line for an OSError: the reason and the path it names."""
+    reason = exc.strerror or str(exc) or type(exc).__name__
+    if exc.filename is None:
+        return reason
+    where = os.fsdecode(exc.filename)
+    if exc.filename2 is not None:
+        where += f" -> {os.fsdecode(exc.filename2)}"
+    return f"{reason}: {where}"
+
+
 def _one_line_errors(func):
-    """Turn ultrafs errors (and missing files) into a one-line ClickException."""
+    """Turn ultrafs errors, OS errors and SIGTERM into one line on stderr.
+
+    SIGTERM raises :class:`ultrafs.signals.Terminated` (see
+    :mod:`ultrafs.signals`), so the cleanup that follows Ctrl-C runs too;
+    the command then exits with status 143.
+    """
 
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
+        from ultrafs.signals import (SIGTERM_EXIT_STATUS, Terminated,
+                                     terminate_as_interrupt)
+
         try:
-            with warnings.catch_warnings(record=True) as caught:
+            with terminate_as_interrupt(), \
+                    warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", UltraFSWarning)
                 result = func(*args, **kwargs)
             for warning in caught:
@@ -69,12 +105,49 @@ def _one_line_errors(func):
                     warnings.warn_explicit(warning.message, warning.category,
                                            warning.filename, warning.lineno)
             return result
+        except Terminated:
+            click.echo("Error: terminated by SIGTERM; temporary files removed, "
+                       "no output written", err=True)
+            sys.exit(SIGTERM_EXIT_STATUS)
         except UltraFSError as exc:
-            raise click.ClickException(str(exc).splitlines()[0]) from None
-        except (FileNotFoundError, IsADirectoryError, PermissionError) as exc:
-            raise click.ClickException(f"{exc.strerror}: {exc.filename}") from None
+            raise click.ClickException(_cli_message(exc)) from None
+        except OSError as exc:
+            raise click.ClickException(_os_error_line(exc)) from None
+        except MemoryError as exc:
+            raise click.ClickException(
+                "out of memory" + (f" ({_cli_message(exc)})" if str(exc) else "")) from None
 
     return wrapper
+
+
+def _check_output(out_param, option, inputs):
+    """Decorator: validate an output file path before the command runs.
+
+    Parameters
+    ----------
+    out_param : str
+        Name of the command's parameter holding the path (``-`` is stdout).
+    option : str
+        How the user wrote it (``--out``).
+    inputs : dict
+        ``{label: parameter name}`` of the command's inputs; the output may
+        be none of them (see :func:`ultrafs.outputs.check_output_file`).
+
+    Place it below ``_one_line_errors`` so that a refusal is one line.
+    """
+
+    def decorate(func):
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            from ultrafs.outputs import check_output_file
+
+            check_output_file(kwargs.get(out_param), option,
+                              [(label, kwargs.get(name)) for label, name in inputs.items()])
+            return func(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
 
 
 class SchedulerType(click.ParamType):
@@ -112,30 +185,88 @@ class CType(click.ParamType):
         return number
 
 
-#: how long a scheduler address may take to answer
+#: largest count an integer option accepts (B, iterations, folds, block sizes...):
+#: beyond it a value can only be a mistake, and numpy would fail on it
+MAX_COUNT = 2**31 - 1
+#: most threads or processes of a local scheduler (--workers)
+MAX_WORKERS = 4096
+#: longest timeout an option accepts (one day)
+MAX_SECONDS = 86400.0
+
+#: how long a scheduler address may take to answer (--connect-timeout)
 CONNECT_TIMEOUT_S = 10.0
 
 
+def _check_scheduler_answers(spec, timeout):
+    """Connect to ``spec`` and read dask's handshake, within ``timeout`` seconds.
+
+    ``distributed.Client(timeout=...)`` bounds the TCP connection but not
+    the handshake read that follows it: an address that accepts TCP and
+    never answers would hold the client forever.  This probe runs the same
+    connection and handshake under one wall-clock bound
+    (``asyncio.wait_for`` cancels it), then closes it.
+    """
+    import asyncio
+
+    from distributed.comm import connect
+
+    async def probe():
+        # the outer bound lets connect's own, more precise, error come first
+        comm = await asyncio.wait_for(connect(spec, timeout=timeout), timeout + 1.0)
+        await comm.close()
+
+    try:
+        asyncio.run(probe())
+    except (asyncio.TimeoutError, TimeoutError):
+        raise click.ClickException(
+            f"the dask scheduler at {spec} did not answer within {timeout:g} s "
+            "(--connect-timeout)") from None
+    except (OSError, ValueError, TypeError) as exc:
+        raise click.ClickException(
+            f"cannot reach the dask scheduler at {spec} "
+            f"({_cli_message(exc)})") from None
+
+
 @contextlib.contextmanager
-def _open_scheduler(spec):
+def _open_scheduler(spec, connect_timeout=CONNECT_TIMEOUT_S):
     """Yield a scheduler for ``dask.compute``; connects to addresses.
 
     Local names are passed through; an address gets a
     ``dask.distributed.Client`` that is closed on exit.  An address that
-    does not answer within ``CONNECT_TIMEOUT_S`` is a one-line error.
+    does not complete dask's handshake within ``connect_timeout`` seconds
+    is a one-line error.
     """
     if spec is None or spec in ("threads", "processes", "synchronous"):
         yield spec
         return
     from distributed import Client
 
+    _check_scheduler_answers(spec, connect_timeout)
+    with _quiet_distributed_logs():
+        try:
+            client = Client(spec, timeout=f"{connect_timeout}s")
+        except (OSError, ValueError, TimeoutError) as exc:
+            raise click.ClickException(
+                f"cannot reach the dask scheduler at {spec} ({_cli_message(exc)})") from None
+        with client:
+            yield client
+
+
+@contextlib.contextmanager
+def _quiet_distributed_logs():
+    """Silence dask.distributed's log lines (a lost scheduler is our one line)."""
+    import logging
+
+    names = ["distributed"] + [name for name in logging.root.manager.loggerDict
+                               if name.startswith("distributed.")]
+    saved = {name: logging.getLogger(name).level for name in names}
+    for name in names:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     try:
-        client = Client(spec, timeout=f"{CONNECT_TIMEOUT_S}s")
-    except (OSError, ValueError) as exc:
-        raise click.ClickException(
-            f"cannot reach the dask scheduler at {spec} ({exc})") from None
-    with client:
-        yield client
+        yield
+    finally:
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)
 
 
 def _emit_json(obj, out):
@@ -167,9 +298,9 @@ def main():
               help="Feature indices in INPUT start at 0 (default: 1-based).")
 @click.option("--n-features", type=click.IntRange(min=1), default=None,
               help="Number of features (default: the largest index seen).")
-@click.option("--memory-budget", type=click.IntRange(min=1), default=256,
+@click.option("--memory-budget", type=click.IntRange(min=1, max=MAX_COUNT), default=256,
               show_default=True, help="MiB of triplets buffered before spilling a run.")
-@click.option("--block-nnz", type=click.IntRange(min=1), default=None,
+@click.option("--block-nnz", type=click.IntRange(min=1, max=MAX_COUNT), default=None,
               help="Target nonzeros per default column block.")
 @click.option("--format", "store_format", type=click.Choice(["zarr", "parquet"]),
               default="zarr", show_default=True,
@@ -183,15 +314,46 @@ def main():
 def ingest(input_path, output_path, dtype, zero_based, n_features,
            memory_budget, block_nnz, store_format, target, overwrite):
     """Convert a LIBSVM/svmlight file (plain, .gz, .bz2, .xz) to a store."""
+    from ultrafs.outputs import check_output_dir
     from ultrafs.store.writers.libsvm import ingest_libsvm
 
+    check_output_dir(output_path, "OUTPUT", [("INPUT", input_path)])
     kwargs = {} if block_nnz is None else {"block_nnz": block_nnz}
-    summary = ingest_libsvm(
-        input_path, output_path, dtype=dtype, zero_based=zero_based,
-        n_features=n_features, memory_budget=memory_budget * 2**20,
-        command=" ".join(["ultrafs"] + sys.argv[1:]), overwrite=overwrite,
-        format=store_format, target=None if target == "auto" else target, **kwargs)
+    try:
+        summary = ingest_libsvm(
+            input_path, output_path, dtype=dtype, zero_based=zero_based,
+            n_features=n_features, memory_budget=memory_budget * 2**20,
+            command=" ".join(["ultrafs"] + sys.argv[1:]), overwrite=overwrite,
+            format=store_format, target=None if target == "auto" else target, **kwargs)
+    except OSError as exc:
+        raise _store_write_error(exc, output_path, input_path) from None
     click.echo(json.dumps(summary, default=str))
+
+
+def _store_write_error(exc, output_path, input_path):
+    """``exc`` naming the user's OUTPUT when it names a temporary of it.
+
+    The writers work below ``OUTPUT.tmp-*`` (the store) and
+    ``OUTPUT.runs-*`` (the ingest's spill folder), both removed on
+    failure; an error there, or one naming no file, is about OUTPUT.
+    """
+    from ultrafs.atomic import rename_os_error
+    from ultrafs.errors import UltraFSError
+
+    if isinstance(exc, UltraFSError):
+        return exc
+    if exc.filename is not None:
+        from ultrafs.outputs import same_path
+
+        if same_path(os.fsdecode(exc.filename), input_path):
+            return exc
+        output = os.path.abspath(output_path)
+        name = os.path.abspath(os.fsdecode(exc.filename))
+        first = os.path.relpath(name, os.path.dirname(output)).split(os.sep)[0]
+        base = os.path.basename(output)
+        if not first.startswith((base + ".tmp-", base + ".runs-")):
+            return exc
+    return rename_os_error(exc, output_path, [exc.filename or output_path])
 
 
 LABEL_OPTION = click.option(
@@ -213,7 +375,7 @@ def info(store_path, label):
 
 def _fgm_options(func):
     options = [
-        click.option("--B", "B", type=click.IntRange(min=1), default=50,
+        click.option("--B", "B", type=click.IntRange(min=1, max=MAX_COUNT), default=50,
                      show_default=True, help="Features added per outer iteration."),
         click.option("--C", "C", type=CType(), default="scale", show_default=True,
                      help="Weight of the empirical loss: a number > 0, 'scale' "
@@ -226,7 +388,7 @@ def _fgm_options(func):
                      default=None,
                      help="--C auto: share of the rows held out, stratified "
                           "(default 0.2; 5 folds for at most 10,000 rows)."),
-        click.option("--cv", type=click.IntRange(min=2), default=None,
+        click.option("--cv", type=click.IntRange(min=2, max=MAX_COUNT), default=None,
                      help="--C auto: K stratified folds instead of one hold-out."),
         click.option("--split-seed", type=click.IntRange(min=0), default=0,
                      show_default=True, help="Seed of the --C auto split or folds."),
@@ -234,7 +396,7 @@ def _fgm_options(func):
                      default="logistic", show_default=True,
                      help="Loss (K >= 3 classes: multinomial logistic or "
                           "one-vs-rest squared hinge)."),
-        click.option("--max-iter", type=click.IntRange(min=1), default=10,
+        click.option("--max-iter", type=click.IntRange(min=1, max=MAX_COUNT), default=10,
                      show_default=True,
                      help="T: select up to B x T features with a nonzero weight "
                           "(at most 3T outer iterations)."),
@@ -260,14 +422,26 @@ def _fgm_options(func):
                      help="γ of the degree-2 kernel (γ x'z + r)^2."),
         click.option("--coef0", type=click.FloatRange(min=0), default=1.0,
                      show_default=True, help="r of the degree-2 kernel."),
-        click.option("--block-size", type=click.IntRange(min=1), default=None,
+        click.option("--block-size", type=click.IntRange(min=1, max=MAX_COUNT), default=None,
                      help="Columns per scoring task (default: the store's blocks)."),
         click.option("--scheduler", type=SchedulerType(), default="threads",
                      show_default=True, envvar="ULTRAFS_SCHEDULER",
                      help="threads, processes, synchronous or a dask.distributed "
                           "scheduler address tcp://HOST:PORT (env ULTRAFS_SCHEDULER)."),
-        click.option("--workers", type=click.IntRange(min=1), default=None,
+        click.option("--workers", type=click.IntRange(min=1, max=MAX_WORKERS), default=None,
                      help="Threads/processes of a local scheduler."),
+        click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True,
+                                                                max=MAX_SECONDS),
+                     default=CONNECT_TIMEOUT_S, show_default=True,
+                     envvar="ULTRAFS_CONNECT_TIMEOUT",
+                     help="Seconds a tcp:// scheduler may take to answer "
+                          "(env ULTRAFS_CONNECT_TIMEOUT)."),
+        click.option("--worker-timeout", type=click.FloatRange(min=0, min_open=True,
+                                                               max=MAX_SECONDS),
+                     default=None, envvar="ULTRAFS_WORKER_TIMEOUT",
+                     help="Seconds a tcp:// run waits while its cluster has no "
+                          "worker, or its scheduler is unreachable, before it "
+                          "fails (default 60; env ULTRAFS_WORKER_TIMEOUT)."),
         click.option("--refit", is_flag=True,
                      help="Refit an l2-regularised model of the same loss on the "
                           "selected columns only and predict with it."),
@@ -282,12 +456,33 @@ def _fgm_options(func):
     return func
 
 
+@contextlib.contextmanager
+def _too_large_C(C):
+    """Name ``--C`` when the solver's step bound overflows (C near 1e308)."""
+    from ultrafs.errors import ParameterError
+
+    try:
+        yield
+    except ParameterError as exc:
+        if "lipschitz0" not in str(exc) and "Lipschitz" not in str(exc):
+            raise
+        shown = C if isinstance(C, str) else f"{C:g}"
+        raise ParameterError(
+            f"--C {shown} is too large for this data: the solver's curvature bound "
+            "(C times the loss curvature and the squared column norms) overflows; "
+            "use a smaller --C or --C scale") from None
+
+
 def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                 inner_kkt_tol,
                 block_size, scheduler, workers, progress, command, poly=1,
                 gamma=1.0, coef0=1.0, checkpoint=None, resume=False, refit=False,
-                refit_C=None, validation_fraction=None, cv=None, split_seed=0):
+                refit_C=None, validation_fraction=None, cv=None, split_seed=0,
+                connect_timeout=CONNECT_TIMEOUT_S, worker_timeout=None):
+    import dask
+
     from ultrafs.api import select
+    from ultrafs.scoring.scheduling import WORKER_TIMEOUT_KEY
 
     show = _progress_enabled(progress)
 
@@ -303,7 +498,9 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                 + f"(score {record['score_seconds']:.2f}s, "
                 f"solve {record['solve_seconds']:.2f}s)", err=True)
 
-    with _open_scheduler(scheduler) as dask_scheduler:
+    timeouts = {} if worker_timeout is None else {WORKER_TIMEOUT_KEY: worker_timeout}
+    with dask.config.set(timeouts), _too_large_C(C), \
+            _open_scheduler(scheduler, connect_timeout) as dask_scheduler:
         return select(store, B=B, C=C, loss=loss, max_iter=max_iter, tol=tol,
                       fit_intercept=not no_intercept, inner_tol=inner_tol,
                       inner_kkt_tol=inner_kkt_tol or None,
@@ -329,12 +526,22 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
 @_one_line_errors
 def select_command(data_path, label, out, **params):
     """Select features with FGM and write the model as JSON."""
+    from ultrafs.locks import folder_lock
+    from ultrafs.outputs import check_output_dir, check_output_file
     from ultrafs.store import open_store
 
+    check_output_file(out, "--out", [("--data store", data_path),
+                                     ("--checkpoint folder", params["checkpoint"])])
+    lock = contextlib.nullcontext()
+    if params["checkpoint"] is not None:
+        check_output_dir(params["checkpoint"], "--checkpoint",
+                         [("--data store", data_path)])
+        lock = folder_lock(params["checkpoint"], "checkpoint folder")
     store = open_store(data_path, label=label)
-    model = _run_select(store, command=" ".join(["ultrafs"] + sys.argv[1:]),
-                        **params)
-    _emit_json(model.to_dict(), out)
+    with lock:
+        model = _run_select(store, command=" ".join(["ultrafs"] + sys.argv[1:]),
+                            **params)
+        _emit_json(model.to_dict(), out)
 
 
 def _write_predictions(model, decision, out, output_format):
@@ -383,6 +590,7 @@ def _write_predictions(model, decision, out, output_format):
               help="TSV rows (label, decision[, probability]) or one JSON object "
                    "of arrays.")
 @_one_line_errors
+@_check_output("out", "--out", {"--model file": "model_path", "--data store": "data_path"})
 def predict(model_path, data_path, label, out, output_format):
     """Predict every row of a store with a model file."""
     from ultrafs.store import open_store
@@ -423,11 +631,13 @@ def evaluate(model_path, data_path, label):
 @click.option("--l1-max-nnz", type=click.IntRange(min=0), default=None,
               help="Refuse a --train store holding more values than this "
                    "(default: 200,000,000).")
-@click.option("--top", type=click.IntRange(min=0), default=30, show_default=True,
+@click.option("--top", type=click.IntRange(min=0, max=MAX_COUNT), default=30, show_default=True,
               help="Features in the top-features figure and table.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False),
               help="HTML file to write; the PNGs go next to it (STEM_*.png).")
 @_one_line_errors
+@_check_output("out", "--out", {"model file": "model_path", "--test store": "test_path",
+                                "--train store": "train_path"})
 def report_command(model_path, test_path, train_path, label, l1_max_nnz, top, out):
     """Write an HTML run report (and PNG figures) for a model file."""
     from ultrafs.store import open_store

@@ -13,6 +13,8 @@ __all__ = [
     "StoreVersionError",
     "StoreExistsError",
     "ParameterError",
+    "OutputPathError",
+    "ClusterError",
     "UltraFSWarning",
 ]
 
@@ -42,6 +44,16 @@ class StoreExistsError(UltraFSError, FileExistsError):
 
 class ParameterError(UltraFSError):
     """A parameter is out of its domain (B < 1, C <= 0, unknown loss...)."""
+
+
+class OutputPathError(ParameterError):
+    """An output path cannot be written: missing or read-only folder, a
+    directory where a file is expected, or one of the run's own inputs."""
+
+
+class ClusterError(UltraFSError):
+    """A dask.distributed cluster cannot run the work: its scheduler does
+    not answer, was lost, or no worker is left."""
 
 
 class UltraFSWarning(UserWarning):

@@ -33,7 +33,7 @@ import numpy as np
 
 
 from ultrafs import __version__
-from ultrafs.atomic import publish_path
+from ultrafs.atomic import publish_path, rename_os_error
 from ultrafs.errors import UltraFSError, UltraFSWarning
 
 __all__ = ["build_report", "accuracy_vs_features", "accuracy_curves"]
@@ -824,7 +824,10 @@ def build_report(model, out_html, *, test_store=None, train_store=None, top=30,
         if train_store is not None:
             data["train_info"] = _store_info(train_store)
 
-    tmpdir = tempfile.mkdtemp(prefix=f".tmp-{stem}-", dir=directory)
+    try:
+        tmpdir = tempfile.mkdtemp(prefix=f".tmp-{stem}-", dir=directory)
+    except OSError as exc:
+        raise rename_os_error(exc, out_html, [exc.filename or out_html]) from None
     moved = []
     try:
         tmp = {key: os.path.join(tmpdir, name) for key, name in names.items()}
@@ -845,12 +848,16 @@ def build_report(model, out_html, *, test_store=None, train_store=None, top=30,
             publish_path(tmp[key], final)
             moved.append(final)
         publish_path(tmp_html, out_html)
-    except BaseException:
+    except BaseException as exc:
         for final in moved:
             try:
                 os.unlink(final)
             except OSError:
                 pass
+        if isinstance(exc, OSError):
+            renamed = rename_os_error(exc, out_html, [tmpdir])
+            if renamed is not exc:
+                raise renamed from None
         raise
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
-from ultrafs.errors import ParameterError
+from ultrafs.errors import ClusterError, ParameterError
 
-__all__ = ["LOCAL_SCHEDULERS", "resolve_scheduler", "compute"]
+__all__ = ["LOCAL_SCHEDULERS", "resolve_scheduler", "compute",
+           "WORKER_TIMEOUT_KEY", "DEFAULT_WORKER_TIMEOUT_S", "worker_timeout"]
 
 #: scheduler names understood without a cluster
 LOCAL_SCHEDULERS = ("threads", "processes", "synchronous")
+
+#: dask config key (env ``DASK_ULTRAFS__WORKER_TIMEOUT``; the CLI's
+#: ``--worker-timeout`` / ``ULTRAFS_WORKER_TIMEOUT`` set it): seconds a
+#: distributed pass waits while its cluster has no worker at all
+WORKER_TIMEOUT_KEY = "ultrafs.worker-timeout"
+DEFAULT_WORKER_TIMEOUT_S = 60.0
+#: how often a distributed pass checks its cluster while it waits
+_POLL_S = 0.5
 
 
 def resolve_scheduler(scheduler):
@@ -50,22 +59,21 @@ def compute(collection, scheduler, num_workers=None, progress=None):
         Show a progress line on stderr: local schedulers count block tasks
         (:class:`ultrafs.scoring.progress.PassProgress`); a distributed client uses
         Dask's own progress bar.
+
+    Raises
+    ------
+    ClusterError
+        On a distributed client: no worker for :func:`worker_timeout`
+        seconds, the scheduler lost or unreachable as long, or a task that
+        killed its workers (one line each; the pass is cancelled).
     """
     import contextlib
-    import sys
 
     import dask
 
     scheduler = resolve_scheduler(scheduler)
     if not isinstance(scheduler, str):
-        future = scheduler.compute(collection)
-        if progress is not None:
-            from distributed import progress as dask_progress
-
-            with contextlib.redirect_stdout(sys.stderr):
-                dask_progress(future)
-            sys.stderr.write("\n")
-        return future.result()
+        return _compute_distributed(collection, scheduler, progress is not None)
     kwargs = {"scheduler": scheduler}
     if num_workers is not None and scheduler != "synchronous":
         kwargs["num_workers"] = int(num_workers)
@@ -77,3 +85,126 @@ def compute(collection, scheduler, num_workers=None, progress=None):
     with reporter:
         (result,) = dask.compute(collection, **kwargs)
     return result
+
+
+def worker_timeout() -> float:
+    """Seconds a distributed pass waits with no worker before it fails.
+
+    Read from the dask config key ``ultrafs.worker-timeout`` (default
+    :data:`DEFAULT_WORKER_TIMEOUT_S`).
+    """
+    import dask
+
+    value = dask.config.get(WORKER_TIMEOUT_KEY, DEFAULT_WORKER_TIMEOUT_S)
+    try:
+        seconds = float(dask.utils.parse_timedelta(value, default="seconds"))
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    if not seconds > 0:
+        raise ParameterError(f"{WORKER_TIMEOUT_KEY} must be a duration > 0, got {value!r}")
+    return seconds
+
+
+def _scheduler_address(client) -> str:
+    try:
+        return str(client.scheduler.address)
+    except Exception:  # noqa: BLE001 - only used in a message
+        return "the dask scheduler"
+
+
+def _count_workers(client):
+    """Workers the scheduler knows, or None when it cannot be asked."""
+    if client.status not in ("running", "newly-created"):
+        return None
+    try:
+        return len(client.scheduler_info(n_workers=-1).get("workers", {}))
+    except Exception:  # noqa: BLE001 - a lost scheduler raises many kinds
+        return None
+
+
+def _compute_distributed(collection, client, show_progress):
+    """Run one collection on a distributed client; bounded waits.
+
+    The future is polled every :data:`_POLL_S` seconds.  A cluster with no
+    worker for :func:`worker_timeout` seconds, a scheduler that cannot be
+    reached for as long, a lost connection and a task that killed its
+    workers each end in a :class:`ClusterError` (one line).
+    """
+    import concurrent.futures
+    import time
+
+    limit = worker_timeout()
+    where = _scheduler_address(client)
+    future = client.compute(collection)
+    bar = _start_progress(client, future) if show_progress else None
+    trouble_since = None
+    try:
+        while True:
+            try:
+                return future.result(timeout=_POLL_S)
+            except TimeoutError:
+                pass
+            except concurrent.futures.CancelledError:
+                raise ClusterError(
+                    f"lost the connection to the dask scheduler at {where} "
+                    "(the pass was cancelled)") from None
+            except Exception as exc:
+                if type(exc).__name__ == "KilledWorker":
+                    raise ClusterError(
+                        f"dask workers of {where} died while running a task "
+                        f"({str(exc).splitlines()[0]})") from None
+                raise
+            n_workers = _count_workers(client)
+            if n_workers:
+                trouble_since = None
+                continue
+            now = time.monotonic()
+            if trouble_since is None:
+                trouble_since = now
+            elif now - trouble_since > limit:
+                if n_workers is None:
+                    raise ClusterError(
+                        f"lost the connection to the dask scheduler at {where} "
+                        f"for {limit:g} s ({WORKER_TIMEOUT_KEY})")
+                raise ClusterError(
+                    f"no dask worker left at {where} for {limit:g} s "
+                    f"(--worker-timeout / {WORKER_TIMEOUT_KEY})")
+    finally:
+        if not future.done():
+            try:
+                future.cancel()
+            except Exception:  # noqa: BLE001 - the client may be gone
+                pass
+        if bar is not None:
+            bar.cancel()
+            import sys
+
+            sys.stderr.write("\n")
+
+
+def _start_progress(client, future):
+    """Draw dask's text progress bar on stderr without blocking.
+
+    Returns
+    -------
+    concurrent.futures.Future
+        The bar's listener running on the client's event loop (cancel it
+        to stop the bar).
+    """
+    import asyncio
+    import sys
+
+    from distributed.diagnostics.progressbar import TextProgressBar
+
+    class _StderrBar(TextProgressBar):
+        def _draw_bar(self, remaining, all, **kwargs):
+            done = (1 - remaining / all) if all else 1.0
+            sys.stderr.write(f"\r[{'#' * int(self.width * done):<{self.width}}] | "
+                             f"{int(100 * done)}% Completed")
+            sys.stderr.flush()
+
+        def _draw_stop(self, **kwargs):
+            pass
+
+    bar = _StderrBar([future], scheduler=client.scheduler.address, start=False)
+    return asyncio.run_coroutine_threadsafe(bar.listen(), client.loop.asyncio_loop)
