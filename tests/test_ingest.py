@@ -545,7 +545,7 @@ def test_ingest_target_types(tmp_path, store_format, labels, target, expected, c
     store = open_store(out)
     X, y = sklearn_csc(source, np.float64)
     assert (store.to_csc() != X).nnz == 0
-    assert store.target_type == expected and store.format_version == 2
+    assert store.target_type == expected and store.format_version == 3
     np.testing.assert_array_equal(store.classes, classes)
     np.testing.assert_array_equal(store.read_targets(), y)
     assert store.attrs["target"] == expected
@@ -628,7 +628,7 @@ def test_cli_ingest_target(tmp_path, store_format, labels, option, expected, cla
     assert info.exit_code == 0, info.output
     described = json.loads(info.output)
     assert described["target"] == expected and described["classes"] == classes
-    assert described["format_version"] == 2
+    assert described["format_version"] == 3
 
 
 @pytest.mark.parametrize("store_format", ["zarr", "parquet"])

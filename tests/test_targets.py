@@ -180,12 +180,12 @@ def snapshot(store) -> dict:
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_written_metadata_is_v2(tmp_path, fmt):
+def test_written_metadata_is_v3(tmp_path, fmt):
     for target_kind in TARGET_KINDS:
         store, _, y = written(subdir(tmp_path, target_kind), fmt, target_kind)
         attrs = FORMATS[fmt][2](store.path)
         _, _, expected = TARGET_KINDS[target_kind]
-        assert attrs["format_version"] == 2 and attrs["target"] == expected
+        assert attrs["format_version"] == 3 and attrs["target"] == expected
         if expected == "continuous":
             assert attrs["classes"] is None
         else:
@@ -210,7 +210,7 @@ def test_v1_stores_still_open_with_identical_data(tmp_path, fmt, kind, dtype):
     assert snapshot(old) == before
     assert type(open_store(store.path)) is reader
     summary = old.describe()
-    assert summary.pop("format_version") == 1 and described.pop("format_version") == 2
+    assert summary.pop("format_version") == 1 and described.pop("format_version") == 3
     assert summary == described and summary["target"] == "binary"
     np.testing.assert_array_equal(old.read_labels(), np.where(y == 7.5, 1.0, -1.0))
 
@@ -242,7 +242,7 @@ def test_v1_store_with_a_label_outside_its_classes(tmp_path, fmt):
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
-@pytest.mark.parametrize("version", [3, 0, "2", None, 2.0])
+@pytest.mark.parametrize("version", [4, 0, "2", None, 2.0])
 def test_other_versions_are_refused(tmp_path, fmt, version):
     store, _, _ = written(tmp_path, fmt, "multiclass-3")
     edit(fmt, store.path, {"format_version": version})
@@ -250,7 +250,7 @@ def test_other_versions_are_refused(tmp_path, fmt, version):
         FORMATS[fmt][1](store.path)
     message = str(info.value)
     assert message.startswith(f"{store.path}: store format version {version!r}")
-    assert message.endswith("reads versions 1 and 2") and "\n" not in message
+    assert message.endswith("reads versions 1, 2 and 3") and "\n" not in message
     with pytest.raises(StoreVersionError):
         open_store(store.path)
 

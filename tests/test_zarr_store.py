@@ -68,8 +68,10 @@ def test_attributes_follow_the_format(tmp_path):
                               id_offset=1)
     attrs = read_attrs(store.path)
     assert attrs["format"] == FORMAT_NAME == "ultrafs-colstore"
-    assert attrs["format_version"] == FORMAT_VERSION == 2
+    assert attrs["format_version"] == FORMAT_VERSION == 3
     assert attrs["target"] == "binary"
+    assert attrs["sparse_ids"] is False and "id_space" not in attrs
+    assert attrs["fingerprint"] == store.fingerprint and len(store.fingerprint) == 64
     assert (attrs["n_samples"], attrs["n_features"], attrs["nnz"]) == (*X.shape, X.nnz)
     assert attrs["dtype"] == "float32"
     assert attrs["id_offset"] == 1 and store.id_offset == 1
@@ -299,12 +301,12 @@ def test_open_foreign_zarr_group(tmp_path):
 
 def test_open_other_format_version(tmp_path):
     store, _, _ = small_store(tmp_path)
-    edit_attrs(store.path, format_version=3)
+    edit_attrs(store.path, format_version=4)
     with pytest.raises(StoreVersionError) as info:
         ZarrStore(store.path)
     message = str(info.value)
-    assert str(store.path) in message and "version 3" in message
-    assert "versions 1 and 2" in message and "\n" not in message
+    assert str(store.path) in message and "version 4" in message
+    assert "versions 1, 2 and 3" in message and "\n" not in message
     assert isinstance(info.value, StoreFormatError)
 
 

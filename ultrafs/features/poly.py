@@ -264,10 +264,11 @@ class PolyFeatures(FeatureSpace):
     def feature_ids(self, keys) -> list:
         """User-visible ids: ``j`` (linear), ``[j, j]`` (square), ``[j, k]``."""
         first, second = self.decode(keys)
-        offset = self.store.id_offset
+        first_ids = self.store.feature_ids(first).tolist()
+        second_ids = self.store.feature_ids(np.maximum(second, 0)).tolist()
         ids = []
-        for j, k in zip(first.tolist(), second.tolist()):
-            ids.append(j + offset if k < 0 else [j + offset, k + offset])
+        for j, k, jid, kid in zip(first.tolist(), second.tolist(), first_ids, second_ids):
+            ids.append(jid if k < 0 else [jid, kid])
         return ids
 
     def keys_of(self, feature_ids) -> np.ndarray:
@@ -283,20 +284,27 @@ class PolyFeatures(FeatureSpace):
         return self.encode(first, second)
 
     def _columns_of_ids(self, feature_ids):
-        offset = self.store.id_offset
-        first, second = [], []
+        """Source columns of ids; an id the store lacks maps to ``n_features``."""
+        first_ids, second_ids, is_pair = [], [], []
         for fid in feature_ids:
             if isinstance(fid, (list, tuple)):
                 if len(fid) != 2:
                     raise ParameterError(f"degree-2 feature id must be [j, k], got {fid!r}")
-                j, k = int(fid[0]) - offset, int(fid[1]) - offset
-                if k < j:
-                    j, k = k, j
+                j, k = int(fid[0]), int(fid[1])
+                first_ids.append(min(j, k))
+                second_ids.append(max(j, k))
+                is_pair.append(True)
             else:
-                j, k = int(fid) - offset, -1
-            first.append(j)
-            second.append(k)
-        return np.array(first, dtype=np.int64), np.array(second, dtype=np.int64)
+                first_ids.append(int(fid))
+                second_ids.append(int(fid))
+                is_pair.append(False)
+        m = self.store.n_features
+        first = self.store.columns_of(np.array(first_ids, dtype=np.int64))
+        second = self.store.columns_of(np.array(second_ids, dtype=np.int64))
+        first = np.where(first < 0, m, first)
+        second = np.where(second < 0, m, second)
+        second = np.where(np.array(is_pair, dtype=bool), second, -1)
+        return first.astype(np.int64), second.astype(np.int64)
 
     def row_max_squares(self, *, block_size=None, scheduler=None,
                         num_workers=None) -> np.ndarray:

@@ -8,7 +8,12 @@ Column numbers and feature ids
 ------------------------------
 Inside ultrafs columns are numbered ``0 .. n_features - 1``.  The ids users
 see are ``column + id_offset``: a 1-based LIBSVM file keeps its 1-based ids
-(``id_offset == 1``), numpy / scipy inputs use ``id_offset == 0``.  Only the
+(``id_offset == 1``), numpy / scipy inputs use ``id_offset == 0``.  A store
+whose id range is mostly empty (hashed features, ids up to 2**31 and
+beyond with few of them used) keeps only its non-empty columns and maps
+them to ids with :attr:`ColumnStore.column_ids` (``id = column_ids[column]
++ id_offset``), so nothing costs memory in proportion to the largest id
+(:func:`sparse_id_layout` says when).  Only the
 faces (model files, CLI, estimator attributes) convert between the two; the
 engine works with column numbers throughout.
 """
@@ -23,7 +28,41 @@ import numpy as np
 from ultrafs.errors import ParameterError
 
 __all__ = ["ColumnBlock", "ColumnStore", "StoreWrapper", "balanced_block_bounds",
-           "even_block_bounds", "span_take"]
+           "even_block_bounds", "span_take", "sparse_id_layout", "check_column_ids",
+           "SPARSE_IDS_MIN_EMPTY"]
+
+#: a store keeps only its non-empty columns (with ``column_ids``) when its id
+#: range has more than this many empty columns and more empty than used
+#: ones: below it, a dense ``indptr`` costs at most 16 MiB
+SPARSE_IDS_MIN_EMPTY = 1 << 21
+
+
+def sparse_id_layout(id_space: int, n_used: int) -> bool:
+    """Whether a store of ``id_space`` ids, ``n_used`` of them non-empty, drops the rest.
+
+    The rule every writer and :class:`~ultrafs.store.memory.InMemoryStore`
+    applies, so that the same data gets the same column numbers in every
+    backend.
+    """
+    n_empty = int(id_space) - int(n_used)
+    return n_empty > SPARSE_IDS_MIN_EMPTY and n_empty > int(n_used)
+
+
+def check_column_ids(column_ids, id_space: int, where: str) -> np.ndarray:
+    """``column_ids`` as a read-only int64 array, checked.
+
+    Raises
+    ------
+    ValueError
+        Unless the ids are strictly increasing and inside ``0 .. id_space - 1``
+        (``where`` names the source in the message).
+    """
+    ids = np.array(column_ids, dtype=np.int64).reshape(-1)
+    if ids.size and (ids[0] < 0 or ids[-1] >= id_space or np.any(ids[1:] <= ids[:-1])):
+        raise ValueError(f"{where}: column ids must be strictly increasing and "
+                         f"inside 0..{id_space - 1}")
+    ids.flags.writeable = False
+    return ids
 
 
 @dataclass(frozen=True)
@@ -161,6 +200,9 @@ class ColumnStore(abc.ABC):
     id_offset: int
     #: total number of stored entries
     nnz: int
+    #: ids of the columns (minus ``id_offset``), int64, strictly increasing;
+    #: None when column ``j`` is id ``j + id_offset`` (the dense layout)
+    column_ids = None
     #: dtype of the values (float32 or float64)
     dtype: np.dtype
 
@@ -293,13 +335,40 @@ class ColumnStore(abc.ABC):
         return ColumnBlock(-1, indptr, indices, data)
 
     # ----------------------------------------------------------------- helpers
+    @property
+    def id_space(self) -> int:
+        """Number of possible ids: the declared width of X (>= ``n_features``)."""
+        return int(self.n_features)
+
+    @property
+    def fingerprint(self):
+        """Digest of the content (hex string), or None when not recorded."""
+        return None
+
     def feature_ids(self, columns) -> np.ndarray:
         """User-visible ids of column numbers."""
-        return np.asarray(columns, dtype=np.int64) + self.id_offset
+        columns = np.asarray(columns, dtype=np.int64)
+        ids = self.column_ids
+        if ids is None:
+            return columns + self.id_offset
+        return ids[columns] + self.id_offset
 
     def columns_of(self, feature_ids) -> np.ndarray:
-        """Column numbers of user-visible ids (may exceed n_features)."""
-        return np.asarray(feature_ids, dtype=np.int64) - self.id_offset
+        """Column numbers of user-visible ids.
+
+        An id the store does not hold maps to a column ``>= n_features``
+        (read as an empty column; see :meth:`read_columns`).
+        """
+        raw = np.asarray(feature_ids, dtype=np.int64) - self.id_offset
+        ids = self.column_ids
+        if ids is None:
+            return raw
+        n = len(ids)
+        if n == 0:
+            return np.full(raw.shape, 0, dtype=np.int64)
+        pos = np.searchsorted(ids, raw)
+        found = (pos < n) & (ids[np.minimum(pos, n - 1)] == raw)
+        return np.where(found, pos, n).astype(np.int64)
 
     def describe(self) -> dict:
         """Summary used by ``ultrafs info``."""
@@ -309,6 +378,7 @@ class ColumnStore(abc.ABC):
             "nnz": int(self.nnz),
             "dtype": np.dtype(self.dtype).name,
             "id_offset": int(self.id_offset),
+            **({} if self.column_ids is None else {"id_space": int(self.id_space)}),
             "target": self.target_type,
             "classes": [float(c) for c in self.classes],
             "n_blocks": int(len(self.default_block_bounds()) - 1),
@@ -344,6 +414,14 @@ class StoreWrapper(ColumnStore):
     @property
     def id_offset(self) -> int:
         return self._inner.id_offset
+
+    @property
+    def column_ids(self):
+        return self._inner.column_ids
+
+    @property
+    def id_space(self) -> int:
+        return self._inner.id_space
 
     @property
     def dtype(self) -> np.dtype:

@@ -7,10 +7,10 @@ import scipy.sparse as sp
 
 from ultrafs.errors import InputFormatError, ParameterError
 from ultrafs.store.base import (ColumnBlock, ColumnStore, balanced_block_bounds,
-                   even_block_bounds, span_take)
+                   even_block_bounds, span_take, sparse_id_layout)
 from ultrafs.store.targets import TARGET_TYPES, encode_targets
 
-__all__ = ["InMemoryStore", "to_csc"]
+__all__ = ["InMemoryStore", "to_csc", "to_compact_csc"]
 
 #: default target of nonzeros per block of the default partition
 DEFAULT_BLOCK_NNZ = 1 << 20
@@ -51,6 +51,61 @@ def to_csc(X, dtype=None) -> sp.csc_matrix:
     return csc
 
 
+def _is_wide_sparse(X) -> bool:
+    """A scipy matrix not in CSC form: converting it would allocate per column."""
+    return sp.issparse(X) and X.format != "csc"
+
+
+def to_compact_csc(X, dtype=None):
+    """:func:`to_csc`, dropping the empty columns of a mostly empty id range.
+
+    A matrix as wide as a hashed feature space (``2**31`` columns, few of
+    them used) is never given a per-column array: a scipy matrix in any
+    format but CSC goes through its ``(row, column, value)`` triplets, and
+    the non-empty columns are kept when :func:`~ultrafs.store.base.sparse_id_layout`
+    says so.
+
+    Returns
+    -------
+    csc : scipy.sparse.csc_matrix
+        Canonical (as :func:`to_csc`), of the kept columns.
+    column_ids : ndarray of int64 or None
+        Original column of each kept column; None when every column is kept.
+    id_space : int
+        Number of columns of ``X``.
+    """
+    if not _is_wide_sparse(X):
+        csc = to_csc(X, dtype=dtype)
+        width = csc.shape[1]
+        used = np.flatnonzero(np.diff(csc.indptr))
+        if not sparse_id_layout(width, len(used)):
+            return csc, None, width
+        return csc[:, used], used.astype(np.int64), width
+    n_rows, width = X.shape
+    if dtype is None:
+        dtype = np.float32 if X.dtype == np.float32 else np.float64
+    coo = X.tocoo(copy=True)
+    keep = coo.data != 0
+    rows = coo.row[keep].astype(np.int64)
+    cols = coo.col[keep].astype(np.int64)
+    values = coo.data[keep].astype(dtype)
+    if not np.all(np.isfinite(values)):
+        raise InputFormatError("X contains NaN or infinite values")
+    used = np.unique(cols)
+    if not sparse_id_layout(width, len(used)):
+        return to_csc(X, dtype=dtype), None, width
+    compact = np.searchsorted(used, cols)
+    csc = sp.csc_matrix((values, (rows, compact)), shape=(n_rows, len(used)), dtype=dtype)
+    csc.sum_duplicates()
+    csc.sort_indices()
+    csc.eliminate_zeros()
+    # a duplicate entry may sum to zero and empty a column: keep the layout exact
+    still = np.flatnonzero(np.diff(csc.indptr))
+    if len(still) != len(used):
+        csc, used = csc[:, still], used[still]
+    return csc, used.astype(np.int64), width
+
+
 class InMemoryStore(ColumnStore):
     """A column store over an in-memory CSC matrix.
 
@@ -75,7 +130,7 @@ class InMemoryStore(ColumnStore):
 
     def __init__(self, X, y, *, target=None, block_size=None, dtype=None,
                  id_offset=0):
-        csc = to_csc(X, dtype=dtype)
+        csc, column_ids, id_space = to_compact_csc(X, dtype=dtype)
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != csc.shape[0]:
             raise InputFormatError(
@@ -92,9 +147,12 @@ class InMemoryStore(ColumnStore):
         self.nnz = int(csc.nnz)
         self.dtype = csc.dtype
         self.id_offset = int(id_offset)
+        self.column_ids = column_ids
+        self._id_space = int(id_space)
+        self._fingerprint = None
         self._block_size = None if block_size is None else int(block_size)
         for arr in (self._indptr, self._indices, self._data, self._targets,
-                    self._y_pm, self._classes):
+                    self._y_pm, self._classes, self.column_ids):
             if arr is not None:
                 arr.flags.writeable = False
 
@@ -146,8 +204,30 @@ class InMemoryStore(ColumnStore):
         self.nnz = int(self._indptr[-1])
         self.dtype = self._data.dtype
         self.id_offset = int(id_offset)
+        self.column_ids = None
+        self._id_space = self.n_features
+        self._fingerprint = None
         self._block_size = None if block_size is None else int(block_size)
         return self
+
+    @property
+    def id_space(self) -> int:
+        return self._id_space
+
+    @property
+    def fingerprint(self) -> str:
+        """The content digest a writer would record for this data (computed once)."""
+        if self._fingerprint is None:
+            from ultrafs.store.fingerprint import fingerprint_csc
+
+            binary = bool(np.all(self._data == 1))
+            self._fingerprint = fingerprint_csc(
+                self._indptr, self._indices, self._data, self._targets,
+                n_samples=self.n_samples, id_space=self._id_space,
+                id_offset=self.id_offset, dtype=self.dtype, binary=binary,
+                target_type=self._target_type, classes=self._classes,
+                column_ids=self.column_ids)
+        return self._fingerprint
 
     @property
     def target_type(self):

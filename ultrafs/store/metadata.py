@@ -17,15 +17,20 @@ from ultrafs.store.targets import TARGET_TYPES
 
 __all__ = ["VALUE_DTYPES", "READ_VERSIONS", "WRITE_VERSION", "RecordedMeta", "is_count",
            "check_format_marker", "check_complete", "check_counts",
-           "check_classes_and_bounds", "required_attrs"]
+           "check_classes_and_bounds", "check_version3", "required_attrs",
+           "FINGERPRINT_LENGTH"]
 
 #: value dtypes of every store
 VALUE_DTYPES = ("float32", "float64")
 #: format versions read (Zarr and Parquet-long alike): 1 is binary-only,
-#: 2 adds the ``target`` attribute (binary, multiclass or continuous)
-READ_VERSIONS = (1, 2)
+#: 2 adds the ``target`` attribute (binary, multiclass or continuous), 3
+#: adds checksums on every chunk or page, the content ``fingerprint`` and
+#: the sparse id layout (``sparse_ids``, ``id_space`` and a column-id array)
+READ_VERSIONS = (1, 2, 3)
 #: the format version written
-WRITE_VERSION = 2
+WRITE_VERSION = 3
+#: length of a content fingerprint (hex digits of a SHA-256 digest)
+FINGERPRINT_LENGTH = 64
 
 
 def is_count(value) -> bool:
@@ -65,9 +70,36 @@ def check_format_marker(path: Path, attrs: dict, name: str,
 
 def required_attrs(common, attrs: dict) -> tuple:
     """The attributes required of a store: ``common``, plus ``target`` from version 2."""
-    if attrs.get("format_version", 1) >= 2:
+    version = attrs.get("format_version", 1)
+    if version >= 3:
+        return tuple(common) + ("target", "fingerprint", "sparse_ids")
+    if version >= 2:
         return tuple(common) + ("target",)
     return tuple(common)
+
+
+def check_version3(path: Path, attrs: dict) -> None:
+    """Check ``fingerprint``, ``sparse_ids`` and ``id_space`` (version 3).
+
+    ``id_space`` (the declared width: ids are ``0 .. id_space - 1`` plus
+    ``id_offset``) is required with ``sparse_ids: true`` and must be at
+    least ``n_features``; without it the layout is dense.
+    """
+    if attrs.get("format_version", 1) < 3:
+        return
+    fingerprint = attrs["fingerprint"]
+    if not (isinstance(fingerprint, str) and len(fingerprint) == FINGERPRINT_LENGTH
+            and all(c in "0123456789abcdef" for c in fingerprint)):
+        raise StoreFormatError(f"{path}: attribute fingerprint is not a SHA-256 hex digest")
+    sparse = attrs["sparse_ids"]
+    if not isinstance(sparse, bool):
+        raise StoreFormatError(f"{path}: attribute sparse_ids={sparse!r} is not a boolean")
+    if sparse:
+        space = attrs.get("id_space")
+        if not is_count(space) or space < attrs["n_features"] or space > 2 ** 62:
+            raise StoreFormatError(
+                f"{path}: attribute id_space={space!r} is not a count of at least "
+                f"n_features={attrs['n_features']}")
 
 
 def check_complete(path: Path, attrs: dict, required) -> None:
@@ -184,6 +216,14 @@ class RecordedMeta:
     classes : ndarray of float64, shape (K,)
         Sorted; shape (0,) for a continuous target.
     block_bounds : ndarray of int64, read-only
+    fingerprint : str or None
+        The content digest (version 3), else None.
+    sparse_ids : bool
+        Whether the store keeps only non-empty columns (version 3).
+    id_space : int
+        Declared width (``n_features`` for the dense layout).
+    column_ids : ndarray of int64 or None
+        The ids of the columns (sparse layout), loaded by the backend.
     """
 
     def __init__(self, attrs: dict):
@@ -200,3 +240,8 @@ class RecordedMeta:
                         else np.asarray(attrs["classes"], dtype=np.float64))
         self.block_bounds = np.asarray(attrs["block_bounds"], dtype=np.int64)
         self.block_bounds.flags.writeable = False
+        self.fingerprint = attrs.get("fingerprint") if self.format_version >= 3 else None
+        self.sparse_ids = bool(self.format_version >= 3 and attrs["sparse_ids"])
+        self.id_space = attrs["id_space"] if self.sparse_ids else self.n_features
+        #: the column ids (sparse layout), set by the backend that reads them
+        self.column_ids = None

@@ -180,6 +180,19 @@ class WrittenStore(PathStore):
         return self._meta().id_offset
 
     @property
+    def column_ids(self):
+        return self._meta().column_ids
+
+    @property
+    def id_space(self) -> int:
+        return int(self._meta().id_space)
+
+    @property
+    def fingerprint(self):
+        """SHA-256 of the content recorded at writing (format 3), else None."""
+        return self._meta().fingerprint
+
+    @property
     def binary(self) -> bool:
         """True when no values are stored (every value is 1)."""
         return self._meta().binary
@@ -191,7 +204,7 @@ class WrittenStore(PathStore):
 
     @property
     def format_version(self) -> int:
-        """The store's format version (1 or 2)."""
+        """The store's format version (1, 2 or 3)."""
         return self._meta().format_version
 
     @property

@@ -17,7 +17,7 @@ from ultrafs.store.base import ColumnBlock
 from ultrafs.store.metadata import VALUE_DTYPES  # noqa: F401  (re-exported)
 from ultrafs.store.metadata import (READ_VERSIONS, WRITE_VERSION, RecordedMeta,
                                     check_classes_and_bounds, check_complete, check_counts,
-                                    check_format_marker, required_attrs)
+                                    check_format_marker, check_version3, required_attrs)
 from ultrafs.store.path_store import WrittenStore, gather_columns, is_url
 
 __all__ = [
@@ -41,9 +41,9 @@ DEFAULT_BLOCK_NNZ = 4 << 20
 
 #: fill values: a missing chunk reads as values every check rejects
 FILL_VALUES = {"indptr": -1, "indices": -1, "data": float("nan"),
-               "labels": float("nan")}
+               "labels": float("nan"), "column_ids": -1}
 ARRAY_DTYPES = {"indptr": np.dtype(np.int64), "indices": np.dtype(np.int32),
-                "labels": np.dtype(np.float64)}
+                "labels": np.dtype(np.float64), "column_ids": np.dtype(np.int64)}
 REQUIRED_ATTRS = ("format", "format_version", "n_samples", "n_features", "nnz",
                   "dtype", "id_offset", "classes", "binary", "block_bounds",
                   "created_by", "created_with", "complete")
@@ -54,6 +54,17 @@ def _compressor():
     from zarr.codecs import BloscCodec
 
     return BloscCodec(cname="lz4", clevel=5, shuffle="shuffle")
+
+
+def _codecs():
+    """Bytes-to-bytes codecs of every array (format 3): Blosc-LZ4, then CRC-32C.
+
+    The checksum covers the compressed chunk, so any flipped bit of a chunk
+    file fails its read (zarr checks it while decoding).
+    """
+    from zarr.codecs import Crc32cCodec
+
+    return [_compressor(), Crc32cCodec()]
 
 
 def _read_group_attrs(path: Path) -> dict:
@@ -103,6 +114,7 @@ def _check_attrs(path: Path, attrs: dict) -> None:
     check_complete(path, attrs, required_attrs(REQUIRED_ATTRS, attrs))
     check_counts(path, attrs)
     check_classes_and_bounds(path, attrs, allow_bool=True)
+    check_version3(path, attrs)
 
 
 class _StoreMeta(RecordedMeta):
@@ -123,6 +135,8 @@ class _StoreMeta(RecordedMeta):
             expected["data"] = (self.nnz, self.dtype)
         elif "data" in group:
             raise StoreFormatError(f"{path}: binary store has a 'data' array")
+        if self.sparse_ids:
+            expected["column_ids"] = (self.n_features, ARRAY_DTYPES["column_ids"])
         self.arrays = {}
         for name, (length, dtype) in expected.items():
             try:
@@ -141,6 +155,21 @@ class _StoreMeta(RecordedMeta):
         #: elements per chunk of indptr and of indices/data
         self.indptr_chunk = int(self.arrays["indptr"].chunks[0])
         self.entry_chunk = int(self.arrays["indices"].chunks[0])
+        if self.sparse_ids:
+            self.column_ids = self._read_column_ids(path)
+
+    def _read_column_ids(self, path):
+        """The column ids (sparse layout), read whole and checked."""
+        from ultrafs.store.base import check_column_ids
+
+        try:
+            raw = np.asarray(self.arrays["column_ids"][:])
+        except Exception as exc:
+            raise StoreFormatError(f"{path}: cannot read column_ids: {exc}") from exc
+        try:
+            return check_column_ids(raw, self.id_space, f"{path}: corrupt store")
+        except ValueError as exc:
+            raise StoreFormatError(str(exc)) from None
 
 
 class ZarrStore(WrittenStore):
@@ -187,7 +216,10 @@ class ZarrStore(WrittenStore):
         return None
 
     def _read_raw_label_column(self, meta) -> np.ndarray:
-        return np.asarray(meta.arrays["labels"][:], dtype=np.float64)
+        try:
+            return np.asarray(meta.arrays["labels"][:], dtype=np.float64)
+        except Exception as exc:
+            raise StoreFormatError(f"{self._path}: cannot read the labels: {exc}") from exc
 
     # ------------------------------------------------------------- blocks
     def read_range(self, start, stop) -> ColumnBlock:

@@ -23,6 +23,8 @@ from ultrafs import __version__
 from ultrafs.atomic import publish_path
 from ultrafs.errors import InputFormatError, ParameterError, StoreExistsError
 from ultrafs.kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
+from ultrafs.store.base import check_column_ids
+from ultrafs.store.fingerprint import ContentDigest
 from ultrafs.store.targets import encode_targets
 from ultrafs.store.metadata import VALUE_DTYPES
 from ultrafs.store.zarr_store import is_ultrafs_store
@@ -121,7 +123,8 @@ class BlockWriter:
 
     def __init__(self, path, *, n_samples, n_features, nnz, dtype, binary, labels,
                  id_offset, command, block_nnz, overwrite, attrs, chunk_size,
-                 labels_source, target=None, **settings):
+                 labels_source, target=None, column_ids=None, id_space=None,
+                 **settings):
         self.path = check_output_path(path, overwrite)
         self.n_samples, self.n_features, self.nnz = int(n_samples), int(n_features), int(nnz)
         if min(self.n_samples, self.n_features, self.nnz) < 0:
@@ -147,6 +150,20 @@ class BlockWriter:
         self.target_type, self.classes = encode_targets(labels, where=labels_source,
                                                         target=target)
         self._labels = labels
+        self.id_space = self.n_features if id_space is None else int(id_space)
+        if column_ids is None:
+            if self.id_space != self.n_features:
+                raise ValueError("id_space differs from n_features: column_ids are required")
+            self.column_ids = None
+        else:
+            self.column_ids = check_column_ids(column_ids, self.id_space, "column_ids")
+            if len(self.column_ids) != self.n_features:
+                raise ValueError(f"{len(self.column_ids)} column ids for "
+                                 f"{self.n_features} columns")
+        self._digest = ContentDigest(
+            n_samples=self.n_samples, id_space=self.id_space, id_offset=id_offset,
+            dtype=self.dtype, binary=self.binary, target_type=self.target_type,
+            classes=self.classes)
         self._attrs = {
             "format": self.format_name,
             "format_version": self.format_version,
@@ -159,6 +176,8 @@ class BlockWriter:
             "classes": (None if self.target_type == "continuous"
                         else [float(c) for c in self.classes]),
             "binary": self.binary,
+            "sparse_ids": self.column_ids is not None,
+            **({} if self.column_ids is None else {"id_space": self.id_space}),
             "block_nnz": self.block_nnz,
             **self._format_attrs(),
             "created_by": default_command() if command is None else str(command),
@@ -224,6 +243,7 @@ class BlockWriter:
         self._indptr[start + 1:start + n_columns + 1] = self._nnz_appended + indptr[1:]
         self._columns_done += n_columns
         self._nnz_appended += block_nnz
+        self._digest.add_columns(indptr, indices, data)
         self._write_block(start, indptr, indices, data)
 
     def close(self) -> Path:
@@ -240,6 +260,9 @@ class BlockWriter:
                 raise ValueError(
                     f"store incomplete: {self._columns_done}/{self.n_features} columns, "
                     f"{self._nnz_appended}/{self.nnz} entries appended")
+            self._digest.add_column_ids(self.column_ids)
+            self._digest.add_labels(self._labels)
+            self._attrs["fingerprint"] = self._digest.hexdigest()
             self._finish()
             publish(self.tmp_path, self.path, self.overwrite)
         except BaseException:
@@ -312,14 +335,16 @@ def write_arrays(writer_class, path, X, y, *, dtype, overwrite, target=None,
     path : Path
         The final path of the store.
     """
-    from ultrafs.store.memory import to_csc
+    from ultrafs.store.memory import to_compact_csc
 
     check_output_path(path, overwrite)
-    csc = to_csc(X, dtype=dtype)
+    csc, column_ids, id_space = to_compact_csc(X, dtype=dtype)
     y = np.asarray(y)
     if y.ndim != 1 or y.shape[0] != csc.shape[0]:
         raise InputFormatError(f"y must have shape ({csc.shape[0]},), got {y.shape}")
     binary = bool(np.all(csc.data == 1))
+    if column_ids is not None:
+        options = dict(options, column_ids=column_ids, id_space=id_space)
     with writer_class(path, n_samples=csc.shape[0], n_features=csc.shape[1],
                       nnz=csc.nnz, dtype=csc.dtype, binary=binary, labels=y,
                       overwrite=overwrite, labels_source="y", target=target,

@@ -42,6 +42,7 @@ import numpy as np
 
 from ultrafs.errors import InputFormatError, ParameterError
 from ultrafs.kernels import libsvm_parse as kp
+from ultrafs.store.base import sparse_id_layout
 from ultrafs.store.targets import check_target, encode_targets
 from ultrafs.store.writers.zarr_writer import (StoreWriter, balanced_block_bounds,
                             check_output_path, remove_tree)
@@ -409,7 +410,10 @@ class ExternalTranspose:
     def __init__(self, run_dir: Path, buffer_bytes: int):
         self.run_dir = Path(run_dir)
         self.buffer_bytes = int(buffer_bytes)
-        self.column_counts = np.zeros(0, dtype=np.int64)
+        #: the non-empty columns seen so far (sorted) and their entry counts:
+        #: memory in proportion to the columns used, never to the largest id
+        self.used_columns = np.zeros(0, dtype=np.int64)
+        self.used_counts = np.zeros(0, dtype=np.int64)
         self.n_spilled = 0
         self._buffer = []
         self._buffered_bytes = 0
@@ -451,14 +455,23 @@ class ExternalTranspose:
         self._runs = runs
 
     def indptr(self, n_columns: int) -> np.ndarray:
-        """Column offsets of the transposed matrix, shape (n_columns + 1,)."""
+        """Column offsets of the transposed matrix, shape (n_columns + 1,).
+
+        The dense layout: every column ``0 .. n_columns - 1``, empty or not.
+        """
+        counts = np.zeros(n_columns, dtype=np.int64)
+        counts[self.used_columns] = self.used_counts
         indptr = np.zeros(n_columns + 1, dtype=np.int64)
-        counts = self.column_counts[:n_columns]
-        np.cumsum(counts, out=indptr[1:len(counts) + 1])
-        indptr[len(counts) + 1:] = indptr[len(counts)]
+        np.cumsum(counts, out=indptr[1:])
         return indptr
 
-    def iter_blocks(self, bounds, indptr, value_dtype):
+    def compact_indptr(self) -> np.ndarray:
+        """Column offsets over the non-empty columns only (sparse id layout)."""
+        indptr = np.zeros(len(self.used_columns) + 1, dtype=np.int64)
+        np.cumsum(self.used_counts, out=indptr[1:])
+        return indptr
+
+    def iter_blocks(self, bounds, indptr, value_dtype, column_ids=None):
         """Yield the column blocks ``bounds[k]:bounds[k+1]`` in CSC order.
 
         Parameters
@@ -469,6 +482,9 @@ class ExternalTranspose:
             Offsets from :meth:`indptr`.
         value_dtype : numpy dtype
             dtype of the returned values.
+        column_ids : ndarray of int64 or None
+            Sparse layout: ``bounds`` and ``indptr`` number the non-empty
+            columns, whose ids (the columns of the entries) these are.
 
         Yields
         ------
@@ -479,7 +495,13 @@ class ExternalTranspose:
             None when every value of the block is 1.
         """
         cursors = [0] * len(self._runs)           # runs are read front to back
+        n_columns = len(indptr) - 1
         for first, stop in zip(bounds[:-1].tolist(), bounds[1:].tolist()):
+            if column_ids is None:
+                stop_key = stop
+            else:
+                stop_key = (int(column_ids[stop]) if stop < n_columns
+                            else int(column_ids[-1]) + 1)
             base = indptr[first]
             column_start = indptr[first:stop] - base
             n_out = int(indptr[stop] - base)
@@ -488,12 +510,15 @@ class ExternalTranspose:
             filled = np.zeros(stop - first, dtype=np.int64)
             for r, (keys, values) in enumerate(self._runs):
                 lo = cursors[r]
-                hi = lo + int(np.searchsorted(keys[lo:], stop << 32))
+                hi = lo + int(np.searchsorted(keys[lo:], stop_key << 32))
                 cursors[r] = hi
                 if lo == hi:
                     continue
                 run_keys = np.asarray(keys[lo:hi])
-                dest = _scatter_positions(run_keys >> 32, first, column_start, filled)
+                run_columns = run_keys >> 32
+                if column_ids is not None:
+                    run_columns = np.searchsorted(column_ids, run_columns)
+                dest = _scatter_positions(run_columns, first, column_start, filled)
                 rows_out[dest] = run_keys.astype(np.int32)      # low 32 bits: the row
                 if values is not None:
                     if values_out is None:
@@ -539,19 +564,26 @@ class ExternalTranspose:
         return keys, values
 
     def _count_columns(self, sorted_keys) -> None:
-        """Add the entries of sorted keys to ``column_counts`` (in slices)."""
-        needed = int(sorted_keys[-1] >> 32) + 1
-        if needed > len(self.column_counts):
-            grown = np.zeros(max(needed, len(self.column_counts) * 5 // 4), dtype=np.int64)
-            grown[:len(self.column_counts)] = self.column_counts
-            self.column_counts = grown
+        """Merge the column counts of a sorted run into ``used_columns`` / ``used_counts``.
+
+        Run lengths of the sorted column numbers, in slices: memory and
+        time in proportion to the entries and the columns used, whatever
+        the ids (a bincount would allocate up to the largest id).
+        """
         step = 1 << 20
+        parts_columns, parts_counts = [self.used_columns], [self.used_counts]
         for start in range(0, len(sorted_keys), step):
             columns = sorted_keys[start:start + step] >> 32
-            first = int(columns[0])
-            columns -= first
-            counts = np.bincount(columns)
-            self.column_counts[first:first + len(counts)] += counts
+            heads = np.flatnonzero(np.concatenate(([True], columns[1:] != columns[:-1])))
+            counts = np.diff(np.append(heads, len(columns)))
+            parts_columns.append(columns[heads])
+            parts_counts.append(counts)
+        columns = np.concatenate(parts_columns)
+        counts = np.concatenate(parts_counts)
+        unique, inverse = np.unique(columns, return_inverse=True)
+        self.used_columns = unique.astype(np.int64)
+        self.used_counts = np.bincount(inverse, weights=counts,
+                                       minlength=len(unique)).astype(np.int64)
 
     def _spill(self) -> None:
         keys, values = self._sorted_buffer()
@@ -762,9 +794,15 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
                 f"{source}: n_features={n_features}, but the file has feature index "
                 f"{needed - 1 + (0 if zero_based else 1)} (needs {needed} features)")
         transpose.finish()
-        indptr = transpose.indptr(n_features)
-        transpose.column_counts = None          # indptr holds the same information
+        if sparse_id_layout(n_features, len(transpose.used_columns)):
+            column_ids = transpose.used_columns
+            indptr = transpose.compact_indptr()
+        else:
+            column_ids = None
+            indptr = transpose.indptr(n_features)
+        transpose.used_counts = None            # indptr holds the same information
         _write_csc(output, transpose, indptr, labels, plan, writer_class, dtype=dtype,
+                   column_ids=column_ids, id_space=n_features,
                    binary=stats["binary"], target=target_type,
                    id_offset=0 if zero_based else 1,
                    command=command, block_nnz=block_nnz, overwrite=overwrite,
@@ -777,7 +815,8 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
         transpose.close()
         remove_tree(run_dir)
     return {"input": str(source), "output": str(output), "n_samples": len(labels),
-            "n_features": int(n_features), "nnz": int(indptr[-1]),
+            "n_features": int(len(indptr) - 1), "nnz": int(indptr[-1]),
+            **({} if column_ids is None else {"id_space": int(n_features)}),
             "binary": stats["binary"], "dtype": dtype.name, "target": target_type,
             "classes": [float(c) for c in classes],
             "explicit_zeros": stats["explicit_zeros"], "n_runs": n_spilled,
@@ -825,10 +864,12 @@ def _transpose_file(source, transpose, plan, dtype, zero_based) -> dict:
 
 
 def _write_csc(output, transpose, indptr, labels, plan, writer_class, *, dtype, binary,
-               target, id_offset, command, block_nnz, overwrite, source_attrs) -> None:
+               target, id_offset, command, block_nnz, overwrite, source_attrs,
+               column_ids=None, id_space=None) -> None:
     """Write the transposed triplets as a store, one column group at a time."""
     n_features = len(indptr) - 1
-    writer = writer_class(output, n_samples=len(labels), n_features=n_features,
+    layout = {} if column_ids is None else {"column_ids": column_ids, "id_space": id_space}
+    writer = writer_class(output, n_samples=len(labels), n_features=n_features, **layout,
                           nnz=int(indptr[-1]), dtype=dtype, binary=binary, labels=labels,
                           id_offset=id_offset, command=command, block_nnz=block_nnz,
                           overwrite=overwrite, chunk_size=plan.chunk_size,
@@ -836,7 +877,8 @@ def _write_csc(output, transpose, indptr, labels, plan, writer_class, *, dtype, 
                           target=target)
     with writer:
         bounds = balanced_block_bounds(indptr, plan.group_nnz)
-        for first, stop, rows, values in transpose.iter_blocks(bounds, indptr, dtype):
+        for first, stop, rows, values in transpose.iter_blocks(bounds, indptr, dtype,
+                                                               column_ids):
             if not binary and values is None:
                 values = np.ones(len(rows), dtype=dtype)
             writer.append(indptr[first:stop + 1] - indptr[first], rows,

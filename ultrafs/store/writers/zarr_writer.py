@@ -16,7 +16,7 @@ from ultrafs.store.base import balanced_block_bounds
 from ultrafs.store.writers.block_writer import (BlockWriter, check_output_path, default_command,  # noqa: F401
                            remove_tree, temporary_sibling, write_arrays)
 from ultrafs.store.zarr_store import (CHUNK_ELEMENTS, DEFAULT_BLOCK_NNZ, FILL_VALUES,
-                         FORMAT_NAME, FORMAT_VERSION, ZarrStore, _compressor)
+                         FORMAT_NAME, FORMAT_VERSION, ZarrStore, _codecs)
 
 __all__ = ["StoreWriter", "StoreExistsError", "write_store",
            "balanced_block_bounds", "temporary_sibling", "remove_tree"]
@@ -61,6 +61,11 @@ class StoreWriter(BlockWriter):
         Elements per Zarr chunk of every array.
     labels_source : str
         Names the labels in error messages (a file name, ``"y"``...).
+    column_ids : array-like of int or None
+        Sparse id layout: the id (minus ``id_offset``) of each of the
+        ``n_features`` columns, strictly increasing; None for the dense one.
+    id_space : int or None
+        Declared width (ids ``0 .. id_space - 1``); None: ``n_features``.
 
     Notes
     -----
@@ -77,12 +82,12 @@ class StoreWriter(BlockWriter):
     def __init__(self, path, *, n_samples, n_features, nnz, dtype, binary, labels,
                  id_offset=0, command=None, block_nnz=DEFAULT_BLOCK_NNZ,
                  overwrite=False, attrs=None, chunk_size=CHUNK_ELEMENTS,
-                 labels_source="labels", target=None):
+                 labels_source="labels", target=None, column_ids=None, id_space=None):
         super().__init__(path, n_samples=n_samples, n_features=n_features, nnz=nnz,
                          dtype=dtype, binary=binary, labels=labels, id_offset=id_offset,
                          command=command, block_nnz=block_nnz, overwrite=overwrite,
                          attrs=attrs, chunk_size=chunk_size, labels_source=labels_source,
-                         target=target)
+                         target=target, column_ids=column_ids, id_space=id_space)
 
     # -------------------------------------------------------------- hooks
     def _check_settings(self, block_nnz, chunk_size) -> None:
@@ -114,6 +119,9 @@ class StoreWriter(BlockWriter):
         self._create_array("indptr", self.n_features + 1, np.int64,
                            chunk=min(self.chunk_size, INDPTR_CHUNK))[:] = self._indptr
         self._create_array("labels", self.n_samples, np.float64)[:] = self._labels
+        if self.column_ids is not None:
+            self._create_array("column_ids", self.n_features, np.int64,
+                               chunk=min(self.chunk_size, INDPTR_CHUNK))[:] = self.column_ids
         bounds = balanced_block_bounds(self._indptr, self.block_nnz)
         attrs = dict(self._attrs, block_bounds=[int(b) for b in bounds], complete=False)
         self._group.attrs.update(attrs)
@@ -126,7 +134,7 @@ class StoreWriter(BlockWriter):
     def _create_array(self, name, length, dtype, chunk=None):
         return self._group.create_array(
             name, shape=(int(length),), chunks=(chunk or self.chunk_size,),
-            dtype=dtype, fill_value=FILL_VALUES[name], compressors=[_compressor()])
+            dtype=dtype, fill_value=FILL_VALUES[name], compressors=_codecs())
 
     def _flush(self, final: bool) -> None:
         """Write whole chunks of the pending entries (all of them if final)."""
