@@ -25,6 +25,22 @@ A model file (format version 2) is one JSON object::
 ``batches`` are the boundaries of the features added by each outer
 iteration.  Version 1 files (binary only, boundaries under ``groups``)
 still load.
+
+Every file is validated on load, and any problem is one
+:class:`~ultrafs.errors.InputFormatError` naming the file: a regular file
+of at most :data:`MAX_MODEL_BYTES` (256 MiB, checked before reading),
+UTF-8 JSON; feature ids integers in ``0..MAX_FEATURE_ID`` (degree 2: or
+``[j, k]`` pairs), none twice; ``classes`` all numbers (finite) or all
+strings, distinct and increasing, 2 (binary) or 3 to ``MAX_CLASSES``;
+``coef`` (and the refit's) finite numbers shaped by the features and the
+classes; a loss name and a registered feature space; ``batches`` rising from 0
+to the number of features; a numeric ``history``; the ``params`` ultrafs
+reads back (``id_offset``, ``C``, ``data_fingerprint``, ``validation``).
+
+Evaluation matches a store's labels to ``classes`` by value: a store
+whose classes are some of the model's is scored, one with a class the
+model does not know (``{-1, +1}`` for a ``{0, 1}`` model) is refused.
+Prediction reads no labels.
 """
 
 from __future__ import annotations
@@ -32,6 +48,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import stat
 import warnings
 from dataclasses import dataclass, field
@@ -405,6 +422,9 @@ def _size_text(n_bytes) -> str:
     return f"{n_bytes} bytes"
 
 
+_LOSS_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
+
+
 class _Invalid(Exception):
     """A problem of a model file's content (becomes InputFormatError)."""
 
@@ -619,17 +639,31 @@ def _intercept(value, target, n_classes, what):
 
 
 def _loss(value, target) -> str:
+    """A loss name.
+
+    A well-formed name this process has not registered is accepted: the
+    decision values do not depend on the loss, so such a model still
+    predicts (``probabilistic`` is False and probabilities are refused);
+    anything that is not a name is refused.
+    """
+    if not isinstance(value, str) or not _LOSS_NAME.fullmatch(value):
+        raise _Invalid(f"loss must be a loss name (such as "
+                       f"{' or '.join(_known_losses(target))}), got {_show(value)}")
+    return value
+
+
+def _known_losses(target) -> list:
     from ultrafs.errors import ParameterError
     from ultrafs.solvers.losses import get_loss, loss_names
 
-    if not isinstance(value, str):
-        raise _Invalid(f"loss must be a loss name, got {_show(value)}")
-    try:
-        get_loss(value, target)
-    except ParameterError:
-        raise _Invalid(f"unknown loss {value!r} for a {target} model (known: "
-                       f"{', '.join(loss_names())})") from None
-    return value
+    known = []
+    for name in loss_names():
+        try:
+            get_loss(name, target)
+        except ParameterError:
+            continue
+        known.append(name)
+    return known
 
 
 def _batches(value, what, n_features) -> list:
