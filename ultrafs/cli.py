@@ -432,10 +432,9 @@ def _fgm_options(func):
                      help="Threads/processes of a local scheduler."),
         click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True,
                                                                 max=MAX_SECONDS),
-                     default=CONNECT_TIMEOUT_S, show_default=True,
-                     envvar="ULTRAFS_CONNECT_TIMEOUT",
+                     default=None, envvar="ULTRAFS_CONNECT_TIMEOUT",
                      help="Seconds a tcp:// scheduler may take to answer "
-                          "(env ULTRAFS_CONNECT_TIMEOUT)."),
+                          "(default 10; env ULTRAFS_CONNECT_TIMEOUT)."),
         click.option("--worker-timeout", type=click.FloatRange(min=0, min_open=True,
                                                                max=MAX_SECONDS),
                      default=None, envvar="ULTRAFS_WORKER_TIMEOUT",
@@ -478,7 +477,7 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                 block_size, scheduler, workers, progress, command, poly=1,
                 gamma=1.0, coef0=1.0, checkpoint=None, resume=False, refit=False,
                 refit_C=None, validation_fraction=None, cv=None, split_seed=0,
-                connect_timeout=CONNECT_TIMEOUT_S, worker_timeout=None):
+                connect_timeout=None, worker_timeout=None):
     import dask
 
     from ultrafs.api import select
@@ -498,6 +497,8 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                 + f"(score {record['score_seconds']:.2f}s, "
                 f"solve {record['solve_seconds']:.2f}s)", err=True)
 
+    if connect_timeout is None:
+        connect_timeout = CONNECT_TIMEOUT_S
     timeouts = {} if worker_timeout is None else {WORKER_TIMEOUT_KEY: worker_timeout}
     with dask.config.set(timeouts), _too_large_C(C), \
             _open_scheduler(scheduler, connect_timeout) as dask_scheduler:
