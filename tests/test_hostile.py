@@ -97,6 +97,7 @@ def root(tmp_path_factory):
     os.link(r / "train.svm", r / "hard.svm")
     os.symlink(r / "model.json", r / "model-link.json")
     os.symlink(r / "train.zarr", r / "train-link.zarr")
+    os.mkfifo(r / "pipe")
     return r
 
 
@@ -182,6 +183,13 @@ CASES = [
     Case("predict-out-is-directory", ["predict", "--model", "{r}/model.json",
                                       "--data", "{r}/test.zarr", "--out", "{r}/plain"], 1,
          ["--out {r}/plain", "is a directory"]),
+    Case("select-out-is-a-fifo", SELECT + ["--data", "{r}/train.zarr",
+                                           "--out", "{r}/pipe"], 1,
+         ["--out {r}/pipe", "not a regular file"]),
+    Case("demo-huge-n-samples", ["demo", "--dir", "{r}/demo", "--n-samples", "9" * 30], 2,
+         ["--n-samples"]),
+    Case("demo-negative-seed", ["demo", "--dir", "{r}/demo", "--seed", "-1"], 2,
+         ["--seed"]),
     Case("report-out-missing-folder", ["report", "{r}/model.json",
                                        "--out", "{r}/nodir/r.html"], 1,
          ["--out {r}/nodir/r.html", "does not exist"]),

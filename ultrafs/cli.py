@@ -669,10 +669,11 @@ def report_command(model_path, test_path, train_path, label, l1_max_nnz, top, ou
 @click.option("--dir", "directory", type=click.Path(file_okay=False),
               default="ultrafs-demo", show_default=True,
               help="Where the generated stores and the model go.")
-@click.option("--n-samples", type=click.IntRange(min=10), default=4096, show_default=True)
-@click.option("--n-features", type=click.IntRange(min=10), default=4096, show_default=True)
-@click.option("--n-relevant", type=click.IntRange(min=1), default=300, show_default=True)
-@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--n-samples", type=click.IntRange(min=10, max=MAX_COUNT), default=4096, show_default=True)
+@click.option("--n-features", type=click.IntRange(min=10, max=MAX_COUNT), default=4096, show_default=True)
+@click.option("--n-relevant", type=click.IntRange(min=1, max=MAX_COUNT), default=300, show_default=True)
+@click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1), default=0,
+              show_default=True)
 @_fgm_options
 @_one_line_errors
 def demo(directory, n_samples, n_features, n_relevant, seed, **params):
@@ -693,11 +694,11 @@ def demo(directory, n_samples, n_features, n_relevant, seed, **params):
         params["progress"] = True
     if n_relevant > n_features:
         raise click.BadParameter("--n-relevant exceeds --n-features")
-    os.makedirs(directory, exist_ok=True)
     train_path = os.path.join(directory, "train.zarr")
     test_path = os.path.join(directory, "test.zarr")
     problem = make_planted_problem(n_samples, n_features, n_relevant,
                                    n_test=n_samples, seed=seed)
+    os.makedirs(directory, exist_ok=True)
     click.echo(f"writing {train_path} and {test_path} "
                f"({n_samples} x {n_features}, {n_relevant} relevant features)",
                err=True)

@@ -7,7 +7,9 @@ command's own inputs):
 
 - the parent folder exists, is a folder and is writable;
 - a file output is not a directory (a folder output may be one only where
-  the command replaces or fills folders);
+  the command replaces or fills folders), nor an existing special file
+  (a FIFO, ``/dev/stdout``: the atomic rename would replace it; ``-``
+  writes to stdout);
 - the path is none of the inputs: the same name after resolving symbolic
   links, ``..`` and relative spellings (``os.path.realpath``), or the same
   file on disk (``os.path.samefile``: hard links, bind mounts), or a
@@ -103,7 +105,8 @@ def check_output_file(path, option="--out", inputs=()):
     _check_parent(path, option)
     _check_not_input(path, option, inputs)
     if os.path.lexists(path) and not os.path.isfile(path):
-        raise OutputPathError(f"{option} {path}: exists and is not a regular file")
+        raise OutputPathError(f"{option} {path}: exists and is not a regular file "
+                              "(write to - for stdout)")
 
 
 def check_output_dir(path, option, inputs=()):
