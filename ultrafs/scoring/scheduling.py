@@ -141,9 +141,14 @@ def _compute_distributed(collection, client, show_progress):
     try:
         while True:
             try:
-                return future.result(timeout=_POLL_S)
+                result = future.result(timeout=_POLL_S)
+                if bar is not None:
+                    # let the bar draw 100% while the future still holds its keys
+                    concurrent.futures.wait([bar], timeout=2.0)
+                return result
             except TimeoutError:
-                pass
+                if future.done():       # the task itself raised TimeoutError
+                    raise
             except concurrent.futures.CancelledError:
                 raise ClusterError(
                     f"lost the connection to the dask scheduler at {where} "
