@@ -115,6 +115,8 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
         checkpoint=saver, resume=resume, progress=progress)
     if command:
         params["command"] = command
+    # names the data the model was fitted on (see ultrafs/store/fingerprint.py)
+    params["data_fingerprint"] = getattr(store, "fingerprint", None)
     # "selected" means a nonzero weight: the features the ℓ2,1² penalty set
     # to zero stay in the history (what each pass proposed), not in the model
     nonzero = result.nonzero()

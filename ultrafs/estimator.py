@@ -19,12 +19,38 @@ __all__ = ["FGMClassifier"]
 
 def _unlabelled_store(X, id_offset):
     """Wrap a matrix as a store for prediction (labels are not used)."""
-    from ultrafs.store.memory import InMemoryStore, to_csc
+    from ultrafs.store.memory import InMemoryStore, to_compact_csc
 
-    csc = to_csc(X)
+    csc, column_ids, id_space = to_compact_csc(X)
     return InMemoryStore.from_csc_arrays(
         csc.indptr, csc.indices, csc.data, csc.shape[0],
-        np.ones(csc.shape[0]), np.array([0.0, 1.0]), id_offset=id_offset)
+        np.ones(csc.shape[0]), np.array([0.0, 1.0]), id_offset=id_offset,
+        column_ids=column_ids, id_space=id_space)
+
+
+def _sparse_decision(X, columns, coef):
+    """``X[:, columns] @ coef`` for a scipy matrix, in time and memory O(nnz).
+
+    scipy's column indexing of a CSR matrix allocates an array per column
+    of X, which a hashed feature space (2**31 columns and more) cannot
+    afford; this goes through the ``(row, column, value)`` triplets.
+    """
+    coo = X.tocoo()
+    columns = np.asarray(columns, dtype=np.int64)
+    order = np.argsort(columns, kind="stable")
+    sorted_columns = columns[order]
+    weights = np.asarray(coef, dtype=np.float64)[order]
+    decision = np.zeros((X.shape[0],) + weights.shape[1:], dtype=np.float64)
+    if len(sorted_columns) == 0 or coo.nnz == 0:
+        return decision
+    entry_columns = coo.col.astype(np.int64)
+    pos = np.minimum(np.searchsorted(sorted_columns, entry_columns), len(sorted_columns) - 1)
+    hit = sorted_columns[pos] == entry_columns
+    values = coo.data[hit].astype(np.float64)
+    contribution = (values[:, None] * weights[pos[hit]] if weights.ndim == 2
+                    else values * weights[pos[hit]])
+    np.add.at(decision, coo.row[hit], contribution)
+    return decision
 
 
 def _has_probabilistic_loss(estimator):
@@ -254,11 +280,10 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         columns = self.selected_features_
         if self._fitted_on_store:
             columns = columns - self._store_id_offset()
-        selected = X[:, columns]
-        if sp.issparse(selected):
-            decision = np.asarray(selected @ self.coef_)
+        if sp.issparse(X):
+            decision = _sparse_decision(X, columns, self.coef_)
         else:
-            decision = np.asarray(selected, dtype=np.float64) @ self.coef_
+            decision = np.asarray(X[:, columns], dtype=np.float64) @ self.coef_
         if self.coef_.ndim == 1:
             decision = decision.ravel()
         return decision + self.intercept_

@@ -7,7 +7,7 @@ import scipy.sparse as sp
 
 from ultrafs.errors import InputFormatError, ParameterError
 from ultrafs.store.base import (ColumnBlock, ColumnStore, balanced_block_bounds,
-                   even_block_bounds, span_take, sparse_id_layout)
+                   check_column_ids, even_block_bounds, span_take, sparse_id_layout)
 from ultrafs.store.targets import TARGET_TYPES, encode_targets
 
 __all__ = ["InMemoryStore", "to_csc", "to_compact_csc"]
@@ -158,7 +158,8 @@ class InMemoryStore(ColumnStore):
 
     @classmethod
     def from_csc_arrays(cls, indptr, indices, data, n_samples, y_pm, classes,
-                        *, block_size=None, id_offset=0, targets=None, target_type=None):
+                        *, block_size=None, id_offset=0, targets=None, target_type=None,
+                        column_ids=None, id_space=None):
         """Wrap already canonical CSC arrays and targets without checks.
 
         Parameters
@@ -178,6 +179,8 @@ class InMemoryStore(ColumnStore):
             None derives them from ``y_pm`` (binary).
         target_type : None, "binary", "multiclass" or "continuous"
             None: ``"binary"`` (the only type ``y_pm`` can describe).
+        column_ids, id_space : array of int64 or None, int or None
+            The sparse id layout (see :func:`to_compact_csc`); None: dense.
         """
         self = cls.__new__(cls)
         self._indptr = np.asarray(indptr, dtype=np.int64)
@@ -206,6 +209,12 @@ class InMemoryStore(ColumnStore):
         self.id_offset = int(id_offset)
         self.column_ids = None
         self._id_space = self.n_features
+        if column_ids is not None:
+            self.column_ids = check_column_ids(column_ids, int(id_space), "column_ids")
+            if len(self.column_ids) != self.n_features:
+                raise ParameterError(f"{len(self.column_ids)} column ids for "
+                                     f"{self.n_features} columns")
+            self._id_space = int(id_space)
         self._fingerprint = None
         self._block_size = None if block_size is None else int(block_size)
         return self
