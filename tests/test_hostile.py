@@ -443,10 +443,30 @@ def test_read_only_folder(root, small_fs):
     assert os.listdir(small_fs) == []
 
 
-@pytest.mark.skip(reason="store: lead (a FIFO inside a store blocks the read; "
-                         "the store layer must refuse non-regular files)")
-def test_fifo_inside_a_store(root, tmp_path):  # pragma: no cover
-    raise AssertionError("not run: it could hang")
+@pytest.mark.parametrize("command", ["select", "info", "predict"])
+def test_fifo_inside_a_store(root, tmp_path, command):
+    """A chunk replaced by a FIFO is refused on open: one line, no hang.
+
+    Run in a subprocess with a deadline, so that a regression fails the
+    test instead of hanging the suite.
+    """
+    import shutil
+
+    store = tmp_path / "fifo.zarr"
+    shutil.copytree(root / "train.zarr", store)
+    chunk = next(p for p in sorted((store / "indices" / "c").iterdir()))
+    chunk.unlink()
+    os.mkfifo(chunk)
+    argv = {"select": ["select", "--data", str(store), "--B", "3", "--out",
+                       str(tmp_path / "m.json")],
+            "info": ["info", str(store)],
+            "predict": ["predict", "--model", str(root / "model.json"), "--data",
+                        str(store), "--out", str(tmp_path / "p.tsv")]}[command]
+    done = subprocess.run([sys.executable, "-m", "ultrafs.cli", *argv],
+                          capture_output=True, text=True, timeout=120)
+    line = error_line(done.returncode, done.stderr, 1)
+    assert str(store) in line and "not a regular file" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["fifo.zarr"]
 
 
 # ---------------------------------------------- bounded waits (item 6)

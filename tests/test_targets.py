@@ -101,7 +101,13 @@ def zarr_attrs(path: Path) -> dict:
 
 
 def set_zarr_attrs(path: Path, attrs: dict) -> None:
+    """Write the attributes as a (faulty) writer would: with their checksum."""
+    from ultrafs.store.metadata import metadata_checksum
+    from ultrafs.store.zarr_store import array_metadata_parts
+
     meta = json.loads((path / "zarr.json").read_text())
+    attrs = dict(attrs)
+    attrs["metadata_checksum"] = metadata_checksum(attrs, array_metadata_parts(path))
     meta["attributes"] = attrs
     (path / "zarr.json").write_text(json.dumps(meta))
 

@@ -51,11 +51,57 @@ def read_attrs(path: Path) -> dict:
     return json.loads((path / "zarr.json").read_text())["attributes"]
 
 
-def edit_attrs(path: Path, **changes) -> None:
+def edit_attrs(path: Path, sign=True, **changes) -> None:
+    """Change attributes; ``sign`` also updates the metadata checksum (as a
+    faulty writer would), so that the specific check under test fires."""
+    from ultrafs.store.metadata import metadata_checksum
+    from ultrafs.store.zarr_store import array_metadata_parts
+
     meta_file = path / "zarr.json"
     meta = json.loads(meta_file.read_text())
     meta["attributes"].update(changes)
+    if sign:
+        meta["attributes"]["metadata_checksum"] = metadata_checksum(
+            meta["attributes"], array_metadata_parts(path))
     meta_file.write_text(json.dumps(meta))
+
+
+@pytest.mark.parametrize("changes", [{"id_offset": 3}, {"classes": [3.0, 8.5]},
+                                     {"created_by": "someone else"}, {"block_nnz": 7}])
+def test_metadata_changed_after_writing_is_refused(tmp_path, changes):
+    """Values the other checks cannot tell from valid ones: the checksum can."""
+    store, _, _ = small_store(tmp_path)
+    edit_attrs(store.path, sign=False, **changes)
+    with pytest.raises(StoreFormatError, match="does not match its checksum"):
+        ZarrStore(store.path)
+
+
+def test_array_metadata_changed_after_writing_is_refused(tmp_path):
+    store, _, _ = small_store(tmp_path)
+    document = store.path / "indices" / "zarr.json"
+    meta = json.loads(document.read_text())
+    meta["fill_value"] = 0
+    document.write_text(json.dumps(meta))
+    with pytest.raises(StoreFormatError, match="does not match its checksum"):
+        ZarrStore(store.path)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "symlink"])
+def test_store_with_a_special_file_is_refused(tmp_path, kind):
+    """A FIFO as a chunk would hang the read: refused on open, at once."""
+    import os
+
+    store, _, _ = small_store(tmp_path)
+    chunk = store.path / "indices" / "c" / "0"
+    chunk.unlink()
+    if kind == "fifo":
+        os.mkfifo(chunk)
+        fragment = "not a regular file"
+    else:
+        chunk.symlink_to("/dev/zero")
+        fragment = "symbolic link"
+    with pytest.raises(StoreFormatError, match=fragment):
+        ZarrStore(store.path)
 
 
 def leftovers(directory: Path, keep=()) -> list[str]:

@@ -18,7 +18,7 @@ from ultrafs.store.targets import TARGET_TYPES
 __all__ = ["VALUE_DTYPES", "READ_VERSIONS", "WRITE_VERSION", "RecordedMeta", "is_count",
            "check_format_marker", "check_complete", "check_counts",
            "check_classes_and_bounds", "check_version3", "required_attrs",
-           "FINGERPRINT_LENGTH"]
+           "FINGERPRINT_LENGTH", "metadata_checksum", "check_metadata_checksum"]
 
 #: value dtypes of every store
 VALUE_DTYPES = ("float32", "float64")
@@ -76,6 +76,47 @@ def required_attrs(common, attrs: dict) -> tuple:
     if version >= 2:
         return tuple(common) + ("target",)
     return tuple(common)
+
+
+#: attributes left out of the metadata checksum: itself, and ``complete``
+#: (written after it, last)
+_UNCHECKED = ("metadata_checksum", "complete")
+
+
+def metadata_checksum(attrs: dict, parts=()) -> str:
+    """SHA-256 of the attributes (but ``complete``) and other metadata documents.
+
+    Parameters
+    ----------
+    attrs : dict
+        The store's attributes; ``metadata_checksum`` and ``complete`` are
+        left out.
+    parts : iterable of (name, JSON value)
+        Further metadata covered, e.g. each Zarr array's ``zarr.json``.
+
+    Notes
+    -----
+    The JSON is canonical (sorted keys, no spaces), so the checksum names
+    the values, not their layout: a flipped bit in a metadata file either
+    breaks its JSON, or changes a value and so the checksum.
+    """
+    import hashlib
+    import json
+
+    body = {name: value for name, value in attrs.items() if name not in _UNCHECKED}
+    document = {"attrs": body, "parts": {name: value for name, value in parts}}
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"), allow_nan=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def check_metadata_checksum(path: Path, attrs: dict, parts=()) -> None:
+    """Raise StoreFormatError unless ``metadata_checksum`` matches (version 3)."""
+    if attrs.get("format_version", 1) < 3:
+        return
+    if attrs.get("metadata_checksum") != metadata_checksum(attrs, parts):
+        raise StoreFormatError(
+            f"{path}: corrupt store: the metadata does not match its checksum "
+            "(a metadata file was changed after writing)")
 
 
 def check_version3(path: Path, attrs: dict) -> None:

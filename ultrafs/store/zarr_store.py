@@ -7,6 +7,7 @@ constants shared with :mod:`ultrafs.store.writers.zarr_writer` and the reader,
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import numpy as np
@@ -17,7 +18,8 @@ from ultrafs.store.base import ColumnBlock
 from ultrafs.store.metadata import VALUE_DTYPES  # noqa: F401  (re-exported)
 from ultrafs.store.metadata import (READ_VERSIONS, WRITE_VERSION, RecordedMeta,
                                     check_classes_and_bounds, check_complete, check_counts,
-                                    check_format_marker, check_version3, required_attrs)
+                                    check_format_marker, check_metadata_checksum,
+                                    check_version3, required_attrs)
 from ultrafs.store.path_store import WrittenStore, gather_columns, is_url
 
 __all__ = [
@@ -108,10 +110,69 @@ def is_ultrafs_store(path) -> bool:
         return False
 
 
+#: the arrays whose ``zarr.json`` the metadata checksum covers (when present)
+CHECKSUMMED_ARRAYS = ("indptr", "indices", "data", "labels", "column_ids")
+
+
+def array_metadata_parts(path: Path):
+    """``(name, parsed zarr.json)`` of each array of a local store, in order.
+
+    Raises
+    ------
+    StoreFormatError
+        If an array's ``zarr.json`` is not a regular file or not JSON.
+    """
+    import json
+
+    parts = []
+    for name in CHECKSUMMED_ARRAYS:
+        document = path / name / "zarr.json"
+        if not os.path.lexists(document):
+            continue
+        if not document.is_file() or document.is_symlink():
+            raise StoreFormatError(f"{path}: {name}/zarr.json is not a regular file")
+        try:
+            parts.append((name, json.loads(document.read_bytes())))
+        except (OSError, ValueError) as exc:
+            raise StoreFormatError(
+                f"{path}: corrupt store: cannot read {name}/zarr.json ({exc})") from None
+    return parts
+
+
+def check_regular_files(path: Path) -> None:
+    """Refuse a store holding anything but folders and regular files.
+
+    A FIFO, socket or device inside a store would hang or misbehave when a
+    chunk is read; symbolic links could point outside it.  One ``scandir``
+    walk: a few milliseconds for thousands of chunk files.
+    """
+    stack = [path]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as exc:
+            raise StoreFormatError(f"{path}: cannot list {folder}: {exc.strerror}") from None
+        for entry in entries:
+            if entry.is_symlink():
+                raise StoreFormatError(
+                    f"{path}: {entry.path} is a symbolic link; a store holds only "
+                    "folders and regular files")
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            elif not entry.is_file(follow_symlinks=False):
+                raise StoreFormatError(
+                    f"{path}: {entry.path} is not a regular file (a FIFO, socket or "
+                    "device); a store holds only folders and regular files")
+
+
 def _check_attrs(path: Path, attrs: dict) -> None:
     """Validate the group attributes of a store (see docs/FORMAT.md)."""
     check_format_marker(path, attrs, FORMAT_NAME, READ_VERSIONS)
-    check_complete(path, attrs, required_attrs(REQUIRED_ATTRS, attrs))
+    required = required_attrs(REQUIRED_ATTRS, attrs)
+    if attrs.get("format_version", 1) >= 3:
+        required = required + ("metadata_checksum",)
+    check_complete(path, attrs, required)
     check_counts(path, attrs)
     check_classes_and_bounds(path, attrs, allow_bool=True)
     check_version3(path, attrs)
@@ -124,6 +185,8 @@ class _StoreMeta(RecordedMeta):
         import zarr
 
         attrs = _read_group_attrs(path)
+        if not is_url(path):
+            check_regular_files(path)
         _check_attrs(path, attrs)
         super().__init__(attrs)
         group = zarr.open_group(store=str(path) if zarr_store is None else zarr_store,
@@ -152,6 +215,10 @@ class _StoreMeta(RecordedMeta):
                     f"{path}: array {name!r} has shape {array.shape} and dtype "
                     f"{array.dtype}, expected ({length},) and {dtype}")
             self.arrays[name] = array
+        # last of the metadata checks: whatever the specific checks above
+        # let through (an id_offset, a class value changed...) is caught here
+        if not is_url(path):
+            check_metadata_checksum(path, attrs, array_metadata_parts(path))
         #: elements per chunk of indptr and of indices/data
         self.indptr_chunk = int(self.arrays["indptr"].chunks[0])
         self.entry_chunk = int(self.arrays["indices"].chunks[0])

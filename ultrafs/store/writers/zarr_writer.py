@@ -15,8 +15,10 @@ from ultrafs.errors import StoreExistsError  # noqa: F401  (re-exported)
 from ultrafs.store.base import balanced_block_bounds
 from ultrafs.store.writers.block_writer import (BlockWriter, check_output_path, default_command,  # noqa: F401
                            remove_tree, temporary_sibling, write_arrays)
+from ultrafs.store.metadata import metadata_checksum
 from ultrafs.store.zarr_store import (CHUNK_ELEMENTS, DEFAULT_BLOCK_NNZ, FILL_VALUES,
-                         FORMAT_NAME, FORMAT_VERSION, ZarrStore, _codecs)
+                         FORMAT_NAME, FORMAT_VERSION, ZarrStore, _codecs,
+                         array_metadata_parts)
 
 __all__ = ["StoreWriter", "StoreExistsError", "write_store",
            "balanced_block_bounds", "temporary_sibling", "remove_tree"]
@@ -124,6 +126,8 @@ class StoreWriter(BlockWriter):
                                chunk=min(self.chunk_size, INDPTR_CHUNK))[:] = self.column_ids
         bounds = balanced_block_bounds(self._indptr, self.block_nnz)
         attrs = dict(self._attrs, block_bounds=[int(b) for b in bounds], complete=False)
+        attrs["metadata_checksum"] = metadata_checksum(
+            attrs, array_metadata_parts(self.tmp_path))
         self._group.attrs.update(attrs)
         self._group.attrs["complete"] = True          # written last
 
