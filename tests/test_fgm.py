@@ -142,3 +142,26 @@ def test_models_hold_only_nonzero_features_and_the_budget(data_dir, tmp_path):
     # the decision function is unchanged by dropping the zero weights
     full = FGMClassifier(B=10, max_iter=5).fit(X, y)
     np.testing.assert_allclose(full.decision_function(X), clf.decision_function(X))
+
+
+def test_B_beyond_the_candidates_costs_nothing_extra():
+    """k is capped at the candidates left: B = 2**31 - 1 allocates no 2**31 heap."""
+    rng = np.random.default_rng(0)
+    X = rng.random((60, 12))
+    y = np.where(X[:, 0] > 0.5, 1, -1)
+    model = select(X, y, B=2 ** 31 - 1, max_iter=2)
+    everything = select(X, y, B=12, max_iter=2)
+    assert model.features == everything.features
+    np.testing.assert_allclose(model.coef, everything.coef, rtol=1e-12)
+    pairs = select(X, y, B=2 ** 31 - 1, max_iter=1, poly=2)
+    assert 0 < len(pairs.features) <= 12 + 12 * 13 // 2
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("C", [1e200, 1e300])
+def test_C_that_overflows_is_refused(C):
+    rng = np.random.default_rng(0)
+    X = rng.random((60, 12))
+    y = np.where(X[:, 0] > 0.5, 1, -1)
+    with pytest.raises(ParameterError, match="overflows"):
+        select(X, y, B=3, max_iter=2, C=C)

@@ -27,6 +27,7 @@ def _score_columns(block, store, weights, excluded, k):
     cols = store.read_range(start, stop)
     if cols.nnz == 0:
         return TopK(_EMPTY_KEYS, _EMPTY_SCORES, {"nnz": 0})
+    k = min(int(k), stop - start)         # a block never has more winners than columns
     if weights.ndim == 2:
         if cols.data is None:
             keys, scores = score_block_topk_multi_binary(

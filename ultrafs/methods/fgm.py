@@ -126,6 +126,21 @@ def _datafit(cache, y, C, loss, n_outputs):
     return Datafit(loss, CSCOperator(indptr, indices, data, len(y), n_outputs), y, C)
 
 
+def _overflow_message(C) -> str:
+    return (f"C = {float(C):g} is too large for this data: the objective overflows "
+            "float64 (use a smaller C, or C='scale' for one fitted to the data)")
+
+
+def _require_finite(solution, C) -> None:
+    """Raise ParameterError when the subproblem overflowed (C far too large)."""
+    kkt = getattr(solution, "kkt", None)
+    finite = (np.isfinite(solution.objective) and np.all(np.isfinite(solution.coef))
+              and np.all(np.isfinite(solution.bias))
+              and (kkt is None or not np.isnan(kkt)))
+    if not finite:
+        raise ParameterError(_overflow_message(C))
+
+
 def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_iter=10,
             tol=1e-3, fit_intercept=True, inner_tol=1e-3, inner_max_iter=1000,
             inner_kkt_tol=DEFAULT_KKT_TOL,
@@ -203,6 +218,8 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
     bias = no_feature.optimal_bias(fit_intercept)
     decision = no_feature.constant_decision(bias)
     objective_0 = no_feature.value(decision)
+    if not np.isfinite(objective_0):
+        raise ParameterError(_overflow_message(C))
     objective_prev = objective_0
     coef = np.zeros(0)
     lipschitz = None
@@ -271,6 +288,8 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
             block_size=block_size,
             scheduler=scheduler, num_workers=num_workers,
             progress_label=f"iteration {iteration} pass" if progress else None)
+        if len(candidates) and not np.all(np.isfinite(candidates.scores)):
+            raise ParameterError(_overflow_message(C))
         if len(candidates) == 0:
             stop_reason = "no candidate feature with a positive score"
             commit(iteration - 1, stop_reason)
@@ -289,6 +308,7 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
             lipschitz0=lipschitz, tol=inner_tol, max_iter=inner_max_iter,
             kkt_tol=inner_kkt_tol)
         solve_seconds = time.perf_counter() - started
+        _require_finite(solution, C)
         coef, bias = solution.coef, solution.bias
         decision = solution.decision
         lipschitz = None if solution.lipschitz is None else float(solution.lipschitz)

@@ -104,10 +104,12 @@ def worst_case_analysis(features, weights, k, *, excluded=None,
         raise ParameterError(f"k must be >= 1, got {k!r}")
     excluded = np.unique(np.asarray(
         [] if excluded is None else excluded, dtype=np.int64))
+    # never more winners than candidates: memory follows the data, not B
+    k = max(1, min(int(k), int(features.n_candidates) - len(excluded)))
     runner = BlockRunner(scheduler, num_workers, split_every, block_size,
                          progress_label)
     started = time.perf_counter()
-    result = features.find_candidates(weights, int(k), excluded, runner)
+    result = features.find_candidates(weights, k, excluded, runner)
     seconds = time.perf_counter() - started
     counters = dict(result.counters)
     nnz = int(counters.pop("nnz", 0))
