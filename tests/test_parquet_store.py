@@ -29,8 +29,10 @@ from ultrafs.store.writers.zarr_writer import balanced_block_bounds, write_store
 from ultrafs.store.zarr_store import ZarrStore
 
 try:
+    from parquet_tools import reseal
     from store_contract import StoreContract, make_matrix
 except ImportError:                       # tests/ imported as a package
+    from tests.parquet_tools import reseal
     from tests.store_contract import StoreContract, make_matrix
 
 DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -75,9 +77,10 @@ def read_meta(path: Path) -> dict:
 
 
 def edit_meta(path: Path, **changes) -> None:
+    """Forge attributes (checksums re-recorded: the checks after them are tested)."""
     meta = read_meta(path)
     meta.update(changes)
-    (path / METADATA_FILE).write_text(json.dumps(meta))
+    reseal(path, meta)
 
 
 def leftovers(directory: Path, keep=()) -> list[str]:
@@ -129,7 +132,7 @@ def test_long_metadata_follows_the_format(tmp_path):
     store, X, y = small_long(tmp_path, command="ultrafs demo", id_offset=1)
     meta = read_meta(store.path)
     assert meta["format"] == FORMAT_NAME == "ultrafs-colstore-parquet-long"
-    assert meta["format_version"] == 2 and meta["target"] == "binary"
+    assert meta["format_version"] == 3 and meta["target"] == "binary"
     assert (meta["n_samples"], meta["n_features"], meta["nnz"]) == (*X.shape, X.nnz)
     assert meta["dtype"] == "float32" and meta["feature_dtype"] == "int32"
     assert meta["id_offset"] == 1 and store.id_offset == 1
@@ -140,6 +143,8 @@ def test_long_metadata_follows_the_format(tmp_path):
     assert meta["files"] == [f"part-{k:05d}.parquet" for k in range(len(meta["files"]))]
     assert len(meta["files"]) > 1
     assert leftovers(store.path) == sorted(meta["files"] + [LABELS_FILE, METADATA_FILE])
+    assert meta["sparse_ids"] is False and "id_space" not in meta
+    assert meta["fingerprint"] == store.fingerprint and len(meta["fingerprint"]) == 64
     # the part files, read as one table, are the sorted (feature, row, value) triplets
     table = pq.read_table(store.path)
     assert table.column_names == ["feature", "row", "value"]
@@ -302,12 +307,12 @@ def test_long_existing_output_needs_overwrite(tmp_path):
 # ------------------------------------------ long: validation, truncation
 def test_long_other_format_version(tmp_path):
     store, _, _ = small_long(tmp_path)
-    edit_meta(store.path, format_version=3)
+    edit_meta(store.path, format_version=4)
     with pytest.raises(StoreVersionError) as info:
         ParquetLongStore(store.path)
     message = str(info.value)
-    assert str(store.path) in message and "version 3" in message
-    assert "versions 1 and 2" in message and "\n" not in message
+    assert str(store.path) in message and "version 4" in message
+    assert "versions 1, 2 and 3" in message and "\n" not in message
     with pytest.raises(StoreFormatError):
         open_store(store.path)
 
@@ -349,7 +354,7 @@ def test_long_missing_metadata_attribute_or_labels(tmp_path):
     store, _, _ = small_long(tmp_path)
     meta = read_meta(store.path)
     del meta["created_by"]
-    (store.path / METADATA_FILE).write_text(json.dumps(meta))
+    reseal(store.path, meta)
     with pytest.raises(StoreFormatError, match="missing attributes created_by"):
         ParquetLongStore(store.path)
     store, _, _ = small_long(tmp_path, name="t.pql")
@@ -394,13 +399,16 @@ def test_long_truncated_or_corrupt_part_file(tmp_path):
     footer = pq.read_metadata(part)
     shorter = pq.ParquetFile(part).read_row_groups(list(range(footer.num_row_groups - 1)))
     pq.write_table(shorter, part, row_group_size=16)
+    reseal(store.path)
     with pytest.raises(StoreFormatError, match=f"{name} has .* row groups"):
         ParquetLongStore(store.path).read_range(0, X.shape[1])
     table = pq.read_table(part)
     pq.write_table(table.set_column(1, "row", table.column("row").cast(pa.int64())), part)
+    reseal(store.path)
     with pytest.raises(StoreFormatError, match=f"{name} lacks a int32 column 'row'"):
         ParquetLongStore(store.path).read_range(0, X.shape[1])
     part.write_bytes(b"PAR1 garbage")
+    reseal(store.path)
     with pytest.raises(StoreFormatError, match=f"cannot read part file {name}"):
         ParquetLongStore(store.path).read_range(0, X.shape[1])
 
@@ -443,6 +451,7 @@ def test_long_corrupt_content_is_detected(tmp_path, problem, fragment):
             features[0] += 1
 
     _rewrite_part(part, edit)
+    reseal(store.path)
     with pytest.raises(StoreFormatError, match=fragment) as info:
         ParquetLongStore(store.path).read_range(0, X.shape[1])
     assert str(store.path) in str(info.value)
@@ -453,9 +462,11 @@ def test_long_corrupt_labels(tmp_path):
     labels = pq.read_table(store.path / LABELS_FILE).column("label").to_numpy().copy()
     labels[4] = 99.0
     pq.write_table(pa.table({"label": labels}), store.path / LABELS_FILE)
+    reseal(store.path)
     with pytest.raises(StoreFormatError, match="corrupt labels"):
         ParquetLongStore(store.path).read_labels()
     pq.write_table(pa.table({"label": labels[:-1]}), store.path / LABELS_FILE)
+    reseal(store.path)
     with pytest.raises(StoreFormatError, match="corrupt labels"):
         ParquetLongStore(store.path).read_labels()
 

@@ -5,14 +5,18 @@ part files ``part-00000.parquet``, ... hold the entries of X sorted by
 (feature, row), in row groups that never straddle a block of the default
 partition; ``_labels.parquet`` holds the labels and ``_ultrafs.json`` the
 metadata (the attributes of the Zarr store plus a table of every row
-group).  The layout is documented in ``docs/FORMAT.md`` (section
-*Parquet layouts*); this module holds the constants and the reader,
-:class:`ParquetLongStore`.
+group); a store of the sparse id layout adds ``_column_ids.parquet``.
+Version 3 records a CRC-32C of every footer, row group, labels file,
+column-id file and of the metadata itself, all verified as they are read
+(:mod:`ultrafs.store.parquet_integrity`).  The layout is documented in
+``docs/FORMAT.md`` (section *Parquet layouts*); this module holds the
+constants and the reader, :class:`ParquetLongStore`.
 """
 
 from __future__ import annotations
 
 import json
+import mmap
 import re
 from pathlib import Path
 
@@ -20,11 +24,14 @@ import numpy as np
 
 from ultrafs.errors import StoreFormatError
 from ultrafs.kernels.long_table import feature_offsets
-from ultrafs.store.base import ColumnBlock
+from ultrafs.store.base import ColumnBlock, check_column_ids
 from ultrafs.store.metadata import (READ_VERSIONS, WRITE_VERSION, RecordedMeta,
                                     check_classes_and_bounds, check_complete, check_counts,
-                                    check_format_marker, required_attrs)
+                                    check_format_marker, check_version3, required_attrs)
 from ultrafs.store.metadata import is_count as _is_count
+from ultrafs.store.parquet_integrity import (CHECKSUM_ALGORITHM, PartFile,
+                                             check_checksum_list, crc32c, read_checked_file,
+                                             read_part_footer, verify_metadata)
 from ultrafs.store.path_store import WrittenStore, gather_columns
 
 __all__ = [
@@ -34,6 +41,7 @@ __all__ = [
     "READ_VERSIONS",
     "METADATA_FILE",
     "LABELS_FILE",
+    "COLUMN_IDS_FILE",
     "ROW_GROUP_TABLE_KEYS",
     "is_parquet_long_store",
     "part_file_name",
@@ -48,6 +56,8 @@ FORMAT_VERSION = WRITE_VERSION
 METADATA_FILE = "_ultrafs.json"
 #: labels file: one float64 column ``label``, n_samples rows
 LABELS_FILE = "_labels.parquet"
+#: column ids of the sparse id layout (version 3): one int64 column ``column_id``
+COLUMN_IDS_FILE = "_column_ids.parquet"
 #: names of the part files
 PART_FILE_PATTERN = re.compile(r"part-\d{5,}\.parquet")
 #: columns of the row-group table, each a list of ints
@@ -57,6 +67,8 @@ REQUIRED_ATTRS = ("format", "format_version", "n_samples", "n_features", "nnz",
                   "dtype", "id_offset", "classes", "binary", "block_bounds",
                   "created_by", "created_with", "complete", "feature_dtype",
                   "files", "row_groups")
+#: required from version 3, besides those of ``required_attrs``
+VERSION3_ATTRS = ("checksums", "metadata_checksum")
 
 
 def part_file_name(number: int) -> str:
@@ -103,7 +115,14 @@ def _check_attrs(path: Path, attrs: dict) -> None:
     check_format_marker(path, attrs, FORMAT_NAME, READ_VERSIONS)
     if attrs.get("complete") is False:        # the placeholder of a running writer
         raise StoreFormatError(f"{path}: store is incomplete (interrupted write)")
-    check_complete(path, attrs, required_attrs(REQUIRED_ATTRS, attrs))
+    # before anything else is trusted; whatever format_version says, so that a
+    # flipped version cannot turn the checks of version 3 off
+    if attrs["format_version"] >= 3 or "metadata_checksum" in attrs:
+        verify_metadata(path, attrs, METADATA_FILE)
+    required = required_attrs(REQUIRED_ATTRS, attrs)
+    if attrs["format_version"] >= 3:
+        required += VERSION3_ATTRS
+    check_complete(path, attrs, required)
     check_counts(path, attrs)
     if attrs["feature_dtype"] not in FEATURE_DTYPES:
         raise StoreFormatError(
@@ -113,6 +132,7 @@ def _check_attrs(path: Path, attrs: dict) -> None:
         raise StoreFormatError(
             f"{path}: n_features={attrs['n_features']} needs feature_dtype int64")
     check_classes_and_bounds(path, attrs, allow_bool=False)
+    check_version3(path, attrs)
 
 
 def _check_files(path: Path, files) -> list:
@@ -179,6 +199,37 @@ def _row_group_table(path: Path, attrs: dict, n_files: int) -> dict:
     return rg
 
 
+def _checksum_table(path: Path, attrs: dict, n_files: int, n_row_groups: int,
+                    sparse: bool) -> dict:
+    """Validate the ``checksums`` attribute (version 3); return it with arrays.
+
+    ``{"algorithm": "crc32c", "footers": [one per part file], "row_groups":
+    [one per row group, in the order of the row_groups table], "labels": int,
+    "column_ids": int}`` (``column_ids`` exactly in the sparse id layout).
+    """
+    table = attrs["checksums"]
+    if not isinstance(table, dict) or table.get("algorithm") != CHECKSUM_ALGORITHM:
+        raise StoreFormatError(
+            f"{path}: attribute checksums is not an object with algorithm "
+            f"{CHECKSUM_ALGORITHM!r}")
+    checked = {"footers": check_checksum_list(path, table.get("footers"), n_files,
+                                              "footers"),
+               "row_groups": check_checksum_list(path, table.get("row_groups"),
+                                                 n_row_groups, "row_groups")}
+    for name, wanted in (("labels", True), ("column_ids", sparse)):
+        value = table.get(name)
+        if not wanted:
+            if name in table:
+                raise StoreFormatError(f"{path}: attribute checksums.{name} in a store "
+                                       "of the dense id layout")
+            continue
+        if not (_is_count(value) and 0 <= value < 2 ** 32):
+            raise StoreFormatError(
+                f"{path}: attribute checksums.{name}={value!r} is not a CRC-32C")
+        checked[name] = value
+    return checked
+
+
 class _StoreMeta(RecordedMeta):
     """Validated metadata of one Parquet-long store."""
 
@@ -196,6 +247,35 @@ class _StoreMeta(RecordedMeta):
             raise StoreFormatError(f"{path}: missing labels file {LABELS_FILE}")
         #: the columns read from every part file
         self.columns = ["feature", "row"] if self.binary else ["feature", "row", "value"]
+        #: the recorded CRC-32C values (version 3), else None
+        self.checksums = (_checksum_table(path, attrs, len(self.files), len(self.rg_file),
+                                          self.sparse_ids)
+                          if self.format_version >= 3 else None)
+        if self.sparse_ids:
+            self.column_ids = self._read_column_ids(path)
+
+    def _read_column_ids(self, path: Path) -> np.ndarray:
+        """The column ids of the sparse layout (checksum, schema, order checked)."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        data = read_checked_file(path, COLUMN_IDS_FILE, self.checksums["column_ids"])
+        try:
+            table = pq.read_table(pa.BufferReader(data), use_threads=False,
+                                  page_checksum_verification=True)
+            if (table.schema.names != ["column_id"]
+                    or table.schema.field(0).type != pa.int64()
+                    or table.num_rows != self.n_features or table.column(0).null_count):
+                raise ValueError(f"expected {self.n_features} int64 values in one column "
+                                 "'column_id'")
+            raw = table.column(0).to_numpy()
+        except Exception as exc:
+            raise StoreFormatError(f"{path}: corrupt store: cannot read {COLUMN_IDS_FILE}: "
+                                   f"{exc}") from exc
+        try:
+            return check_column_ids(raw, self.id_space, f"{path}: corrupt store")
+        except ValueError as exc:
+            raise StoreFormatError(str(exc)) from None
 
     def row_groups_of(self, start: int, stop: int) -> np.ndarray:
         """Global numbers of the row groups holding features ``start:stop``."""
@@ -222,7 +302,8 @@ class ParquetLongStore(WrittenStore):
 
     Notes
     -----
-    Opening reads ``_ultrafs.json`` only.  :meth:`read_range` reads just
+    Opening reads ``_ultrafs.json`` (and ``_column_ids.parquet`` in the
+    sparse id layout) only.  :meth:`read_range` reads just
     the row groups whose feature range (recorded in the metadata) overlaps
     the requested columns, with the ``feature``, ``row`` and (unless
     binary) ``value`` columns, and checks what it returns: the part file
@@ -230,7 +311,12 @@ class ParquetLongStore(WrittenStore):
     are sorted and match the recorded ranges, rows are in range and
     strictly increasing within each column, values are finite.  Any
     failure raises :class:`StoreFormatError` naming the store and the
-    column range, never zeros.  Pickling keeps only the path.
+    column range, never zeros.  In version 3 every byte read is first
+    checked against its recorded CRC-32C (the metadata when opening, a
+    part file's footer when the file is first needed, each row group's
+    byte range when it is read, the labels file when the targets are read)
+    and Parquet's page checksums are verified too.  Pickling keeps only
+    the path.
     """
 
     def _init_state(self, path) -> None:
@@ -248,9 +334,15 @@ class ParquetLongStore(WrittenStore):
     def _read_raw_label_column(self, meta) -> np.ndarray:
         import pyarrow.parquet as pq
 
-        labels_path = self._path / LABELS_FILE
+        source = self._path / LABELS_FILE
+        if meta.checksums is not None:
+            import pyarrow as pa
+
+            source = pa.BufferReader(read_checked_file(self._path, LABELS_FILE,
+                                                       meta.checksums["labels"]))
         try:
-            table = pq.read_table(labels_path, columns=["label"], use_threads=False)
+            table = pq.read_table(source, columns=["label"], use_threads=False,
+                                  page_checksum_verification=True)
             raw = table.column("label")
             if raw.null_count:
                 raise StoreFormatError(f"{self._path}: corrupt labels (null values)")
@@ -341,10 +433,15 @@ class ParquetLongStore(WrittenStore):
 
     # ----------------------------------------------------------- internals
     def _footer(self, file_number: int, where: str):
-        """The validated Parquet footer of a part file (cached)."""
-        footer = self._footers.get(file_number)
-        if footer is not None:
-            return footer
+        """The validated :class:`PartFile` of a part file (cached).
+
+        Version 3: the footer's recorded checksum is verified before it is
+        parsed, and its row groups must tile the file (``ranges`` then
+        gives the byte range of each); before, ``ranges`` is None.
+        """
+        part_file = self._footers.get(file_number)
+        if part_file is not None:
+            return part_file
         import pyarrow as pa
         import pyarrow.parquet as pq
 
@@ -356,7 +453,11 @@ class ParquetLongStore(WrittenStore):
                 f"{self._path}: corrupt or truncated store: missing part file {name} "
                 f"(needed for {where})")
         try:
-            footer = pq.read_metadata(part)
+            if meta.checksums is None:
+                part_file = PartFile(pq.read_metadata(part), None, None, None)
+            else:
+                part_file = read_part_footer(part, int(meta.checksums["footers"][file_number]))
+            footer = part_file.footer
             schema = footer.schema.to_arrow_schema()
         except Exception as exc:
             raise StoreFormatError(
@@ -383,8 +484,52 @@ class ParquetLongStore(WrittenStore):
             self._corrupt(where, f"row group {bad} of part file {name} has "
                                  f"{held[bad]} entries, the metadata lists {listed[bad]}")
         with self._lock:
-            self._footers[file_number] = footer
-        return footer
+            self._footers[file_number] = part_file
+        return part_file
+
+    def _read_file_row_groups(self, file_number: int, row_groups, where: str):
+        """Table of the global ``row_groups`` (all in one part file), checked.
+
+        The file is memory-mapped once; in version 3 the byte range of each
+        row group is checked against its CRC-32C, then pyarrow decodes
+        those same mapped bytes (verifying the page checksums as well).
+        The mapping is not closed explicitly: the decoded arrays may view
+        it, and it goes with the last of them.
+        """
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        meta = self._meta()
+        part_file = self._footer(file_number, where)
+        local = meta.rg_index[row_groups].tolist()
+        name = meta.files[file_number]
+        try:
+            with open(self._path / name, "rb") as f:
+                mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        except (OSError, ValueError) as exc:
+            raise StoreFormatError(
+                f"{self._path}: corrupt or truncated store: cannot open part file {name} "
+                f"(needed for {where}): {exc}") from exc
+        if part_file.ranges is not None:
+            if len(mapped) != part_file.size:
+                self._corrupt(where, f"part file {name} changed size since it was opened")
+            view = np.frombuffer(mapped, dtype=np.uint8)
+            recorded = meta.checksums["row_groups"][row_groups]
+            for k, expected in zip(local, recorded.tolist()):
+                start, stop = (int(v) for v in part_file.ranges[k])
+                if crc32c(view[start:stop]) != expected:
+                    self._corrupt(where, f"checksum mismatch in row group {k} of part "
+                                         f"file {name}")
+            del view
+        try:
+            reader = pq.ParquetFile(pa.BufferReader(pa.py_buffer(mapped)),
+                                    metadata=part_file.footer,
+                                    page_checksum_verification=True)
+            return reader.read_row_groups(local, columns=meta.columns, use_threads=False)
+        except Exception as exc:
+            raise StoreFormatError(
+                f"{self._path}: corrupt or truncated store: cannot read row groups "
+                f"{local} of part file {name} (needed for {where}): {exc}") from exc
 
     def _read_row_groups(self, row_groups, where):
         """Concatenated ``feature``, ``row``, ``value`` of global row groups.
@@ -394,8 +539,6 @@ class ParquetLongStore(WrittenStore):
         group are checked against the recorded ranges; the callers check
         that the features are sorted.
         """
-        import pyarrow.parquet as pq
-
         meta = self._meta()
         if len(row_groups) == 0:
             empty_values = None if meta.binary else np.zeros(0, dtype=meta.dtype)
@@ -405,23 +548,14 @@ class ParquetLongStore(WrittenStore):
         parts = {name: [] for name in meta.columns}
         for file_number in np.unique(files):
             file_number = int(file_number)
-            footer = self._footer(file_number, where)
-            local = meta.rg_index[row_groups[files == file_number]].tolist()
-            name = meta.files[file_number]
-            try:
-                reader = pq.ParquetFile(self._path / name, metadata=footer,
-                                        memory_map=True)
-                table = reader.read_row_groups(local, columns=meta.columns,
-                                               use_threads=False)
-                for column in meta.columns:
-                    array = table.column(column)
-                    if array.null_count:
-                        raise ValueError(f"null values in column {column!r}")
-                    parts[column].append(array.to_numpy())
-            except Exception as exc:
-                raise StoreFormatError(
-                    f"{self._path}: corrupt or truncated store: cannot read row groups "
-                    f"{local} of part file {name} (needed for {where}): {exc}") from exc
+            table = self._read_file_row_groups(file_number, row_groups[files == file_number],
+                                               where)
+            for column in meta.columns:
+                array = table.column(column)
+                if array.null_count:
+                    self._corrupt(where, f"null values in column {column!r} of part file "
+                                         f"{meta.files[file_number]}")
+                parts[column].append(array.to_numpy())
         arrays = [np.concatenate(parts[c]) if len(parts[c]) > 1 else parts[c][0]
                   for c in meta.columns]
         features, rows = arrays[0], arrays[1]

@@ -392,8 +392,9 @@ class ParquetWideStore(PathStore):
         reader = readers.pop(k, None)
         if reader is None:
             meta = self._meta()
+            # pages written with a checksum (write_page_checksum) are verified
             reader = pq.ParquetFile(meta.files[k], metadata=meta.footers[k],
-                                    memory_map=True)
+                                    memory_map=True, page_checksum_verification=True)
             if len(readers) >= _READERS_PER_THREAD:
                 readers.pop(next(iter(readers))).close()
         readers[k] = reader                      # most recently used last

@@ -7,7 +7,11 @@ arrive (the same rule as the Zarr store, so both formats have identical
 ``block_bounds``), writes each block as one or more row groups of the
 current part file, and publishes the directory with one ``os.replace``
 when :meth:`ParquetLongWriter.close` has written everything (the skeleton
-is :class:`~ultrafs.store.block_writer.BlockWriter`).
+is :class:`~ultrafs.store.block_writer.BlockWriter`).  Every Parquet file
+carries page checksums; once a file is closed its footer and row groups
+are read back (from the page cache) and their CRC-32C recorded in
+``_ultrafs.json``, which is itself sealed with ``metadata_checksum``
+(:mod:`ultrafs.store.parquet_integrity`).
 :func:`write_parquet_long` builds a store from numpy / scipy.sparse arrays.
 """
 
@@ -20,8 +24,11 @@ import numpy as np
 
 from ultrafs.store.base import balanced_block_bounds
 from ultrafs.store.writers.block_writer import BlockWriter, check_output_path, write_arrays
-from ultrafs.store.parquet_long import (FORMAT_NAME, FORMAT_VERSION, LABELS_FILE, METADATA_FILE,
-                           ROW_GROUP_TABLE_KEYS, ParquetLongStore, part_file_name)
+from ultrafs.store.parquet_integrity import (CHECKSUM_ALGORITHM, file_checksum,
+                                             part_file_checksums, seal_metadata)
+from ultrafs.store.parquet_long import (COLUMN_IDS_FILE, FORMAT_NAME, FORMAT_VERSION,
+                                        LABELS_FILE, METADATA_FILE, ROW_GROUP_TABLE_KEYS,
+                                        ParquetLongStore, part_file_name)
 from ultrafs.store.zarr_store import CHUNK_ELEMENTS, DEFAULT_BLOCK_NNZ
 
 __all__ = ["ParquetLongWriter", "write_parquet_long", "check_output_path",
@@ -77,6 +84,12 @@ class ParquetLongWriter(BlockWriter):
     file_nnz : int
         A new part file starts at the first block boundary after this
         many entries.
+    column_ids : array-like of int or None
+        Sparse id layout: the id (minus ``id_offset``) of each of the
+        ``n_features`` columns, strictly increasing (written to
+        ``_column_ids.parquet``); None for the dense one.
+    id_space : int or None
+        Declared width (ids ``0 .. id_space - 1``); None: ``n_features``.
 
     Notes
     -----
@@ -94,12 +107,13 @@ class ParquetLongWriter(BlockWriter):
     def __init__(self, path, *, n_samples, n_features, nnz, dtype, binary, labels,
                  id_offset=0, command=None, block_nnz=DEFAULT_BLOCK_NNZ,
                  overwrite=False, attrs=None, chunk_size=CHUNK_ELEMENTS,
-                 labels_source="labels", target=None, file_nnz=DEFAULT_FILE_NNZ):
+                 labels_source="labels", target=None, file_nnz=DEFAULT_FILE_NNZ,
+                 column_ids=None, id_space=None):
         super().__init__(path, n_samples=n_samples, n_features=n_features, nnz=nnz,
                          dtype=dtype, binary=binary, labels=labels, id_offset=id_offset,
                          command=command, block_nnz=block_nnz, overwrite=overwrite,
                          attrs=attrs, chunk_size=chunk_size, labels_source=labels_source,
-                         target=target,
+                         target=target, column_ids=column_ids, id_space=id_space,
                          file_nnz=file_nnz)
 
     # -------------------------------------------------------------- hooks
@@ -127,6 +141,7 @@ class ParquetLongWriter(BlockWriter):
         self._file_row_groups = 0             # row groups in the open part file
         self._file_nnz_written = 0
         self._row_groups = {key: [] for key in ROW_GROUP_TABLE_KEYS}
+        self._checksums = {"algorithm": CHECKSUM_ALGORITHM, "footers": [], "row_groups": []}
         self.tmp_path.mkdir()
         # marks the directory as an unfinished store
         self._write_metadata({"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
@@ -155,13 +170,15 @@ class ParquetLongWriter(BlockWriter):
         if not np.array_equal(bounds, balanced_block_bounds(self._indptr, self.block_nnz)):
             raise RuntimeError("internal error: streamed block bounds differ from "
                                "balanced_block_bounds")
-        self._write_labels()
+        self._checksums["labels"] = self._write_labels()
+        if self.column_ids is not None:
+            self._checksums["column_ids"] = self._write_column_ids()
         attrs = dict(self._attrs, block_bounds=[int(b) for b in bounds],
                      files=list(self._files),
                      row_groups={k: [int(v) for v in values]
                                  for k, values in self._row_groups.items()},
-                     complete=True)
-        self._write_metadata(attrs)
+                     checksums=self._checksums, complete=True)
+        self._write_metadata(seal_metadata(attrs))
 
     def _discard(self) -> None:
         self._pending = {"feature": [], "row": [], "value": []}
@@ -251,7 +268,7 @@ class ParquetLongWriter(BlockWriter):
             self._file_writer = pq.ParquetWriter(
                 self.tmp_path / name, schema, compression=COMPRESSION,
                 use_dictionary=False, column_encoding=COLUMN_ENCODING,
-                write_statistics=["feature"],
+                write_statistics=["feature"], write_page_checksum=True,
                 sorting_columns=[pq.SortingColumn(0), pq.SortingColumn(1)])
             self._files.append(name)
             self._file_row_groups = 0
@@ -259,10 +276,18 @@ class ParquetLongWriter(BlockWriter):
         return self._file_writer
 
     def _close_file(self) -> None:
+        """Close the open part file and record the checksums of what it holds."""
         if self._file_writer is not None:
             self._file_writer.close()
             self._file_writer = None
             self._file_nnz_written = 0
+            footer_crc, row_group_crcs = part_file_checksums(self.tmp_path / self._files[-1])
+            if len(row_group_crcs) != self._file_row_groups:
+                raise RuntimeError(f"internal error: {self._files[-1]} holds "
+                                   f"{len(row_group_crcs)} row groups, "
+                                   f"{self._file_row_groups} were written")
+            self._checksums["footers"].append(footer_crc)
+            self._checksums["row_groups"].extend(row_group_crcs)
 
     def _write_metadata(self, attrs: dict) -> None:
         """Write ``_ultrafs.json`` (replacing the placeholder in one step)."""
@@ -271,12 +296,27 @@ class ParquetLongWriter(BlockWriter):
             json.dump(attrs, f, indent=1)
         os.replace(staged, self.tmp_path / METADATA_FILE)
 
-    def _write_labels(self) -> None:
+    def _write_labels(self) -> int:
+        """Write ``_labels.parquet``; return its CRC-32C."""
         import pyarrow as pa
         import pyarrow.parquet as pq
 
         table = pa.table({"label": pa.array(self._labels, type=pa.float64())})
-        pq.write_table(table, self.tmp_path / LABELS_FILE, compression=LABELS_COMPRESSION)
+        pq.write_table(table, self.tmp_path / LABELS_FILE, compression=LABELS_COMPRESSION,
+                       write_page_checksum=True)
+        return file_checksum(self.tmp_path / LABELS_FILE)
+
+    def _write_column_ids(self) -> int:
+        """Write ``_column_ids.parquet`` (sparse id layout); return its CRC-32C."""
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        table = pa.table({"column_id": pa.array(self.column_ids, type=pa.int64())})
+        pq.write_table(table, self.tmp_path / COLUMN_IDS_FILE, compression="none",
+                       use_dictionary=False,
+                       column_encoding={"column_id": "DELTA_BINARY_PACKED"},
+                       write_page_checksum=True)
+        return file_checksum(self.tmp_path / COLUMN_IDS_FILE)
 
 
 def write_parquet_long(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, id_offset=0,
