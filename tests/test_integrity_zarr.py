@@ -7,8 +7,8 @@ byte positions of every chunk file of every array (valued, binary and
 sparse-id stores), reopens, reads every block and the targets, and
 requires a ``StoreFormatError`` or exactly the original content.  The
 ``zarr.json`` metadata files are fuzzed too (covered by the group's
-``metadata_checksum``): detected or harmless.  A flip lowering
-``format_version`` to 2 or 1 is pinned below (strict xfail).
+``metadata_checksum``, verified whenever present): detected or harmless,
+including a flip lowering ``format_version`` to 2 or 1.
 """
 
 from __future__ import annotations
@@ -96,14 +96,7 @@ def test_group_metadata_flips_are_detected_or_harmless(tmp_path):
     assert report.different == 0 and report.other_error == 0, (report.summary(), report.bad)
 
 
-LOWERED = pytest.mark.xfail(
-    reason="metadata_checksum is checked only when format_version >= 3: this flip turns "
-           "the version digit 3 into 2 or 1 and reads a sparse-id store as dense (other "
-           "feature ids, no fingerprint)", strict=True)
-
-
-@pytest.mark.parametrize("bit", [pytest.param(0, marks=LOWERED),
-                                 pytest.param(1, marks=LOWERED), 2, 3, 4, 5, 6, 7])
+@pytest.mark.parametrize("bit", range(8))
 def test_a_lowered_format_version_is_detected(tmp_path, bit):
     store = write_small(tmp_path / "s.zarr", "sparse")
     original = snapshot(store)

@@ -14,6 +14,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import scipy.sparse as sp
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -22,6 +23,11 @@ from ultrafs.errors import (InputFormatError, ParameterError, StoreFormatError,
                             StoreVersionError)
 from ultrafs.store import InMemoryStore, open_store
 from ultrafs.store.parquet_long import LABELS_FILE, METADATA_FILE, ParquetLongStore
+
+try:
+    from parquet_tools import reseal
+except ImportError:                       # tests/ imported as a package
+    from tests.parquet_tools import reseal
 from ultrafs.store.targets import MAX_CLASSES, TARGET_TYPES, class_indices, encode_targets
 from ultrafs.store.writers.parquet_long_writer import write_parquet_long
 from ultrafs.store.writers.zarr_writer import write_store
@@ -92,7 +98,7 @@ def test_class_indices():
     np.testing.assert_array_equal(class_indices([7, -1, 2, 3, np.nan, 8, -5], classes),
                                   [2, 0, 1, -1, -1, -1, -1])
     np.testing.assert_array_equal(class_indices([1.0, 2.0], np.zeros(0)), [-1, -1])
-    assert TARGET_TYPES == ("binary", "multiclass", "continuous")
+    assert TARGET_TYPES == ("binary", "multiclass", "continuous", "none")
 
 
 # ------------------------------------------------- the two written formats
@@ -123,12 +129,14 @@ def long_attrs(path: Path) -> dict:
 
 
 def set_long_attrs(path: Path, attrs: dict) -> None:
-    (path / METADATA_FILE).write_text(json.dumps(attrs))
+    """Write the attributes with fresh checksums (as a faulty writer would)."""
+    reseal(path, attrs)
 
 
 def set_long_targets(path: Path, values) -> None:
     pq.write_table(pa.table({"label": np.asarray(values, dtype=np.float64)}),
                    path / LABELS_FILE)
+    reseal(path)
 
 
 #: name -> (writer, reader, attribute reader, attribute writer, target writer)
@@ -422,3 +430,53 @@ def test_from_csc_arrays_keeps_the_binary_call_and_takes_targets():
     with pytest.raises(ParameterError, match="target_type must be one of"):
         InMemoryStore.from_csc_arrays(X.indptr, X.indices, X.data, n, None, [],
                                       targets=y, target_type="ordinal")
+
+
+# ------------------------------------------------- data without labels
+def _unlabelled_cli(*args):
+    from click.testing import CliRunner
+
+    from ultrafs.cli import main
+
+    return CliRunner().invoke(main, [str(a) for a in args], prog_name="ultrafs")
+
+
+@pytest.mark.parametrize("store_format", ["zarr", "parquet"])
+def test_data_without_labels_is_predicted_on_and_nothing_else(tmp_path, store_format):
+    """``--target none``: one label value (or any) is kept, never read."""
+    from sklearn.datasets import dump_svmlight_file
+
+    rng = np.random.default_rng(0)
+    X = sp.random(60, 12, density=0.3, random_state=1, format="csr")
+    y = np.where(X[:, 0].toarray().ravel() > 0, 1, -1)
+    dump_svmlight_file(X, y, str(tmp_path / "train.svm"), zero_based=False)
+    dump_svmlight_file(X[:20], np.zeros(20), str(tmp_path / "new.svm"), zero_based=False)
+    assert _unlabelled_cli("ingest", tmp_path / "train.svm", tmp_path / "train.store",
+                           "--format", store_format).exit_code == 0
+    refused = _unlabelled_cli("ingest", tmp_path / "new.svm", tmp_path / "x.store")
+    assert refused.exit_code == 1 and "--target none" in refused.output
+    done = _unlabelled_cli("ingest", tmp_path / "new.svm", tmp_path / "new.store",
+                           "--target", "none", "--format", store_format)
+    assert done.exit_code == 0, done.output
+    store = open_store(tmp_path / "new.store")
+    assert store.target_type == "none" and len(store.classes) == 0
+    with pytest.raises(ParameterError, match="has no labels"):
+        store.read_targets()
+    fitted = _unlabelled_cli("select", "--data", tmp_path / "train.store", "--B", 2,
+                             "--max-iter", 2, "--out", tmp_path / "m.json")
+    assert fitted.exit_code == 0, fitted.output
+    predicted = _unlabelled_cli("predict", "--model", tmp_path / "m.json", "--data",
+                                tmp_path / "new.store", "--out", tmp_path / "p.tsv")
+    assert predicted.exit_code == 0, predicted.output
+    rows = (tmp_path / "p.tsv").read_text().strip().splitlines()
+    reference = _unlabelled_cli("predict", "--model", tmp_path / "m.json", "--data",
+                                tmp_path / "train.store", "--out", tmp_path / "q.tsv")
+    assert reference.exit_code == 0
+    assert rows[1:] == (tmp_path / "q.tsv").read_text().strip().splitlines()[1:21]
+    for argv in (["select", "--data", tmp_path / "new.store", "--out", tmp_path / "z.json"],
+                 ["evaluate", "--model", tmp_path / "m.json", "--data",
+                  tmp_path / "new.store"]):
+        result = _unlabelled_cli(*argv)
+        assert result.exit_code == 1 and "no labels" in result.output, result.output
+        assert "Traceback" not in result.output
+    assert not (tmp_path / "z.json").exists()

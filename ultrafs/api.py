@@ -9,6 +9,7 @@ from ultrafs.methods.fgm import fit_fgm
 from ultrafs.solvers.apg import DEFAULT_KKT_TOL
 from ultrafs.solvers.datafits import make_datafit
 from ultrafs.methods.checkpoint import Checkpoint, store_fingerprint
+from ultrafs.store.targets import require_labels
 from ultrafs.errors import ParameterError
 from ultrafs.model import Model
 from ultrafs.store import as_store
@@ -153,6 +154,7 @@ def _classification_targets(store):
     if target == "multiclass":
         return store.read_class_indices(), len(store.classes)
     where = getattr(store, "path", None)
+    require_labels(target, str(where or "data"))
     raise ParameterError(
         f"{where or 'data'}: FGM selects features for classification, but the "
         f"targets are {target} (regression methods are not available yet)")

@@ -305,10 +305,12 @@ def main():
 @click.option("--format", "store_format", type=click.Choice(["zarr", "parquet"]),
               default="zarr", show_default=True,
               help="Store layout: Zarr column blocks or a Parquet long table.")
-@click.option("--target", type=click.Choice(["auto", "binary", "multiclass", "continuous"]),
+@click.option("--target", type=click.Choice(["auto", "binary", "multiclass", "continuous",
+                                             "none"]),
               default="auto", show_default=True,
               help="Target type of the labels. auto: two values are binary, three or "
-                   "more integers multiclass, anything else continuous.")
+                   "more integers multiclass, anything else continuous; none: data "
+                   "without labels, to predict on (the label tokens are ignored).")
 @click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")
 @_one_line_errors
 def ingest(input_path, output_path, dtype, zero_based, n_features,

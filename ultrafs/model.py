@@ -57,6 +57,7 @@ import numpy as np
 
 from ultrafs import __version__
 from ultrafs.atomic import write_json_atomic
+from ultrafs.store.targets import require_labels
 from ultrafs.errors import InputFormatError, UltraFSWarning
 from ultrafs.store.targets import MAX_CLASSES
 
@@ -352,6 +353,7 @@ class Model:
         model_classes = _class_set_text(self.classes)
         target_type = getattr(store, "target_type", None)
         store_classes = [float(c) for c in np.asarray(store.classes).tolist()]
+        require_labels(target_type, str(where))
         if target_type == "continuous" or not store_classes:
             raise InputFormatError(
                 f"{where}: the store's targets are continuous; the model predicts "

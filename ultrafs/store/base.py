@@ -210,8 +210,8 @@ class ColumnStore(abc.ABC):
     @property
     @abc.abstractmethod
     def target_type(self) -> str:
-        """``"binary"``, ``"multiclass"`` or ``"continuous"``
-        (:data:`ultrafs.store.targets.TARGET_TYPES`)."""
+        """``"binary"``, ``"multiclass"``, ``"continuous"`` or ``"none"`` (no
+        labels) (:data:`ultrafs.store.targets.TARGET_TYPES`)."""
 
     @property
     @abc.abstractmethod
@@ -239,8 +239,9 @@ class ColumnStore(abc.ABC):
         ParameterError
             If the store's target is continuous (it has no classes).
         """
-        from ultrafs.store.targets import class_indices
+        from ultrafs.store.targets import class_indices, require_labels
 
+        require_labels(self.target_type, self._target_name())
         if self.target_type == "continuous":
             raise ParameterError(
                 f"{self._target_name()}: read_class_indices() needs a classification "

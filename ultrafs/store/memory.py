@@ -8,7 +8,7 @@ import scipy.sparse as sp
 from ultrafs.errors import InputFormatError, ParameterError
 from ultrafs.store.base import (ColumnBlock, ColumnStore, balanced_block_bounds,
                    check_column_ids, even_block_bounds, span_take, sparse_id_layout)
-from ultrafs.store.targets import TARGET_TYPES, encode_targets
+from ultrafs.store.targets import TARGET_TYPES, encode_targets, require_labels
 
 __all__ = ["InMemoryStore", "to_csc", "to_compact_csc"]
 
@@ -247,6 +247,7 @@ class InMemoryStore(ColumnStore):
         return self._classes.copy()
 
     def read_targets(self):
+        require_labels(self._target_type, type(self).__name__)
         return self._targets
 
     def read_labels(self):

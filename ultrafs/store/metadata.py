@@ -110,8 +110,12 @@ def metadata_checksum(attrs: dict, parts=()) -> str:
 
 
 def check_metadata_checksum(path: Path, attrs: dict, parts=()) -> None:
-    """Raise StoreFormatError unless ``metadata_checksum`` matches (version 3)."""
-    if attrs.get("format_version", 1) < 3:
+    """Raise StoreFormatError unless ``metadata_checksum`` matches.
+
+    Checked whenever the attribute is present (version 3 requires it), so
+    that a flipped ``format_version`` cannot switch the check off.
+    """
+    if "metadata_checksum" not in attrs:
         return
     if attrs.get("metadata_checksum") != metadata_checksum(attrs, parts):
         raise StoreFormatError(
@@ -183,10 +187,12 @@ def _check_target_and_classes(path: Path, attrs: dict, allow_bool: bool) -> None
             f"{path}: attribute target={target!r} is not one of "
             f"{', '.join(TARGET_TYPES)}")
     classes = attrs["classes"]
-    if target == "continuous":
+    if target == "none" and version < 3:
+        raise StoreFormatError(f"{path}: attribute target='none' needs format version 3")
+    if target in ("continuous", "none"):
         if classes is not None:
             raise StoreFormatError(
-                f"{path}: attribute classes={classes!r} of a continuous target is not null")
+                f"{path}: attribute classes={classes!r} of a {target} target is not null")
         return
     ok = (isinstance(classes, list)
           and all(_is_number(c, allow_bool) for c in classes)

@@ -22,7 +22,7 @@ import numpy as np
 from ultrafs.errors import StoreFormatError
 from ultrafs.kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
 from ultrafs.store.base import ColumnBlock, ColumnStore, span_take
-from ultrafs.store.targets import class_indices
+from ultrafs.store.targets import class_indices, require_labels
 
 __all__ = ["PathStore", "WrittenStore", "gather_columns"]
 
@@ -224,7 +224,10 @@ class WrittenStore(PathStore):
         StoreFormatError
             If a value is not one of :attr:`classes` (classification), or
             not finite (continuous): a missing chunk reads as NaN.
+        ParameterError
+            If the store has no labels (target ``"none"``).
         """
+        require_labels(self.target_type, str(self._path))
         if self._targets is None:
             meta = self._meta()
             raw = np.array(self._read_raw_label_column(meta), dtype=np.float64)

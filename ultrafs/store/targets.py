@@ -9,6 +9,10 @@ target type says how they are read:
     ``K >= 3`` distinct values (the classes), at most :data:`MAX_CLASSES`;
 ``"continuous"``
     any finite real values (regression); no classes.
+``"none"``
+    no labels: data to predict on (never detected, only asked for, e.g.
+    ``ultrafs ingest --target none``); the stored values are whatever the
+    file held (LIBSVM lines need a label token) and nothing reads them.
 
 :func:`encode_targets` detects the type of a label vector (or checks an
 explicit one) and returns the sorted classes.
@@ -20,11 +24,13 @@ import numpy as np
 
 from ultrafs.errors import InputFormatError, ParameterError
 
-__all__ = ["TARGET_TYPES", "MAX_CLASSES", "check_target", "encode_targets",
-           "class_indices"]
+__all__ = ["TARGET_TYPES", "LABELLED_TYPES", "MAX_CLASSES", "check_target",
+           "encode_targets", "class_indices", "require_labels"]
 
 #: the target types of a store
-TARGET_TYPES = ("binary", "multiclass", "continuous")
+TARGET_TYPES = ("binary", "multiclass", "continuous", "none")
+#: the target types that carry labels (every one but "none")
+LABELLED_TYPES = ("binary", "multiclass", "continuous")
 #: most classes a multiclass target may have (detected or explicit)
 MAX_CLASSES = 1000
 #: accepted spelling of automatic detection (besides None)
@@ -71,7 +77,7 @@ def encode_targets(y, where="labels", target=None):
         Numeric, finite label values.
     where : str
         Names the source in error messages (a file name, ``"y"``...).
-    target : None, "auto", "binary", "multiclass" or "continuous"
+    target : None, "auto", "binary", "multiclass", "continuous" or "none"
         None or ``"auto"`` detects the type: two distinct values are
         binary; three or more distinct values that are all integers are
         multiclass (at most :data:`MAX_CLASSES`: more is an error asking
@@ -79,7 +85,7 @@ def encode_targets(y, where="labels", target=None):
         distinct values, some not integers) is continuous.  An explicit
         type must hold: binary needs exactly two distinct values,
         multiclass three to :data:`MAX_CLASSES`, continuous any finite
-        values (at least two distinct ones).
+        values (at least two distinct ones), none any finite values.
 
     Returns
     -------
@@ -107,12 +113,15 @@ def encode_targets(y, where="labels", target=None):
         raise InputFormatError(f"{where}: no samples")
     if not np.all(np.isfinite(y)):
         raise InputFormatError(f"{where}: labels contain NaN or infinite values")
+    if target == "none":
+        return target, np.zeros(0, dtype=np.float64)
     distinct = np.unique(y)
     k = len(distinct)
     if k < 2:
         raise InputFormatError(
             f"{where}: labels take a single value ({_shown(distinct)}); at least two "
-            "distinct values are needed")
+            "distinct values are needed (for data without labels, to predict on, "
+            "use target 'none': ultrafs ingest --target none)")
     if target is None:
         if k == 2:
             target = "binary"
@@ -141,6 +150,14 @@ def encode_targets(y, where="labels", target=None):
     if target == "continuous":
         return target, np.zeros(0, dtype=np.float64)
     return target, distinct
+
+
+def require_labels(target_type: str, where: str) -> None:
+    """Raise ParameterError for a store without labels (target ``"none"``)."""
+    if target_type == "none":
+        raise ParameterError(
+            f"{where}: the store has no labels (ingested with --target none): it can "
+            "be predicted on, not fitted or evaluated")
 
 
 def class_indices(values, classes) -> np.ndarray:

@@ -173,7 +173,7 @@ class BlockWriter:
             "dtype": self.dtype.name,
             "id_offset": int(id_offset),
             "target": self.target_type,
-            "classes": (None if self.target_type == "continuous"
+            "classes": (None if self.target_type in ("continuous", "none")
                         else [float(c) for c in self.classes]),
             "binary": self.binary,
             "sparse_ids": self.column_ids is not None,
