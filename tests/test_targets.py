@@ -480,3 +480,31 @@ def test_data_without_labels_is_predicted_on_and_nothing_else(tmp_path, store_fo
         assert result.exit_code == 1 and "no labels" in result.output, result.output
         assert "Traceback" not in result.output
     assert not (tmp_path / "z.json").exists()
+
+
+def test_wide_table_without_a_label_column_is_predicted_on(tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(0)
+    X = rng.random((80, 5))
+    y = np.where(X[:, 0] > 0.5, 1, 0)
+    columns = {f"f{j}": X[:, j] for j in range(5)}
+    pq.write_table(pa.table({**columns, "label": y}), tmp_path / "train.parquet")
+    pq.write_table(pa.table({name: c[:10] for name, c in columns.items()}),
+                   tmp_path / "new.parquet")
+    assert _unlabelled_cli("select", "--data", tmp_path / "train.parquet", "--B", 2,
+                           "--max-iter", 2, "--out", tmp_path / "m.json").exit_code == 0
+    for data, out in (("new.parquet", "p.tsv"), ("train.parquet", "q.tsv")):
+        done = _unlabelled_cli("predict", "--model", tmp_path / "m.json", "--data",
+                               tmp_path / data, "--out", tmp_path / out)
+        assert done.exit_code == 0, done.output
+    new = (tmp_path / "p.tsv").read_text().splitlines()
+    assert new == (tmp_path / "q.tsv").read_text().splitlines()[:11]
+    refused = _unlabelled_cli("evaluate", "--model", tmp_path / "m.json", "--data",
+                              tmp_path / "new.parquet")
+    assert refused.exit_code == 1 and "no label column" in refused.output
+    store = open_store(tmp_path / "new.parquet", labels=False)
+    assert store.target_type == "none"
+    with pytest.raises(ParameterError, match="no labels"):
+        store.read_targets()

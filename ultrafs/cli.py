@@ -601,7 +601,7 @@ def predict(model_path, data_path, label, out, output_format):
     from ultrafs.model import Model
 
     model = Model.load(model_path)
-    store = open_store(data_path, label=label)
+    store = open_store(data_path, label=label, labels=False)
     _write_predictions(model, model.decision_function_store(store), out,
                        output_format)
 

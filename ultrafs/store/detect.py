@@ -69,7 +69,7 @@ def store_kind(path) -> str:
         f"{path}: not an ultrafs store (neither a store directory nor a Parquet file)")
 
 
-def open_store(path, *, label=None, target=None) -> ColumnStore:
+def open_store(path, *, label=None, target=None, labels=True) -> ColumnStore:
     """Open the column store at ``path``, whatever its format.
 
     Parameters
@@ -83,10 +83,14 @@ def open_store(path, *, label=None, target=None) -> ColumnStore:
         Label column of a wide Parquet table (None: ``"label"``).  Stores
         written by ultrafs carry their labels: giving ``label`` for one is
         an error.
-    target : None, "auto", "binary", "multiclass" or "continuous"
+    target : None, "auto", "binary", "multiclass", "continuous" or "none"
         Target type of a wide table's label column (None: detected).
         Stores written by ultrafs record theirs: giving ``target`` for one
         is an error.
+    labels : bool
+        False for data only predicted on (``ultrafs predict``): a wide
+        table then needs no label column, and its labels are never read
+        (``target="none"``).  Stores written by ultrafs are opened as they are.
 
     Returns
     -------
@@ -133,5 +137,7 @@ def open_store(path, *, label=None, target=None) -> ColumnStore:
         return ParquetLongStore(path)
     from ultrafs.store.parquet_wide import DEFAULT_LABEL, ParquetWideStore
 
+    if not labels:
+        target = "none"
     return ParquetWideStore(path, label=DEFAULT_LABEL if label is None else label,
                             target=target)

@@ -21,7 +21,7 @@ import numpy as np
 from ultrafs.errors import InputFormatError, StoreFormatError
 from ultrafs.kernels.csc_check import count_nonfinite
 from ultrafs.store.base import ColumnBlock, even_block_bounds
-from ultrafs.store.targets import check_target, encode_targets
+from ultrafs.store.targets import check_target, encode_targets, require_labels
 from ultrafs.store.path_store import PathStore, gather_columns
 
 __all__ = ["ParquetWideStore", "DEFAULT_LABEL", "DEFAULT_BLOCK_CELLS",
@@ -110,7 +110,7 @@ class _Labels(NamedTuple):
 class _TableMeta:
     """Validated schema, row counts and footers of a wide table."""
 
-    def __init__(self, path: Path, label: str, dtype):
+    def __init__(self, path: Path, label: str, dtype, target=None):
         import pyarrow.parquet as pq
 
         self.files = list_parquet_files(path)
@@ -133,12 +133,12 @@ class _TableMeta:
         if len(set(names)) != len(names):
             duplicate = next(n for n in names if names.count(n) > 1)
             raise InputFormatError(f"{self.files[0]}: column name {duplicate!r} appears twice")
-        if label not in names:
+        if label not in names and target != "none":
             shown = ", ".join(repr(n) for n in names[:8]) + (", ..." if len(names) > 8 else "")
             raise InputFormatError(
                 f"{self.files[0]}: no label column {label!r} (columns: {shown}); "
                 "name the label column with label=...")
-        if not _is_number(schema.field(label).type):
+        if label in names and target != "none" and not _is_number(schema.field(label).type):
             raise InputFormatError(
                 f"{self.files[0]}: label column {label!r} has type "
                 f"{schema.field(label).type}, not a number")
@@ -250,7 +250,8 @@ class ParquetWideStore(PathStore):
                 self._target_request)
 
     def _load_meta(self) -> _TableMeta:
-        return _TableMeta(self._path, self._label, self._dtype_request)
+        return _TableMeta(self._path, self._label, self._dtype_request,
+                          self._target_request)
 
     def __repr__(self):
         target = "" if self._target_request is None else f", target={self._target_request!r}"
@@ -300,6 +301,7 @@ class ParquetWideStore(PathStore):
     # ------------------------------------------------------------- labels
     def read_targets(self) -> np.ndarray:
         """The label column's values (float64, read-only), shape (n_samples,)."""
+        require_labels(self.target_type, str(self._path))
         return self._labels().targets
 
     def read_labels(self) -> np.ndarray:
@@ -314,6 +316,9 @@ class ParquetWideStore(PathStore):
         return self._labels().labels_pm
 
     def _labels(self) -> "_Labels":
+        if self._labels_cache is None and self._target_request == "none":
+            # data to predict on: the label column (if any) is never read
+            self._labels_cache = _Labels(None, "none", np.zeros(0, dtype=np.float64), None)
         if self._labels_cache is None:
             meta = self._meta()
             raw = np.empty(meta.n_samples, dtype=np.float64)
