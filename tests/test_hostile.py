@@ -449,6 +449,20 @@ def test_read_only_folder(root, small_fs):
     assert os.listdir(small_fs) == []
 
 
+def test_fifo_inside_a_parquet_long_store(root, tmp_path):
+    store = tmp_path / "fifo.store"
+    assert invoke(["ingest", root / "train.svm", store, "--format", "parquet"]).exit_code == 0
+    part = next(p for p in sorted(store.iterdir()) if p.name.startswith("part-"))
+    part.unlink()
+    os.mkfifo(part)
+    done = subprocess.run([sys.executable, "-m", "ultrafs.cli", "select", "--data",
+                           str(store), "--B", "3", "--out", str(tmp_path / "m.json")],
+                          capture_output=True, text=True, timeout=120)
+    line = error_line(done.returncode, done.stderr, 1)
+    assert str(store) in line and "not a regular file" in line
+    assert not (tmp_path / "m.json").exists()
+
+
 @pytest.mark.parametrize("command", ["select", "info", "predict"])
 def test_fifo_inside_a_store(root, tmp_path, command):
     """A chunk replaced by a FIFO is refused on open: one line, no hang.

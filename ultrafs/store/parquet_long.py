@@ -32,7 +32,7 @@ from ultrafs.store.metadata import is_count as _is_count
 from ultrafs.store.parquet_integrity import (CHECKSUM_ALGORITHM, PartFile,
                                              check_checksum_list, crc32c, read_checked_file,
                                              read_part_footer, verify_metadata)
-from ultrafs.store.path_store import WrittenStore, gather_columns
+from ultrafs.store.path_store import WrittenStore, check_regular_files, gather_columns
 
 __all__ = [
     "ParquetLongStore",
@@ -235,6 +235,7 @@ class _StoreMeta(RecordedMeta):
 
     def __init__(self, path: Path):
         attrs = _read_metadata(path)
+        check_regular_files(path)
         _check_attrs(path, attrs)
         super().__init__(attrs)
         self.feature_dtype = np.dtype(attrs["feature_dtype"])

@@ -24,7 +24,7 @@ from ultrafs.kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
 from ultrafs.store.base import ColumnBlock, ColumnStore, span_take
 from ultrafs.store.targets import class_indices, require_labels
 
-__all__ = ["PathStore", "WrittenStore", "gather_columns"]
+__all__ = ["PathStore", "WrittenStore", "gather_columns", "check_regular_files"]
 
 
 def is_url(location) -> bool:
@@ -37,6 +37,34 @@ def location_of(path):
     if is_url(path):
         return path
     return Path(os.path.abspath(os.fspath(path)))
+
+
+def check_regular_files(path: Path) -> None:
+    """Refuse a store holding anything but folders and regular files.
+
+    A FIFO, socket or device inside a store would hang or misbehave when a
+    chunk is read; symbolic links could point outside it.  One ``scandir``
+    walk: a few milliseconds for thousands of chunk files.
+    """
+    stack = [path]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as exc:
+            raise StoreFormatError(f"{path}: cannot list {folder}: {exc.strerror}") from None
+        for entry in entries:
+            if entry.is_symlink():
+                raise StoreFormatError(
+                    f"{path}: {entry.path} is a symbolic link; a store holds only "
+                    "folders and regular files")
+            if entry.is_dir(follow_symlinks=False):
+                stack.append(entry.path)
+            elif not entry.is_file(follow_symlinks=False):
+                raise StoreFormatError(
+                    f"{path}: {entry.path} is not a regular file (a FIFO, socket or "
+                    "device); a store holds only folders and regular files")
+
 
 
 class PathStore(ColumnStore):

@@ -20,7 +20,7 @@ from ultrafs.store.metadata import (READ_VERSIONS, WRITE_VERSION, RecordedMeta,
                                     check_classes_and_bounds, check_complete, check_counts,
                                     check_format_marker, check_metadata_checksum,
                                     check_version3, required_attrs)
-from ultrafs.store.path_store import WrittenStore, gather_columns, is_url
+from ultrafs.store.path_store import WrittenStore, check_regular_files, gather_columns, is_url
 
 __all__ = [
     "ZarrStore",
@@ -137,33 +137,6 @@ def array_metadata_parts(path: Path):
             raise StoreFormatError(
                 f"{path}: corrupt store: cannot read {name}/zarr.json ({exc})") from None
     return parts
-
-
-def check_regular_files(path: Path) -> None:
-    """Refuse a store holding anything but folders and regular files.
-
-    A FIFO, socket or device inside a store would hang or misbehave when a
-    chunk is read; symbolic links could point outside it.  One ``scandir``
-    walk: a few milliseconds for thousands of chunk files.
-    """
-    stack = [path]
-    while stack:
-        folder = stack.pop()
-        try:
-            entries = list(os.scandir(folder))
-        except OSError as exc:
-            raise StoreFormatError(f"{path}: cannot list {folder}: {exc.strerror}") from None
-        for entry in entries:
-            if entry.is_symlink():
-                raise StoreFormatError(
-                    f"{path}: {entry.path} is a symbolic link; a store holds only "
-                    "folders and regular files")
-            if entry.is_dir(follow_symlinks=False):
-                stack.append(entry.path)
-            elif not entry.is_file(follow_symlinks=False):
-                raise StoreFormatError(
-                    f"{path}: {entry.path} is not a regular file (a FIFO, socket or "
-                    "device); a store holds only folders and regular files")
 
 
 def _check_attrs(path: Path, attrs: dict) -> None:
