@@ -593,7 +593,7 @@ def test_ingest_many_integer_values_as_continuous(tmp_path):
 def test_ingest_unknown_target(tmp_path):
     source = write_text(tmp_path / "in.svm", labelled_text(TWO))
     with pytest.raises(ParameterError, match="target must be one of auto, binary, "
-                                             "multiclass, continuous; got 'ordinal'"):
+                                             "multiclass, continuous, none; got 'ordinal'"):
         ingest_libsvm(source, tmp_path / "out.zarr", target="ordinal")
     assert only_input_left(tmp_path)
 

@@ -46,7 +46,6 @@ Prediction reads no labels.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 import stat
@@ -58,6 +57,12 @@ import numpy as np
 from ultrafs import __version__
 from ultrafs.atomic import write_json_atomic
 from ultrafs.store.targets import require_labels
+from ultrafs.json_fields import InvalidField as _Invalid  # becomes InputFormatError
+from ultrafs.json_fields import integer as _int
+from ultrafs.json_fields import is_int as _is_int
+from ultrafs.json_fields import is_real as _is_real
+from ultrafs.json_fields import real as _real
+from ultrafs.json_fields import show as _show
 from ultrafs.errors import InputFormatError, UltraFSWarning
 from ultrafs.store.targets import MAX_CLASSES
 
@@ -425,47 +430,6 @@ def _size_text(n_bytes) -> str:
 
 
 _LOSS_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
-
-
-class _Invalid(Exception):
-    """A problem of a model file's content (becomes InputFormatError)."""
-
-
-def _show(value, limit=40) -> str:
-    """A short JSON rendering of a value, for a message."""
-    try:
-        text = json.dumps(value, allow_nan=True)
-    except (TypeError, ValueError, RecursionError):
-        text = type(value).__name__
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_real(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _int(value, what, lo=0, hi=None) -> int:
-    """An integer in ``[lo, hi]``."""
-    if not _is_int(value) or value < lo or (hi is not None and value > hi):
-        bounds = f">= {lo}" if hi is None else f"in {lo}..{hi}"
-        raise _Invalid(f"{what} must be an integer {bounds}, got {_show(value)}")
-    return int(value)
-
-
-def _real(value, what) -> float:
-    """A finite real number."""
-    if _is_real(value):
-        try:
-            number = float(value)
-        except OverflowError:
-            number = math.inf
-        if math.isfinite(number):
-            return number
-    raise _Invalid(f"{what} must be a finite number, got {_show(value)}")
 
 
 def _reals(value, what, shape) -> np.ndarray:

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import re
 import stat
@@ -42,6 +41,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ultrafs.json_fields import InvalidField as _Invalid
+from ultrafs.json_fields import integer as _int
+from ultrafs.json_fields import real as _real
+from ultrafs.json_fields import show as _show
 from ultrafs.errors import UltraFSError
 from ultrafs.atomic import atomic_file, write_json_atomic
 
@@ -337,10 +340,7 @@ def _bias_is_optimal(datafit, bias) -> bool:
 
 
 # --------------------------------------------------------------- validation
-class _Invalid(Exception):
-    """A problem of a checkpoint's content (becomes CheckpointMismatchError)."""
-
-
+# a problem of a checkpoint's content becomes CheckpointMismatchError
 def _read_payload(path):
     """The parsed ``checkpoint.json``: a regular file, bounded, UTF-8 JSON."""
     where = str(path)
@@ -374,37 +374,6 @@ def _read_payload(path):
     except ValueError as exc:
         raise CheckpointMismatchError(f"{where}: unreadable checkpoint ({exc})") \
             from None
-
-
-def _show(value, limit=40) -> str:
-    """A short JSON rendering of a value, for a message."""
-    try:
-        text = json.dumps(value)
-    except (TypeError, ValueError, RecursionError):
-        text = type(value).__name__
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _int(value, what, lo=0, hi=None) -> int:
-    if not _is_int(value) or value < lo or (hi is not None and value > hi):
-        bounds = f">= {lo}" if hi is None else f"in {lo}..{hi}"
-        raise _Invalid(f"{what} must be an integer {bounds}, got {_show(value)}")
-    return int(value)
-
-
-def _real(value, what) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            number = float(value)
-        except OverflowError:
-            number = math.inf
-        if math.isfinite(number):
-            return number
-    raise _Invalid(f"{what} must be a finite number, got {_show(value)}")
 
 
 def _reals(value, what, length) -> np.ndarray:
