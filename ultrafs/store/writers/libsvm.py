@@ -710,7 +710,8 @@ def _store_writer(format):
 
 def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
                   n_features=None, memory_budget=DEFAULT_MEMORY_BUDGET, block_nnz=None,
-                  command=None, overwrite=False, format="zarr", target=None) -> dict:
+                  command=None, overwrite=False, format="zarr", target=None,
+                  progress=None) -> dict:
     """Convert a LIBSVM / svmlight file into an on-disk column store.
 
     Parameters
@@ -746,6 +747,9 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
         distinct values are binary, three or more integers multiclass (at
         most :data:`~ultrafs.store.targets.MAX_CLASSES`), anything else
         continuous.  An explicit type must fit the labels.
+    progress : callable, optional
+        Called with the number of rows parsed so far after every block of
+        text (the command line's progress line).
 
     Returns
     -------
@@ -781,7 +785,7 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
     run_dir = Path(tempfile.mkdtemp(prefix=f"{output.name}.runs-", dir=output.parent))
     transpose = ExternalTranspose(run_dir, plan.buffer_bytes)
     try:
-        stats = _transpose_file(source, transpose, plan, dtype, zero_based)
+        stats = _transpose_file(source, transpose, plan, dtype, zero_based, progress)
         labels = stats.pop("labels")
         if len(labels) == 0:
             raise InputFormatError(f"{source}: no samples (empty file)")
@@ -823,7 +827,7 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
             "seconds": time.perf_counter() - started}
 
 
-def _transpose_file(source, transpose, plan, dtype, zero_based) -> dict:
+def _transpose_file(source, transpose, plan, dtype, zero_based, progress=None) -> dict:
     """Parse the whole file into ``transpose``; return labels and counts."""
     label_parts = []
     max_column = -1
@@ -846,6 +850,8 @@ def _transpose_file(source, transpose, plan, dtype, zero_based) -> dict:
         rows = np.repeat(np.arange(n_rows, n_rows + chunk.n_rows, dtype=np.int32),
                          chunk.row_nnz)
         n_rows += chunk.n_rows
+        if progress is not None:
+            progress(n_rows)
         kept_values = chunk.values
         if not nonzero.all():
             explicit_zeros += int(len(nonzero) - np.count_nonzero(nonzero))
