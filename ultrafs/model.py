@@ -10,7 +10,12 @@ A model file (format version 2) is one JSON object::
      "history": [...], "stop_reason": "...", "created_with": "ultrafs x.y"}
 
 ``features`` holds user-visible feature ids in selection order (store ids:
-1-based for 1-based LIBSVM files); ``coef`` is aligned with it.
+1-based for 1-based LIBSVM files); ``coef`` is aligned with it.  The
+optional ``feature_names`` is parallel to ``features``: the name of a
+linear feature, ``a*b`` for a cross term ``[j, k]`` and ``a^2`` for a
+square ``[j, j]`` (from the names the training store carries, recorded at
+selection), null where a feature (or one of its sources) is unnamed; the
+key is absent when the store had no names.
 
 * binary: ``classes`` is ``[negative, positive]``, ``coef`` a list of
   floats and ``intercept`` a float; the decision value of a sample is
@@ -34,7 +39,8 @@ UTF-8 JSON; feature ids integers in ``0..MAX_FEATURE_ID`` (degree 2: or
 strings, distinct and increasing, 2 (binary) or 3 to ``MAX_CLASSES``;
 ``coef`` (and the refit's) finite numbers shaped by the features and the
 classes; a loss name and a registered feature space; ``batches`` rising from 0
-to the number of features; a numeric ``history``; the ``params`` ultrafs
+to the number of features; ``feature_names`` (optional) one per feature,
+each null or a non-empty string without tabs or line breaks; a numeric ``history``; the ``params`` ultrafs
 reads back (``id_offset``, ``C``, ``data_fingerprint``, ``validation``).
 
 Evaluation matches a store's labels to ``classes`` by value: a store
@@ -66,7 +72,8 @@ from ultrafs.json_fields import show as _show
 from ultrafs.errors import InputFormatError, UltraFSWarning
 from ultrafs.store.targets import MAX_CLASSES
 
-__all__ = ["Model", "MODEL_FORMAT", "MODEL_VERSION", "MAX_MODEL_BYTES"]
+__all__ = ["Model", "MODEL_FORMAT", "MODEL_VERSION", "MAX_MODEL_BYTES",
+           "feature_names_from_store"]
 
 MODEL_FORMAT = "ultrafs-model"
 MODEL_VERSION = 2
@@ -111,6 +118,10 @@ class Model:
     predictor : {"selection", "refit"}
         Which weights predict: FGM's (``coef``, ``intercept``) or the
         refit's.
+    feature_names : list of (str or None), or None
+        Parallel to ``features``: the name of each feature (``a*b``,
+        ``a^2`` for degree-2 terms), None where unnamed; None when the
+        training data had no names.
     """
 
     features: list
@@ -126,6 +137,24 @@ class Model:
     target: str = "binary"
     refit: dict | None = None
     predictor: str = "selection"
+    feature_names: list | None = None
+
+    @staticmethod
+    def names_from_store(features, store):
+        """Names of ``features`` (model ids) from ``store``: see
+        :func:`feature_names_from_store`."""
+        return feature_names_from_store(features, store)
+
+    def feature_labels(self) -> list:
+        """Display form of each feature: ``"74 (word)"`` when named, ``"74"``,
+        ``"[5, 10]"`` or ``"[5, 10] (a*b)"``."""
+        names = self.feature_names or [None] * len(self.features)
+        labels = []
+        for fid, name in zip(self.features, names):
+            text = (f"[{', '.join(str(int(v)) for v in fid)}]"
+                    if isinstance(fid, (list, tuple)) else str(int(fid)))
+            labels.append(text if name is None else f"{text} ({name})")
+        return labels
 
     @property
     def active_coef(self) -> np.ndarray:
@@ -171,6 +200,8 @@ class Model:
             "history": list(self.history),
             "stop_reason": self.stop_reason,
             "predictor": self.predictor,
+            **({"feature_names": list(self.feature_names)}
+               if self.feature_names is not None else {}),
             **({"refit": {"coef": np.asarray(self.refit["coef"]).tolist(),
                           "intercept": _intercept_json(self.refit["intercept"]),
                           "C": float(self.refit["C"])}}
@@ -237,7 +268,9 @@ class Model:
         return Model(self.features[:stop], self.coef[:stop].copy(),
                      self.intercept, list(self.batches[:n_batches + 1]),
                      self.loss, self.classes, self.feature_space, self.params,
-                     self.history[:n_batches], self.stop_reason, self.target)
+                     self.history[:n_batches], self.stop_reason, self.target,
+                     feature_names=(None if self.feature_names is None
+                                    else list(self.feature_names[:stop])))
         # the refit's weights belong to the whole selection: a truncated
         # model predicts with FGM's own weights
 
@@ -259,9 +292,13 @@ class Model:
         features = feature_space_from_spec(store, self.feature_space)
         absent = features.absent_ids(self.features)
         if absent:
+            name = None
+            if self.feature_names is not None:
+                name = self.feature_names[self.features.index(absent[0])]
+            shown = f"id {absent[0]}" + ("" if name is None else f" '{name}'")
             warnings.warn(
                 f"{len(absent)} model feature(s) absent from the store "
-                f"(e.g. id {absent[0]}) count as zero columns", UltraFSWarning,
+                f"(e.g. {shown}) count as zero columns", UltraFSWarning,
                 stacklevel=2)
         block = features.materialize_ids(self.features)
         values = block.values(np.float64)
@@ -529,12 +566,56 @@ def _fields(obj, version) -> dict:
     batches = _batches(obj.get(batch_key, [0, len(features)]), batch_key,
                        len(features))
     refit, predictor = _read_refit(obj, shape, target, len(classes))
+    names = _feature_names(obj.get("feature_names"), len(features))
     return {"features": features, "coef": coef, "intercept": intercept,
             "batches": batches, "loss": loss, "classes": classes,
             "feature_space": space, "params": _params(obj.get("params", {})),
             "history": _history(obj.get("history", [])),
             "stop_reason": _str(obj.get("stop_reason", ""), "stop_reason"),
-            "target": target, "refit": refit, "predictor": predictor}
+            "target": target, "refit": refit, "predictor": predictor,
+            "feature_names": names}
+
+
+def _feature_names(value, n_features):
+    """``feature_names``: absent/null, or one name (string) or null per feature."""
+    from ultrafs.store.feature_names import name_problem
+
+    if value is None:
+        return None
+    names = _list(value, "feature_names")
+    if len(names) != n_features:
+        raise _Invalid(f"feature_names must hold {n_features} names (one per feature), "
+                       f"got {len(names)}")
+    for k, name in enumerate(names):
+        if name is None:
+            continue
+        problem = name_problem(name)
+        if problem is not None:
+            raise _Invalid(f"feature_names[{k}] {_show(name)} {problem}")
+    return list(names)
+
+
+def feature_names_from_store(features, store):
+    """Names of model features from a store's names, or None when it has none.
+
+    ``features`` are user-visible ids (``j``, or ``[j, k]`` for degree-2
+    terms); a cross term is named ``a*b`` and a square ``a^2`` from the
+    names of its source ids (None unless both are named).  Only the source
+    ids are looked up (:meth:`~ultrafs.store.base.ColumnStore.feature_names_of`).
+    """
+    from ultrafs.store.feature_names import compose_name
+
+    sources = sorted({int(v) for fid in features
+                      for v in (fid if isinstance(fid, (list, tuple)) else [fid])})
+    if not sources:
+        return None
+    lookup = getattr(store, "feature_names_of", None)
+    if lookup is None:
+        return None
+    known = dict(zip(sources, lookup(sources)))
+    if all(name is None for name in known.values()):
+        return None
+    return [compose_name(fid, known.get) for fid in features]
 
 
 def _feature_space(value) -> dict:

@@ -55,6 +55,17 @@ def _feature_label(feature) -> str:
     return str(int(feature))
 
 
+def _tick_label(row, limit=40) -> str:
+    """A feature's axis label: its id, and its name (shortened) when it has one."""
+    name = row.get("name")
+    if name is None:
+        return row["label"]
+    if len(name) > limit:
+        name = name[:limit - 1] + "…"
+    # a "$" would start matplotlib's mathtext
+    return f"{name.replace('$', chr(92) + '$')}  {row['label']}"
+
+
 def _json_id(feature):
     """A feature id as plain JSON (int or list of ints)."""
     if isinstance(feature, (list, tuple, np.ndarray)):
@@ -102,9 +113,11 @@ def _top_features(model, top: int) -> list[dict]:
         coef = np.linalg.norm(coef, axis=1)
     order = np.argsort(-np.abs(coef), kind="stable")[:max(int(top), 0)]
     selected_in = _batch_of_each_feature(model)
+    names = model.feature_names or [None] * len(model.features)
     return [{"rank": rank + 1,
              "id": _json_id(model.features[pos]),
              "label": _feature_label(model.features[pos]),
+             "name": names[pos],
              "weight": float(coef[pos]),
              "iteration": int(selected_in[pos]),
              "position": int(pos)}
@@ -443,14 +456,15 @@ def _plot_features(path, top_rows, n_classes=1):
             if mask.any():
                 ax.barh(positions[mask], weights[mask], color=color, label=label)
         ax.set_yticks(positions)
-        ax.set_yticklabels([r["label"] for r in top_rows], fontsize=8)
+        ax.set_yticklabels([_tick_label(r) for r in top_rows], fontsize=8)
         ax.axvline(0.0, color="black", linewidth=0.8)
         ax.set_ylim(-0.7, n - 0.3)
         ax.legend(loc="best", fontsize=8)
     else:
         _no_data(ax, "no features selected")
     ax.set_xlabel("‖weights over classes‖" if per_class else "weight")
-    ax.set_ylabel("feature id")
+    ax.set_ylabel("feature (id and name)" if any(r.get("name") for r in top_rows)
+                  else "feature id")
     ax.set_title(f"Top {n} features by ‖weights over classes‖" if per_class
                  else f"Top {n} features by |weight|")
     ax.grid(True, axis="x", alpha=0.3)
@@ -608,11 +622,7 @@ def _html_page(model, figures, data, title, test_info):
         if history_rows else "<p>No iteration history recorded.</p>",
         f'<h2 id="features">Top {len(data["top_features"])} features by |weight|</h2>',
         _img(figures["features"], "top features by absolute weight"),
-        _table(["rank", "feature id", "weight", "selected in iteration"],
-               [{"rank": r["rank"], "feature id": r["label"],
-                 "weight": r["weight"], "selected in iteration": r["iteration"]}
-                for r in data["top_features"]],
-               text_columns=("feature id",), table_id="features-table"),
+        _features_table(data["top_features"]),
     ]
     if "validation" in figures:
         parts += _validation_section(figures, data["validation"])
@@ -620,6 +630,19 @@ def _html_page(model, figures, data, title, test_info):
         parts += _accuracy_section(figures, data, test_info)
     parts.append("</body></html>\n")
     return "\n".join(parts)
+
+
+def _features_table(rows) -> str:
+    """The top-features table: rank, id, name (when any feature is named), weight."""
+    named = any(r.get("name") is not None for r in rows)
+    columns = ["rank", "feature id"] + (["name"] if named else []) + [
+        "weight", "selected in iteration"]
+    return _table(columns,
+                  [{"rank": r["rank"], "feature id": r["label"],
+                    "name": r.get("name") or "",
+                    "weight": r["weight"], "selected in iteration": r["iteration"]}
+                   for r in rows],
+                  text_columns=("feature id", "name"), table_id="features-table")
 
 
 #: table label of each curve
@@ -750,7 +773,8 @@ def build_report(model, out_html, *, test_store=None, train_store=None, top=30,
         ``n_features``, ``objective`` (lists over outer iterations),
         ``phases`` (phase -> seconds per iteration), ``history`` (the
         model's records), ``top_features`` (dicts with ``rank``, ``id``,
-        ``label``, ``weight``, ``iteration``, ``position``), ``accuracy``
+        ``label``, ``name`` (None when unnamed), ``weight``, ``iteration``,
+        ``position``), ``accuracy``
         (rows of :func:`accuracy_vs_features`, or None),
         ``accuracy_refit`` and ``accuracy_l1`` (the ``refit`` and ``l1``
         rows of :func:`accuracy_curves`, or None), ``accuracy_notes``,

@@ -31,10 +31,12 @@ def open_store(path, **kwargs):
     return open_detected(path, **kwargs)
 
 
-def as_store(X, y=None, *, block_size=None, target=None):
+def as_store(X, y=None, *, block_size=None, target=None, feature_names=None):
     """Return a ColumnStore for a store object, a store path, or arrays.
 
-    ``target`` (the target type, None: detected) applies to arrays only.
+    ``target`` (the target type, None: detected) and ``feature_names``
+    (one name or None per column; None: a DataFrame's column names) apply
+    to arrays only.
     """
     import os
 
@@ -45,4 +47,4 @@ def as_store(X, y=None, *, block_size=None, target=None):
     if y is None:
         raise TypeError("y is required when X is an array")
     kwargs = {} if block_size is None else {"block_size": block_size}
-    return InMemoryStore(X, y, target=target, **kwargs)
+    return InMemoryStore(X, y, target=target, feature_names=feature_names, **kwargs)

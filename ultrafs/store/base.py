@@ -346,6 +346,15 @@ class ColumnStore(abc.ABC):
         """Digest of the content (hex string), or None when not recorded."""
         return None
 
+    def feature_names_of(self, ids) -> list:
+        """Names of user-visible feature ids: a list of str, None where unnamed.
+
+        The default: no names.  Backends that carry names (written stores,
+        wide Parquet tables, :class:`~ultrafs.store.memory.InMemoryStore`
+        given ``feature_names``) override it.
+        """
+        return [None] * len(np.asarray(ids, dtype=np.int64).reshape(-1))
+
     def feature_ids(self, columns) -> np.ndarray:
         """User-visible ids of column numbers."""
         columns = np.asarray(columns, dtype=np.int64)
@@ -427,6 +436,9 @@ class StoreWrapper(ColumnStore):
     @property
     def dtype(self) -> np.dtype:
         return self._inner.dtype
+
+    def feature_names_of(self, ids) -> list:
+        return self._inner.feature_names_of(ids)
 
     @property
     def target_type(self) -> str:

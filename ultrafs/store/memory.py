@@ -106,6 +106,36 @@ def to_compact_csc(X, dtype=None):
     return csc, used.astype(np.int64), width
 
 
+def _dataframe_names(X):
+    """A pandas DataFrame's column names when all are strings, else None.
+
+    A column name that cannot be a feature name (empty, or holding a tab or
+    a line break) leaves that column unnamed.
+    """
+    from ultrafs.store.feature_names import name_problem
+
+    columns = getattr(X, "columns", None)
+    if columns is None or sp.issparse(X) or type(X).__module__.split(".")[0] != "pandas":
+        return None
+    names = list(columns)
+    if not names or not all(isinstance(name, str) for name in names):
+        return None
+    return [name if name_problem(name) is None else None for name in names]
+
+
+def _checked_names(feature_names, n_ids):
+    """``feature_names`` as a tuple of ``n_ids`` names (str or None), or None."""
+    if feature_names is None:
+        return None
+    from ultrafs.store.feature_names import names_of_sequence
+
+    pairs = names_of_sequence(feature_names, id_offset=0, n_ids=n_ids)
+    names = [None] * n_ids
+    for j, name in pairs:
+        names[j] = name
+    return tuple(names) if pairs else None
+
+
 class InMemoryStore(ColumnStore):
     """A column store over an in-memory CSC matrix.
 
@@ -126,10 +156,17 @@ class InMemoryStore(ColumnStore):
         Value dtype (None: float32 stays float32, anything else float64).
     id_offset : int
         Feature id of column 0.
+    feature_names : sequence of str or None, optional
+        One name (or None: unnamed) per column of ``X``; names may not be
+        empty nor hold tabs or line breaks.  None (the default) takes a
+        pandas DataFrame's column names when they are all strings (as
+        scikit-learn does), else the store has no names.
     """
 
     def __init__(self, X, y, *, target=None, block_size=None, dtype=None,
-                 id_offset=0):
+                 id_offset=0, feature_names=None):
+        if feature_names is None:
+            feature_names = _dataframe_names(X)
         csc, column_ids, id_space = to_compact_csc(X, dtype=dtype)
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != csc.shape[0]:
@@ -150,6 +187,7 @@ class InMemoryStore(ColumnStore):
         self.column_ids = column_ids
         self._id_space = int(id_space)
         self._fingerprint = None
+        self._names = _checked_names(feature_names, self._id_space)
         self._block_size = None if block_size is None else int(block_size)
         for arr in (self._indptr, self._indices, self._data, self._targets,
                     self._y_pm, self._classes, self.column_ids):
@@ -159,7 +197,7 @@ class InMemoryStore(ColumnStore):
     @classmethod
     def from_csc_arrays(cls, indptr, indices, data, n_samples, y_pm, classes,
                         *, block_size=None, id_offset=0, targets=None, target_type=None,
-                        column_ids=None, id_space=None):
+                        column_ids=None, id_space=None, feature_names=None):
         """Wrap already canonical CSC arrays and targets without checks.
 
         Parameters
@@ -181,6 +219,8 @@ class InMemoryStore(ColumnStore):
             None: ``"binary"`` (the only type ``y_pm`` can describe).
         column_ids, id_space : array of int64 or None, int or None
             The sparse id layout (see :func:`to_compact_csc`); None: dense.
+        feature_names : sequence of str or None, optional
+            One name (or None) per id (``id_space`` of them); checked.
         """
         self = cls.__new__(cls)
         self._indptr = np.asarray(indptr, dtype=np.int64)
@@ -216,12 +256,26 @@ class InMemoryStore(ColumnStore):
                                      f"{self.n_features} columns")
             self._id_space = int(id_space)
         self._fingerprint = None
+        self._names = _checked_names(feature_names, self._id_space)
         self._block_size = None if block_size is None else int(block_size)
         return self
 
     @property
     def id_space(self) -> int:
         return self._id_space
+
+    @property
+    def feature_names(self):
+        """The names given (a tuple, one per id: str or None), or None."""
+        return self._names
+
+    def feature_names_of(self, ids) -> list:
+        """Names of feature ids (None where unnamed or outside the store)."""
+        ids = np.asarray(ids, dtype=np.int64).reshape(-1) - self.id_offset
+        names = self._names
+        if names is None:
+            return [None] * len(ids)
+        return [names[j] if 0 <= j < len(names) else None for j in ids.tolist()]
 
     @property
     def fingerprint(self) -> str:

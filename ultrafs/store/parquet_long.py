@@ -25,6 +25,7 @@ import numpy as np
 from ultrafs.errors import StoreFormatError
 from ultrafs.kernels.long_table import feature_offsets
 from ultrafs.store.base import ColumnBlock, check_column_ids
+from ultrafs.store.feature_names import check_names_attrs
 from ultrafs.store.metadata import (READ_VERSIONS, WRITE_VERSION, RecordedMeta,
                                     check_classes_and_bounds, check_complete, check_counts,
                                     check_format_marker, check_version3, required_attrs)
@@ -42,6 +43,7 @@ __all__ = [
     "METADATA_FILE",
     "LABELS_FILE",
     "COLUMN_IDS_FILE",
+    "NAMES_FILE",
     "ROW_GROUP_TABLE_KEYS",
     "is_parquet_long_store",
     "part_file_name",
@@ -58,6 +60,10 @@ METADATA_FILE = "_ultrafs.json"
 LABELS_FILE = "_labels.parquet"
 #: column ids of the sparse id layout (version 3): one int64 column ``column_id``
 COLUMN_IDS_FILE = "_column_ids.parquet"
+#: the optional feature names file (``id<TAB>name`` lines, see
+#: :mod:`ultrafs.store.feature_names`); its name starts with ``_`` so that
+#: Parquet readers of the directory skip it
+NAMES_FILE = "_feature_names.tsv"
 #: names of the part files
 PART_FILE_PATTERN = re.compile(r"part-\d{5,}\.parquet")
 #: columns of the row-group table, each a list of ints
@@ -237,6 +243,7 @@ class _StoreMeta(RecordedMeta):
         attrs = _read_metadata(path)
         check_regular_files(path)
         _check_attrs(path, attrs)
+        check_names_attrs(path, attrs, path / NAMES_FILE)
         super().__init__(attrs)
         self.feature_dtype = np.dtype(attrs["feature_dtype"])
         self.files = _check_files(path, attrs["files"])
@@ -319,6 +326,8 @@ class ParquetLongStore(WrittenStore):
     and Parquet's page checksums are verified too.  Pickling keeps only
     the path.
     """
+
+    _NAMES_FILE = NAMES_FILE
 
     def _init_state(self, path) -> None:
         super()._init_state(path)

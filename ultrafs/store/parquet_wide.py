@@ -273,6 +273,19 @@ class ParquetWideStore(PathStore):
         """Column names of the features: ``feature_names[j]`` is feature id ``j``."""
         return self._meta().feature_names
 
+    def feature_names_of(self, ids) -> list:
+        """Column names of feature ids (None outside the table, or for a
+        column name that cannot be a feature name: empty, or holding a tab
+        or a line break; see :func:`ultrafs.store.feature_names.name_problem`)."""
+        from ultrafs.store.feature_names import name_problem
+
+        names = self._meta().feature_names
+        out = []
+        for fid in np.asarray(ids, dtype=np.int64).reshape(-1).tolist():
+            name = names[fid] if 0 <= fid < len(names) else None
+            out.append(name if name is not None and name_problem(name) is None else None)
+        return out
+
     @property
     def n_features(self) -> int:
         return len(self._meta().feature_names)

@@ -188,6 +188,8 @@ class WrittenStore(PathStore):
                      3: "row numbers not increasing within a column"}
     #: problem named for NaN or infinite values
     _NONFINITE_PROBLEM = "NaN or infinite values"
+    #: the feature names file inside the store (set by each format)
+    _NAMES_FILE: str = ""
 
     def _init_state(self, path) -> None:
         super()._init_state(path)
@@ -242,6 +244,46 @@ class WrittenStore(PathStore):
     @property
     def classes(self) -> np.ndarray:
         return self._meta().classes.copy()
+
+    # -------------------------------------------------------------- names
+    @property
+    def has_feature_names(self) -> bool:
+        """Whether the store records feature names (read only when asked for)."""
+        from ultrafs.store.feature_names import NAMES_SHA_ATTR
+
+        return NAMES_SHA_ATTR in self._meta().attrs
+
+    def feature_names_of(self, ids) -> list:
+        """Names of feature ids (None where unnamed), read from the names file.
+
+        The file is streamed and checked against its recorded SHA-256 at
+        every call; only the requested names are kept in memory.
+
+        Raises
+        ------
+        StoreFormatError
+            If the names file is missing or does not match its checksum.
+        """
+        from ultrafs.store.feature_names import (NAMES_COUNT_ATTR, NAMES_SHA_ATTR,
+                                                 lookup_names)
+
+        ids = [int(i) for i in np.asarray(ids, dtype=np.int64).reshape(-1)]
+        attrs = self._meta().attrs
+        if NAMES_SHA_ATTR not in attrs or not ids:
+            return [None] * len(ids)
+        found = lookup_names(self._open_names_file, ids, sha256=attrs[NAMES_SHA_ATTR],
+                             count=attrs[NAMES_COUNT_ATTR], where=str(self._path),
+                             file_name=self._NAMES_FILE)
+        return [found.get(i) for i in ids]
+
+    def _open_names_file(self):
+        """The names file, opened for binary reading (local path or URL)."""
+        if is_url(self._path):
+            import fsspec
+
+            return fsspec.open(f"{str(self._path).rstrip('/')}/{self._NAMES_FILE}",
+                               "rb").open()
+        return open(self._path / self._NAMES_FILE, "rb")
 
     # ------------------------------------------------------------ targets
     def read_targets(self) -> np.ndarray:

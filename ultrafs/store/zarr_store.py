@@ -15,6 +15,7 @@ import numpy as np
 from ultrafs.errors import StoreFormatError
 from ultrafs.kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
 from ultrafs.store.base import ColumnBlock
+from ultrafs.store.feature_names import check_names_attrs
 from ultrafs.store.metadata import VALUE_DTYPES  # noqa: F401  (re-exported)
 from ultrafs.store.metadata import (READ_VERSIONS, WRITE_VERSION, RecordedMeta,
                                     check_classes_and_bounds, check_complete, check_counts,
@@ -29,6 +30,7 @@ __all__ = [
     "READ_VERSIONS",
     "CHUNK_ELEMENTS",
     "DEFAULT_BLOCK_NNZ",
+    "NAMES_FILE",
     "is_ultrafs_store",
 ]
 
@@ -40,6 +42,9 @@ FORMAT_VERSION = WRITE_VERSION
 CHUNK_ELEMENTS = 1 << 20
 #: target nonzeros per block of the default partition
 DEFAULT_BLOCK_NNZ = 4 << 20
+#: the optional feature names file (``id<TAB>name`` lines, see
+#: :mod:`ultrafs.store.feature_names`), next to the group's ``zarr.json``
+NAMES_FILE = "feature_names.tsv"
 
 #: fill values: a missing chunk reads as values every check rejects
 FILL_VALUES = {"indptr": -1, "indices": -1, "data": float("nan"),
@@ -161,6 +166,7 @@ class _StoreMeta(RecordedMeta):
         if not is_url(path):
             check_regular_files(path)
         _check_attrs(path, attrs)
+        check_names_attrs(path, attrs, None if is_url(path) else path / NAMES_FILE)
         super().__init__(attrs)
         group = zarr.open_group(store=str(path) if zarr_store is None else zarr_store,
                                 mode="r", zarr_format=3)
@@ -242,6 +248,7 @@ class ZarrStore(WrittenStore):
                      2: "row numbers out of range (indices)",
                      3: "row numbers not increasing within a column (indices)"}
     _NONFINITE_PROBLEM = "NaN or infinite values (data)"
+    _NAMES_FILE = NAMES_FILE
 
     def _load_meta(self) -> _StoreMeta:
         return _StoreMeta(self._path, self._zarr_store())

@@ -120,11 +120,13 @@ class BlockWriter:
     format_name: str
     #: the ``format_version`` attribute written
     format_version: int
+    #: the feature names file inside the store (see ultrafs.store.feature_names)
+    names_file: str
 
     def __init__(self, path, *, n_samples, n_features, nnz, dtype, binary, labels,
                  id_offset, command, block_nnz, overwrite, attrs, chunk_size,
                  labels_source, target=None, column_ids=None, id_space=None,
-                 **settings):
+                 feature_names=None, **settings):
         self.path = check_output_path(path, overwrite)
         self.n_samples, self.n_features, self.nnz = int(n_samples), int(n_features), int(nnz)
         if min(self.n_samples, self.n_features, self.nnz) < 0:
@@ -160,6 +162,7 @@ class BlockWriter:
             if len(self.column_ids) != self.n_features:
                 raise ValueError(f"{len(self.column_ids)} column ids for "
                                  f"{self.n_features} columns")
+        self._feature_names = self._checked_feature_names(feature_names, int(id_offset))
         self._digest = ContentDigest(
             n_samples=self.n_samples, id_space=self.id_space, id_offset=id_offset,
             dtype=self.dtype, binary=self.binary, target_type=self.target_type,
@@ -287,6 +290,40 @@ class BlockWriter:
             self.close()
         return False
 
+    # ------------------------------------------------------------- names
+    def _checked_feature_names(self, feature_names, id_offset):
+        """The ``feature_names`` argument, checked before anything is written.
+
+        None; a :class:`~ultrafs.store.feature_names.StagedNames` (a user
+        file already checked, see ``stage_names_file``), whose ids must lie
+        in the store's range; or a sequence of ``id_space`` names (str or
+        None), ``names[j]`` naming id ``id_offset + j``.
+        """
+        from ultrafs.store.feature_names import StagedNames, names_of_sequence
+
+        if feature_names is None:
+            return None
+        if isinstance(feature_names, StagedNames):
+            feature_names.check_range(id_offset, self.id_space)
+            return feature_names
+        return names_of_sequence(feature_names, id_offset=id_offset, n_ids=self.id_space)
+
+    def _names_attrs(self) -> dict:
+        """Write the names file into the temporary store; its attributes.
+
+        Empty without names (the attributes are optional: older stores and
+        stores without names have none).
+        """
+        from ultrafs.store.feature_names import (NAMES_COUNT_ATTR, NAMES_SHA_ATTR,
+                                                 place_names)
+
+        if self._feature_names is None:
+            return {}
+        sha, count = place_names(self._feature_names, self.tmp_path / self.names_file,
+                                 id_offset=self._attrs["id_offset"],
+                                 id_space=self.id_space)
+        return {NAMES_SHA_ATTR: sha, NAMES_COUNT_ATTR: count}
+
     # -------------------------------------------------------------- hooks
     def _check_settings(self, block_nnz, chunk_size, **settings) -> None:
         """Check the sizes (given as passed) and set the format's settings."""
@@ -321,13 +358,14 @@ class BlockWriter:
 
 
 def write_arrays(writer_class, path, X, y, *, dtype, overwrite, target=None,
-                 **options) -> Path:
+                 feature_names=None, **options) -> Path:
     """Write numpy / scipy.sparse arrays with ``writer_class``.
 
     The body of :func:`~ultrafs.store.writers.zarr_writer.write_store` and
     :func:`~ultrafs.store.writers.parquet_long_writer.write_parquet_long`, whose
     docstrings describe ``path``, ``X``, ``y``, ``dtype``, ``overwrite``
-    and ``target``; ``options`` are further keyword arguments of
+    and ``target``; ``feature_names`` (None, or one name or None per
+    column of ``X``) and ``options`` are further keyword arguments of
     ``writer_class`` (a :class:`BlockWriter` subclass).
 
     Returns
@@ -348,6 +386,6 @@ def write_arrays(writer_class, path, X, y, *, dtype, overwrite, target=None,
     with writer_class(path, n_samples=csc.shape[0], n_features=csc.shape[1],
                       nnz=csc.nnz, dtype=csc.dtype, binary=binary, labels=y,
                       overwrite=overwrite, labels_source="y", target=target,
-                      **options) as writer:
+                      feature_names=feature_names, **options) as writer:
         writer.append(csc.indptr, csc.indices, None if binary else csc.data)
         return writer.close()

@@ -711,7 +711,7 @@ def _store_writer(format):
 def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
                   n_features=None, memory_budget=DEFAULT_MEMORY_BUDGET, block_nnz=None,
                   command=None, overwrite=False, format="zarr", target=None,
-                  progress=None) -> dict:
+                  progress=None, feature_names=None) -> dict:
     """Convert a LIBSVM / svmlight file into an on-disk column store.
 
     Parameters
@@ -750,6 +750,13 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
     progress : callable, optional
         Called with the number of rows parsed so far after every block of
         text (the command line's progress line).
+    feature_names : str or os.PathLike, optional
+        A UTF-8 names file stored with the data: one name per line, line
+        ``k`` (from 0) naming the ``k``-th id (id ``k + 1`` for a 1-based
+        file; an empty line leaves it unnamed), or ``id<TAB>name`` lines
+        for any subset of ids (the form of the first line decides).
+        Checked before the data is read, its ids against ``n_features``
+        once that is known (:mod:`ultrafs.store.feature_names`).
 
     Returns
     -------
@@ -757,14 +764,16 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
         ``input``, ``output``, ``n_samples``, ``n_features``, ``nnz``,
         ``binary``, ``dtype``, ``target``, ``classes`` (``[]`` for a
         continuous target), ``explicit_zeros`` (dropped), ``n_runs`` (runs
-        spilled to disk), ``seconds``.
+        spilled to disk), ``seconds``; ``feature_names`` (the number of
+        named features) when a names file was given.
 
     Raises
     ------
     InputFormatError
-        Malformed, binary, empty input, a single label value, or labels
-        that do not fit ``target`` (one line naming the file and, where
-        it applies, the line).  Nothing is left at ``output_path``.
+        Malformed, binary, empty input, a single label value, labels
+        that do not fit ``target``, or a bad names file (one line naming
+        the file and, where it applies, the line).  Nothing is left at
+        ``output_path``.
     StoreExistsError
         If ``output_path`` exists and ``overwrite`` is False.
     ParameterError
@@ -785,6 +794,14 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
     run_dir = Path(tempfile.mkdtemp(prefix=f"{output.name}.runs-", dir=output.parent))
     transpose = ExternalTranspose(run_dir, plan.buffer_bytes)
     try:
+        names = None
+        if feature_names is not None:
+            from ultrafs.store.feature_names import stage_names_file
+
+            names = stage_names_file(feature_names, run_dir / "feature_names.tsv",
+                                     id_offset=0 if zero_based else 1)
+            if n_features is not None:
+                names.check_range(0 if zero_based else 1, n_features)
         stats = _transpose_file(source, transpose, plan, dtype, zero_based, progress)
         labels = stats.pop("labels")
         if len(labels) == 0:
@@ -797,6 +814,10 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
             raise InputFormatError(
                 f"{source}: n_features={n_features}, but the file has feature index "
                 f"{needed - 1 + (0 if zero_based else 1)} (needs {needed} features)")
+        if names is not None:
+            names.check_range(0 if zero_based else 1, n_features,
+                              hint="; give n_features (--n-features) to declare more "
+                                   "features than the data uses")
         transpose.finish()
         if sparse_id_layout(n_features, len(transpose.used_columns)):
             column_ids = transpose.used_columns
@@ -810,6 +831,7 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
                    binary=stats["binary"], target=target_type,
                    id_offset=0 if zero_based else 1,
                    command=command, block_nnz=block_nnz, overwrite=overwrite,
+                   feature_names=names,
                    source_attrs={"path": str(source.resolve()),
                                  "bytes": source.stat().st_size,
                                  "format": "libsvm", "zero_based": bool(zero_based),
@@ -824,6 +846,7 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
             "binary": stats["binary"], "dtype": dtype.name, "target": target_type,
             "classes": [float(c) for c in classes],
             "explicit_zeros": stats["explicit_zeros"], "n_runs": n_spilled,
+            **({} if names is None else {"feature_names": names.count}),
             "seconds": time.perf_counter() - started}
 
 
@@ -871,7 +894,7 @@ def _transpose_file(source, transpose, plan, dtype, zero_based, progress=None) -
 
 def _write_csc(output, transpose, indptr, labels, plan, writer_class, *, dtype, binary,
                target, id_offset, command, block_nnz, overwrite, source_attrs,
-               column_ids=None, id_space=None) -> None:
+               column_ids=None, id_space=None, feature_names=None) -> None:
     """Write the transposed triplets as a store, one column group at a time."""
     n_features = len(indptr) - 1
     layout = {} if column_ids is None else {"column_ids": column_ids, "id_space": id_space}
@@ -880,7 +903,7 @@ def _write_csc(output, transpose, indptr, labels, plan, writer_class, *, dtype, 
                           id_offset=id_offset, command=command, block_nnz=block_nnz,
                           overwrite=overwrite, chunk_size=plan.chunk_size,
                           attrs={"source": source_attrs}, labels_source=str(output),
-                          target=target)
+                          target=target, feature_names=feature_names)
     with writer:
         bounds = balanced_block_bounds(indptr, plan.group_nnz)
         for first, stop, rows, values in transpose.iter_blocks(bounds, indptr, dtype,

@@ -27,7 +27,8 @@ from ultrafs.store.writers.block_writer import BlockWriter, check_output_path, w
 from ultrafs.store.parquet_integrity import (CHECKSUM_ALGORITHM, file_checksum,
                                              part_file_checksums, seal_metadata)
 from ultrafs.store.parquet_long import (COLUMN_IDS_FILE, FORMAT_NAME, FORMAT_VERSION,
-                                        LABELS_FILE, METADATA_FILE, ROW_GROUP_TABLE_KEYS,
+                                        LABELS_FILE, METADATA_FILE, NAMES_FILE,
+                                        ROW_GROUP_TABLE_KEYS,
                                         ParquetLongStore, part_file_name)
 from ultrafs.store.zarr_store import CHUNK_ELEMENTS, DEFAULT_BLOCK_NNZ
 
@@ -90,6 +91,9 @@ class ParquetLongWriter(BlockWriter):
         ``_column_ids.parquet``); None for the dense one.
     id_space : int or None
         Declared width (ids ``0 .. id_space - 1``); None: ``n_features``.
+    feature_names : None, sequence or StagedNames
+        As for :class:`~ultrafs.store.writers.zarr_writer.StoreWriter`;
+        written to ``_feature_names.tsv``.
 
     Notes
     -----
@@ -103,18 +107,19 @@ class ParquetLongWriter(BlockWriter):
 
     format_name = FORMAT_NAME
     format_version = FORMAT_VERSION
+    names_file = NAMES_FILE
 
     def __init__(self, path, *, n_samples, n_features, nnz, dtype, binary, labels,
                  id_offset=0, command=None, block_nnz=DEFAULT_BLOCK_NNZ,
                  overwrite=False, attrs=None, chunk_size=CHUNK_ELEMENTS,
                  labels_source="labels", target=None, file_nnz=DEFAULT_FILE_NNZ,
-                 column_ids=None, id_space=None):
+                 column_ids=None, id_space=None, feature_names=None):
         super().__init__(path, n_samples=n_samples, n_features=n_features, nnz=nnz,
                          dtype=dtype, binary=binary, labels=labels, id_offset=id_offset,
                          command=command, block_nnz=block_nnz, overwrite=overwrite,
                          attrs=attrs, chunk_size=chunk_size, labels_source=labels_source,
                          target=target, column_ids=column_ids, id_space=id_space,
-                         file_nnz=file_nnz)
+                         feature_names=feature_names, file_nnz=file_nnz)
 
     # -------------------------------------------------------------- hooks
     def _check_settings(self, block_nnz, chunk_size, file_nnz) -> None:
@@ -177,7 +182,7 @@ class ParquetLongWriter(BlockWriter):
                      files=list(self._files),
                      row_groups={k: [int(v) for v in values]
                                  for k, values in self._row_groups.items()},
-                     checksums=self._checksums, complete=True)
+                     checksums=self._checksums, **self._names_attrs(), complete=True)
         self._write_metadata(seal_metadata(attrs))
 
     def _discard(self) -> None:
@@ -321,7 +326,8 @@ class ParquetLongWriter(BlockWriter):
 
 def write_parquet_long(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, id_offset=0,
                        command=None, overwrite=False, chunk_size=CHUNK_ELEMENTS,
-                       file_nnz=DEFAULT_FILE_NNZ, target=None) -> ParquetLongStore:
+                       file_nnz=DEFAULT_FILE_NNZ, target=None,
+                       feature_names=None) -> ParquetLongStore:
     """Write a Parquet-long store from numpy / scipy.sparse arrays and open it.
 
     Parameters
@@ -349,6 +355,8 @@ def write_parquet_long(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, i
     target : None, "auto", "binary", "multiclass" or "continuous"
         Target type; None detects it (two values: binary; three or more
         integers: multiclass; else continuous).
+    feature_names : sequence of str or None, optional
+        One name (or None: unnamed) per column of ``X``.
 
     Returns
     -------
@@ -366,4 +374,5 @@ def write_parquet_long(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, i
     return ParquetLongStore(write_arrays(
         ParquetLongWriter, path, X, y, dtype=dtype, overwrite=overwrite,
         block_nnz=block_nnz, id_offset=id_offset, command=command,
-        chunk_size=chunk_size, file_nnz=file_nnz, target=target))
+        chunk_size=chunk_size, file_nnz=file_nnz, target=target,
+        feature_names=feature_names))

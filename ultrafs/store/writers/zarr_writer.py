@@ -17,7 +17,7 @@ from ultrafs.store.writers.block_writer import (BlockWriter, check_output_path, 
                            remove_tree, temporary_sibling, write_arrays)
 from ultrafs.store.metadata import metadata_checksum
 from ultrafs.store.zarr_store import (CHUNK_ELEMENTS, DEFAULT_BLOCK_NNZ, FILL_VALUES,
-                         FORMAT_NAME, FORMAT_VERSION, ZarrStore, _codecs,
+                         FORMAT_NAME, FORMAT_VERSION, NAMES_FILE, ZarrStore, _codecs,
                          array_metadata_parts)
 
 __all__ = ["StoreWriter", "StoreExistsError", "write_store",
@@ -68,6 +68,11 @@ class StoreWriter(BlockWriter):
         ``n_features`` columns, strictly increasing; None for the dense one.
     id_space : int or None
         Declared width (ids ``0 .. id_space - 1``); None: ``n_features``.
+    feature_names : None, sequence or StagedNames
+        Names of the features: one name (str) or None per id
+        (``id_space`` of them, ``names[j]`` naming id ``id_offset + j``),
+        or a checked user file (:func:`ultrafs.store.feature_names.stage_names_file`);
+        written to ``feature_names.tsv`` with its SHA-256 in the attributes.
 
     Notes
     -----
@@ -80,16 +85,19 @@ class StoreWriter(BlockWriter):
 
     format_name = FORMAT_NAME
     format_version = FORMAT_VERSION
+    names_file = NAMES_FILE
 
     def __init__(self, path, *, n_samples, n_features, nnz, dtype, binary, labels,
                  id_offset=0, command=None, block_nnz=DEFAULT_BLOCK_NNZ,
                  overwrite=False, attrs=None, chunk_size=CHUNK_ELEMENTS,
-                 labels_source="labels", target=None, column_ids=None, id_space=None):
+                 labels_source="labels", target=None, column_ids=None, id_space=None,
+                 feature_names=None):
         super().__init__(path, n_samples=n_samples, n_features=n_features, nnz=nnz,
                          dtype=dtype, binary=binary, labels=labels, id_offset=id_offset,
                          command=command, block_nnz=block_nnz, overwrite=overwrite,
                          attrs=attrs, chunk_size=chunk_size, labels_source=labels_source,
-                         target=target, column_ids=column_ids, id_space=id_space)
+                         target=target, column_ids=column_ids, id_space=id_space,
+                         feature_names=feature_names)
 
     # -------------------------------------------------------------- hooks
     def _check_settings(self, block_nnz, chunk_size) -> None:
@@ -125,7 +133,8 @@ class StoreWriter(BlockWriter):
             self._create_array("column_ids", self.n_features, np.int64,
                                chunk=min(self.chunk_size, INDPTR_CHUNK))[:] = self.column_ids
         bounds = balanced_block_bounds(self._indptr, self.block_nnz)
-        attrs = dict(self._attrs, block_bounds=[int(b) for b in bounds], complete=False)
+        attrs = dict(self._attrs, block_bounds=[int(b) for b in bounds],
+                     **self._names_attrs(), complete=False)
         attrs["metadata_checksum"] = metadata_checksum(
             attrs, array_metadata_parts(self.tmp_path))
         self._group.attrs.update(attrs)
@@ -162,7 +171,7 @@ class StoreWriter(BlockWriter):
 
 def write_store(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, id_offset=0,
                 command=None, overwrite=False, chunk_size=CHUNK_ELEMENTS,
-                target=None) -> ZarrStore:
+                target=None, feature_names=None) -> ZarrStore:
     """Write a store from numpy / scipy.sparse arrays and open it.
 
     Parameters
@@ -188,6 +197,9 @@ def write_store(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, id_offse
     target : None, "auto", "binary", "multiclass" or "continuous"
         Target type; None detects it (two values: binary; three or more
         integers: multiclass; else continuous).
+    feature_names : sequence of str or None, optional
+        One name (or None: unnamed) per column of ``X``; stored with the
+        data (``store.feature_names_of(ids)`` reads them back).
 
     Returns
     -------
@@ -198,10 +210,13 @@ def write_store(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, id_offse
     ------
     InputFormatError
         If X holds NaN/inf, y has the wrong length, is not finite, takes a
-        single value or does not fit ``target``.
+        single value or does not fit ``target``; or a feature name is not
+        a string without tabs and line breaks, or their count is not the
+        number of columns.
     StoreExistsError
         If ``path`` exists and ``overwrite`` is False.
     """
     return ZarrStore(write_arrays(StoreWriter, path, X, y, dtype=dtype, overwrite=overwrite,
                                   block_nnz=block_nnz, id_offset=id_offset,
-                                  command=command, chunk_size=chunk_size, target=target))
+                                  command=command, chunk_size=chunk_size, target=target,
+                                  feature_names=feature_names))
