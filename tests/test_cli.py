@@ -70,8 +70,9 @@ def test_flow_ingest_info_select_predict_evaluate(stores):
     predicted = run("predict", "--model", model_path, "--data", stores / "test.zarr")
     assert "absent from the store" in predicted.stderr   # features 101..120
     predictions = predicted.stdout.splitlines()
-    assert predictions[0].split("\t") == ["label", "decision", "probability"]
+    assert predictions[0].split("\t") == ["row", "predicted", "decision", "probability"]
     assert len(predictions) == 201
+    assert [row.split("\t")[0] for row in predictions[1:4]] == ["0", "1", "2"]
     metrics = json.loads(run("evaluate", "--model", model_path, "--data",
                              stores / "test.zarr").stdout)
     assert {"accuracy", "auc", "n_samples"} <= set(metrics)
@@ -83,10 +84,10 @@ def test_flow_ingest_info_select_predict_evaluate(stores):
     assert out.read_text().splitlines() == predictions
     as_json = json.loads(run("predict", "--model", model_path, "--data",
                              stores / "test.zarr", "--format", "json").stdout)
-    assert set(as_json) == {"label", "decision", "probability"}
-    assert len(as_json["decision"]) == 200
+    assert set(as_json) == {"row", "predicted", "decision", "probability"}
+    assert len(as_json["decision"]) == 200 and as_json["row"][:3] == [0, 1, 2]
     assert [f"{v:.10g}" for v in as_json["decision"][:3]] == \
-        [row.split("\t")[1] for row in predictions[1:4]]
+        [row.split("\t")[2] for row in predictions[1:4]]
 
 
 @pytest.mark.parametrize("args, fragments", [
@@ -193,7 +194,10 @@ def test_progress_on_stderr_only_when_asked(stores):
     loud = run("select", "--data", stores / "train.zarr", "--B", 3, "--max-iter", 1,
                "--progress", "--block-size", 10)
     assert "blocks" in loud.stderr and "nnz/s" in loud.stderr and "ETA" in loud.stderr
-    assert "iteration   1:" in loud.stderr
+    assert "iteration 1 of 1: scoring candidates" in loud.stderr
+    assert "iteration 1 of 1: 3 features" in loud.stderr
+    assert "phase" not in loud.stderr
+    assert "0.0M nnz/s" not in loud.stderr
     json.loads(loud.stdout)                       # stdout holds only the model
 
 

@@ -280,8 +280,8 @@ def test_cli_select_predict_evaluate(tmp_path, planted):
     assert metrics["accuracy"] > 0.9 and "log_loss" not in metrics
     predictions = json.loads(run("predict", "--model", model_path, "--data", test,
                                  "--format", "json"))
-    assert set(predictions) == {"label", "decision"}            # no probability
-    assert np.mean(np.asarray(predictions["label"]) == y_test) == metrics["accuracy"]
+    assert set(predictions) == {"row", "predicted", "decision"}   # no probability
+    assert np.mean(np.asarray(predictions["predicted"]) == y_test) == metrics["accuracy"]
 
     bad = runner.invoke(main, ["select", "--data", str(train), "--loss", "nope"])
     assert bad.exit_code == 2 and LOSS in bad.output            # listed as a choice

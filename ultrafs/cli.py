@@ -13,6 +13,7 @@ import json
 import os
 import re
 import sys
+import time
 import warnings
 
 import click
@@ -185,6 +186,30 @@ class CType(click.ParamType):
         return number
 
 
+class ClassWeightType(click.ParamType):
+    """``--class-weight``: ``balanced`` or ``VALUE:WEIGHT,...`` (class values)."""
+
+    name = "class_weight"
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        if value == "balanced":
+            return value
+        weights = {}
+        for item in value.split(","):
+            label, sep, weight = item.partition(":")
+            try:
+                key, number = float(label), float(weight)
+            except ValueError:
+                key = number = float("nan")
+            if not sep or key != key or not (0 <= number < float("inf")):
+                self.fail(f"{value!r} is not 'balanced' or VALUE:WEIGHT,... with "
+                          "numbers VALUE and WEIGHT >= 0", param, ctx)
+            weights[key] = number
+        return weights
+
+
 #: largest count an integer option accepts (B, iterations, folds, block sizes...):
 #: beyond it a value can only be a mistake, and numpy would fail on it
 MAX_COUNT = 2**31 - 1
@@ -283,6 +308,154 @@ def _progress_enabled(flag):
     return flag if flag is not None else sys.stderr.isatty()
 
 
+def _stdout_is_terminal():
+    """Whether stdout is a terminal (a person reads it, no program)."""
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _stderr_is_terminal():
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _megabytes(n):
+    return f"{n / 1e6:,.1f} MB"
+
+
+class _IngestProgress:
+    """One line on stderr while a LIBSVM file is read: bytes, rows, rate, ETA.
+
+    Called by :func:`ultrafs.store.writers.libsvm.ingest_libsvm` with the
+    rows parsed so far after every block of text.  The bytes read are the
+    reader's offset in the (possibly compressed) file, read from
+    ``/proc/self/fdinfo`` (Linux); elsewhere the line shows rows and their
+    rate only.
+    """
+
+    def __init__(self, path, min_interval=0.25, stream=None):
+        self.path = os.fspath(path)
+        self.name = os.path.basename(self.path)
+        self.real = os.path.realpath(self.path)
+        try:
+            self.size = os.path.getsize(self.path)
+        except OSError:
+            self.size = 0
+        self.stream = stream if stream is not None else sys.stderr
+        self.min_interval = min_interval
+        self.started = time.perf_counter()
+        self.drawn = 0.0
+        self.rows = 0
+        self.fd = None
+        self.shown = False
+
+    def _position(self):
+        """The reader's offset in the file, or None where it cannot be seen."""
+        try:
+            if self.fd is None or os.readlink(f"/proc/self/fd/{self.fd}") != self.real:
+                self.fd = None
+                for name in os.listdir("/proc/self/fd"):
+                    try:
+                        if os.readlink(f"/proc/self/fd/{name}") == self.real:
+                            self.fd = name
+                            break
+                    except OSError:
+                        continue
+            if self.fd is None:
+                # rows were parsed, so the reader opened the file: it has
+                # read it all and closed it
+                return self.size if os.path.isdir("/proc/self/fd") else None
+            with open(f"/proc/self/fdinfo/{self.fd}") as info:
+                for line in info:
+                    if line.startswith("pos:"):
+                        return int(line.split()[1])
+        except (OSError, ValueError):
+            return None
+        return None
+
+    def line(self, now, position, final=False):
+        elapsed = max(now - self.started, 1e-9)
+        if final:
+            size = f"{_megabytes(self.size)}, " if self.size else ""
+            return f"read {self.name}: {size}{self.rows:,} rows in {format_seconds(elapsed)}"
+        text = f"reading {self.name}:"
+        if position is not None and self.size:
+            position = min(position, self.size)
+            fraction = position / self.size
+            text += (f" {_megabytes(position)} of {_megabytes(self.size)} "
+                     f"({100 * fraction:.0f}%),")
+        text += f" {self.rows:,} rows, {self.rows / elapsed:,.0f} rows/s"
+        if position is not None and self.size:
+            text += f", {position / elapsed / 1e6:,.1f} MB/s"
+            if position >= self.size:
+                text += "; writing the store"
+            elif position > 0:
+                text += f", ETA {format_seconds((self.size - position) * elapsed / position)}"
+        return text
+
+    def __call__(self, rows):
+        self.rows = int(rows)
+        now = time.perf_counter()
+        if now - self.drawn < self.min_interval:
+            return
+        self.drawn = now
+        self.shown = True
+        self.stream.write("\r" + self.line(now, self._position()) + "   ")
+        self.stream.flush()
+
+    def finish(self):
+        """Show the last count and end the line (after the ingest, or before a message)."""
+        if self.shown:
+            self.stream.write("\r" + self.line(time.perf_counter(), None, final=True)
+                              + " " * 40 + "\n")
+            self.stream.flush()
+            self.shown = False
+
+
+def format_seconds(seconds):
+    from ultrafs.scoring.progress import format_seconds as fmt
+
+    return fmt(seconds)
+
+
+@contextlib.contextmanager
+def _ingest_progress(path, show):
+    """An :class:`_IngestProgress` for ``path`` when ``show``, else None."""
+    reporter = _IngestProgress(path) if show else None
+    try:
+        yield reporter
+    finally:
+        if reporter is not None:
+            reporter.finish()
+
+
+def _data_path(path, *, target=None):
+    """The store for ``path``: itself, or a LIBSVM file's cached ingest.
+
+    See :mod:`ultrafs.store.libsvm_cache`; the ingest (with progress on a
+    terminal) and the reuse are each said in one line on stderr.
+    """
+    if path is None:
+        return None
+    from ultrafs.store.libsvm_cache import is_libsvm_file, resolve_data
+
+    if not is_libsvm_file(path):
+        return path
+    with _ingest_progress(path, _stderr_is_terminal()) as reporter:
+        options = {} if reporter is None else {"progress": reporter}
+
+        def say(message):
+            if reporter is not None:
+                reporter.finish()
+            click.echo(message, err=True)
+
+        return resolve_data(path, target=target, echo=say, ingest_options=options)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="ultrafs")
 def main():
@@ -311,25 +484,83 @@ def main():
               help="Target type of the labels. auto: two values are binary, three or "
                    "more integers multiclass, anything else continuous; none: data "
                    "without labels, to predict on (the label tokens are ignored).")
+@click.option("--feature-names", "feature_names", default=None,
+              type=click.Path(dir_okay=False),
+              help="UTF-8 file of feature names stored with the data: one name per "
+                   "line (line k names the k-th id; an empty line: unnamed), or "
+                   "id<TAB>name lines for any subset of ids.")
 @click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")
 @_one_line_errors
 def ingest(input_path, output_path, dtype, zero_based, n_features,
-           memory_budget, block_nnz, store_format, target, overwrite):
-    """Convert a LIBSVM/svmlight file (plain, .gz, .bz2, .xz) to a store."""
+           memory_budget, block_nnz, store_format, target, overwrite, feature_names):
+    """Convert a LIBSVM/svmlight file (plain, .gz, .bz2, .xz) to a store.
+
+    INPUT - reads standard input (plain or compressed). On a terminal,
+    progress goes to stderr: bytes read, rows, rate and ETA.
+    """
     from ultrafs.outputs import check_output_dir
     from ultrafs.store.writers.libsvm import ingest_libsvm
 
     check_output_dir(output_path, "OUTPUT", [("INPUT", input_path)])
     kwargs = {} if block_nnz is None else {"block_nnz": block_nnz}
-    try:
-        summary = ingest_libsvm(
-            input_path, output_path, dtype=dtype, zero_based=zero_based,
-            n_features=n_features, memory_budget=memory_budget * 2**20,
-            command=" ".join(["ultrafs"] + sys.argv[1:]), overwrite=overwrite,
-            format=store_format, target=None if target == "auto" else target, **kwargs)
-    except OSError as exc:
-        raise _store_write_error(exc, output_path, input_path) from None
+    with _stdin_as_file(input_path, output_path) as source, \
+            _ingest_progress(source, _stderr_is_terminal()) as reporter:
+        if reporter is not None:
+            kwargs["progress"] = reporter
+            if input_path == "-":
+                reporter.name = "stdin"
+        try:
+            summary = ingest_libsvm(
+                source, output_path, dtype=dtype, zero_based=zero_based,
+                n_features=n_features, memory_budget=memory_budget * 2**20,
+                command=" ".join(["ultrafs"] + sys.argv[1:]), overwrite=overwrite,
+                format=store_format, target=None if target == "auto" else target,
+                feature_names=feature_names, **kwargs)
+        except OSError as exc:
+            raise _store_write_error(exc, output_path, source) from None
+    if input_path == "-":
+        summary["input"] = "-"
     click.echo(json.dumps(summary, default=str))
+
+
+@contextlib.contextmanager
+def _stdin_as_file(input_path, output_path):
+    """Yield a path holding INPUT: itself, or standard input copied to a file.
+
+    The reader needs a file it can open twice (the compression is detected
+    from the first bytes), so ``-`` is copied, as it comes (compressed or
+    not), into a temporary folder ``OUTPUT.stdin-*`` beside OUTPUT, removed
+    on every exit.  Messages name ``stdin``, not the temporary.
+    """
+    if input_path != "-":
+        yield input_path
+        return
+    import shutil
+    import tempfile
+
+    from ultrafs.errors import UltraFSError
+
+    output = os.path.abspath(output_path)
+    folder = tempfile.mkdtemp(prefix=os.path.basename(output) + ".stdin-",
+                              dir=os.path.dirname(output))
+    copy = os.path.join(folder, "stdin")
+    try:
+        stream = click.get_binary_stream("stdin")
+        with open(copy, "wb") as f:
+            shutil.copyfileobj(stream, f, 4 * 2**20)
+        try:
+            yield copy
+        except UltraFSError as exc:
+            message = str(exc).replace(copy, "stdin")
+            if message == str(exc):
+                raise
+            try:
+                replaced = type(exc)(message)
+            except Exception:  # noqa: BLE001 - an unusual constructor: keep the original
+                raise exc from None
+            raise replaced from None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _store_write_error(exc, output_path, input_path):
@@ -388,16 +619,28 @@ def _fgm_options(func):
         click.option("--validation-fraction", type=click.FloatRange(0, 1, min_open=True,
                                                                     max_open=True),
                      default=None,
-                     help="--C auto: share of the rows held out, stratified "
-                          "(default 0.2; 5 folds for at most 10,000 rows)."),
+                     help="Share of the rows held out (stratified, seeded by "
+                          "--split-seed). With --C auto: the rows C is chosen on "
+                          "(default 0.2; 5 folds for at most 10,000 rows), then the "
+                          "model is fitted on all rows. Otherwise: the model is "
+                          "fitted on the other rows and its accuracy on the held-out "
+                          "ones is printed and recorded (params.held_out)."),
         click.option("--cv", type=click.IntRange(min=2, max=MAX_COUNT), default=None,
                      help="--C auto: K stratified folds instead of one hold-out."),
         click.option("--split-seed", type=click.IntRange(min=0), default=0,
-                     show_default=True, help="Seed of the --C auto split or folds."),
+                     show_default=True,
+                     help="Seed of the held-out split (--validation-fraction) or "
+                          "of the --C auto folds."),
         click.option("--loss", type=RegistryChoice(_loss_names),
                      default="logistic", show_default=True,
                      help="Loss (K >= 3 classes: multinomial logistic or "
                           "one-vs-rest squared hinge)."),
+        click.option("--class-weight", type=ClassWeightType(), default=None,
+                     help="Weight the loss of each class: 'balanced' (n / (K x "
+                          "the class's count), for imbalanced data) or "
+                          "VALUE:WEIGHT,... (class values, e.g. 1:10,-1:1; others "
+                          "keep 1). --C auto then scores held-out rows by their "
+                          "weighted accuracy."),
         click.option("--max-iter", type=click.IntRange(min=1, max=MAX_COUNT), default=10,
                      show_default=True,
                      help="T: select up to B x T features with a nonzero weight "
@@ -479,30 +722,40 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                 block_size, scheduler, workers, progress, command, poly=1,
                 gamma=1.0, coef0=1.0, checkpoint=None, resume=False, refit=False,
                 refit_C=None, validation_fraction=None, cv=None, split_seed=0,
-                connect_timeout=None, worker_timeout=None):
+                connect_timeout=None, worker_timeout=None, class_weight=None):
     import dask
 
     from ultrafs.api import select
     from ultrafs.scoring.scheduling import WORKER_TIMEOUT_KEY
 
+    from ultrafs.scoring.progress import format_seconds, run_clock
+
     show = _progress_enabled(progress)
+    clock = None
 
     def report(record):
+        if clock is not None:
+            clock.iteration_done(record["iteration"])
         if show:
+            seconds = sum(record.get(f"{phase}_seconds", 0.0)
+                          for phase in ("score", "materialize", "solve"))
+            left = clock.remaining() if clock is not None else None
             click.echo(
-                f"iteration {record['iteration']:>3}: "
-                f"{record['n_features']:>6} features  "
-                f"objective {record['objective']:.6g}  "
-                + (f"pairs evaluated {record['pairs_evaluated']:,} of "
-                   f"{record['candidates']:,} candidates  "
-                   if "pairs_evaluated" in record else "")
-                + f"(score {record['score_seconds']:.2f}s, "
-                f"solve {record['solve_seconds']:.2f}s)", err=True)
+                f"{clock.name(record['iteration'])}: "
+                f"{record['n_features']:,} features ({record['n_nonzero']:,} with a "
+                f"nonzero weight), objective {record['objective']:.6g}, "
+                + (f"{record['pairs_evaluated']:,} of {record['candidates']:,} "
+                   "pairs evaluated, " if "pairs_evaluated" in record else "")
+                + f"{format_seconds(seconds)} (scoring "
+                f"{format_seconds(record['score_seconds'])}, solving "
+                f"{format_seconds(record['solve_seconds'])})"
+                + ("" if left is None or left <= 0
+                   else f"; run ETA {format_seconds(left)}"), err=True)
 
     if connect_timeout is None:
         connect_timeout = CONNECT_TIMEOUT_S
     timeouts = {} if worker_timeout is None else {WORKER_TIMEOUT_KEY: worker_timeout}
-    with dask.config.set(timeouts), _too_large_C(C), \
+    with dask.config.set(timeouts), _too_large_C(C), run_clock(max_iter) as clock, \
             _open_scheduler(scheduler, connect_timeout) as dask_scheduler:
         return select(store, B=B, C=C, loss=loss, max_iter=max_iter, tol=tol,
                       fit_intercept=not no_intercept, inner_tol=inner_tol,
@@ -512,48 +765,221 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                       poly=int(poly), gamma=gamma, coef0=coef0,
                       checkpoint=checkpoint, resume=resume, progress=show,
                       refit=refit, refit_C=refit_C,
-                      validation_fraction=validation_fraction, cv=cv, seed=split_seed)
+                      validation_fraction=validation_fraction, cv=cv, seed=split_seed,
+                      class_weight=class_weight)
 
 
 @main.command("select")
 @click.option("--data", "data_path", required=True, type=click.Path(),
-              help="Training store: Zarr or Parquet (see `ultrafs ingest`).")
+              help="Training data: a store (Zarr or Parquet, see `ultrafs ingest`) "
+                   "or a LIBSVM file (plain, .gz, .bz2, .xz), ingested once into "
+                   "the cache ($ULTRAFS_CACHE_DIR, else ~/.cache/ultrafs) and "
+                   "reused.")
 @LABEL_OPTION
 @_fgm_options
+@click.option("--test", "test_path", default=None, type=click.Path(),
+              help="Labelled store or LIBSVM file: the model's accuracy on it is "
+                   "printed and recorded (params.test).")
 @click.option("--checkpoint", type=click.Path(file_okay=False), default=None,
               help="Directory where the state is saved after every outer iteration.")
 @click.option("--resume", is_flag=True,
               help="Continue from --checkpoint (same data and parameters).")
-@click.option("--out", default="-", show_default=True,
-              help="Model file to write, or - for stdout.")
+@click.option("--out", default=None,
+              help="Model file to write, or - for stdout. Default: on a terminal "
+                   "NAME.model.json in the current folder (NAME: the data's file "
+                   "name) and a short summary; otherwise the JSON on stdout.")
+@click.option("--overwrite", is_flag=True,
+              help="Replace an existing NAME.model.json (the default --out on a "
+                   "terminal).")
 @_one_line_errors
-def select_command(data_path, label, out, **params):
+def select_command(data_path, label, out, test_path, overwrite, **params):
     """Select features with FGM and write the model as JSON."""
     from ultrafs.locks import folder_lock
     from ultrafs.outputs import check_output_dir, check_output_file
     from ultrafs.store import open_store
 
+    started = time.perf_counter()
+    summary = out is None and _stdout_is_terminal()
+    if out is None:
+        out = _default_model_path(data_path, overwrite) if summary else "-"
+    summary = summary or (_stdout_is_terminal() and out != "-")
     check_output_file(out, "--out", [("--data store", data_path),
+                                     ("--test store", test_path),
                                      ("--checkpoint folder", params["checkpoint"])])
     lock = contextlib.nullcontext()
     if params["checkpoint"] is not None:
         check_output_dir(params["checkpoint"], "--checkpoint",
                          [("--data store", data_path)])
         lock = folder_lock(params["checkpoint"], "checkpoint folder")
-    store = open_store(data_path, label=label)
+    store = open_store(_data_path(data_path), label=label)
+    test_store = None
+    if test_path is not None:
+        test_store = open_store(_data_path(test_path), label=label)
+    fit_store, held_out = store, None
+    if params["validation_fraction"] is not None and params["C"] != "auto":
+        fit_store, held_out = _held_out_split(store, params.pop("validation_fraction"),
+                                              params["split_seed"])
+        params["validation_fraction"] = None
     with lock:
-        model = _run_select(store, command=" ".join(["ultrafs"] + sys.argv[1:]),
+        model = _run_select(fit_store, command=" ".join(["ultrafs"] + sys.argv[1:]),
                             **params)
+        scores = _held_out_scores(model, held_out, test_store, test_path)
         _emit_json(model.to_dict(), out)
+    lines = _select_summary(model, store, scores, out, time.perf_counter() - started)
+    if summary:
+        width = max(len(name) for name, _ in lines) + 2
+        click.echo("\n".join(f"{name:<{width}}{text}" for name, text in lines))
+    else:   # the JSON went to stdout or a file: the scores, one line each
+        for name, text in lines:
+            if name.endswith("accuracy"):
+                click.echo(f"{name}: {text}", err=True)
+
+
+#: suffixes dropped from a data file's name to name its model file
+_DATA_SUFFIXES = (".gz", ".bz2", ".xz", ".svm", ".libsvm", ".svmlight", ".txt",
+                  ".zarr", ".parquet", ".t")
+
+
+def _default_model_path(data_path, overwrite):
+    """``NAME.model.json`` in the current folder, refused when it exists."""
+    from ultrafs.errors import OutputPathError
+
+    name = os.path.basename(os.path.normpath(os.fspath(data_path))) or "model"
+    changed = True
+    while changed:
+        changed = False
+        for suffix in _DATA_SUFFIXES:
+            if name.endswith(suffix) and len(name) > len(suffix):
+                name = name[: -len(suffix)]
+                changed = True
+    path = f"{name}.model.json"
+    if os.path.lexists(path) and not overwrite:
+        raise OutputPathError(
+            f"{path} exists (the model file named after --data); use --overwrite to "
+            "replace it, or --out FILE (- for stdout)")
+    return path
+
+
+def _held_out_split(store, fraction, seed):
+    """The training rows of ``store`` and the held-out ones (stratified, seeded).
+
+    The split is :func:`ultrafs.methods.validation.stratified_split`, the
+    one ``--C auto`` chooses C on.
+    """
+    from ultrafs.api import _classification_targets
+    from ultrafs.methods.validation import stratified_split
+    from ultrafs.store.rows import RowSubsetStore
+
+    y, _ = _classification_targets(store)
+    train, held = stratified_split(y, fraction, seed)
+    click.echo(f"fitting on {len(train):,} of the {len(y):,} rows; {len(held):,} "
+               f"({fraction:g}, stratified, --split-seed {seed}) held out to score "
+               "the model", err=True)
+    return RowSubsetStore(store, train), {"rows": held, "fraction": float(fraction),
+                                          "seed": int(seed), "n_train": len(train),
+                                          "store": RowSubsetStore(store, held)}
+
+
+def _held_out_scores(model, held_out, test_store, test_path):
+    """Score the model on the held-out rows and the --test store; record both."""
+    scores = {}
+    if held_out is not None:
+        metrics = model.evaluate_store(held_out["store"])
+        record = {"method": "holdout", "fraction": held_out["fraction"],
+                  "seed": held_out["seed"], "n_train": held_out["n_train"],
+                  "n_held_out": int(len(held_out["rows"])),
+                  "accuracy": metrics["accuracy"], "auc": metrics.get("auc")}
+        model.params["held_out"] = record
+        scores["held_out"] = record
+    if test_store is not None:
+        metrics = model.evaluate_store(test_store)
+        record = {"data": os.fspath(test_path), "n_samples": metrics["n_samples"],
+                  "accuracy": metrics["accuracy"], "auc": metrics.get("auc")}
+        model.params["test"] = record
+        scores["test"] = record
+    return scores
+
+
+def _plain_stop_reason(reason):
+    """FGM's stop reason in plain words."""
+    match = re.match(r"holds the budget of B x max_iter = (\d+)", reason)
+    if match:
+        return f"reached its budget of {int(match.group(1)):,} features (--B x --max-iter)"
+    match = re.match(r"relative objective decrease (\S+) <= tol=(\S+)", reason)
+    if match:
+        return (f"converged: the last iteration improved the objective by "
+                f"{float(match.group(1)):.2%}, under --tol {match.group(2)}")
+    if reason.startswith("no candidate feature"):
+        return "no other feature would improve the model"
+    match = re.match(r"reached (\d+) outer iterations.*holding (\d+) of the (\d+)", reason)
+    if match:
+        return (f"stopped after {match.group(1)} iterations (3 x --max-iter) with "
+                f"{match.group(2)} of its {match.group(3)} budgeted features")
+    return reason
+
+
+def _select_summary(model, store, scores, out, seconds):
+    """What a person reads after ``select``: ``(name, text)`` pairs."""
+    import numpy as np
+
+    params = model.params
+    n_features = len(model.features)
+    budget = params.get("B", 0) * params.get("max_iter", 0)
+    coef = np.asarray(model.coef)
+    lines = []
+
+    def add(name, text):
+        lines.append((name, text))
+
+    add("features selected", f"{n_features:,} of {budget:,} "
+        f"(--B {params.get('B')} x --max-iter {params.get('max_iter')}), among "
+        f"{store.n_features:,} columns of {store.n_samples:,} rows")
+    if coef.ndim == 2 and coef.shape[1] > 1:
+        add("nonzero weights", f"{int(np.count_nonzero(coef)):,} of {coef.size:,} "
+            f"({n_features:,} features x {coef.shape[1]} classes)")
+    else:
+        add("nonzero weights", f"{int(np.count_nonzero(coef)):,} of {coef.size:,}")
+    if model.history:
+        add("objective", f"{model.history[-1]['objective']:.6g} after "
+            f"{len(model.history)} iteration{'s' * (len(model.history) != 1)}")
+    add("stopped because", _plain_stop_reason(model.stop_reason or ""))
+    add("C", f"{params.get('C', 0):g} ({params.get('C_rule', 'given')})")
+    validation = params.get("validation")
+    if validation:
+        best = [p for p in validation.get("points", [])
+                if p.get("C") == validation.get("C")
+                and p.get("refit_C") == validation.get("refit_C")]
+        if best and "accuracy" in best[0]:
+            add("validation accuracy", f"{best[0]['accuracy']:.4f} at the chosen C "
+                f"({validation.get('method')}; the model is then fitted on all rows)")
+    held = scores.get("held_out")
+    if held:
+        add("held-out accuracy", f"{held['accuracy']:.4f} on {held['n_held_out']:,} "
+            f"rows ({held['fraction']:g} of the data, stratified); fitted on the "
+            f"other {held['n_train']:,}")
+    test = scores.get("test")
+    if test:
+        add("test accuracy", f"{test['accuracy']:.4f} on {test['n_samples']:,} rows "
+            f"of {test['data']}")
+    add("time", format_seconds(seconds))
+    if out != "-":
+        add("model", os.fspath(out))
+    return lines
 
 
 def _write_predictions(model, decision, out, output_format):
-    """Write labels, decision values (and probabilities) as TSV or JSON.
+    """Write row numbers, predicted labels, decision values (and probabilities).
 
-    K-class models write one ``decision_<class>`` (and
-    ``probability_<class>``) column per class.
+    Columns: ``row`` (0-based row number in the data), ``predicted`` (the
+    predicted class value), then ``decision`` (and ``probability`` of the
+    positive class, for losses that give one).  K-class models write one
+    ``decision_<class>`` (and ``probability_<class>``) column per class,
+    named by the class value.  TSV rows, or one JSON object of arrays.
     """
-    columns = {"label": model.predict_from_decision(decision)}
+    import numpy as np
+
+    columns = {"row": np.arange(len(decision), dtype=np.int64),
+               "predicted": model.predict_from_decision(decision)}
     if model.n_outputs == 1:
         columns["decision"] = decision
         if model.probabilistic:
@@ -571,7 +997,7 @@ def _write_predictions(model, decision, out, output_format):
         text += "\n"
     else:
         lines = ["\t".join(columns)]
-        lines += ["\t".join(f"{v:.10g}" for v in values)
+        lines += ["\t".join([str(values[0])] + [f"{v:.10g}" for v in values[1:]])
                   for values in zip(*columns.values())]
         text = "\n".join(lines) + "\n"
     if out in (None, "-"):
@@ -584,14 +1010,17 @@ def _write_predictions(model, decision, out, output_format):
 
 @main.command()
 @click.option("--model", "model_path", required=True, type=click.Path())
-@click.option("--data", "data_path", required=True, type=click.Path())
+@click.option("--data", "data_path", required=True, type=click.Path(),
+              help="Store, or LIBSVM file (ingested once into the cache and "
+                   "reused); labels not needed.")
 @LABEL_OPTION
 @click.option("--out", default="-", show_default=True,
               help="Output file, or - for stdout.")
 @click.option("--format", "output_format", type=click.Choice(["tsv", "json"]),
               default="tsv", show_default=True,
-              help="TSV rows (label, decision[, probability]) or one JSON object "
-                   "of arrays.")
+              help="TSV rows (row, predicted, decision[, probability]; one "
+                   "decision_CLASS and probability_CLASS per class for K classes) "
+                   "or one JSON object of arrays.")
 @_one_line_errors
 @_check_output("out", "--out", {"--model file": "model_path", "--data store": "data_path"})
 def predict(model_path, data_path, label, out, output_format):
@@ -601,14 +1030,16 @@ def predict(model_path, data_path, label, out, output_format):
     from ultrafs.model import Model
 
     model = Model.load(model_path)
-    store = open_store(data_path, label=label, labels=False)
+    store = open_store(_data_path(data_path, target="none"), label=label, labels=False)
     _write_predictions(model, model.decision_function_store(store), out,
                        output_format)
 
 
 @main.command()
 @click.option("--model", "model_path", required=True, type=click.Path())
-@click.option("--data", "data_path", required=True, type=click.Path())
+@click.option("--data", "data_path", required=True, type=click.Path(),
+              help="Labelled store, or LIBSVM file (ingested once into the "
+                   "cache and reused).")
 @LABEL_OPTION
 @_one_line_errors
 def evaluate(model_path, data_path, label):
@@ -618,15 +1049,17 @@ def evaluate(model_path, data_path, label):
     from ultrafs.model import Model
 
     model = Model.load(model_path)
-    click.echo(json.dumps(model.evaluate_store(open_store(data_path, label=label))))
+    click.echo(json.dumps(model.evaluate_store(open_store(_data_path(data_path),
+                                                          label=label))))
 
 
 @main.command("report")
 @click.argument("model_path", metavar="MODEL", type=click.Path())
 @click.option("--test", "test_path", default=None, type=click.Path(),
-              help="Labelled store: adds test accuracy vs number of features.")
+              help="Labelled store or LIBSVM file: adds test accuracy vs number "
+                   "of features.")
 @click.option("--train", "train_path", default=None, type=click.Path(),
-              help="Training store (with --test): adds, per prefix of k "
+              help="Training store or LIBSVM file (with --test): adds, per prefix of k "
                    "iterations, the l2 refit of its features and scikit-learn's "
                    "l1-LR at the same number of features (the l1-LR baseline "
                    "loads this store in memory).")
@@ -652,8 +1085,10 @@ def report_command(model_path, test_path, train_path, label, l1_max_nnz, top, ou
         raise click.UsageError("--train needs --test (the curves are measured on "
                                "the test store)")
     model = Model.load(model_path)
-    test_store = None if test_path is None else open_store(test_path, label=label)
-    train_store = None if train_path is None else open_store(train_path, label=label)
+    test_store = (None if test_path is None
+                  else open_store(_data_path(test_path), label=label))
+    train_store = (None if train_path is None
+                   else open_store(_data_path(train_path), label=label))
     result = build_report(model, out, test_store=test_store, train_store=train_store,
                           top=top, l1_max_nnz=l1_max_nnz)
     data = result["data"]
@@ -713,18 +1148,34 @@ def demo(directory, n_samples, n_features, n_relevant, seed, **params):
     write_json_atomic(model.to_dict(), model_path)
     metrics = model.evaluate_store(open_store(test_path))
     found = len(set(model.features) & set(int(j) for j in problem.relevant))
+    seconds = {phase: round(sum(h[f"{phase}_seconds"] for h in model.history), 3)
+               for phase in ("score", "materialize", "solve")}
+    # the headline figures first; the long list of ids last
     summary = {
-        "selected_features": model.features,
-        "objective_per_iteration": [h["objective"] for h in model.history],
-        "n_selected": len(model.features),
         "true_features_recovered": found,
+        "n_relevant": n_relevant,
+        "n_selected": len(model.features),
         "test_accuracy": metrics["accuracy"],
         "test_auc": metrics["auc"],
-        "seconds": {phase: round(sum(h[f"{phase}_seconds"] for h in model.history), 3)
-                    for phase in ("score", "materialize", "solve")},
+        "seconds": seconds,
         "model": model_path,
+        "objective_per_iteration": [h["objective"] for h in model.history],
+        "selected_features": model.features,
     }
-    click.echo(json.dumps(summary))
+    if _stdout_is_terminal():
+        click.echo("\n".join([
+            f"recovered {found} of the {n_relevant} relevant features "
+            f"({len(model.features)} selected, from {n_features:,} columns)",
+            f"test accuracy {metrics['accuracy']:.4f}, AUC {metrics['auc']:.4f} "
+            f"on {metrics['n_samples']:,} held-out rows",
+            f"objective {model.history[-1]['objective']:.6g} after "
+            f"{len(model.history)} iterations; stopped because "
+            f"{_plain_stop_reason(model.stop_reason or '')}",
+            f"time: scoring {format_seconds(seconds['score'])}, solving "
+            f"{format_seconds(seconds['solve'])}",
+            f"model: {model_path} (the selected feature ids are in it)"]))
+    else:
+        click.echo(json.dumps(summary))
 
 
 if __name__ == "__main__":  # pragma: no cover

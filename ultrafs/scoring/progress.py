@@ -1,20 +1,145 @@
-"""Progress of long scoring passes: blocks done / total, nnz/s, ETA.
+"""Progress of a run on stderr: iteration k of T, blocks done, rate, ETA.
 
 Local schedulers report through a ``dask.callbacks.Callback`` that counts
 the finished block tasks (a block task is the fused map + per-block merge of
 :func:`ultrafs.scoring.runner.run_block_tasks`); a ``dask.distributed`` client
 uses Dask's own ``progress`` bar.  Both write to stderr, never stdout (where
 results go).
+
+A line reads ``iteration 3 of 10: scoring candidates 12/40 blocks  3.1M
+nnz/s  ETA 2 s; run ETA 1 min 5 s``.  The number of iterations T and the
+overall ETA come from a :class:`RunClock` that the caller opens around the
+run (:func:`run_clock`); without one a line shows the pass alone.  The
+overall ETA is the mean time of the iterations done so far times the ones
+left, plus what is left of the current pass: an upper bound in practice,
+since FGM stops early once it converges or holds its budget.
 """
 
 from __future__ import annotations
 
+import contextlib
+import re
 import sys
 import time
 
 from dask.callbacks import Callback
 
-__all__ = ["PassProgress", "block_task_nnz"]
+__all__ = ["PassProgress", "block_task_nnz", "RunClock", "run_clock", "current_clock",
+           "format_seconds", "describe_label"]
+
+
+def format_seconds(seconds) -> str:
+    """``7 s``, ``2 min 05 s``, ``1 h 03 min``: a duration for people."""
+    seconds = max(float(seconds), 0.0)
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
+
+
+def _count(value) -> str:
+    """``12.3M``, ``4.5k``, ``870``: a rate with a unit that shows its digits."""
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if value >= scale:
+            return f"{value / scale:,.1f}{unit}"
+    return f"{value:,.0f}"
+
+
+class RunClock:
+    """Iterations of one run: how many are planned, how long each took.
+
+    Parameters
+    ----------
+    total_iterations : int
+        T, the planned number of outer iterations (``max_iter``).  FGM may
+        stop before (converged, budget held) or, when the penalty zeroes
+        whole batches, run a few more to fill its budget.
+    """
+
+    def __init__(self, total_iterations):
+        self.total = max(int(total_iterations), 1)
+        self.started = time.perf_counter()
+        self.begun = False
+        self.done = 0           # iterations seen to end by this clock
+        self.last = 0           # number of the last one (a resumed run starts later)
+        self.last_done_at = self.started
+
+    def begin(self) -> None:
+        """Start timing at the first scoring pass (not at the choice of C)."""
+        if not self.begun:
+            self.begun = True
+            self.started = self.last_done_at = time.perf_counter()
+
+    def iteration_done(self, iteration) -> None:
+        """Record the end of outer iteration ``iteration`` (1-based)."""
+        self.begin()
+        self.done += 1
+        self.last = int(iteration)
+        self.last_done_at = time.perf_counter()
+
+    def name(self, iteration) -> str:
+        """``iteration k of T`` (or ``iteration k, beyond the planned T``)."""
+        iteration = int(iteration)
+        if iteration <= self.total:
+            return f"iteration {iteration} of {self.total}"
+        return f"iteration {iteration} (beyond the planned {self.total}, filling the budget)"
+
+    def remaining(self, now=None, pass_left=0.0):
+        """Seconds left for the whole run, or None before the first iteration ends."""
+        if self.done == 0:
+            return None
+        now = time.perf_counter() if now is None else now
+        mean = (self.last_done_at - self.started) / self.done
+        left = self.total - self.last
+        if left <= 0:
+            return max(pass_left, 0.0)
+        in_current = now - self.last_done_at
+        return max(mean * left - in_current, pass_left, 0.0)
+
+
+_clock = None
+
+
+@contextlib.contextmanager
+def run_clock(total_iterations):
+    """Make a :class:`RunClock` current for the progress lines of a run."""
+    global _clock
+    saved = _clock
+    _clock = RunClock(total_iterations)
+    try:
+        yield _clock
+    finally:
+        _clock = saved
+
+
+def current_clock():
+    """The :class:`RunClock` opened by :func:`run_clock`, or None."""
+    return _clock
+
+
+_LABEL = re.compile(r"^iteration (\d+) pass(?: phase (\d+))?$")
+
+
+def describe_label(label, clock=None) -> str:
+    """A pass label in plain words.
+
+    ``"iteration 3 pass phase 1"`` (the scoring runner's name for the first
+    pass of iteration 3) becomes ``"iteration 3 of 10: scoring candidates"``;
+    later passes of the same iteration (degree-2 features need several, with
+    bounds in between) add ``", pass 2"``.  Other labels are kept.
+    """
+    match = _LABEL.match(str(label))
+    if match is None:
+        return str(label)
+    iteration = int(match.group(1))
+    name = clock.name(iteration) if clock is not None else f"iteration {iteration}"
+    step = int(match.group(2) or 1)
+    return f"{name}: scoring candidates" + (f", pass {step}" if step > 1 else "")
 
 
 def block_task_nnz(result) -> int:
@@ -55,6 +180,11 @@ class PassProgress(Callback):
         self.min_interval = min_interval
         self.done = 0
         self.nnz = 0
+        self.merged_nnz = 0       # nnz summed by the merge tasks (a fused block)
+        self.clock = current_clock()
+        if self.clock is not None:
+            self.clock.begin()
+        self.title = describe_label(label, self.clock)
         self._started = time.perf_counter()
         self._drawn = 0.0
         self._drawn_done = -1
@@ -67,6 +197,9 @@ class PassProgress(Callback):
 
     def _posttask(self, key, result, dsk, state, worker_id):
         if not self._is_block_task(key):
+            # a merge task: its counters sum the blocks below it, those of
+            # a block task fused into it included (one-block stores)
+            self.merged_nnz = max(self.merged_nnz, block_task_nnz(result))
             return
         self.done += 1
         self.nnz += block_task_nnz(result)
@@ -88,9 +221,17 @@ class PassProgress(Callback):
             self.stream.flush()
 
     def line(self, now) -> str:
-        """The progress line: blocks, rate, ETA."""
+        """The progress line: what runs, blocks, rate, ETA of the pass and the run."""
         elapsed = max(now - self._started, 1e-9)
-        rate = self.nnz / elapsed
+        nnz = max(self.nnz, self.merged_nnz)
         remaining = (self.n_blocks - self.done) * elapsed / max(self.done, 1)
-        return (f"{self.label}: {self.done}/{self.n_blocks} blocks  "
-                f"{rate / 1e6:,.1f}M nnz/s  ETA {remaining:,.1f}s   ")
+        parts = [f"{self.title} {self.done}/{self.n_blocks} blocks"]
+        if nnz > 0:
+            parts.append(f"{_count(nnz / elapsed)} nnz/s")
+        parts.append(f"ETA {format_seconds(remaining)}")
+        text = "  ".join(parts)
+        if self.clock is not None:
+            overall = self.clock.remaining(now, remaining)
+            if overall is not None:
+                text += f"; run ETA {format_seconds(overall)}"
+        return text + "   "
