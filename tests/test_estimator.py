@@ -11,6 +11,8 @@ from ultrafs.store import InMemoryStore
 
 @parametrize_with_checks([FGMClassifier(B=2, max_iter=3, scheduler="synchronous"),
                           FGMClassifier(B=3, loss="squared-hinge",
+                                        scheduler="synchronous"),
+                          FGMClassifier(B=2, max_iter=2, poly=2,
                                         scheduler="synchronous")])
 def test_sklearn_compatible(estimator, check):
     """Every check passes, the multi-class ones included; none is expected to fail."""
@@ -30,13 +32,17 @@ def test_selected_features_and_prediction(problem):
     assert clf.selected_features_.dtype == np.int64
     assert set(clf.selected_features_[:3]) >= {3, 7} or \
         {3, 7} <= set(clf.selected_features_)
-    assert clf.coef_.shape == clf.selected_features_.shape
+    assert clf.selected_coef_.shape == clf.selected_features_.shape
+    assert clf.coef_.shape == (1, 40)       # scikit-learn's shape, zeros elsewhere
+    np.testing.assert_array_equal(clf.coef_[0, clf.selected_features_], clf.selected_coef_)
+    assert np.count_nonzero(clf.coef_) == len(clf.selected_features_)
     assert list(clf.classes_) == ["no", "yes"]
     assert clf.score(X, y) > 0.9
     proba = clf.predict_proba(X)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
-    decision = X[:, clf.selected_features_] @ clf.coef_ + clf.intercept_
+    decision = X[:, clf.selected_features_] @ clf.selected_coef_ + clf.intercept_
     np.testing.assert_allclose(clf.decision_function(X), decision)
+    np.testing.assert_allclose(clf.decision_function(X), X @ clf.coef_[0] + clf.intercept_)
     assert len(clf.history_) == 3
 
 

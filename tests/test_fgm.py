@@ -129,7 +129,7 @@ def test_models_hold_only_nonzero_features_and_the_budget(data_dir, tmp_path):
     X = normalize(X)
     clf = FGMClassifier(B=10, max_iter=5).fit(X, y)
     proposed = clf.history_[-1]["n_features"]
-    assert np.all(clf.coef_ != 0)
+    assert np.all(clf.selected_coef_ != 0)
     assert len(clf.selected_features_) == clf.history_[-1]["n_nonzero"] <= 50
     assert proposed >= len(clf.selected_features_)
     reason = clf.model_.stop_reason

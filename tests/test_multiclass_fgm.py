@@ -75,7 +75,10 @@ def test_estimator_with_string_classes(problem):
     y = names[problem.y_train.astype(int)]
     clf = FGMClassifier(B=4, max_iter=4).fit(problem.X_train, y)
     assert list(clf.classes_) == list(names)
-    assert clf.coef_.shape == (16, 4) and clf.intercept_.shape == (4,)
+    assert clf.selected_coef_.shape == (16, 4) and clf.intercept_.shape == (4,)
+    assert clf.coef_.shape == (4, problem.X_train.shape[1])    # scikit-learn's shape
+    np.testing.assert_array_equal(clf.coef_[:, clf.selected_features_],
+                                  clf.selected_coef_.T)
     proba = clf.predict_proba(problem.X_test)
     np.testing.assert_allclose(proba.sum(axis=1), 1.0)
     assert clf.decision_function(problem.X_test).shape == (600, 4)

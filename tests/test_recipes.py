@@ -302,7 +302,7 @@ def test_estimator_and_model_file(tmp_path, planted, monkeypatch):
     clf.model_.save(path)
     model = Model.load(path)
     assert model.loss == LOSS and model.features == clf.model_.features
-    np.testing.assert_array_equal(model.coef, clf.coef_)
+    np.testing.assert_array_equal(model.coef, clf.selected_coef_)
     decision = model.decision_function_store(test)
     np.testing.assert_allclose(decision, clf.decision_function(X_test), rtol=1e-12)
     assert model.evaluate_store(test)["accuracy"] == accuracy

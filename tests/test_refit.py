@@ -79,8 +79,8 @@ def test_model_files_keep_both_and_refuse_forged_refits(binary, tmp_path):
 
 def test_estimator_and_cli(binary, tmp_path):
     clf = FGMClassifier(B=5, max_iter=2, refit=True).fit(binary.X_train, binary.y_train)
-    assert clf.coef_.shape == clf.selection_coef_.shape
-    assert not np.allclose(clf.coef_, clf.selection_coef_)
+    assert clf.selected_coef_.shape == clf.selection_coef_.shape
+    assert not np.allclose(clf.selected_coef_, clf.selection_coef_)
     np.testing.assert_allclose(
         clf.decision_function(binary.X_test),
         clf.model_.decision_function_store(InMemoryStore(binary.X_test, binary.y_test)),

@@ -5,9 +5,11 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import (_check_feature_names_in, check_is_fitted,
+                                      validate_data)
 
 from ultrafs.api import select
 from ultrafs.errors import ParameterError
@@ -61,7 +63,25 @@ def _has_probabilistic_loss(estimator):
                for registry in (LOSSES, MULTICLASS_LOSSES))
 
 
-class FGMClassifier(ClassifierMixin, BaseEstimator):
+#: largest dense ``coef_`` built, in entries (n_classes x n_features_in_;
+#: 1 GiB of float64): hashed widths (2**31 columns) keep the compact view
+DENSE_COEF_MAX_ENTRIES = 2**27
+
+
+def _block_matrix(block, n_samples, n_columns, dtype, like):
+    """A materialized :class:`~ultrafs.store.base.ColumnBlock` as a scipy matrix.
+
+    CSC from the block's arrays, then in the format of ``like`` (a scipy
+    matrix or array) or CSR when ``like`` is None.
+    """
+    array_api = like is not None and isinstance(like, sp.sparray)
+    make = sp.csc_array if array_api else sp.csc_matrix
+    matrix = make((block.values(dtype), block.indices, block.indptr),
+                  shape=(n_samples, n_columns))
+    return matrix.asformat("csr" if like is None else like.format)
+
+
+class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
     """Feature Generating Machine (Tan, Tsang & Wang, JMLR 2014).
 
     Selects up to ``B * max_iter`` features by a cutting-plane loop: each
@@ -121,7 +141,8 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         ``C="auto"``: share of the rows held out, stratified (None: 0.2, or
         5 folds for at most 10,000 rows).
     cv : int or None, default=None
-        ``C="auto"``: this many stratified folds instead of one hold-out.
+        ``C="auto"``: this many stratified folds instead of one hold-out
+        (ignored for any other C).
     random_state : int, default=0
         Seed of the ``C="auto"`` split or folds.
     poly : {1, 2}, default=1
@@ -130,6 +151,9 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         the fly; selected crosses are reported as ``[j, k]`` pairs.
     gamma : float, default=1.0
     coef0 : float, default=1.0
+    verbose : int, default=0
+        > 0: show the progress of every scoring pass on stderr (the
+        ``progress`` option of :func:`ultrafs.api.select`).
 
     Attributes
     ----------
@@ -140,12 +164,23 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         (e.g. LIBSVM's 1-based) for stores.
         With ``poly=2`` a list whose entries are ``j`` (linear term) or
         ``[j, k]`` (square when j == k, cross otherwise).
-    coef_ : ndarray of float64, shape (n_selected,) or (n_selected, n_classes)
-        Weights that predict, aligned with ``selected_features_`` (one
-        column per class when there are K >= 3 classes): the refit's with
-        ``refit=True``, else FGM's.
-    selection_coef_ : ndarray of float64, same shape as ``coef_``
-        FGM's own weights.
+    coef_ : ndarray of float64, shape (1, n_features_in_) or (n_classes, n_features_in_)
+        scikit-learn's convention (``poly=1`` only): the weights that
+        predict over every input column, zero for the columns not selected
+        (one row for two classes, one per class for K >= 3); the refit's
+        with ``refit=True``, else FGM's.  Built on access from
+        ``selected_coef_`` (refused above ``DENSE_COEF_MAX_ENTRIES``
+        entries, e.g. hashed widths).  With ``poly=2`` reading it raises
+        AttributeError, as scikit-learn's ``SVC.coef_`` does for a
+        non-linear kernel: the weights belong to generated features, not
+        to input columns, so no input-column vector stands for them (and
+        ``SelectFromModel`` says so instead of masking the wrong columns);
+        they are ``selected_coef_``, named by :meth:`get_feature_names_out`.
+    selected_coef_ : ndarray of float64, shape (n_selected,) or (n_selected, n_classes)
+        The compact view: the weights that predict, aligned with
+        ``selected_features_`` (one column per class with K >= 3 classes).
+    selection_coef_ : ndarray of float64, same shape as ``selected_coef_``
+        FGM's own weights (compact).
     intercept_ : float, or ndarray of shape (n_classes,)
     history_ : list of dict
         One record per outer iteration (objective, timings...).
@@ -158,12 +193,38 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         loss) and the chosen C (and refit C).
     model_ : ultrafs.model.Model
     n_features_in_ : int
+        Columns of X (for a store: its id space, the width of the matrices
+        it predicts on).
+    feature_names_in_ : ndarray of str, shape (n_features_in_,)
+        Column names of a pandas DataFrame X (only then).
+
+    Notes
+    -----
+    The estimator is also a scikit-learn feature selector
+    (:class:`~sklearn.feature_selection.SelectorMixin`), so it goes into a
+    ``Pipeline`` before any estimator, and ``SelectFromModel`` reads its
+    ``coef_``.
+
+    * ``poly=1``: :meth:`get_support` marks the selected input columns and
+      :meth:`transform` returns ``X[:, get_support()]`` (columns in
+      increasing order; dense in, dense out; sparse in, sparse out, taken
+      in O(nnz) through the model's feature space); ``inverse_transform``
+      puts them back.
+    * ``poly=2``: :meth:`transform` returns the selected generated
+      features, in the model's order, as the model computes them (the
+      kernel's factors included: ``X_t @ selected_coef_ + intercept_`` is
+      the decision value); :meth:`get_feature_names_out` names them
+      ``x3`` (linear term), ``x3^2`` (square) and ``x3*x7`` (cross) from
+      the input names; :meth:`get_support` marks the input columns that take
+      part in at least one selected feature (the columns the model reads);
+      there is no ``inverse_transform``.
     """
 
     def __init__(self, B=50, C="scale", loss="logistic", max_iter=10, tol=1e-3,
                  fit_intercept=True, inner_tol=1e-3, inner_kkt_tol=1e-4, block_size=None,
                  scheduler=None, poly=1, gamma=1.0, coef0=1.0, refit=False,
-                 refit_C=None, validation_fraction=None, cv=None, random_state=0):
+                 refit_C=None, validation_fraction=None, cv=None, random_state=0,
+                 verbose=0):
         self.B = B
         self.C = C
         self.loss = loss
@@ -182,6 +243,7 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         self.validation_fraction = validation_fraction
         self.cv = cv
         self.random_state = random_state
+        self.verbose = verbose
 
     def fit(self, X, y=None):
         """Select features and fit the model.
@@ -204,11 +266,15 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
                 or self.block_size < 1):
             raise ParameterError(
                 f"block_size must be None or an integer >= 1, got {self.block_size!r}")
+        if not isinstance(self.verbose, (int, np.integer)) or self.verbose < 0:
+            raise ParameterError(f"verbose must be an integer >= 0, got {self.verbose!r}")
         if isinstance(X, ColumnStore):
             store = X
             self.classes_ = np.asarray(store.classes)
-            self.n_features_in_ = int(store.n_features)
+            self.n_features_in_ = int(store.id_space)
             self._fitted_on_store = True
+            if hasattr(self, "feature_names_in_"):  # from an earlier DataFrame fit
+                del self.feature_names_in_
         else:
             X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"),
                                  dtype=(np.float64, np.float32))
@@ -221,6 +287,11 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
             from ultrafs.store.memory import InMemoryStore
 
             kwargs = {} if self.block_size is None else {"block_size": self.block_size}
+            if hasattr(self, "feature_names_in_"):  # a DataFrame's: into the model
+                from ultrafs.store.feature_names import name_problem
+
+                kwargs["feature_names"] = [name if name_problem(name) is None else None
+                                           for name in self.feature_names_in_.tolist()]
             store = InMemoryStore(X, class_index.astype(np.float64), **kwargs)
             self._fitted_on_store = False
         model = select(store, B=int(self.B),
@@ -235,8 +306,9 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
                        poly=self.poly, gamma=self.gamma, coef0=self.coef0,
                        refit=bool(self.refit),
                        refit_C=None if self.refit_C is None else float(self.refit_C),
-                       validation_fraction=self.validation_fraction, cv=self.cv,
-                       seed=self.random_state)
+                       validation_fraction=self.validation_fraction,
+                       cv=self.cv if isinstance(self.C, str) and self.C == "auto" else None,
+                       seed=self.random_state, progress=self.verbose > 0)
         if not self._fitted_on_store:
             # the store held class indices: record the caller's labels
             model.classes = [float(c) if isinstance(c, (int, float, np.number))
@@ -248,7 +320,7 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         self.selected_features_ = (np.asarray(model.features, dtype=np.int64)
                                    if self.poly == 1 else list(model.features))
         self.selection_coef_ = np.asarray(model.coef, dtype=np.float64)
-        self.coef_ = np.asarray(model.active_coef, dtype=np.float64)
+        self.selected_coef_ = np.asarray(model.active_coef, dtype=np.float64)
         self.intercept_ = (float(model.active_intercept) if model.n_outputs == 1
                            else np.asarray(model.active_intercept, dtype=np.float64))
         self.history_ = list(model.history)
@@ -256,7 +328,7 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         return self
 
     def decision_function(self, X):
-        """Decision values ``X[:, selected_features_] @ coef_ + intercept_``.
+        """Decision values ``X[:, selected_features_] @ selected_coef_ + intercept_``.
 
         Parameters
         ----------
@@ -281,15 +353,168 @@ class FGMClassifier(ClassifierMixin, BaseEstimator):
         if self._fitted_on_store:
             columns = columns - self._store_id_offset()
         if sp.issparse(X):
-            decision = _sparse_decision(X, columns, self.coef_)
+            decision = _sparse_decision(X, columns, self.selected_coef_)
         else:
-            decision = np.asarray(X[:, columns], dtype=np.float64) @ self.coef_
-        if self.coef_.ndim == 1:
+            decision = np.asarray(X[:, columns], dtype=np.float64) @ self.selected_coef_
+        if self.selected_coef_.ndim == 1:
             decision = decision.ravel()
         return decision + self.intercept_
 
     def _store_id_offset(self):
         return int(self.model_.params.get("id_offset", 0))
+
+    # ------------------------------------------------------- selector face
+    def _linear_space(self):
+        """Whether the fitted features are the input columns themselves."""
+        return self.model_.feature_space.get("kind", "linear") == "linear"
+
+    def _source_columns(self):
+        """Input columns of the selected features, in the model's order.
+
+        Returns
+        -------
+        first, second : int64 arrays of shape (n_selected,)
+            ``second`` is -1 for a linear term and equals ``first`` for a
+            square.
+        """
+        offset = self._store_id_offset() if self._fitted_on_store else 0
+        first, second = [], []
+        for feature in self.model_.features:
+            pair = isinstance(feature, (list, tuple))
+            first.append(int(feature[0] if pair else feature) - offset)
+            second.append(int(feature[1]) - offset if pair else -1)
+        return np.asarray(first, dtype=np.int64), np.asarray(second, dtype=np.int64)
+
+    def _get_support_mask(self):
+        """Input columns that take part in a selected feature (see the Notes)."""
+        check_is_fitted(self)
+        first, second = self._source_columns()
+        mask = np.zeros(self.n_features_in_, dtype=bool)
+        mask[first] = True
+        mask[second[second >= 0]] = True
+        return mask
+
+    @property
+    def coef_(self):
+        """Weights over every input column, scikit-learn's shape (``poly=1``).
+
+        See the class's Attributes; the compact view is ``selected_coef_``.
+        """
+        check_is_fitted(self)
+        if not self._linear_space():
+            raise AttributeError(
+                "coef_ is only available for poly=1: the weights of degree-2 "
+                "features are selected_coef_, named by get_feature_names_out()")
+        n_outputs = self.model_.n_outputs
+        if n_outputs * self.n_features_in_ > DENSE_COEF_MAX_ENTRIES:
+            raise ValueError(
+                f"coef_ would hold {n_outputs} x {self.n_features_in_} weights; "
+                f"use the compact selected_coef_ with selected_features_")
+        coef = np.zeros((n_outputs, self.n_features_in_), dtype=np.float64)
+        columns, _ = self._source_columns()
+        coef[:, columns] = self.selected_coef_.reshape(len(columns), n_outputs).T
+        return coef
+
+    def transform(self, X):
+        """The selected columns of X, or the selected generated features.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features_in_),
+            or a ColumnStore
+
+        Returns
+        -------
+        X_selected : ndarray or sparse matrix of shape (n_samples, n_selected)
+            ``poly=1``: ``X[:, get_support()]``; ``poly=2``: the generated
+            features in the model's order (see the Notes).  Sparse for a
+            sparse X (same format) or a store (CSR), dense otherwise.
+        """
+        check_is_fitted(self)
+        if isinstance(X, ColumnStore):
+            return self._store_features(X, np.float64, None)
+        if self._linear_space() and not sp.issparse(X):
+            return super().transform(X)
+        X = validate_data(self, X, accept_sparse=("csr", "csc"),
+                          dtype=(np.float64, np.float32), reset=False)
+        store = _unlabelled_store(
+            X, self._store_id_offset() if self._fitted_on_store else 0)
+        features = self._store_features(store, X.dtype, X if sp.issparse(X) else None)
+        return features if sp.issparse(X) else features.toarray()
+
+    def _store_features(self, store, dtype, like):
+        """The selected features of a store's rows, through the model's feature space."""
+        import warnings
+
+        from ultrafs.errors import UltraFSWarning
+        from ultrafs.features import feature_space_from_spec
+
+        ids = list(self.model_.features)
+        if self._linear_space():   # X[:, support]: increasing columns
+            ids = sorted(ids)
+        space = feature_space_from_spec(store, self.model_.feature_space)
+        absent = space.absent_ids(ids)
+        if absent:
+            warnings.warn(
+                f"{len(absent)} model feature(s) absent from the store "
+                f"(e.g. id {absent[0]}) count as zero columns", UltraFSWarning,
+                stacklevel=3)
+        block = space.materialize_ids(ids, dtype=dtype)
+        return _block_matrix(block, store.n_samples, len(ids), dtype, like)
+
+    @available_if(lambda self: self.poly == 1)
+    def inverse_transform(self, X):
+        """Put the selected columns back in place, zeros elsewhere (``poly=1``).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_selected)
+
+        Returns
+        -------
+        X_original : ndarray or sparse matrix of shape (n_samples, n_features_in_)
+        """
+        return super().inverse_transform(X)
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the columns :meth:`transform` returns.
+
+        Parameters
+        ----------
+        input_features : array-like of str or None, default=None
+            Names of the input columns; None: ``feature_names_in_`` (a
+            DataFrame's columns) when fitted on a DataFrame, else the names
+            the training store carries (``model_.feature_names``), and
+            ``x0``, ``x1``... (column numbers) for the columns without one.
+
+        Returns
+        -------
+        feature_names_out : ndarray of str objects
+            ``poly=1``: the names of the selected columns, in increasing
+            order; ``poly=2``: ``x3`` (linear term), ``x3^2`` (square),
+            ``x3*x7`` (cross), in the model's order.
+        """
+        check_is_fitted(self)
+        stored = None
+        if input_features is None and not hasattr(self, "feature_names_in_"):
+            stored = getattr(self.model_, "feature_names", None)  # from the store
+
+            def name(column):       # no list of n_features_in_ names (hashed widths)
+                return f"x{column}"
+        else:
+            names = _check_feature_names_in(self, input_features)
+
+            def name(column):
+                return str(names[column])
+        from ultrafs.store.feature_names import compose_name
+
+        offset = self._store_id_offset() if self._fitted_on_store else 0
+        out = [compose_name(fid, lambda j: name(j - offset)) for fid in self.model_.features]
+        if stored is not None:
+            out = [default if given is None else given for default, given in zip(out, stored)]
+        if self._linear_space():    # the order of transform's columns
+            out = [out[i] for i in np.argsort(self._source_columns()[0], kind="stable")]
+        return np.asarray(out, dtype=object)
 
     def predict(self, X):
         """Predicted class labels."""
