@@ -34,6 +34,18 @@ Losses:
 * squared hinge: ``l = max(0, 1 - y f)^2 / 2``, ``dl/df = -y max(0, 1 - y f)``,
   ``d2l/df2 = 1`` where ``1 - y f > 0``, else 0, ``alpha / C = max(0, 1 - y f)``.
 
+Sample weights: the ``*_weighted`` kernels take a float64 array ``s`` of
+per-sample weights (``s_i >= 0``) after ``y`` and ``f`` and compute the
+weighted sums ``sum_i s_i l(y_i, f_i)``, ``out[i] = s_i dl/df`` and
+``sum_i s_i d2l/df2`` (given the weighted derivative ``d = s dl/df``):
+``<loss>_value_weighted(y, f, s)``,
+``<loss>_value_derivative_weighted(y, f, s, out)``,
+``<loss>_curvature_sum_weighted(y, f, s, d)`` and
+``<loss>_value_change_weighted(y, f, s, delta)``.  The per-sample
+quantities (derivative, dual, second derivative) are weighted by the caller
+(``out *= s``).  The unweighted kernels stay the path without weights, so
+unweighted results do not change by a bit.
+
 Callers dispatch on the loss through the registry of ``ultrafs.solvers.losses``; no
 kernel branches on a loss code.
 """
@@ -43,6 +55,14 @@ import math
 from numba import njit
 
 __all__ = [
+    "logistic_value_weighted",
+    "logistic_value_derivative_weighted",
+    "logistic_curvature_sum_weighted",
+    "logistic_value_change_weighted",
+    "squared_hinge_value_weighted",
+    "squared_hinge_value_derivative_weighted",
+    "squared_hinge_curvature_sum_weighted",
+    "squared_hinge_value_change_weighted",
     "logistic_value",
     "logistic_value_derivative",
     "logistic_derivative",
@@ -387,4 +407,194 @@ def squared_hinge_value_change(y, f, delta):
             total += 0.5 * m2 * m2
         elif m > 0.0:
             total -= 0.5 * m * m
+    return total
+
+
+# -- sample weights ----------------------------------------------------------
+@njit(cache=True, nogil=True)
+def logistic_value_weighted(y, f, s):
+    """Return ``sum_i s_i log(1 + exp(-y_i f_i))``.
+
+    Parameters
+    ----------
+    y, f, s : ndarray of float64, shape (n,)
+
+    Returns
+    -------
+    float
+    """
+    total = 0.0
+    for i in range(len(y)):
+        if s[i] != 0.0:
+            total += s[i] * _softplus(-y[i] * f[i])
+    return total
+
+
+@njit(cache=True, nogil=True)
+def logistic_value_derivative_weighted(y, f, s, out):
+    """Write ``s dl/df`` into ``out`` and return ``sum_i s_i l(y_i, f_i)``.
+
+    Parameters
+    ----------
+    y, f, s : ndarray of float64, shape (n,)
+    out : ndarray of float64, shape (n,)
+
+    Returns
+    -------
+    float
+    """
+    total = 0.0
+    for i in range(len(y)):
+        z = -y[i] * f[i]
+        e = math.exp(-abs(z))
+        if z > 0.0:
+            value = z + math.log1p(e)
+            d = -y[i] / (1.0 + e)
+        else:
+            value = math.log1p(e)
+            d = -y[i] * e / (1.0 + e)
+        if s[i] != 0.0:
+            total += s[i] * value
+        out[i] = s[i] * d
+    return total
+
+
+@njit(cache=True, nogil=True)
+def logistic_curvature_sum_weighted(y, f, s, d):
+    """Return ``sum_i s_i sigma_i (1 - sigma_i)`` given ``d = s dl/df``.
+
+    ``sigma_i = -y_i d_i / s_i`` (samples of weight 0 add nothing).
+
+    Parameters
+    ----------
+    y, f, s, d : ndarray of float64, shape (n,)
+
+    Returns
+    -------
+    float
+    """
+    total = 0.0
+    for i in range(len(y)):
+        if s[i] > 0.0:
+            sig = -y[i] * d[i] / s[i]
+            total += s[i] * (sig * (1.0 - sig))
+    return total
+
+
+@njit(cache=True, nogil=True)
+def logistic_value_change_weighted(y, f, s, delta):
+    """Return ``sum_i s_i (l(y_i, f_i + delta_i) - l(y_i, f_i))`` without cancellation.
+
+    Parameters
+    ----------
+    y, f, s, delta : ndarray of float64, shape (n,)
+
+    Returns
+    -------
+    float
+    """
+    total = 0.0
+    for i in range(len(y)):
+        if s[i] == 0.0:
+            continue
+        z = -y[i] * f[i]
+        e = -y[i] * delta[i]
+        if abs(e) <= 1.0:
+            total += s[i] * math.log1p(_sigmoid(z) * math.expm1(e))
+        else:
+            total += s[i] * (_softplus(z + e) - _softplus(z))
+    return total
+
+
+@njit(cache=True, nogil=True)
+def squared_hinge_value_weighted(y, f, s):
+    """Return ``sum_i s_i max(0, 1 - y_i f_i)^2 / 2``.
+
+    Parameters
+    ----------
+    y, f, s : ndarray of float64, shape (n,)
+
+    Returns
+    -------
+    float
+    """
+    total = 0.0
+    for i in range(len(y)):
+        m = 1.0 - y[i] * f[i]
+        if m > 0.0 and s[i] != 0.0:
+            total += s[i] * (0.5 * m * m)
+    return total
+
+
+@njit(cache=True, nogil=True)
+def squared_hinge_value_derivative_weighted(y, f, s, out):
+    """Write ``s dl/df`` into ``out`` and return ``sum_i s_i l(y_i, f_i)``.
+
+    Parameters
+    ----------
+    y, f, s : ndarray of float64, shape (n,)
+    out : ndarray of float64, shape (n,)
+
+    Returns
+    -------
+    float
+    """
+    total = 0.0
+    for i in range(len(y)):
+        m = 1.0 - y[i] * f[i]
+        if m > 0.0:
+            if s[i] != 0.0:
+                total += s[i] * (0.5 * m * m)
+            out[i] = s[i] * (-y[i] * m)
+        else:
+            out[i] = 0.0
+    return total
+
+
+@njit(cache=True, nogil=True)
+def squared_hinge_curvature_sum_weighted(y, f, s, d):
+    """Return ``sum_i s_i`` over the samples with ``1 - y_i f_i > 0``.
+
+    Parameters
+    ----------
+    y, f, s : ndarray of float64, shape (n,)
+    d : ndarray of float64, shape (n,)
+        Unused (present for a common signature).
+
+    Returns
+    -------
+    float
+    """
+    total = 0.0
+    for i in range(len(y)):
+        if 1.0 - y[i] * f[i] > 0.0:
+            total += s[i]
+    return total
+
+
+@njit(cache=True, nogil=True)
+def squared_hinge_value_change_weighted(y, f, s, delta):
+    """Return ``sum_i s_i (l(y_i, f_i + delta_i) - l(y_i, f_i))`` without cancellation.
+
+    Parameters
+    ----------
+    y, f, s, delta : ndarray of float64, shape (n,)
+
+    Returns
+    -------
+    float
+    """
+    total = 0.0
+    for i in range(len(y)):
+        if s[i] == 0.0:
+            continue
+        m = 1.0 - y[i] * f[i]
+        change = -y[i] * delta[i]
+        m2 = m + change
+        if m > 0.0 and m2 > 0.0:
+            total += s[i] * (0.5 * change * (m + m2))
+        elif m2 > 0.0:
+            total += s[i] * (0.5 * m2 * m2)
+        elif m > 0.0:
+            total -= s[i] * (0.5 * m * m)
     return total

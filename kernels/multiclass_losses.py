@@ -16,6 +16,14 @@ values are passed flattened row-major: ``f[i * K + k]`` is ``F[i, k]``
     ``sum_i l(y_i, F_i - b)`` with respect to the intercepts ``b`` (K of
     them), given ``d = dl/dF`` at ``f``: the step size of the bias update.
 
+Sample weights: ``<loss>_value_weighted(y, f, s)``,
+``<loss>_value_derivative_weighted(y, f, s, out)`` and
+``<loss>_bias_curvature_weighted(y, f, s, d)`` take float64 per-sample
+weights ``s >= 0`` (shape ``(n,)``): the value is ``sum_i s_i l(y_i,
+F_i)``, the derivative ``s_i dl/dF_ik`` and the curvature bound the same
+bound of the weighted sum (``d`` being the weighted derivative).  The
+unweighted kernels stay the path without weights.
+
 Losses:
 
 * multinomial logistic: ``l = log sum_k exp(F_ik) - F_{i y_i}``,
@@ -34,6 +42,12 @@ import numpy as np
 from numba import njit
 
 __all__ = [
+    "multinomial_value_weighted",
+    "multinomial_value_derivative_weighted",
+    "multinomial_bias_curvature_weighted",
+    "ovr_squared_hinge_value_weighted",
+    "ovr_squared_hinge_value_derivative_weighted",
+    "ovr_squared_hinge_bias_curvature_weighted",
     "multinomial_value",
     "multinomial_value_derivative",
     "multinomial_derivative",
@@ -204,6 +218,113 @@ def ovr_squared_hinge_bias_curvature(y, f, d):
             sign = 1.0 if k == y[i] else -1.0
             if 1.0 - sign * f[start + k] > 0.0:
                 counts[k] += 1.0
+    best = 0.0
+    for k in range(K):
+        if counts[k] > best:
+            best = counts[k]
+    return best
+
+
+# -- sample weights ----------------------------------------------------------
+@njit(cache=True, nogil=True)
+def multinomial_value_weighted(y, f, s):
+    """Return ``sum_i s_i (log sum_k exp(F_ik) - F_{i y_i})``."""
+    return multinomial_value_derivative_weighted(y, f, s, np.empty(len(f)))
+
+
+@njit(cache=True, nogil=True)
+def multinomial_value_derivative_weighted(y, f, s, out):
+    """Write ``s_i (softmax(F_i) - onehot(y_i))`` into ``out``; return the value.
+
+    Parameters
+    ----------
+    y : ndarray of int64, shape (n,)
+    f, out : ndarray of float64, shape (n * K,)
+    s : ndarray of float64, shape (n,)
+
+    Returns
+    -------
+    float
+        ``sum_i s_i l(y_i, F_i)``.
+    """
+    n = len(y)
+    K = len(f) // n if n else 0
+    total = 0.0
+    for i in range(n):
+        start = i * K
+        top, lse = _logsumexp_row(f, start, K)
+        if s[i] != 0.0:
+            total += s[i] * (top + lse - f[start + y[i]])
+        shift = top + lse
+        for k in range(K):
+            p = math.exp(f[start + k] - shift)
+            if k == y[i]:
+                p -= 1.0
+            out[start + k] = s[i] * p
+    return total
+
+
+@njit(cache=True, nogil=True)
+def multinomial_bias_curvature_weighted(y, f, s, d):
+    """Return ``sum_i s_i max_k 2 p_ik (1 - p_ik)`` with ``p = d / s + onehot(y)``.
+
+    Samples of weight 0 add nothing.
+    """
+    n = len(y)
+    K = len(d) // n if n else 0
+    total = 0.0
+    for i in range(n):
+        if not s[i] > 0.0:
+            continue
+        start = i * K
+        best = 0.0
+        for k in range(K):
+            p = d[start + k] / s[i] + (1.0 if k == y[i] else 0.0)
+            v = 2.0 * p * (1.0 - p)
+            if v > best:
+                best = v
+        total += s[i] * best
+    return total
+
+
+@njit(cache=True, nogil=True)
+def ovr_squared_hinge_value_weighted(y, f, s):
+    """Return ``sum_i s_i sum_k max(0, 1 - Y_ik F_ik)^2 / 2``."""
+    return ovr_squared_hinge_value_derivative_weighted(y, f, s, np.empty(len(f)))
+
+
+@njit(cache=True, nogil=True)
+def ovr_squared_hinge_value_derivative_weighted(y, f, s, out):
+    """Write ``-s_i Y_ik max(0, 1 - Y_ik F_ik)`` into ``out``; return the value."""
+    n = len(y)
+    K = len(f) // n if n else 0
+    total = 0.0
+    for i in range(n):
+        start = i * K
+        for k in range(K):
+            sign = 1.0 if k == y[i] else -1.0
+            m = 1.0 - sign * f[start + k]
+            if m > 0.0:
+                if s[i] != 0.0:
+                    total += s[i] * (0.5 * m * m)
+                out[start + k] = s[i] * (-sign * m)
+            else:
+                out[start + k] = 0.0
+    return total
+
+
+@njit(cache=True, nogil=True)
+def ovr_squared_hinge_bias_curvature_weighted(y, f, s, d):
+    """Return ``max_k sum_i s_i [1 - Y_ik F_ik > 0]`` (the bias Hessian's largest entry)."""
+    n = len(y)
+    K = len(f) // n if n else 0
+    counts = np.zeros(K, dtype=np.float64)
+    for i in range(n):
+        start = i * K
+        for k in range(K):
+            sign = 1.0 if k == y[i] else -1.0
+            if 1.0 - sign * f[start + k] > 0.0:
+                counts[k] += s[i]
     best = 0.0
     for k in range(K):
         if counts[k] > best:

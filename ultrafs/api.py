@@ -5,16 +5,16 @@ from __future__ import annotations
 import numpy as np
 
 from ultrafs.features import make_feature_space
-from ultrafs.methods.fgm import fit_fgm
+from ultrafs.methods.fgm import fit_fgm, sample_weight_digest
 from ultrafs.solvers.apg import DEFAULT_KKT_TOL
-from ultrafs.solvers.datafits import make_datafit
+from ultrafs.solvers.datafits import check_sample_weight, make_datafit
 from ultrafs.methods.checkpoint import Checkpoint, store_fingerprint
 from ultrafs.store.targets import require_labels
 from ultrafs.errors import ParameterError
 from ultrafs.model import Model
 from ultrafs.store import as_store
 
-__all__ = ["select"]
+__all__ = ["select", "class_weight_values"]
 
 
 def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
@@ -23,7 +23,8 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
            block_size=None, scheduler=None, num_workers=None, callback=None,
            command=None, poly=1, gamma=1.0, coef0=1.0, checkpoint=None,
            resume=False, progress=False, refit=False, refit_C=None,
-           validation_fraction=None, cv=None, seed=0):
+           validation_fraction=None, cv=None, seed=0, sample_weight=None,
+           class_weight=None):
     """Select features with FGM and return the fitted :class:`Model`.
 
     Parameters
@@ -71,6 +72,20 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
         ``C="auto"`` with this many stratified folds instead of one split.
     seed : int
         Seed of the split or folds of ``C="auto"``.
+    sample_weight : array-like of shape (n_samples,), optional
+        Per-sample weights ``s_i``: FGM, the refit and ``C="auto"`` minimise
+        ``C sum_i s_i loss_i`` (+ penalty).  Finite, ``>= 0``, not all zero.
+    class_weight : "balanced", dict or None
+        Weights per class, multiplied into ``sample_weight``: "balanced" is
+        ``n_samples / (n_classes * count(class))`` (as scikit-learn, counts
+        over all rows); a dict maps class values (the store's ``classes``)
+        to weights (classes it does not name keep weight 1).  With weights
+        ``C="auto"`` scores the held-out rows by their weighted accuracy
+        (then the weighted mean loss): with ``"balanced"`` that is about
+        the balanced accuracy.  ``C="scale"`` uses the weighted mean.  The
+        model's ``params`` record ``class_weight`` ("balanced" or "given"),
+        ``class_weights`` (one per class) and ``sample_weight_digest`` (the
+        SHA-256 of the weights used, which checkpoints compare).
 
     Returns
     -------
@@ -83,11 +98,13 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
     store = as_store(data, y)
     features = make_feature_space(store, poly=poly, gamma=gamma, coef0=coef0)
     y, n_classes = _classification_targets(store)
+    weights, weight_params = _sample_weights(store, y, n_classes, sample_weight,
+                                             class_weight)
     fit_options = {"B": B, "loss": loss, "max_iter": max_iter, "tol": tol,
                    "fit_intercept": fit_intercept, "inner_tol": inner_tol,
                    "inner_max_iter": inner_max_iter, "inner_kkt_tol": inner_kkt_tol,
                    "block_size": block_size, "scheduler": scheduler,
-                   "num_workers": num_workers}
+                   "num_workers": num_workers, "sample_weight": weights}
     C_rule = C if isinstance(C, str) else "given"
     C, refit_C, validation = _resolve_C(
         C, refit_C, refit, store, features, y, n_classes,
@@ -99,7 +116,7 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
               "fit_intercept": bool(fit_intercept),
               "inner_tol": float(inner_tol), "inner_max_iter": int(inner_max_iter),
               "inner_kkt_tol": None if inner_kkt_tol is None else float(inner_kkt_tol),
-              "id_offset": int(store.id_offset)}
+              "id_offset": int(store.id_offset), **weight_params}
     params.update({name: value for name, value in features.spec().items()
                    if name != "kind"})
     if resume and checkpoint is None:
@@ -113,7 +130,7 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
         inner_max_iter=inner_max_iter, inner_kkt_tol=inner_kkt_tol,
         block_size=block_size,
         scheduler=scheduler, num_workers=num_workers, callback=callback,
-        checkpoint=saver, resume=resume, progress=progress)
+        checkpoint=saver, resume=resume, progress=progress, sample_weight=weights)
     if command:
         params["command"] = command
     # names the data the model was fitted on (see ultrafs/store/fingerprint.py)
@@ -125,7 +142,7 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
     if refit:
         refitted = _refit(features, result, nonzero, y, n_classes, loss,
                           float(C if refit_C is None else refit_C), fit_intercept,
-                          inner_tol, inner_kkt_tol)
+                          inner_tol, inner_kkt_tol, weights)
         params["refit_C"] = refitted["C"]
     if validation is not None:
         params["validation"] = validation.to_dict()
@@ -143,6 +160,8 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
         stop_reason=result.stop_reason,
         refit=refitted,
         predictor="refit" if refitted is not None else "selection",
+        feature_names=Model.names_from_store(
+            features.feature_ids(result.keys[nonzero]), store),
     )
 
 
@@ -160,6 +179,86 @@ def _classification_targets(store):
         f"targets are {target} (regression methods are not available yet)")
 
 
+def class_weight_values(class_weight, classes, class_index):
+    """Per-class weights, aligned with ``classes``.
+
+    Parameters
+    ----------
+    class_weight : "balanced" or dict
+        "balanced": ``n / (K * count_k)`` (scikit-learn's rule); a dict maps
+        class values to weights > 0 (finite); classes not named get 1.
+    classes : sequence
+        The class values (a store's ``classes``).
+    class_index : int array, shape (n,)
+        Index in ``classes`` of every sample.
+
+    Returns
+    -------
+    ndarray of float64, shape (K,)
+    """
+    classes = list(classes)
+    K = len(classes)
+    if isinstance(class_weight, str):
+        if class_weight != "balanced":
+            raise ParameterError(
+                f"class_weight must be 'balanced', a dict or None, got {class_weight!r}")
+        counts = np.bincount(class_index, minlength=K).astype(np.float64)
+        if np.any(counts == 0):
+            raise ParameterError("class_weight='balanced' needs a sample of every class")
+        return len(class_index) / (K * counts)
+    if not isinstance(class_weight, dict):
+        raise ParameterError(
+            f"class_weight must be 'balanced', a dict or None, got {class_weight!r}")
+    values = np.ones(K)
+    for key, weight in class_weight.items():
+        k = _class_position(key, classes)
+        try:
+            weight = float(weight)
+        except (TypeError, ValueError):
+            weight = float("nan")
+        if not (np.isfinite(weight) and weight >= 0):
+            raise ParameterError(
+                f"class_weight of class {key!r} must be a finite number >= 0, got "
+                f"{class_weight[key]!r}")
+        values[k] = weight
+    return values
+
+
+def _class_position(key, classes):
+    """Index of the class value ``key`` in ``classes`` (numbers compare as floats)."""
+    for k, value in enumerate(classes):
+        if key == value:
+            return k
+        try:
+            if float(key) == float(value):
+                return k
+        except (TypeError, ValueError):
+            pass
+    shown = ", ".join(f"{c:g}" if isinstance(c, float) else str(c) for c in classes)
+    raise ParameterError(f"class_weight names class {key!r}, not one of the classes "
+                         f"({shown})")
+
+
+def _sample_weights(store, y, n_classes, sample_weight, class_weight):
+    """The per-sample weights of the fit (or None) and what the model records."""
+    weights = check_sample_weight(sample_weight, len(y))
+    params = {}
+    if class_weight is not None:
+        class_index = (np.asarray(y > 0, dtype=np.int64) if n_classes is None
+                       else np.asarray(y, dtype=np.int64))
+        per_class = class_weight_values(class_weight, store.classes, class_index)
+        by_sample = per_class[class_index]
+        weights = by_sample if weights is None else weights * by_sample
+        weights = check_sample_weight(weights, len(y))
+        params["class_weight"] = ("balanced" if isinstance(class_weight, str)
+                                  else "given")
+        params["class_weights"] = [float(w) for w in per_class]
+    if weights is not None:
+        params["sample_weight"] = sample_weight is not None
+        params["sample_weight_digest"] = sample_weight_digest(weights)
+    return weights, params
+
+
 def _nonzero_batches(batch_ptr, nonzero):
     """Batch boundaries counting only the features with a nonzero weight."""
     counts = [int(np.count_nonzero(nonzero[lo:hi]))
@@ -168,7 +267,7 @@ def _nonzero_batches(batch_ptr, nonzero):
 
 
 def _refit(features, result, nonzero, y, n_classes, loss, C, fit_intercept,
-           inner_tol, inner_kkt_tol):
+           inner_tol, inner_kkt_tol, sample_weight=None):
     """ℓ2-regularised refit of the same loss on the selected columns only.
 
     With one block the ℓ2,1² penalty is ``1/2 ||W||^2``: the refit is the
@@ -182,7 +281,8 @@ def _refit(features, result, nonzero, y, n_classes, loss, C, fit_intercept,
     block = features.materialize(result.keys[nonzero])
     return refit_block(block, y, loss=loss, C=C, n_classes=n_classes,
                        fit_intercept=fit_intercept, coef0=nonzero_coef,
-                       bias0=result.bias, tol=inner_tol, kkt_tol=inner_kkt_tol)
+                       bias0=result.bias, tol=inner_tol, kkt_tol=inner_kkt_tol,
+                       sample_weight=sample_weight)
 
 
 
@@ -206,7 +306,9 @@ def _resolve_C(C, refit_C, refit, store, features, y, n_classes, space, fit_opti
     if isinstance(C, str):
         if C not in ("scale", "auto"):
             raise ParameterError(f"C must be a number > 0, 'scale' or 'auto', got {C!r}")
-        center = val.default_C(features, **pass_options)
+        # weighted like the loss: integer weights give the C of repeated rows
+        center = val.default_C(features, sample_weight=fit_options.get("sample_weight"),
+                               **pass_options)
         if C == "scale":
             return center, refit_C, None
         if validation_fraction is not None and cv is not None:
@@ -243,15 +345,20 @@ class _HeldOutScorer:
         self.y = y
         self.n_classes = n_classes
         self.space = space
-        self.options = fit_options
+        self.options = dict(fit_options)
+        self.weights = self.options.pop("sample_weight", None)
 
     def __call__(self, fold, train, validation, C, refit_grid):
         from ultrafs.store.rows import RowSubsetStore
 
         o = self.options
+        w = self.weights
+        w_train = None if w is None else w[train]
+        w_held = None if w is None else w[validation]
         part = make_feature_space(RowSubsetStore(self.store, train), **self.space)
         y_train = self.y[train]
-        result = fit_fgm(part, y_train, n_classes=self.n_classes, C=C, **o)
+        result = fit_fgm(part, y_train, n_classes=self.n_classes, C=C,
+                         sample_weight=w_train, **o)
         nonzero = result.nonzero()
         held_out = make_feature_space(RowSubsetStore(self.store, validation),
                                       **self.space)
@@ -261,7 +368,8 @@ class _HeldOutScorer:
         if refit_grid is None:
             return [{"refit_C": None, "n_features": n_features,
                      **_held_out_scores(block, result.coef_matrix()[nonzero],
-                                        result.bias, y_held, self.n_classes, o["loss"])}]
+                                        result.bias, y_held, self.n_classes, o["loss"],
+                                        w_held)}]
         from ultrafs.methods.refit import refit_block
 
         records = []
@@ -274,17 +382,22 @@ class _HeldOutScorer:
                                    n_classes=self.n_classes,
                                    fit_intercept=o["fit_intercept"], coef0=coef,
                                    bias0=bias, tol=o["inner_tol"],
-                                   kkt_tol=o["inner_kkt_tol"])
+                                   kkt_tol=o["inner_kkt_tol"], sample_weight=w_train)
             coef, bias = refitted["coef"], -refitted["intercept"]
             records.append({"refit_C": float(refit_C), "n_features": n_features,
                             **_held_out_scores(block, refitted["coef"],
                                                -refitted["intercept"], y_held,
-                                               self.n_classes, o["loss"])})
+                                               self.n_classes, o["loss"], w_held)})
         return records
 
 
-def _held_out_scores(block, coef, bias, y, n_classes, loss):
-    """Accuracy and mean loss of ``X_block @ coef - bias`` on encoded targets."""
+def _held_out_scores(block, coef, bias, y, n_classes, loss, sample_weight=None):
+    """Accuracy and mean loss of ``X_block @ coef - bias`` on encoded targets.
+
+    With sample weights both are weighted means (``sum_i s_i [correct_i] /
+    sum_i s_i`` and ``sum_i s_i loss_i / sum_i s_i``); held-out rows whose
+    weights are all zero score by the unweighted means.
+    """
     datafit = make_datafit(block.indptr, block.indices, block.values(np.float64), y,
                            1.0, loss=loss, n_classes=n_classes)
     decision = datafit.decision(np.asarray(coef, dtype=np.float64).ravel(),
@@ -295,4 +408,11 @@ def _held_out_scores(block, coef, bias, y, n_classes, loss):
         correct = np.where(decision > 0, 1.0, -1.0) == y
     else:
         correct = np.argmax(decision.reshape(len(y), -1), axis=1) == y
+    if sample_weight is not None and np.sum(sample_weight) > 0:
+        total = float(np.sum(sample_weight))
+        weighted = make_datafit(block.indptr, block.indices, block.values(np.float64),
+                                y, 1.0, loss=loss, n_classes=n_classes,
+                                sample_weight=sample_weight)
+        return {"accuracy": float(np.dot(sample_weight, correct) / total),
+                "loss": float(weighted.value(decision) / total)}
     return {"accuracy": float(np.mean(correct)), "loss": float(mean_loss)}

@@ -145,6 +145,11 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         (ignored for any other C).
     random_state : int, default=0
         Seed of the ``C="auto"`` split or folds.
+    class_weight : "balanced", dict or None, default=None
+        Weights per class, multiplied into ``fit``'s ``sample_weight``:
+        "balanced" is ``n_samples / (n_classes * count(class))``; a dict
+        maps class labels to weights (others keep 1).  With weights,
+        ``C="auto"`` chooses by the weighted held-out accuracy.
     poly : {1, 2}, default=1
         2 selects among all degree-2 polynomial features of the kernel
         ``(gamma x'z + coef0)^2`` (linear, squares, crosses), generated on
@@ -224,7 +229,7 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
                  fit_intercept=True, inner_tol=1e-3, inner_kkt_tol=1e-4, block_size=None,
                  scheduler=None, poly=1, gamma=1.0, coef0=1.0, refit=False,
                  refit_C=None, validation_fraction=None, cv=None, random_state=0,
-                 verbose=0):
+                 verbose=0, class_weight=None):
         self.B = B
         self.C = C
         self.loss = loss
@@ -244,8 +249,9 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         self.cv = cv
         self.random_state = random_state
         self.verbose = verbose
+        self.class_weight = class_weight
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Select features and fit the model.
 
         Parameters
@@ -254,6 +260,8 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
             an opened :class:`~ultrafs.store.base.ColumnStore`
         y : array-like of shape (n_samples,)
             Two or more classes; ignored (may be None) when ``X`` is a store.
+        sample_weight : array-like of shape (n_samples,), optional
+            Per-sample weights of the loss (finite, >= 0, not all zero).
 
         Returns
         -------
@@ -308,7 +316,9 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
                        refit_C=None if self.refit_C is None else float(self.refit_C),
                        validation_fraction=self.validation_fraction,
                        cv=self.cv if isinstance(self.C, str) and self.C == "auto" else None,
-                       seed=self.random_state, progress=self.verbose > 0)
+                       seed=self.random_state, progress=self.verbose > 0,
+                       sample_weight=sample_weight,
+                       class_weight=self._store_class_weight())
         if not self._fitted_on_store:
             # the store held class indices: record the caller's labels
             model.classes = [float(c) if isinstance(c, (int, float, np.number))
@@ -326,6 +336,24 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         self.history_ = list(model.history)
         self.n_iter_ = len(model.history)
         return self
+
+    def _store_class_weight(self):
+        """``class_weight`` with the store's class values as keys.
+
+        A store built from ``y`` holds class indices: a dict's labels are
+        mapped to their index in ``classes_``.
+        """
+        weights = self.class_weight
+        if self._fitted_on_store or not isinstance(weights, dict):
+            return weights
+        labels = self.classes_.tolist()
+        mapped = {}
+        for key, weight in weights.items():
+            if key not in labels:
+                raise ParameterError(f"class_weight names class {key!r}, not one of "
+                                     f"the classes {labels}")
+            mapped[float(labels.index(key))] = weight
+        return mapped
 
     def decision_function(self, X):
         """Decision values ``X[:, selected_features_] @ selected_coef_ + intercept_``.

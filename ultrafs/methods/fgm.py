@@ -15,10 +15,18 @@ the subproblem is the multinomial logistic (or one-vs-rest squared hinge)
 problem with the ℓ2,1² penalty over (batch × class) blocks: the K weights
 of the columns added at one iteration form one block.  Coefficients are
 kept flat, row-major (p, K).
+
+Sample weights ``s_i`` (``fit_fgm(sample_weight=...)``) make the data term
+``C sum_i s_i l(y_i, f_i)``: the datafit of every subproblem is weighted,
+and so are the dual weights ``-C s dl/df`` the passes score features with
+(a sample of weight 0 never moves a score).  A checkpoint records the
+weights' digest (:func:`sample_weight_digest`) in its parameters, so a
+resumed run cannot mix weightings.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import time
 from dataclasses import dataclass, field
@@ -30,11 +38,13 @@ from ultrafs.methods.checkpoint import verify_resumed_state
 from ultrafs.methods.column_cache import ColumnCache
 from ultrafs.scoring.worst_case import worst_case_analysis
 from ultrafs.solvers.apg import DEFAULT_KKT_TOL, solve
-from ultrafs.solvers.datafits import Datafit, encode_classification_targets
+from ultrafs.solvers.datafits import (Datafit, check_sample_weight,
+                                      encode_classification_targets)
 from ultrafs.solvers.losses import get_loss, loss_names
 from ultrafs.solvers.operators import CSCOperator
 
-__all__ = ["FGMResult", "fit_fgm", "validate_fgm_params", "OUTER_ITERATION_FACTOR"]
+__all__ = ["FGMResult", "fit_fgm", "validate_fgm_params", "OUTER_ITERATION_FACTOR",
+           "sample_weight_digest"]
 
 #: outer iterations allowed per unit of max_iter while the budget of
 #: B x max_iter nonzero features is not reached (batches the ℓ2,1² penalty
@@ -120,10 +130,36 @@ def validate_fgm_params(B, C, loss, max_iter, tol, inner_tol, inner_kkt_tol=None
         raise ParameterError(f"inner_kkt_tol must be > 0 or None, got {inner_kkt_tol!r}")
 
 
-def _datafit(cache, y, C, loss, n_outputs):
+def sample_weight_digest(sample_weight):
+    """SHA-256 (hex) of per-sample weights as little-endian float64; None for None.
+
+    Recorded in checkpoint and model parameters: weights change the
+    problem, so a checkpoint written with other weights is refused.
+    """
+    if sample_weight is None:
+        return None
+    weights = np.ascontiguousarray(sample_weight, dtype="<f8")
+    return hashlib.sha256(weights.tobytes()).hexdigest()
+
+
+def _check_checkpoint_weights(checkpoint, sample_weight):
+    """Refuse a checkpoint whose parameters do not name these weights."""
+    if checkpoint is None:
+        return
+    recorded = getattr(checkpoint, "params", {}).get("sample_weight_digest")
+    digest = sample_weight_digest(sample_weight)
+    if recorded != digest:
+        raise ParameterError(
+            "the checkpoint's parameters must record the sample weights' digest "
+            "(params['sample_weight_digest'] = sample_weight_digest(weights), None "
+            "without weights)")
+
+
+def _datafit(cache, y, C, loss, n_outputs, sample_weight=None):
     """The subproblem's datafit on the cached columns."""
     indptr, indices, data, _ = cache.arrays()
-    return Datafit(loss, CSCOperator(indptr, indices, data, len(y), n_outputs), y, C)
+    return Datafit(loss, CSCOperator(indptr, indices, data, len(y), n_outputs), y, C,
+                   sample_weight)
 
 
 def _overflow_message(C) -> str:
@@ -145,7 +181,7 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
             tol=1e-3, fit_intercept=True, inner_tol=1e-3, inner_max_iter=1000,
             inner_kkt_tol=DEFAULT_KKT_TOL,
             block_size=None, scheduler=None, num_workers=None, callback=None,
-            checkpoint=None, resume=False, progress=False):
+            checkpoint=None, resume=False, progress=False, sample_weight=None):
     """Run FGM on a feature space.
 
     Parameters
@@ -193,6 +229,11 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
         the result is the same as an uninterrupted run's.
     progress : bool
         Show the progress of every scoring pass on stderr.
+    sample_weight : array-like of shape (n_samples,), optional
+        Per-sample weights ``s_i`` of the data term ``C sum_i s_i l_i``
+        (finite, ``>= 0``, not all zero); None for all ones.  With a
+        ``checkpoint``, its ``params`` must hold ``sample_weight_digest``
+        (:func:`sample_weight_digest`; None without weights).
 
     Returns
     -------
@@ -212,9 +253,11 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
     K = 2 if n_outputs == 1 else n_outputs
     loss_object = get_loss(loss, "binary" if n_outputs == 1 else "multiclass")
     n_samples = y.shape[0]
+    sample_weight = check_sample_weight(sample_weight, n_samples)
+    _check_checkpoint_weights(checkpoint, sample_weight)
     cache = ColumnCache(n_samples)
 
-    no_feature = _datafit(cache, y, C, loss_object, n_outputs)
+    no_feature = _datafit(cache, y, C, loss_object, n_outputs, sample_weight)
     bias = no_feature.optimal_bias(fit_intercept)
     decision = no_feature.constant_decision(bias)
     objective_0 = no_feature.value(decision)
@@ -251,7 +294,7 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
         # a checkpoint never stands for a solve: its decision values must be
         # those of its weights on this data, and a finished run's weights
         # must carry their certificate, else the subproblem is solved again
-        resumed = _datafit(cache, y, C, loss_object, n_outputs)
+        resumed = _datafit(cache, y, C, loss_object, n_outputs, sample_weight)
         certified = verify_resumed_state(
             resumed, batch_ptr * n_outputs, coef, bias, decision,
             fit_intercept=fit_intercept, kkt_tol=inner_kkt_tol,
@@ -282,7 +325,8 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
 
     n_nonzero = _count_nonzero(coef, n_outputs)
     for iteration in range(first_iteration, max_outer + 1):
-        weights = _datafit(cache, y, C, loss_object, n_outputs).dual_weights(decision)
+        weights = _datafit(cache, y, C, loss_object, n_outputs,
+                           sample_weight).dual_weights(decision)
         candidates, pass_stats = worst_case_analysis(
             features, weights, min(int(B), budget - n_nonzero), excluded=keys,
             block_size=block_size,
@@ -303,7 +347,8 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
 
         started = time.perf_counter()
         solution = solve(
-            _datafit(cache, y, C, loss_object, n_outputs), cache.batch_ptr * n_outputs,
+            _datafit(cache, y, C, loss_object, n_outputs, sample_weight),
+            cache.batch_ptr * n_outputs,
             fit_intercept=fit_intercept, coef0=coef, bias0=bias,
             lipschitz0=lipschitz, tol=inner_tol, max_iter=inner_max_iter,
             kkt_tol=inner_kkt_tol)

@@ -37,11 +37,16 @@ def check_refit_C(C) -> float:
 
 
 def refit_block(block, y, *, loss, C, n_classes=None, fit_intercept=True,
-                coef0=None, bias0=0.0, tol=1e-3, kkt_tol=None) -> dict:
+                coef0=None, bias0=0.0, tol=1e-3, kkt_tol=None,
+                sample_weight=None) -> dict:
     """ℓ2-regularised fit of ``loss`` on the columns of ``block``.
 
-    Minimises ``1/2 ||W||^2 + C sum_i loss(y_i, X_i W - b)`` with the APG
-    solver FGM uses, on one block.
+    Minimises ``1/2 ||W||^2 + C sum_i s_i loss(y_i, X_i W - b)`` with the
+    solver FGM uses, on one block (``s_i = 1`` without weights).  For the
+    logistic loss this is scikit-learn's ``LogisticRegression(C=C)`` with
+    ``sample_weight=s`` on the same columns, except that scikit-learn does
+    not penalise the intercept either (its ``1/2 ||w||^2 + C sum_i s_i
+    log(1 + exp(-y_i (x_i'w + c)))`` with ``c = -b``).
 
     Parameters
     ----------
@@ -61,6 +66,8 @@ def refit_block(block, y, *, loss, C, n_classes=None, fit_intercept=True,
     tol, kkt_tol : float
         ε_in of the solver and its relative KKT tolerance (None: the
         solver's default certificate).
+    sample_weight : array-like of shape (n,), optional
+        Per-sample weights (finite, ``>= 0``, not all zero).
 
     Returns
     -------
@@ -71,7 +78,7 @@ def refit_block(block, y, *, loss, C, n_classes=None, fit_intercept=True,
     C = check_refit_C(C)
     p = int(block.n_columns)
     datafit = make_datafit(block.indptr, block.indices, block.values(np.float64), y, C,
-                           loss=loss, n_classes=n_classes)
+                           loss=loss, n_classes=n_classes, sample_weight=sample_weight)
     K = datafit.n_outputs
     coef0 = (np.zeros(p * K) if coef0 is None
              else np.asarray(coef0, dtype=np.float64).ravel())
@@ -104,7 +111,7 @@ def training_targets(model, store):
 
 
 def refit_prefix(model, store, n_batches=None, *, C=None, targets=None,
-                 _stacklevel=2) -> dict:
+                 sample_weight=None, _stacklevel=2) -> dict:
     """Refit the features of a model's first ``n_batches`` batches on a store.
 
     The same refit as ``select(refit=True)``: the model's loss, intercept
@@ -126,6 +133,11 @@ def refit_prefix(model, store, n_batches=None, *, C=None, targets=None,
     targets : (y, n_classes), optional
         :func:`training_targets` of the store, when the caller reads them
         once for several prefixes.
+    sample_weight : array-like of shape (n_samples,), optional
+        The store's per-sample weights.  The model's recorded class weights
+        (``params["class_weights"]``) are applied in any case; a model
+        fitted with sample weights refits without them (with a warning)
+        unless they are given again.
 
     Returns
     -------
@@ -157,6 +169,7 @@ def refit_prefix(model, store, n_batches=None, *, C=None, targets=None,
                       f"store (e.g. id {absent[0]}) count as zero columns",
                       UltraFSWarning, stacklevel=_stacklevel)
     block = features.materialize_ids(ids)
+    weights = _refit_weights(params, y, n_classes, sample_weight, _stacklevel + 1)
     kkt_tol = params.get("inner_kkt_tol")
     result = refit_block(
         block, y, loss=model.loss, C=C, n_classes=n_classes,
@@ -165,6 +178,32 @@ def refit_prefix(model, store, n_batches=None, *, C=None, targets=None,
         bias0=-np.asarray(model.intercept, dtype=np.float64)
         if model.n_outputs > 1 else -float(model.intercept),
         tol=float(params.get("inner_tol", 1e-3)),
-        kkt_tol=None if kkt_tol is None else float(kkt_tol))
+        kkt_tol=None if kkt_tol is None else float(kkt_tol),
+        sample_weight=weights)
     result.update(n_batches=k, n_features=stop)
     return result
+
+
+def _refit_weights(params, y, n_classes, sample_weight, stacklevel):
+    """The refit's per-sample weights: the recorded class weights times ``sample_weight``."""
+    from ultrafs.solvers.datafits import check_sample_weight
+
+    weights = check_sample_weight(sample_weight, len(y))
+    if weights is None and params.get("sample_weight"):
+        warnings.warn("the model was fitted with sample weights, which the refit "
+                      "does not know: give sample_weight to refit with them",
+                      UltraFSWarning, stacklevel=stacklevel)
+    per_class = params.get("class_weights")
+    if per_class is None:
+        return weights
+    per_class = np.asarray(per_class, dtype=np.float64)
+    K = 2 if n_classes is None else int(n_classes)
+    if per_class.shape != (K,) or not np.all(np.isfinite(per_class)) \
+            or np.any(per_class < 0):
+        raise ParameterError(f"the model's params class_weights must be {K} finite "
+                             "weights >= 0")
+    class_index = (np.asarray(y > 0, dtype=np.int64) if n_classes is None
+                   else np.asarray(y, dtype=np.int64))
+    by_sample = per_class[class_index]
+    return check_sample_weight(by_sample if weights is None else weights * by_sample,
+                               len(y))

@@ -75,15 +75,21 @@ def round_significant(value: float, digits: int = 3) -> float:
     return float(f"{value:.{digits - 1}e}")
 
 
-def default_C(features, *, block_size=None, scheduler=None, num_workers=None) -> float:
+def default_C(features, *, block_size=None, scheduler=None, num_workers=None,
+              sample_weight=None) -> float:
     """``DEFAULT_C_SCALE / mean_i max_f φ_f(x_i)²``, three significant digits.
 
     Data whose rows are all zero get ``DEFAULT_C_SCALE`` (any C gives the
-    same constant model).
+    same constant model).  With sample weights the mean is weighted by them,
+    so that integer weights give the C of the data with repeated rows.
     """
     largest = features.row_max_squares(block_size=block_size, scheduler=scheduler,
                                        num_workers=num_workers)
-    mean = float(np.mean(largest)) if len(largest) else 0.0
+    if sample_weight is not None and len(largest):
+        weights = np.asarray(sample_weight, dtype=np.float64)
+        mean = float(np.dot(weights, largest) / np.sum(weights))
+    else:
+        mean = float(np.mean(largest)) if len(largest) else 0.0
     if not (mean > 0 and math.isfinite(mean)):
         return DEFAULT_C_SCALE
     return round_significant(DEFAULT_C_SCALE / mean)

@@ -294,7 +294,7 @@ class APG(Solver):
         if not np.any(grad_b):
             return vb, p_w, ws.f_w
         curvature = pb.datafit.bias_curvature(ws.f_w, ws.d_w)
-        tau_b = max(curvature, _MIN_CURVATURE * pb.C * pb.n)
+        tau_b = max(curvature, _MIN_CURVATURE * pb.C * pb.weight_total)
         for _ in range(_MAX_BACKTRACKS):
             bias = vb - grad_b / tau_b
             pb.datafit.shift(ws.f_w, bias - vb, ws.f_b)
@@ -463,7 +463,8 @@ def _as_penalty(penalty):
     return penalty
 
 
-def _problem(indptr, indices, data, block_ptr, y, C, loss, penalty, n_classes=None):
+def _problem(indptr, indices, data, block_ptr, y, C, loss, penalty, n_classes=None,
+             sample_weight=None):
     """Validate every input of a subproblem; return a :class:`_Problem`.
 
     ``block_ptr`` is in columns; with K >= 3 classes it is scaled to the
@@ -473,7 +474,7 @@ def _problem(indptr, indices, data, block_ptr, y, C, loss, penalty, n_classes=No
     indptr, indices, data = _as_csc(indptr, indices, data, len(y))
     block_ptr = _as_block_ptr(block_ptr, len(indptr) - 1) * K
     datafit = make_datafit(indptr, indices, data, y, _as_C(C), loss=loss,
-                           n_classes=n_classes)
+                           n_classes=n_classes, sample_weight=sample_weight)
     return _Problem(datafit, _as_penalty(penalty), block_ptr)
 
 
@@ -494,8 +495,8 @@ def solve_subproblem(indptr, indices, data, block_ptr, y, C, *, loss="logistic",
                      fit_intercept=True, coef0=None, bias0=0.0, lipschitz0=None,
                      eta=DEFAULT_ETA, tol=1e-3, max_iter=DEFAULT_MAX_ITER,
                      penalty=None, block_cache=None, n_classes=None,
-                     kkt_tol=DEFAULT_KKT_TOL, solver="auto"):
-    """Solve ``min_{w,b} 1/2 (sum_h ||w_h||)^2 + C sum_i l(y_i, X_i w - b)``.
+                     kkt_tol=DEFAULT_KKT_TOL, solver="auto", sample_weight=None):
+    """Solve ``min_{w,b} 1/2 (sum_h ||w_h||)^2 + C sum_i s_i l(y_i, X_i w - b)``.
 
     Parameters
     ----------
@@ -540,6 +541,9 @@ def solve_subproblem(indptr, indices, data, block_ptr, y, C, *, loss="logistic",
         (multinomial logistic, one-vs-rest squared hinge).
     solver : {"auto", "apg", "newton"}, default "auto"
         See :func:`solve`.
+    sample_weight : array-like of shape (n,), optional
+        Per-sample weights ``s_i`` (finite, ``>= 0``, not all zero); None
+        for all ones.
 
     Returns
     -------
@@ -553,7 +557,8 @@ def solve_subproblem(indptr, indices, data, block_ptr, y, C, *, loss="logistic",
         On malformed inputs, or a missing class with the logistic loss and
         an intercept (no minimiser exists).
     """
-    pb = _problem(indptr, indices, data, block_ptr, y, C, loss, penalty, n_classes)
+    pb = _problem(indptr, indices, data, block_ptr, y, C, loss, penalty, n_classes,
+                  sample_weight)
     return solve(pb.datafit, pb.block_ptr, penalty=pb.penalty,
                  fit_intercept=fit_intercept, coef0=coef0, bias0=bias0,
                  lipschitz0=lipschitz0, eta=eta, tol=tol, max_iter=max_iter,
@@ -662,9 +667,12 @@ def _initial_bias(bias0, fit_intercept, n_outputs=1):
 
 
 def _initial_lipschitz(lipschitz0, pb):
-    """Return ``lipschitz0``, or ``0.01 n C`` (paper §5.2) when it is None."""
+    """Return ``lipschitz0``, or ``0.01 n C`` (paper §5.2) when it is None.
+
+    With sample weights ``n`` is their sum.
+    """
     if lipschitz0 is None:
-        return 0.01 * pb.n * pb.C
+        return 0.01 * pb.weight_total * pb.C
     lipschitz0 = float(lipschitz0)
     if not (np.isfinite(lipschitz0) and lipschitz0 > 0):
         raise ParameterError(f"lipschitz0 must be finite and > 0, got {lipschitz0!r}")
@@ -683,8 +691,8 @@ def _bias_only_result(pb, fit_intercept, lipschitz):
 
 
 def objective(indptr, indices, data, block_ptr, y, C, coef, bias, *,
-              loss="logistic", penalty=None, n_classes=None):
-    """Return ``F(w, b) = 1/2 (sum_h ||w_h||)^2 + C sum_i l(y_i, X_i w - b)``.
+              loss="logistic", penalty=None, n_classes=None, sample_weight=None):
+    """Return ``F(w, b) = 1/2 (sum_h ||w_h||)^2 + C sum_i s_i l(y_i, X_i w - b)``.
 
     Parameters
     ----------
@@ -695,14 +703,15 @@ def objective(indptr, indices, data, block_ptr, y, C, coef, bias, *,
     loss : str or Loss, default "logistic"
     penalty : Penalty, optional
         Default :class:`L21Squared`.
-    n_classes : int or None
+    n_classes, sample_weight
         As in :func:`solve_subproblem`.
 
     Returns
     -------
     float
     """
-    pb = _problem(indptr, indices, data, block_ptr, y, C, loss, penalty, n_classes)
+    pb = _problem(indptr, indices, data, block_ptr, y, C, loss, penalty, n_classes,
+                  sample_weight)
     coef = np.ascontiguousarray(coef, dtype=np.float64).ravel()
     if len(coef) != pb.p:
         raise ParameterError(f"coef has {len(coef)} entries, expected p = {pb.p}")

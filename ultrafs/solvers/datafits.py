@@ -11,6 +11,15 @@ with ``w = 0``, and the dual weights ``-C dl/df`` that FGM's worst-case
 analysis scores features with.  With one output every quantity is
 computed by the same operations, in the same order, as the binary FGM
 solver always did (results are bit-identical).
+
+Sample weights: ``Datafit(..., sample_weight=s)`` is ``P(w, b) = C sum_i
+s_i l(y_i, f_i)``.  Every quantity above is that of the weighted sum (the
+derivative written by :meth:`Datafit.value_derivative` is ``s dl/df``, so
+gradients, the bias step, the Hessian ``C X' diag(s l'') X`` and the dual
+weights ``-C s dl/df`` follow), the best intercept is the weighted one, and
+the initial Lipschitz estimates scale with ``sum_i s_i``
+(:attr:`Datafit.weight_total`) instead of ``n``.  ``sample_weight=None`` is
+the unweighted datafit, computed exactly as before.
 """
 
 from __future__ import annotations
@@ -22,7 +31,44 @@ from ultrafs.kernels import sparse_ops
 from ultrafs.solvers.losses import get_loss
 from ultrafs.solvers.operators import CSCOperator
 
-__all__ = ["Datafit", "make_datafit", "encode_classification_targets"]
+__all__ = ["Datafit", "make_datafit", "encode_classification_targets",
+           "check_sample_weight"]
+
+
+def check_sample_weight(sample_weight, n):
+    """Validate per-sample weights: finite, ``>= 0``, ``n`` of them, not all zero.
+
+    Parameters
+    ----------
+    sample_weight : array-like of shape (n,) or None
+    n : int
+
+    Returns
+    -------
+    ndarray of float64, shape (n,), contiguous (a copy), or None
+
+    Raises
+    ------
+    ParameterError
+        In one line, naming what is wrong.
+    """
+    if sample_weight is None:
+        return None
+    try:
+        weights = np.array(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ParameterError("sample_weight must be an array of numbers") from None
+    if weights.ndim != 1 or len(weights) != n:
+        raise ParameterError(
+            f"sample_weight must hold one weight per sample ({n}), got shape "
+            f"{weights.shape}")
+    if not np.all(np.isfinite(weights)):
+        raise ParameterError("sample_weight must be finite")
+    if np.any(weights < 0):
+        raise ParameterError("sample_weight must be >= 0")
+    if not np.any(weights > 0):
+        raise ParameterError("sample_weight must not be all zero")
+    return np.ascontiguousarray(weights)
 
 
 class Datafit:
@@ -37,13 +83,19 @@ class Datafit:
         for multi-class ones.
     C : float
         Weight of the data term (> 0).
+    sample_weight : ndarray of float64, shape (n,), optional
+        Per-sample weights ``s_i`` (None: all ones, the unweighted datafit).
     """
 
-    def __init__(self, loss, operator, y, C):
+    def __init__(self, loss, operator, y, C, sample_weight=None):
         self.loss = loss
         self.operator = operator
         self.y = y
         self.C = float(C)
+        self.sample_weight = check_sample_weight(sample_weight, len(y))
+        if self.sample_weight is not None and not getattr(loss, "weighted", False):
+            raise ParameterError(
+                f"the {loss.target} loss {loss.name!r} does not take sample weights")
         if loss.target == "binary" and operator.n_outputs != 1:
             raise ParameterError(f"the binary loss {loss.name!r} needs one output")
         if loss.target == "multiclass" and operator.n_outputs < 3:
@@ -75,6 +127,13 @@ class Datafit:
         return self.operator.nnz
 
     @property
+    def weight_total(self):
+        """``sum_i s_i``: ``n`` (an int) without weights."""
+        if self.sample_weight is None:
+            return self.n
+        return float(np.sum(self.sample_weight))
+
+    @property
     def decision_size(self) -> int:
         """Length of a decision vector (``n * K``)."""
         return self.n * self.n_outputs
@@ -101,11 +160,11 @@ class Datafit:
 
     def value(self, f):
         """Return ``P = C sum_i l(y_i, f_i)``."""
-        return self.C * self.loss.value(self.y, f)
+        return self.C * self.loss.value(self.y, f, self.sample_weight)
 
     def value_derivative(self, f, out):
-        """Write ``dl/df`` (not scaled by C) into ``out``; return ``P``."""
-        return self.C * self.loss.value_derivative(self.y, f, out)
+        """Write ``dl/df`` (``s dl/df``; not scaled by C) into ``out``; return ``P``."""
+        return self.C * self.loss.value_derivative(self.y, f, out, self.sample_weight)
 
     def gradient(self, derivative):
         """Return ``C A'(dl/df)``, the gradient of ``P`` in ``w``."""
@@ -121,22 +180,23 @@ class Datafit:
 
     def bias_curvature(self, f, derivative):
         """Return ``C`` times a curvature bound of ``P`` along ``b`` at ``f``."""
-        return self.C * self.loss.curvature_sum(self.y, f, derivative)
+        return self.C * self.loss.curvature_sum(self.y, f, derivative,
+                                                self.sample_weight)
 
     def value_change(self, f, delta):
         """Return ``P(f + delta) - P(f)``, accurate however small (one output)."""
-        return self.C * self.loss.value_change(self.y, f, delta)
+        return self.C * self.loss.value_change(self.y, f, delta, self.sample_weight)
 
     def hessian(self, f):
         """Return the Hessian of ``P`` over ``(w, b)`` at ``f`` (one output).
 
-        ``C [X, -1]' diag(l''(y, f)) [X, -1]``, dense ``(p + 1, p + 1)``, the
+        ``C [X, -1]' diag(s l''(y, f)) [X, -1]``, dense ``(p + 1, p + 1)``, the
         last index being ``b``; for the squared hinge ``l''`` is its
         generalised second derivative.
         """
         if self.n_outputs != 1:
             raise ParameterError("the Hessian is built for one output per sample")
-        weights = self.loss.second_derivative(self.y, f)
+        weights = self.loss.second_derivative(self.y, f, weights=self.sample_weight)
         weights *= self.C
         return self.operator.augmented_gram(weights)
 
@@ -145,15 +205,23 @@ class Datafit:
         if self.n_outputs == 1:
             if not fit_intercept:
                 return 0.0
-            return -float(self.loss.optimal_constant(self.y))
+            if self.sample_weight is None:
+                return -float(self.loss.optimal_constant(self.y))
+            return -float(self.loss.optimal_constant(self.y, 1, self.sample_weight))
         if not fit_intercept:
             return np.zeros(self.n_outputs)
-        return -np.asarray(self.loss.optimal_constant(self.y, self.n_outputs),
+        if self.sample_weight is None:
+            return -np.asarray(self.loss.optimal_constant(self.y, self.n_outputs),
+                               dtype=np.float64)
+        return -np.asarray(self.loss.optimal_constant(self.y, self.n_outputs,
+                                                      self.sample_weight),
                            dtype=np.float64)
 
     def dual_weights(self, f):
-        """Return ``-C dl/df``: ``alpha * y`` (n,) or per class (n, K)."""
-        return self.loss.dual_weights(self.y, f, self.C)
+        """Return ``-C dl/df``: ``alpha * y`` (n,) or per class (n, K); ``-C s dl/df`` with weights."""
+        if self.sample_weight is None:
+            return self.loss.dual_weights(self.y, f, self.C)
+        return self.loss.dual_weights(self.y, f, self.C, self.sample_weight)
 
     # -- per-block products (paper §5.5) ----------------------------------
     def block_products(self, coef, block_ptr, out):
@@ -205,7 +273,8 @@ def encode_classification_targets(y, n_classes=None):
     return y, K
 
 
-def make_datafit(indptr, indices, data, y, C, *, loss="logistic", n_classes=None):
+def make_datafit(indptr, indices, data, y, C, *, loss="logistic", n_classes=None,
+                 sample_weight=None):
     """A datafit over CSC columns for binary (±1) or K-class targets.
 
     Parameters
@@ -219,6 +288,8 @@ def make_datafit(indptr, indices, data, y, C, *, loss="logistic", n_classes=None
         A registered name: the binary or multi-class member is chosen by
         ``n_classes``.
     n_classes : int or None
+    sample_weight : array-like of shape (n,), optional
+        Per-sample weights (:func:`check_sample_weight`).
 
     Returns
     -------
@@ -227,4 +298,4 @@ def make_datafit(indptr, indices, data, y, C, *, loss="logistic", n_classes=None
     y, K = encode_classification_targets(y, n_classes)
     target = "binary" if K == 1 else "multiclass"
     operator = CSCOperator(indptr, indices, data, len(y), K)
-    return Datafit(get_loss(loss, target), operator, y, C)
+    return Datafit(get_loss(loss, target), operator, y, C, sample_weight)

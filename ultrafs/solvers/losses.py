@@ -22,6 +22,14 @@ kernels and one class here that binds them, decorated with
 derivative and an accurate value change (:attr:`Loss.second_order`) is
 solved by proximal Newton as well (:mod:`ultrafs.solvers.prox_newton`);
 the others by APG.
+
+Sample weights: every method takes ``weights`` (float64 ``(n,)``, ``>= 0``,
+or None for all ones).  With weights the loss is ``sum_i s_i l(y_i, f_i)``:
+values, derivatives, duals, curvatures, value changes and the best constant
+are those of the weighted sum, computed by the ``*_weighted`` kernels (or,
+for per-sample quantities, by scaling the unweighted ones).  ``None`` runs
+the unweighted kernels unchanged.  A loss without weighted kernels refuses
+weights in one line (:attr:`Loss.weighted`).
 """
 
 from __future__ import annotations
@@ -37,6 +45,15 @@ from ultrafs.kernels import multiclass_losses as _mk
 __all__ = ["Loss", "Logistic", "SquaredHinge", "MultinomialLogistic",
            "OneVsRestSquaredHinge", "LOSSES", "MULTICLASS_LOSSES", "register_loss",
            "get_loss", "loss_names", "unregister_loss"]
+
+
+def _scale_rows(out, weights, n):
+    """Multiply every sample's entries of ``out`` (n or n * K) by its weight."""
+    if len(out) == n:
+        out *= weights
+    else:
+        out.reshape(n, -1)[...] *= weights[:, None]
+    return out
 
 
 def _check_lengths(y, f):
@@ -74,10 +91,34 @@ class Loss:
     _second_derivative_kernel = None
     #: accurate sum of per-sample changes; None where not provided (multi-class)
     _value_change_kernel = None
+    #: the kernels with per-sample weights ``s`` (after ``y, f``); None where
+    #: the loss has none (it then refuses weights)
+    _weighted_value_kernel = None
+    _weighted_value_derivative_kernel = None
+    _weighted_curvature_kernel = None
+    _weighted_value_change_kernel = None
 
     def _check(self, y, f):
         """Reject arrays whose length does not fit ``y`` (the kernels trust them)."""
         _check_lengths(y, f)
+
+    @property
+    def weighted(self) -> bool:
+        """Whether the loss takes per-sample weights (its weighted kernels exist)."""
+        return (self._weighted_value_kernel is not None
+                and self._weighted_value_derivative_kernel is not None
+                and self._weighted_curvature_kernel is not None)
+
+    def _weights(self, y, weights, kernel=True):
+        """Validate ``weights`` against ``y`` (length, float64, contiguous)."""
+        if not self.weighted or kernel is None:
+            raise ParameterError(
+                f"the {self.target} loss {self.name!r} does not take sample weights")
+        if len(weights) != len(y):
+            raise ParameterError(
+                f"weights must hold one value per sample, got {len(weights)} for "
+                f"{len(y)}")
+        return weights
 
     @property
     def second_order(self) -> bool:
@@ -88,28 +129,33 @@ class Loss:
         return (self._second_derivative_kernel is not None
                 and self._value_change_kernel is not None)
 
-    def value(self, y, f):
-        """Return ``sum_i l(y_i, f_i)``.
+    def value(self, y, f, weights=None):
+        """Return ``sum_i l(y_i, f_i)`` (``sum_i s_i l(y_i, f_i)`` with weights).
 
         Parameters
         ----------
         y, f : ndarray of float64, shape (n,)
+        weights : ndarray of float64, shape (n,), optional
 
         Returns
         -------
         float
         """
         self._check(y, f)
+        if weights is not None:
+            self._weights(y, weights)
+            return float(self._weighted_value_kernel(y, f, weights))
         return float(self._value_kernel(y, f))
 
-    def derivative(self, y, f, out=None):
-        """Return ``dl/df`` at every sample.
+    def derivative(self, y, f, out=None, weights=None):
+        """Return ``dl/df`` at every sample (``s_i dl/df`` with weights).
 
         Parameters
         ----------
         y, f : ndarray of float64, shape (n,)
         out : ndarray of float64, shape (n,), optional
             Buffer to write into.
+        weights : ndarray of float64, shape (n,), optional
 
         Returns
         -------
@@ -119,15 +165,21 @@ class Loss:
         if out is None:
             out = np.empty(len(f), dtype=np.float64)
         self._check(y, out)
+        if weights is not None:
+            self._weights(y, weights)
+            return _scale_rows(self._derivative_kernel(y, f, out), weights, len(y))
         return self._derivative_kernel(y, f, out)
 
-    def value_derivative(self, y, f, out):
+    def value_derivative(self, y, f, out, weights=None):
         """Write ``dl/df`` into ``out`` and return ``sum_i l(y_i, f_i)``.
+
+        With weights: ``s_i dl/df`` and ``sum_i s_i l(y_i, f_i)``.
 
         Parameters
         ----------
         y, f : ndarray of float64, shape (n,)
         out : ndarray of float64, shape (n,)
+        weights : ndarray of float64, shape (n,), optional
 
         Returns
         -------
@@ -135,15 +187,19 @@ class Loss:
         """
         self._check(y, f)
         self._check(y, out)
+        if weights is not None:
+            self._weights(y, weights)
+            return float(self._weighted_value_derivative_kernel(y, f, weights, out))
         return float(self._value_derivative_kernel(y, f, out))
 
-    def dual(self, y, f, out=None):
-        """Return ``alpha / C`` at every sample (Theorem 3).
+    def dual(self, y, f, out=None, weights=None):
+        """Return ``alpha / C`` at every sample (Theorem 3; ``s_i alpha_i / C`` with weights).
 
         Parameters
         ----------
         y, f : ndarray of float64, shape (n,)
         out : ndarray of float64, shape (n,), optional
+        weights : ndarray of float64, shape (n,), optional
 
         Returns
         -------
@@ -153,17 +209,21 @@ class Loss:
         if out is None:
             out = np.empty(len(f), dtype=np.float64)
         self._check(y, out)
+        if weights is not None:
+            self._weights(y, weights)
+            return _scale_rows(self._dual_kernel(y, f, out), weights, len(y))
         return self._dual_kernel(y, f, out)
 
-    def curvature_sum(self, y, f, derivative):
-        """Return ``sum_i d2l/df2 (y_i, f_i)``.
+    def curvature_sum(self, y, f, derivative, weights=None):
+        """Return ``sum_i d2l/df2 (y_i, f_i)`` (``sum_i s_i d2l/df2`` with weights).
 
         Parameters
         ----------
         y, f : ndarray of float64, shape (n,)
         derivative : ndarray of float64, shape (n,)
-            ``dl/df`` at ``f`` (as written by :meth:`value_derivative`); lets
-            the logistic loss avoid new exponentials.
+            ``dl/df`` at ``f`` (as written by :meth:`value_derivative`, with
+            the same weights); lets the logistic loss avoid new exponentials.
+        weights : ndarray of float64, shape (n,), optional
 
         Returns
         -------
@@ -171,9 +231,12 @@ class Loss:
         """
         self._check(y, f)
         self._check(y, derivative)
+        if weights is not None:
+            self._weights(y, weights)
+            return float(self._weighted_curvature_kernel(y, f, weights, derivative))
         return float(self._curvature_kernel(y, f, derivative))
 
-    def second_derivative(self, y, f, out=None):
+    def second_derivative(self, y, f, out=None, weights=None):
         """Return ``d2l/df2`` at every sample (binary losses).
 
         For the squared hinge this is the generalised second derivative (1
@@ -184,6 +247,8 @@ class Loss:
         ----------
         y, f : ndarray of float64, shape (n,)
         out : ndarray of float64, shape (n,), optional
+        weights : ndarray of float64, shape (n,), optional
+            Multiply sample ``i``'s value by ``s_i``.
 
         Returns
         -------
@@ -202,9 +267,13 @@ class Loss:
         if out is None:
             out = np.empty(len(f), dtype=np.float64)
         self._check(y, out)
+        if weights is not None:
+            self._weights(y, weights)
+            return _scale_rows(self._second_derivative_kernel(y, f, out), weights,
+                               len(y))
         return self._second_derivative_kernel(y, f, out)
 
-    def value_change(self, y, f, delta):
+    def value_change(self, y, f, delta, weights=None):
         """Return ``sum_i l(y_i, f_i + delta_i) - l(y_i, f_i)`` (binary losses).
 
         Computed term by term without cancellation, so it stays accurate
@@ -214,6 +283,8 @@ class Loss:
         Parameters
         ----------
         y, f, delta : ndarray of float64, shape (n,)
+        weights : ndarray of float64, shape (n,), optional
+            The change of ``sum_i s_i l(y_i, f_i)``.
 
         Returns
         -------
@@ -229,9 +300,12 @@ class Loss:
                 f"the {self.target} loss {self.name!r} has no accurate value change")
         self._check(y, f)
         self._check(y, delta)
+        if weights is not None:
+            self._weights(y, weights, self._weighted_value_change_kernel)
+            return float(self._weighted_value_change_kernel(y, f, weights, delta))
         return float(self._value_change_kernel(y, f, delta))
 
-    def optimal_constant(self, y, n_outputs=1):
+    def optimal_constant(self, y, n_outputs=1, weights=None):
         """Return ``argmin_c sum_i l(y_i, c)`` (the best constant decision).
 
         Parameters
@@ -239,6 +313,8 @@ class Loss:
         y : ndarray, shape (n,)
         n_outputs : int
             Decision values per sample (1 for binary losses).
+        weights : ndarray of float64, shape (n,), optional
+            Minimise ``sum_i s_i l(y_i, c)`` instead.
 
         Returns
         -------
@@ -246,21 +322,23 @@ class Loss:
         """
         raise NotImplementedError
 
-    def dual_weights(self, y, f, C):
+    def dual_weights(self, y, f, C, weights=None):
         """Return ``-C dl/df``: the weights of the worst-case analysis.
 
-        For binary losses this is ``alpha * y`` (Theorem 3), shape ``(n,)``.
+        For binary losses this is ``alpha * y`` (Theorem 3), shape ``(n,)``;
+        with sample weights ``-C s dl/df``.
 
         Parameters
         ----------
         y, f : ndarray
         C : float
+        weights : ndarray of float64, shape (n,), optional
 
         Returns
         -------
         ndarray of float64, shape (n,) or (n, K)
         """
-        alpha = self.dual(y, f)
+        alpha = self.dual(y, f, weights=weights)
         alpha *= C
         return alpha * y
 
@@ -281,15 +359,32 @@ class Logistic(Loss):
     _curvature_kernel = staticmethod(_k.logistic_curvature_sum)
     _second_derivative_kernel = staticmethod(_k.logistic_second_derivative)
     _value_change_kernel = staticmethod(_k.logistic_value_change)
+    _weighted_value_kernel = staticmethod(_k.logistic_value_weighted)
+    _weighted_value_derivative_kernel = staticmethod(_k.logistic_value_derivative_weighted)
+    _weighted_curvature_kernel = staticmethod(_k.logistic_curvature_sum_weighted)
+    _weighted_value_change_kernel = staticmethod(_k.logistic_value_change_weighted)
 
-    def optimal_constant(self, y, n_outputs=1):
+    def optimal_constant(self, y, n_outputs=1, weights=None):
         """Return ``log(n_+ / n_-)``, the exact minimiser.
+
+        With weights, ``log(S_+ / S_-)`` for the sums of the weights of the
+        positive and the negative samples.
 
         Raises
         ------
         ParameterError
             If only one class is present (the infimum is not attained).
         """
+        if weights is not None:
+            self._weights(y, weights)
+            s_pos = float(np.sum(weights[y > 0]))
+            s_neg = float(np.sum(weights[y <= 0]))
+            if not (s_pos > 0 and s_neg > 0):
+                raise ParameterError(
+                    "the logistic loss with an intercept needs both classes with a "
+                    f"positive weight; got weights {s_pos:g} (positive) and "
+                    f"{s_neg:g} (negative)")
+            return math.log(s_pos / s_neg)
         n_pos = int(np.count_nonzero(y > 0))
         n_neg = len(y) - n_pos
         if n_pos == 0 or n_neg == 0:
@@ -312,9 +407,24 @@ class SquaredHinge(Loss):
     _curvature_kernel = staticmethod(_k.squared_hinge_curvature_sum)
     _second_derivative_kernel = staticmethod(_k.squared_hinge_second_derivative)
     _value_change_kernel = staticmethod(_k.squared_hinge_value_change)
+    _weighted_value_kernel = staticmethod(_k.squared_hinge_value_weighted)
+    _weighted_value_derivative_kernel = staticmethod(
+        _k.squared_hinge_value_derivative_weighted)
+    _weighted_curvature_kernel = staticmethod(_k.squared_hinge_curvature_sum_weighted)
+    _weighted_value_change_kernel = staticmethod(_k.squared_hinge_value_change_weighted)
 
-    def optimal_constant(self, y, n_outputs=1):
-        """Return ``(n_+ - n_-) / n``, the exact minimiser (0 when ``n = 0``)."""
+    def optimal_constant(self, y, n_outputs=1, weights=None):
+        """Return ``(n_+ - n_-) / n``, the exact minimiser (0 when ``n = 0``).
+
+        With weights, ``(S_+ - S_-) / S`` (sums of the weights).
+        """
+        if weights is not None:
+            self._weights(y, weights)
+            total = float(np.sum(weights))
+            if not total > 0:
+                return 0.0
+            s_pos = float(np.sum(weights[y > 0]))
+            return (2 * s_pos - total) / total
         n = len(y)
         if n == 0:
             return 0.0
@@ -338,20 +448,24 @@ class MulticlassLoss(Loss):
             raise ParameterError(
                 f"f must hold K values per sample of y, got {len(f)} for {len(y)}")
 
-    def dual(self, y, f, out=None):
+    def dual(self, y, f, out=None, weights=None):
         """Return ``-dl/df`` at every sample and class, shape ``(n * K,)``."""
-        out = self.derivative(y, f, out)
+        out = self.derivative(y, f, out, weights=weights)
         np.negative(out, out=out)
         return out
 
-    def dual_weights(self, y, f, C):
-        """Return ``-C dl/dF`` as an ``(n, K)`` array."""
-        weights = self.dual(y, f)
-        weights *= C
-        return weights.reshape(len(y), -1)
+    def dual_weights(self, y, f, C, weights=None):
+        """Return ``-C dl/dF`` (``-C s dl/dF`` with weights) as an ``(n, K)`` array."""
+        dual = self.dual(y, f, weights=weights)
+        dual *= C
+        return dual.reshape(len(y), -1)
 
-    def _class_counts(self, y, n_outputs):
-        """Samples of each class index (``y`` is validated: ``0 <= y < K``)."""
+    def _class_counts(self, y, n_outputs, weights=None):
+        """Samples (or their weights) of each class index (``0 <= y < K``)."""
+        if weights is not None:
+            self._weights(y, weights)
+            return np.bincount(np.asarray(y, dtype=np.int64), weights=weights,
+                               minlength=n_outputs)
         return np.bincount(np.asarray(y, dtype=np.int64), minlength=n_outputs)
 
 
@@ -365,21 +479,28 @@ class MultinomialLogistic(MulticlassLoss):
     _value_derivative_kernel = staticmethod(_mk.multinomial_value_derivative)
     _derivative_kernel = staticmethod(_mk.multinomial_derivative)
     _curvature_kernel = staticmethod(_mk.multinomial_bias_curvature)
+    _weighted_value_kernel = staticmethod(_mk.multinomial_value_weighted)
+    _weighted_value_derivative_kernel = staticmethod(
+        _mk.multinomial_value_derivative_weighted)
+    _weighted_curvature_kernel = staticmethod(_mk.multinomial_bias_curvature_weighted)
 
-    def optimal_constant(self, y, n_outputs=1):
+    def optimal_constant(self, y, n_outputs=1, weights=None):
         """Return ``log(n_k / n)`` per class (defined up to a common shift).
+
+        With weights, ``log(S_k / S)`` (sums of the weights).
 
         Raises
         ------
         ParameterError
             If a class has no sample (the infimum is not attained).
         """
-        counts = self._class_counts(y, n_outputs)
-        if np.any(counts == 0):
-            missing = int(np.flatnonzero(counts == 0)[0])
+        counts = self._class_counts(y, n_outputs, weights)
+        if np.any(counts <= 0):
+            missing = int(np.flatnonzero(counts <= 0)[0])
             raise ParameterError(
                 "the multinomial logistic loss with intercepts needs every class; "
-                f"class index {missing} has no sample")
+                f"class index {missing} has no sample"
+                + ("" if weights is None else " with a positive weight"))
         return np.log(counts / counts.sum())
 
 
@@ -392,11 +513,19 @@ class OneVsRestSquaredHinge(MulticlassLoss):
     _value_derivative_kernel = staticmethod(_mk.ovr_squared_hinge_value_derivative)
     _derivative_kernel = staticmethod(_mk.ovr_squared_hinge_derivative)
     _curvature_kernel = staticmethod(_mk.ovr_squared_hinge_bias_curvature)
+    _weighted_value_kernel = staticmethod(_mk.ovr_squared_hinge_value_weighted)
+    _weighted_value_derivative_kernel = staticmethod(
+        _mk.ovr_squared_hinge_value_derivative_weighted)
+    _weighted_curvature_kernel = staticmethod(
+        _mk.ovr_squared_hinge_bias_curvature_weighted)
 
-    def optimal_constant(self, y, n_outputs=1):
-        """Return ``(n_k - (n - n_k)) / n`` per class, the exact minimiser."""
-        counts = self._class_counts(y, n_outputs).astype(np.float64)
-        n = float(len(y))
+    def optimal_constant(self, y, n_outputs=1, weights=None):
+        """Return ``(n_k - (n - n_k)) / n`` per class, the exact minimiser.
+
+        With weights, ``(2 S_k - S) / S`` (sums of the weights).
+        """
+        counts = self._class_counts(y, n_outputs, weights).astype(np.float64)
+        n = float(len(y)) if weights is None else float(np.sum(weights))
         if n == 0:
             return np.zeros(n_outputs)
         return (2.0 * counts - n) / n

@@ -94,6 +94,11 @@ class _Problem:
         return self.datafit.n
 
     @property
+    def weight_total(self):
+        """``sum_i s_i`` of a weighted datafit; ``n`` otherwise."""
+        return getattr(self.datafit, "weight_total", self.n)
+
+    @property
     def p(self):
         """Number of coefficients."""
         return self.datafit.n_coef
