@@ -1,6 +1,7 @@
 """Checkpoint / resume of the outer loop, including a SIGKILLed process."""
 
 import json
+import re
 import os
 import signal
 import subprocess
@@ -74,7 +75,8 @@ def test_sigkill_after_second_iteration_then_resume(train_store, tmp_path):
                              "--checkpoint", str(ckpt), "--out", str(killed_out)],
                             stderr=subprocess.PIPE, text=True)
     for line in proc.stderr:
-        if line.startswith("iteration   2:"):
+        # the summary of a finished iteration (its checkpoint is written)
+        if re.match(r"iteration 2 of \d+: \d+ features", line.lstrip("\r")):
             os.kill(proc.pid, signal.SIGKILL)
             break
     proc.wait()

@@ -186,9 +186,11 @@ def test_cli_multiclass_end_to_end(tmp_path):
     assert metrics["accuracy"] == 1.0
     tsv = run("predict", "--model", tmp_path / "model.json", "--data",
               tmp_path / "mc.zarr").splitlines()
-    assert tsv[0].split("\t") == ["label", "decision_1", "decision_2", "decision_3",
-                                  "probability_1", "probability_2", "probability_3"]
-    assert [float(r.split("\t")[0]) for r in tsv[1:4]] == [1.0, 2.0, 3.0]
+    assert tsv[0].split("\t") == ["row", "predicted", "decision_1", "decision_2",
+                                  "decision_3", "probability_1", "probability_2",
+                                  "probability_3"]
+    assert [float(r.split("\t")[1]) for r in tsv[1:4]] == [1.0, 2.0, 3.0]
+    assert [int(r.split("\t")[0]) for r in tsv[1:4]] == [0, 1, 2]
     bad = runner.invoke(main, ["ingest", str(tmp_path / "mc.svm"),
                                str(tmp_path / "bin.zarr"), "--target", "binary"])
     assert bad.exit_code == 1 and "two" in bad.output
