@@ -545,7 +545,7 @@ def _stdin_as_file(input_path, output_path):
                               dir=os.path.dirname(output))
     copy = os.path.join(folder, "stdin")
     try:
-        stream = click.get_binary_stream("stdin")
+        stream = getattr(sys.stdin, "buffer", sys.stdin)   # bytes (CliRunner: already bytes)
         with open(copy, "wb") as f:
             shutil.copyfileobj(stream, f, 4 * 2**20)
         try:
