@@ -41,10 +41,12 @@ weighted sums ``sum_i s_i l(y_i, f_i)``, ``out[i] = s_i dl/df`` and
 ``<loss>_value_weighted(y, f, s)``,
 ``<loss>_value_derivative_weighted(y, f, s, out)``,
 ``<loss>_curvature_sum_weighted(y, f, s, d)`` and
-``<loss>_value_change_weighted(y, f, s, delta)``.  The per-sample
+``<loss>_value_change_weighted(y, f, s, delta)``.  They are the one
+implementation of these sums: an empty ``s`` means no weights (weight 1.0,
+so the results are the unweighted ones to the bit), and the unweighted
+names above are one-line kernels passing ``np.empty(0)``.  The per-sample
 quantities (derivative, dual, second derivative) are weighted by the caller
-(``out *= s``).  The unweighted kernels stay the path without weights, so
-unweighted results do not change by a bit.
+(``out *= s``).
 
 Callers dispatch on the loss through the registry of ``ultrafs.solvers.losses``; no
 kernel branches on a loss code.
@@ -52,6 +54,7 @@ kernel branches on a loss code.
 
 import math
 
+import numpy as np
 from numba import njit
 
 __all__ = [
@@ -101,46 +104,18 @@ def _sigmoid(z):
 def logistic_value(y, f):
     """Return ``sum_i log(1 + exp(-y_i f_i))``.
 
-    Parameters
-    ----------
-    y, f : ndarray of float64, shape (n,)
-
-    Returns
-    -------
-    float
+    The :func:`logistic_value_weighted` kernel without weights (bit-identical).
     """
-    total = 0.0
-    for i in range(len(y)):
-        total += _softplus(-y[i] * f[i])
-    return total
+    return logistic_value_weighted(y, f, np.empty(0))
 
 
 @njit(cache=True, nogil=True)
 def logistic_value_derivative(y, f, out):
-    """Write ``dl/df`` into ``out`` and return ``sum_i l(y_i, f_i)``.
+    """Write ``dl/df = -y sigma(-y f)`` into ``out``; return ``sum_i l(y_i, f_i)``.
 
-    Parameters
-    ----------
-    y, f : ndarray of float64, shape (n,)
-    out : ndarray of float64, shape (n,)
-        Overwritten with ``-y_i sigma(-y_i f_i)``.
-
-    Returns
-    -------
-    float
-        ``sum_i log(1 + exp(-y_i f_i))``.
+    The :func:`logistic_value_derivative_weighted` kernel without weights (bit-identical).
     """
-    total = 0.0
-    for i in range(len(y)):
-        z = -y[i] * f[i]
-        e = math.exp(-abs(z))
-        if z > 0.0:
-            total += z + math.log1p(e)
-            out[i] = -y[i] / (1.0 + e)
-        else:
-            total += math.log1p(e)
-            out[i] = -y[i] * e / (1.0 + e)
-    return total
+    return logistic_value_derivative_weighted(y, f, np.empty(0), out)
 
 
 @njit(cache=True, nogil=True)
@@ -183,23 +158,9 @@ def logistic_dual(y, f, out):
 def logistic_curvature_sum(y, f, d):
     """Return ``sum_i sigma_i (1 - sigma_i)`` with ``sigma_i = -y_i d_i``.
 
-    Parameters
-    ----------
-    y, f : ndarray of float64, shape (n,)
-        ``f`` is unused (the curvature follows from ``d``).
-    d : ndarray of float64, shape (n,)
-        ``dl/df = -y sigma(-y f)`` at ``f``.
-
-    Returns
-    -------
-    float
-        ``sum_i d2l/df2 (y_i, f_i)``.
+    The :func:`logistic_curvature_sum_weighted` kernel without weights (bit-identical).
     """
-    total = 0.0
-    for i in range(len(y)):
-        s = -y[i] * d[i]
-        total += s * (1.0 - s)
-    return total
+    return logistic_curvature_sum_weighted(y, f, np.empty(0), d)
 
 
 @njit(cache=True, nogil=True)
@@ -228,74 +189,27 @@ def logistic_second_derivative(y, f, out):
 def logistic_value_change(y, f, delta):
     """Return ``sum_i l(y_i, f_i + delta_i) - l(y_i, f_i)`` without cancellation.
 
-    With ``z = -y f`` and ``e = -y delta`` each term is ``softplus(z + e) -
-    softplus(z) = log1p(sigma(z) expm1(e))``, used for ``|e| <= 1`` (the
-    argument of ``log1p`` then lies in (-0.64, 1.72)); larger changes are
-    differences of two values, which cancel little.
-
-    Parameters
-    ----------
-    y, f, delta : ndarray of float64, shape (n,)
-
-    Returns
-    -------
-    float
+    The :func:`logistic_value_change_weighted` kernel without weights (bit-identical).
     """
-    total = 0.0
-    for i in range(len(y)):
-        z = -y[i] * f[i]
-        e = -y[i] * delta[i]
-        if abs(e) <= 1.0:
-            total += math.log1p(_sigmoid(z) * math.expm1(e))
-        else:
-            total += _softplus(z + e) - _softplus(z)
-    return total
+    return logistic_value_change_weighted(y, f, np.empty(0), delta)
 
 
 @njit(cache=True, nogil=True)
 def squared_hinge_value(y, f):
     """Return ``sum_i max(0, 1 - y_i f_i)^2 / 2``.
 
-    Parameters
-    ----------
-    y, f : ndarray of float64, shape (n,)
-
-    Returns
-    -------
-    float
+    The :func:`squared_hinge_value_weighted` kernel without weights (bit-identical).
     """
-    total = 0.0
-    for i in range(len(y)):
-        m = 1.0 - y[i] * f[i]
-        if m > 0.0:
-            total += 0.5 * m * m
-    return total
+    return squared_hinge_value_weighted(y, f, np.empty(0))
 
 
 @njit(cache=True, nogil=True)
 def squared_hinge_value_derivative(y, f, out):
-    """Write ``dl/df`` into ``out`` and return ``sum_i l(y_i, f_i)``.
+    """Write ``-y max(0, 1 - y f)`` into ``out``; return ``sum_i l(y_i, f_i)``.
 
-    Parameters
-    ----------
-    y, f : ndarray of float64, shape (n,)
-    out : ndarray of float64, shape (n,)
-        Overwritten with ``-y_i max(0, 1 - y_i f_i)``.
-
-    Returns
-    -------
-    float
-        ``sum_i max(0, 1 - y_i f_i)^2 / 2``.
+    The :func:`squared_hinge_value_derivative_weighted` kernel without weights (bit-identical).
     """
-    total = 0.0
-    for i in range(len(y)):
-        m = 1.0 - y[i] * f[i]
-        if m > 0.0:
-            total += 0.5 * m * m
-            out[i] = -y[i] * m
-        else:
-            out[i] = 0.0
-    return total
+    return squared_hinge_value_derivative_weighted(y, f, np.empty(0), out)
 
 
 @njit(cache=True, nogil=True)
@@ -340,22 +254,9 @@ def squared_hinge_dual(y, f, out):
 def squared_hinge_curvature_sum(y, f, d):
     """Return the number of samples with ``1 - y_i f_i > 0``.
 
-    Parameters
-    ----------
-    y, f : ndarray of float64, shape (n,)
-    d : ndarray of float64, shape (n,)
-        Unused (present for a common signature).
-
-    Returns
-    -------
-    float
-        ``sum_i d2l/df2 (y_i, f_i)`` (the right derivative at the kink).
+    The :func:`squared_hinge_curvature_sum_weighted` kernel without weights (bit-identical).
     """
-    total = 0.0
-    for i in range(len(y)):
-        if 1.0 - y[i] * f[i] > 0.0:
-            total += 1.0
-    return total
+    return squared_hinge_curvature_sum_weighted(y, f, np.empty(0), d)
 
 
 @njit(cache=True, nogil=True)
@@ -384,49 +285,35 @@ def squared_hinge_second_derivative(y, f, out):
 def squared_hinge_value_change(y, f, delta):
     """Return ``sum_i l(y_i, f_i + delta_i) - l(y_i, f_i)`` without cancellation.
 
-    With margins ``m = 1 - y f`` and ``m' = m - y delta`` both positive, the
-    term is ``(m' - m)(m' + m) / 2 = -y delta (m + m') / 2``; otherwise at
-    most one square is left and nothing cancels.
-
-    Parameters
-    ----------
-    y, f, delta : ndarray of float64, shape (n,)
-
-    Returns
-    -------
-    float
+    The :func:`squared_hinge_value_change_weighted` kernel without weights (bit-identical).
     """
-    total = 0.0
-    for i in range(len(y)):
-        m = 1.0 - y[i] * f[i]
-        change = -y[i] * delta[i]
-        m2 = m + change
-        if m > 0.0 and m2 > 0.0:
-            total += 0.5 * change * (m + m2)
-        elif m2 > 0.0:
-            total += 0.5 * m2 * m2
-        elif m > 0.0:
-            total -= 0.5 * m * m
-    return total
+    return squared_hinge_value_change_weighted(y, f, np.empty(0), delta)
 
 
-# -- sample weights ----------------------------------------------------------
+# -- sample weights: the one implementation of each summed quantity ----------
+# ``s`` holds one weight per sample, or is empty for no weights: the kernels
+# then use the weight 1.0, and since ``1.0 * x`` and ``x / 1.0`` are exact and
+# the tests on the weight never skip a sample, the sums are those of the
+# unweighted loss to the bit.
 @njit(cache=True, nogil=True)
 def logistic_value_weighted(y, f, s):
     """Return ``sum_i s_i log(1 + exp(-y_i f_i))``.
 
     Parameters
     ----------
-    y, f, s : ndarray of float64, shape (n,)
+    y, f : ndarray of float64, shape (n,)
+    s : ndarray of float64, shape (n,) or (0,) (no weights)
 
     Returns
     -------
     float
     """
+    weighted = len(s) > 0
     total = 0.0
     for i in range(len(y)):
-        if s[i] != 0.0:
-            total += s[i] * _softplus(-y[i] * f[i])
+        w = s[i] if weighted else 1.0
+        if w != 0.0:
+            total += w * _softplus(-y[i] * f[i])
     return total
 
 
@@ -436,15 +323,19 @@ def logistic_value_derivative_weighted(y, f, s, out):
 
     Parameters
     ----------
-    y, f, s : ndarray of float64, shape (n,)
+    y, f : ndarray of float64, shape (n,)
+    s : ndarray of float64, shape (n,) or (0,) (no weights)
     out : ndarray of float64, shape (n,)
+        Overwritten with ``-s_i y_i sigma(-y_i f_i)``.
 
     Returns
     -------
     float
     """
+    weighted = len(s) > 0
     total = 0.0
     for i in range(len(y)):
+        w = s[i] if weighted else 1.0
         z = -y[i] * f[i]
         e = math.exp(-abs(z))
         if z > 0.0:
@@ -453,9 +344,9 @@ def logistic_value_derivative_weighted(y, f, s, out):
         else:
             value = math.log1p(e)
             d = -y[i] * e / (1.0 + e)
-        if s[i] != 0.0:
-            total += s[i] * value
-        out[i] = s[i] * d
+        if w != 0.0:
+            total += w * value
+        out[i] = w * d
     return total
 
 
@@ -467,17 +358,22 @@ def logistic_curvature_sum_weighted(y, f, s, d):
 
     Parameters
     ----------
-    y, f, s, d : ndarray of float64, shape (n,)
+    y, f : ndarray of float64, shape (n,)
+        ``f`` is unused (the curvature follows from ``d``).
+    s : ndarray of float64, shape (n,) or (0,) (no weights)
+    d : ndarray of float64, shape (n,)
 
     Returns
     -------
     float
     """
+    weighted = len(s) > 0
     total = 0.0
     for i in range(len(y)):
-        if s[i] > 0.0:
-            sig = -y[i] * d[i] / s[i]
-            total += s[i] * (sig * (1.0 - sig))
+        w = s[i] if weighted else 1.0
+        if w > 0.0:
+            sig = -y[i] * d[i] / w
+            total += w * (sig * (1.0 - sig))
     return total
 
 
@@ -485,24 +381,32 @@ def logistic_curvature_sum_weighted(y, f, s, d):
 def logistic_value_change_weighted(y, f, s, delta):
     """Return ``sum_i s_i (l(y_i, f_i + delta_i) - l(y_i, f_i))`` without cancellation.
 
+    With ``z = -y f`` and ``e = -y delta`` each term is ``softplus(z + e) -
+    softplus(z) = log1p(sigma(z) expm1(e))``, used for ``|e| <= 1`` (the
+    argument of ``log1p`` then lies in (-0.64, 1.72)); larger changes are
+    differences of two values, which cancel little.
+
     Parameters
     ----------
-    y, f, s, delta : ndarray of float64, shape (n,)
+    y, f, delta : ndarray of float64, shape (n,)
+    s : ndarray of float64, shape (n,) or (0,) (no weights)
 
     Returns
     -------
     float
     """
+    weighted = len(s) > 0
     total = 0.0
     for i in range(len(y)):
-        if s[i] == 0.0:
+        w = s[i] if weighted else 1.0
+        if w == 0.0:
             continue
         z = -y[i] * f[i]
         e = -y[i] * delta[i]
         if abs(e) <= 1.0:
-            total += s[i] * math.log1p(_sigmoid(z) * math.expm1(e))
+            total += w * math.log1p(_sigmoid(z) * math.expm1(e))
         else:
-            total += s[i] * (_softplus(z + e) - _softplus(z))
+            total += w * (_softplus(z + e) - _softplus(z))
     return total
 
 
@@ -512,17 +416,20 @@ def squared_hinge_value_weighted(y, f, s):
 
     Parameters
     ----------
-    y, f, s : ndarray of float64, shape (n,)
+    y, f : ndarray of float64, shape (n,)
+    s : ndarray of float64, shape (n,) or (0,) (no weights)
 
     Returns
     -------
     float
     """
+    weighted = len(s) > 0
     total = 0.0
     for i in range(len(y)):
+        w = s[i] if weighted else 1.0
         m = 1.0 - y[i] * f[i]
-        if m > 0.0 and s[i] != 0.0:
-            total += s[i] * (0.5 * m * m)
+        if m > 0.0 and w != 0.0:
+            total += w * (0.5 * m * m)
     return total
 
 
@@ -532,20 +439,24 @@ def squared_hinge_value_derivative_weighted(y, f, s, out):
 
     Parameters
     ----------
-    y, f, s : ndarray of float64, shape (n,)
+    y, f : ndarray of float64, shape (n,)
+    s : ndarray of float64, shape (n,) or (0,) (no weights)
     out : ndarray of float64, shape (n,)
+        Overwritten with ``-s_i y_i max(0, 1 - y_i f_i)``.
 
     Returns
     -------
     float
     """
+    weighted = len(s) > 0
     total = 0.0
     for i in range(len(y)):
+        w = s[i] if weighted else 1.0
         m = 1.0 - y[i] * f[i]
         if m > 0.0:
-            if s[i] != 0.0:
-                total += s[i] * (0.5 * m * m)
-            out[i] = s[i] * (-y[i] * m)
+            if w != 0.0:
+                total += w * (0.5 * m * m)
+            out[i] = w * (-y[i] * m)
         else:
             out[i] = 0.0
     return total
@@ -557,18 +468,21 @@ def squared_hinge_curvature_sum_weighted(y, f, s, d):
 
     Parameters
     ----------
-    y, f, s : ndarray of float64, shape (n,)
+    y, f : ndarray of float64, shape (n,)
+    s : ndarray of float64, shape (n,) or (0,) (no weights: the count)
     d : ndarray of float64, shape (n,)
         Unused (present for a common signature).
 
     Returns
     -------
     float
+        ``sum_i s_i d2l/df2 (y_i, f_i)`` (the right derivative at the kink).
     """
+    weighted = len(s) > 0
     total = 0.0
     for i in range(len(y)):
         if 1.0 - y[i] * f[i] > 0.0:
-            total += s[i]
+            total += s[i] if weighted else 1.0
     return total
 
 
@@ -576,25 +490,32 @@ def squared_hinge_curvature_sum_weighted(y, f, s, d):
 def squared_hinge_value_change_weighted(y, f, s, delta):
     """Return ``sum_i s_i (l(y_i, f_i + delta_i) - l(y_i, f_i))`` without cancellation.
 
+    With margins ``m = 1 - y f`` and ``m' = m - y delta`` both positive, the
+    term is ``(m' - m)(m' + m) / 2 = -y delta (m + m') / 2``; otherwise at
+    most one square is left and nothing cancels.
+
     Parameters
     ----------
-    y, f, s, delta : ndarray of float64, shape (n,)
+    y, f, delta : ndarray of float64, shape (n,)
+    s : ndarray of float64, shape (n,) or (0,) (no weights)
 
     Returns
     -------
     float
     """
+    weighted = len(s) > 0
     total = 0.0
     for i in range(len(y)):
-        if s[i] == 0.0:
+        w = s[i] if weighted else 1.0
+        if w == 0.0:
             continue
         m = 1.0 - y[i] * f[i]
         change = -y[i] * delta[i]
         m2 = m + change
         if m > 0.0 and m2 > 0.0:
-            total += s[i] * (0.5 * change * (m + m2))
+            total += w * (0.5 * change * (m + m2))
         elif m2 > 0.0:
-            total += s[i] * (0.5 * m2 * m2)
+            total += w * (0.5 * m2 * m2)
         elif m > 0.0:
-            total -= s[i] * (0.5 * m * m)
+            total -= w * (0.5 * m * m)
     return total

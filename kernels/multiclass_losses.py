@@ -21,8 +21,10 @@ Sample weights: ``<loss>_value_weighted(y, f, s)``,
 ``<loss>_bias_curvature_weighted(y, f, s, d)`` take float64 per-sample
 weights ``s >= 0`` (shape ``(n,)``): the value is ``sum_i s_i l(y_i,
 F_i)``, the derivative ``s_i dl/dF_ik`` and the curvature bound the same
-bound of the weighted sum (``d`` being the weighted derivative).  The
-unweighted kernels stay the path without weights.
+bound of the weighted sum (``d`` being the weighted derivative).  They are
+the one implementation: an empty ``s`` means no weights (weight 1.0, the
+unweighted results to the bit), and the unweighted names are one-line
+kernels passing ``np.empty(0)``.
 
 Losses:
 
@@ -74,45 +76,17 @@ def _logsumexp_row(f, start, K):
 
 @njit(cache=True, nogil=True)
 def multinomial_value(y, f):
-    """Return ``sum_i (log sum_k exp(F_ik) - F_{i y_i})``.
-
-    Parameters
-    ----------
-    y : ndarray of int64, shape (n,)
-    f : ndarray of float64, shape (n * K,)
-
-    Returns
-    -------
-    float
-    """
-    return multinomial_value_derivative(y, f, np.empty(len(f)))
+    """Return ``sum_i (log sum_k exp(F_ik) - F_{i y_i})`` (no weights, bit-identical)."""
+    return multinomial_value_weighted(y, f, np.empty(0))
 
 
 @njit(cache=True, nogil=True)
 def multinomial_value_derivative(y, f, out):
     """Write ``softmax(F_i) - onehot(y_i)`` into ``out``; return the value.
 
-    Parameters
-    ----------
-    y : ndarray of int64, shape (n,)
-    f, out : ndarray of float64, shape (n * K,)
-
-    Returns
-    -------
-    float
+    :func:`multinomial_value_derivative_weighted` without weights (bit-identical).
     """
-    n = len(y)
-    K = len(f) // n if n else 0
-    total = 0.0
-    for i in range(n):
-        start = i * K
-        top, lse = _logsumexp_row(f, start, K)
-        total += top + lse - f[start + y[i]]
-        shift = top + lse
-        for k in range(K):
-            out[start + k] = math.exp(f[start + k] - shift)
-        out[start + y[i]] -= 1.0
-    return total
+    return multinomial_value_derivative_weighted(y, f, np.empty(0), out)
 
 
 @njit(cache=True, nogil=True)
@@ -124,67 +98,20 @@ def multinomial_derivative(y, f, out):
 
 @njit(cache=True, nogil=True)
 def multinomial_bias_curvature(y, f, d):
-    """Return ``sum_i max_k 2 p_ik (1 - p_ik)`` with ``p = d + onehot(y)``.
-
-    Parameters
-    ----------
-    y : ndarray of int64, shape (n,)
-    f : ndarray of float64, shape (n * K,)
-        Unused (the probabilities follow from ``d``).
-    d : ndarray of float64, shape (n * K,)
-
-    Returns
-    -------
-    float
-    """
-    n = len(y)
-    K = len(d) // n if n else 0
-    total = 0.0
-    for i in range(n):
-        start = i * K
-        best = 0.0
-        for k in range(K):
-            p = d[start + k] + (1.0 if k == y[i] else 0.0)
-            v = 2.0 * p * (1.0 - p)
-            if v > best:
-                best = v
-        total += best
-    return total
+    """Return ``sum_i max_k 2 p_ik (1 - p_ik)`` with ``p = d + onehot(y)`` (no weights)."""
+    return multinomial_bias_curvature_weighted(y, f, np.empty(0), d)
 
 
 @njit(cache=True, nogil=True)
 def ovr_squared_hinge_value(y, f):
-    """Return ``sum_i sum_k max(0, 1 - Y_ik F_ik)^2 / 2``.
-
-    Parameters
-    ----------
-    y : ndarray of int64, shape (n,)
-    f : ndarray of float64, shape (n * K,)
-
-    Returns
-    -------
-    float
-    """
-    return ovr_squared_hinge_value_derivative(y, f, np.empty(len(f)))
+    """Return ``sum_i sum_k max(0, 1 - Y_ik F_ik)^2 / 2`` (no weights, bit-identical)."""
+    return ovr_squared_hinge_value_weighted(y, f, np.empty(0))
 
 
 @njit(cache=True, nogil=True)
 def ovr_squared_hinge_value_derivative(y, f, out):
-    """Write ``-Y_ik max(0, 1 - Y_ik F_ik)`` into ``out``; return the value."""
-    n = len(y)
-    K = len(f) // n if n else 0
-    total = 0.0
-    for i in range(n):
-        start = i * K
-        for k in range(K):
-            sign = 1.0 if k == y[i] else -1.0
-            m = 1.0 - sign * f[start + k]
-            if m > 0.0:
-                total += 0.5 * m * m
-                out[start + k] = -sign * m
-            else:
-                out[start + k] = 0.0
-    return total
+    """Write ``-Y_ik max(0, 1 - Y_ik F_ik)`` into ``out``; return the value (no weights)."""
+    return ovr_squared_hinge_value_derivative_weighted(y, f, np.empty(0), out)
 
 
 @njit(cache=True, nogil=True)
@@ -196,36 +123,15 @@ def ovr_squared_hinge_derivative(y, f, out):
 
 @njit(cache=True, nogil=True)
 def ovr_squared_hinge_bias_curvature(y, f, d):
-    """Return ``max_k #{i : 1 - Y_ik F_ik > 0}`` (the bias Hessian's largest entry).
-
-    Parameters
-    ----------
-    y : ndarray of int64, shape (n,)
-    f : ndarray of float64, shape (n * K,)
-    d : ndarray of float64, shape (n * K,)
-        Unused (present for a common signature).
-
-    Returns
-    -------
-    float
-    """
-    n = len(y)
-    K = len(f) // n if n else 0
-    counts = np.zeros(K, dtype=np.float64)
-    for i in range(n):
-        start = i * K
-        for k in range(K):
-            sign = 1.0 if k == y[i] else -1.0
-            if 1.0 - sign * f[start + k] > 0.0:
-                counts[k] += 1.0
-    best = 0.0
-    for k in range(K):
-        if counts[k] > best:
-            best = counts[k]
-    return best
+    """Return ``max_k #{i : 1 - Y_ik F_ik > 0}`` (the bias Hessian's largest entry)."""
+    return ovr_squared_hinge_bias_curvature_weighted(y, f, np.empty(0), d)
 
 
-# -- sample weights ----------------------------------------------------------
+# -- sample weights: the one implementation of each quantity -----------------
+# ``s`` holds one weight per sample, or is empty for no weights: the kernels
+# then use the weight 1.0, and since ``1.0 * x`` and ``x / 1.0`` are exact and
+# the tests on the weight never skip a sample, the results are those of the
+# unweighted loss to the bit.
 @njit(cache=True, nogil=True)
 def multinomial_value_weighted(y, f, s):
     """Return ``sum_i s_i (log sum_k exp(F_ik) - F_{i y_i})``."""
@@ -240,7 +146,7 @@ def multinomial_value_derivative_weighted(y, f, s, out):
     ----------
     y : ndarray of int64, shape (n,)
     f, out : ndarray of float64, shape (n * K,)
-    s : ndarray of float64, shape (n,)
+    s : ndarray of float64, shape (n,) or (0,) (no weights)
 
     Returns
     -------
@@ -249,18 +155,21 @@ def multinomial_value_derivative_weighted(y, f, s, out):
     """
     n = len(y)
     K = len(f) // n if n else 0
+    weighted = len(s) > 0
     total = 0.0
     for i in range(n):
+        w = s[i] if weighted else 1.0
         start = i * K
         top, lse = _logsumexp_row(f, start, K)
-        if s[i] != 0.0:
-            total += s[i] * (top + lse - f[start + y[i]])
+        if w != 0.0:
+            total += w * (top + lse - f[start + y[i]])
         shift = top + lse
         for k in range(K):
-            p = math.exp(f[start + k] - shift)
-            if k == y[i]:
-                p -= 1.0
-            out[start + k] = s[i] * p
+            out[start + k] = math.exp(f[start + k] - shift)
+        out[start + y[i]] -= 1.0
+        if weighted:
+            for k in range(K):
+                out[start + k] *= w
     return total
 
 
@@ -269,21 +178,35 @@ def multinomial_bias_curvature_weighted(y, f, s, d):
     """Return ``sum_i s_i max_k 2 p_ik (1 - p_ik)`` with ``p = d / s + onehot(y)``.
 
     Samples of weight 0 add nothing.
+
+    Parameters
+    ----------
+    y : ndarray of int64, shape (n,)
+    f : ndarray of float64, shape (n * K,)
+        Unused (the probabilities follow from ``d``).
+    s : ndarray of float64, shape (n,) or (0,) (no weights)
+    d : ndarray of float64, shape (n * K,)
+
+    Returns
+    -------
+    float
     """
     n = len(y)
     K = len(d) // n if n else 0
+    weighted = len(s) > 0
     total = 0.0
     for i in range(n):
-        if not s[i] > 0.0:
+        w = s[i] if weighted else 1.0
+        if not w > 0.0:
             continue
         start = i * K
         best = 0.0
         for k in range(K):
-            p = d[start + k] / s[i] + (1.0 if k == y[i] else 0.0)
+            p = d[start + k] / w + (1.0 if k == y[i] else 0.0)
             v = 2.0 * p * (1.0 - p)
             if v > best:
                 best = v
-        total += s[i] * best
+        total += w * best
     return total
 
 
@@ -295,19 +218,24 @@ def ovr_squared_hinge_value_weighted(y, f, s):
 
 @njit(cache=True, nogil=True)
 def ovr_squared_hinge_value_derivative_weighted(y, f, s, out):
-    """Write ``-s_i Y_ik max(0, 1 - Y_ik F_ik)`` into ``out``; return the value."""
+    """Write ``-s_i Y_ik max(0, 1 - Y_ik F_ik)`` into ``out``; return the value.
+
+    ``s``: shape (n,), or (0,) for no weights.
+    """
     n = len(y)
     K = len(f) // n if n else 0
+    weighted = len(s) > 0
     total = 0.0
     for i in range(n):
+        w = s[i] if weighted else 1.0
         start = i * K
         for k in range(K):
             sign = 1.0 if k == y[i] else -1.0
             m = 1.0 - sign * f[start + k]
             if m > 0.0:
-                if s[i] != 0.0:
-                    total += s[i] * (0.5 * m * m)
-                out[start + k] = s[i] * (-sign * m)
+                if w != 0.0:
+                    total += w * (0.5 * m * m)
+                out[start + k] = w * (-sign * m)
             else:
                 out[start + k] = 0.0
     return total
@@ -315,16 +243,22 @@ def ovr_squared_hinge_value_derivative_weighted(y, f, s, out):
 
 @njit(cache=True, nogil=True)
 def ovr_squared_hinge_bias_curvature_weighted(y, f, s, d):
-    """Return ``max_k sum_i s_i [1 - Y_ik F_ik > 0]`` (the bias Hessian's largest entry)."""
+    """Return ``max_k sum_i s_i [1 - Y_ik F_ik > 0]`` (the bias Hessian's largest entry).
+
+    ``s``: shape (n,), or (0,) for no weights (the largest count).
+    ``d`` is unused (present for a common signature).
+    """
     n = len(y)
     K = len(f) // n if n else 0
+    weighted = len(s) > 0
     counts = np.zeros(K, dtype=np.float64)
     for i in range(n):
+        w = s[i] if weighted else 1.0
         start = i * K
         for k in range(K):
             sign = 1.0 if k == y[i] else -1.0
             if 1.0 - sign * f[start + k] > 0.0:
-                counts[k] += s[i]
+                counts[k] += w
     best = 0.0
     for k in range(K):
         if counts[k] > best:

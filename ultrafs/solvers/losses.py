@@ -28,7 +28,9 @@ or None for all ones).  With weights the loss is ``sum_i s_i l(y_i, f_i)``:
 values, derivatives, duals, curvatures, value changes and the best constant
 are those of the weighted sum, computed by the ``*_weighted`` kernels (or,
 for per-sample quantities, by scaling the unweighted ones).  ``None`` runs
-the unweighted kernels unchanged.  A loss without weighted kernels refuses
+the unweighted kernels, which for the built-in losses are the weighted
+kernels given no weights (an empty ``s``), bit-identical to the sums
+without weights.  A loss without weighted kernels refuses
 weights in one line (:attr:`Loss.weighted`).
 """
 
