@@ -5,32 +5,17 @@ import re
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from sklearn.datasets import dump_svmlight_file
 
-from ultrafs.cli import main
 from ultrafs.datasets.planted import make_planted_problem
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def run(*args, ok=True):
-    result = CliRunner().invoke(main, [str(a) for a in args], prog_name="ultrafs",
-                                terminal_width=80)
-    if ok:
-        assert result.exit_code == 0, result.output
-    return result
-
-
-def assert_one_line_error(result, *fragments):
-    """Non-zero exit, a single 'Error: ...' line naming the problem, no traceback."""
-    assert result.exit_code != 0
-    assert "Traceback" not in result.output
-    assert not isinstance(result.exception, (AssertionError, TypeError, KeyError))
-    lines = [ln for ln in result.output.strip().splitlines() if ln.startswith("Error")]
-    assert len(lines) == 1, result.output
-    for fragment in fragments:
-        assert fragment in lines[0], result.output
+try:
+    from cli_tools import assert_one_line_error, run
+except ImportError:                       # tests/ imported as a package
+    from tests.cli_tools import assert_one_line_error, run
 
 
 @pytest.fixture(scope="module")

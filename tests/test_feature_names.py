@@ -6,10 +6,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from click.testing import CliRunner
 
 from ultrafs.api import select
-from ultrafs.cli import main
 from ultrafs.errors import InputFormatError, StoreFormatError
 from ultrafs.model import Model
 from ultrafs.store import InMemoryStore, as_store, open_store
@@ -22,21 +20,10 @@ N_FEATURES = 12
 NAMES = [f"w{j}" for j in range(1, N_FEATURES + 1)]     # w1 names id 1 (1-based)
 
 
-def run(*args, ok=True):
-    result = CliRunner().invoke(main, [str(a) for a in args], prog_name="ultrafs",
-                                terminal_width=80)
-    if ok:
-        assert result.exit_code == 0, result.output
-    return result
-
-
-def assert_one_line_error(result, *fragments):
-    assert result.exit_code != 0
-    assert "Traceback" not in result.output
-    lines = [ln for ln in result.output.strip().splitlines() if ln.startswith("Error")]
-    assert len(lines) == 1, result.output
-    for fragment in fragments:
-        assert fragment in lines[0], result.output
+try:
+    from cli_tools import assert_one_line_error, run
+except ImportError:                       # tests/ imported as a package
+    from tests.cli_tools import assert_one_line_error, run
 
 
 def _problem(seed=0, n=300):
