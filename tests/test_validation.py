@@ -96,6 +96,35 @@ def test_row_subset_store_reads_the_kept_rows(rng, tmp_path, binary):
     np.testing.assert_array_equal(again.rows, sub.rows)
 
 
+@pytest.mark.parametrize("target", ["binary", "multiclass"])
+def test_rows_in_memory_fit_like_the_view(rng, tmp_path, target, monkeypatch):
+    """The in-memory copy of a small fold gives the view's model, bit for bit."""
+    from ultrafs.methods.fgm import fit_fgm
+    from ultrafs.store import open_store, rows as rows_module
+    from ultrafs.store.memory import InMemoryStore as Memory
+
+    X = _sparse(rng, 120, 30)
+    y = (rng.integers(0, 2, 120) if target == "binary"
+         else rng.integers(0, 3, 120)).astype(float)
+    write_store(tmp_path / "s.zarr", X, y, id_offset=1)
+    store = open_store(tmp_path / "s.zarr")
+    kept = np.sort(rng.choice(120, 80, replace=False))
+    copy = rows_module.rows_in_memory(store, kept)
+    view = RowSubsetStore(store, kept)
+    assert isinstance(copy, Memory)
+    assert copy.feature_ids([0, 29]).tolist() == view.feature_ids([0, 29]).tolist()
+    np.testing.assert_array_equal(copy.read_targets(), view.read_targets())
+    targets = (copy.read_labels() if target == "binary" else copy.read_class_indices())
+    n_classes = None if target == "binary" else 3
+    a = fit_fgm(LinearFeatures(copy), targets, n_classes=n_classes, B=3, max_iter=3, C=1.0)
+    b = fit_fgm(LinearFeatures(view), targets, n_classes=n_classes, B=3, max_iter=3, C=1.0)
+    np.testing.assert_array_equal(a.keys, b.keys)
+    np.testing.assert_array_equal(a.coef, b.coef)
+    # above the size limit the view is kept
+    monkeypatch.setattr(rows_module, "MATERIALIZE_MAX_NNZ", 0)
+    assert isinstance(rows_module.rows_in_memory(store, kept), RowSubsetStore)
+
+
 def test_row_subset_refuses_bad_rows(rng):
     store = InMemoryStore(np.eye(4), [0, 1, 0, 1])
     with pytest.raises(ParameterError):

@@ -347,21 +347,29 @@ class _HeldOutScorer:
         self.space = space
         self.options = dict(fit_options)
         self.weights = self.options.pop("sample_weight", None)
+        self._fold_spaces = {}
+
+    def _spaces(self, fold, train, validation):
+        """The fold's training and held-out feature spaces, made once per fold
+        (in memory when small: :func:`~ultrafs.store.rows.rows_in_memory`)."""
+        from ultrafs.store.rows import rows_in_memory
+
+        if fold not in self._fold_spaces:
+            self._fold_spaces[fold] = (
+                make_feature_space(rows_in_memory(self.store, train), **self.space),
+                make_feature_space(rows_in_memory(self.store, validation), **self.space))
+        return self._fold_spaces[fold]
 
     def __call__(self, fold, train, validation, C, refit_grid):
-        from ultrafs.store.rows import RowSubsetStore
-
         o = self.options
         w = self.weights
         w_train = None if w is None else w[train]
         w_held = None if w is None else w[validation]
-        part = make_feature_space(RowSubsetStore(self.store, train), **self.space)
+        part, held_out = self._spaces(fold, train, validation)
         y_train = self.y[train]
         result = fit_fgm(part, y_train, n_classes=self.n_classes, C=C,
                          sample_weight=w_train, **o)
         nonzero = result.nonzero()
-        held_out = make_feature_space(RowSubsetStore(self.store, validation),
-                                      **self.space)
         block = held_out.materialize(result.keys[nonzero])
         y_held = self.y[validation]
         n_features = int(np.count_nonzero(nonzero))

@@ -18,7 +18,13 @@ from ultrafs.errors import ParameterError
 from ultrafs.kernels.sparse_ops import csc_take_rows, csc_take_rows_pattern
 from ultrafs.store.base import ColumnBlock, ColumnStore, StoreWrapper
 
-__all__ = ["RowSubsetStore"]
+__all__ = ["RowSubsetStore", "rows_in_memory", "MATERIALIZE_MAX_NNZ"]
+
+#: a row subset of a store with at most this many entries is copied into
+#: memory once (:func:`rows_in_memory`), about 100 MB of float64 data and
+#: int32 rows: the repeated fits of a C search then skip the row filter
+#: on every pass
+MATERIALIZE_MAX_NNZ = 1 << 23
 
 
 class RowSubsetStore(StoreWrapper):
@@ -105,3 +111,26 @@ class RowSubsetStore(StoreWrapper):
 
     def read_columns(self, columns) -> ColumnBlock:
         return self._take(self._inner.read_columns(columns))
+
+
+def rows_in_memory(store: ColumnStore, rows):
+    """The rows ``rows`` of ``store``: in memory if small, else a :class:`RowSubsetStore`.
+
+    The copy, an :class:`~ultrafs.store.memory.InMemoryStore`, has the same
+    columns, ids, dtype, targets and classes as the subset view, so every
+    fit on it is the same as on the view (results do not depend on how the
+    columns are blocked); it is made when the store holds at most
+    :data:`MATERIALIZE_MAX_NNZ` entries.
+    """
+    from ultrafs.store.memory import InMemoryStore
+
+    view = RowSubsetStore(store, rows)
+    if store.nnz > MATERIALIZE_MAX_NNZ:
+        return view
+    block = view.read_range(0, view.n_features)
+    data = block.values(view.dtype)
+    targets = np.array(view.read_targets(), dtype=np.float64)
+    return InMemoryStore.from_csc_arrays(
+        block.indptr, block.indices, data, view.n_samples, None, view.classes,
+        id_offset=view.id_offset, targets=targets, target_type=view.target_type,
+        column_ids=view.column_ids, id_space=view.id_space)
