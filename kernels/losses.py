@@ -43,8 +43,8 @@ weighted sums ``sum_i s_i l(y_i, f_i)``, ``out[i] = s_i dl/df`` and
 ``<loss>_curvature_sum_weighted(y, f, s, d)`` and
 ``<loss>_value_change_weighted(y, f, s, delta)``.  They are the one
 implementation of these sums: an empty ``s`` means no weights (weight 1.0,
-so the results are the unweighted ones to the bit), and the unweighted
-names above are one-line kernels passing ``np.empty(0)``.  The per-sample
+so the results are the unweighted ones to the bit): ``ultrafs.solvers.losses``
+calls them with an empty ``s`` when there are no weights.  The per-sample
 quantities (derivative, dual, second derivative) are weighted by the caller
 (``out *= s``).
 
@@ -54,7 +54,6 @@ kernel branches on a loss code.
 
 import math
 
-import numpy as np
 from numba import njit
 
 __all__ = [
@@ -66,20 +65,12 @@ __all__ = [
     "squared_hinge_value_derivative_weighted",
     "squared_hinge_curvature_sum_weighted",
     "squared_hinge_value_change_weighted",
-    "logistic_value",
-    "logistic_value_derivative",
     "logistic_derivative",
     "logistic_dual",
-    "logistic_curvature_sum",
     "logistic_second_derivative",
-    "logistic_value_change",
-    "squared_hinge_value",
-    "squared_hinge_value_derivative",
     "squared_hinge_derivative",
     "squared_hinge_dual",
-    "squared_hinge_curvature_sum",
     "squared_hinge_second_derivative",
-    "squared_hinge_value_change",
 ]
 
 
@@ -100,22 +91,6 @@ def _sigmoid(z):
     return e / (1.0 + e)
 
 
-@njit(cache=True, nogil=True)
-def logistic_value(y, f):
-    """Return ``sum_i log(1 + exp(-y_i f_i))``.
-
-    The :func:`logistic_value_weighted` kernel without weights (bit-identical).
-    """
-    return logistic_value_weighted(y, f, np.empty(0))
-
-
-@njit(cache=True, nogil=True)
-def logistic_value_derivative(y, f, out):
-    """Write ``dl/df = -y sigma(-y f)`` into ``out``; return ``sum_i l(y_i, f_i)``.
-
-    The :func:`logistic_value_derivative_weighted` kernel without weights (bit-identical).
-    """
-    return logistic_value_derivative_weighted(y, f, np.empty(0), out)
 
 
 @njit(cache=True, nogil=True)
@@ -154,14 +129,6 @@ def logistic_dual(y, f, out):
     return out
 
 
-@njit(cache=True, nogil=True)
-def logistic_curvature_sum(y, f, d):
-    """Return ``sum_i sigma_i (1 - sigma_i)`` with ``sigma_i = -y_i d_i``.
-
-    The :func:`logistic_curvature_sum_weighted` kernel without weights (bit-identical).
-    """
-    return logistic_curvature_sum_weighted(y, f, np.empty(0), d)
-
 
 @njit(cache=True, nogil=True)
 def logistic_second_derivative(y, f, out):
@@ -185,31 +152,7 @@ def logistic_second_derivative(y, f, out):
     return out
 
 
-@njit(cache=True, nogil=True)
-def logistic_value_change(y, f, delta):
-    """Return ``sum_i l(y_i, f_i + delta_i) - l(y_i, f_i)`` without cancellation.
 
-    The :func:`logistic_value_change_weighted` kernel without weights (bit-identical).
-    """
-    return logistic_value_change_weighted(y, f, np.empty(0), delta)
-
-
-@njit(cache=True, nogil=True)
-def squared_hinge_value(y, f):
-    """Return ``sum_i max(0, 1 - y_i f_i)^2 / 2``.
-
-    The :func:`squared_hinge_value_weighted` kernel without weights (bit-identical).
-    """
-    return squared_hinge_value_weighted(y, f, np.empty(0))
-
-
-@njit(cache=True, nogil=True)
-def squared_hinge_value_derivative(y, f, out):
-    """Write ``-y max(0, 1 - y f)`` into ``out``; return ``sum_i l(y_i, f_i)``.
-
-    The :func:`squared_hinge_value_derivative_weighted` kernel without weights (bit-identical).
-    """
-    return squared_hinge_value_derivative_weighted(y, f, np.empty(0), out)
 
 
 @njit(cache=True, nogil=True)
@@ -250,14 +193,6 @@ def squared_hinge_dual(y, f, out):
     return out
 
 
-@njit(cache=True, nogil=True)
-def squared_hinge_curvature_sum(y, f, d):
-    """Return the number of samples with ``1 - y_i f_i > 0``.
-
-    The :func:`squared_hinge_curvature_sum_weighted` kernel without weights (bit-identical).
-    """
-    return squared_hinge_curvature_sum_weighted(y, f, np.empty(0), d)
-
 
 @njit(cache=True, nogil=True)
 def squared_hinge_second_derivative(y, f, out):
@@ -279,15 +214,6 @@ def squared_hinge_second_derivative(y, f, out):
     for i in range(len(y)):
         out[i] = 1.0 if 1.0 - y[i] * f[i] > 0.0 else 0.0
     return out
-
-
-@njit(cache=True, nogil=True)
-def squared_hinge_value_change(y, f, delta):
-    """Return ``sum_i l(y_i, f_i + delta_i) - l(y_i, f_i)`` without cancellation.
-
-    The :func:`squared_hinge_value_change_weighted` kernel without weights (bit-identical).
-    """
-    return squared_hinge_value_change_weighted(y, f, np.empty(0), delta)
 
 
 # -- sample weights: the one implementation of each summed quantity ----------

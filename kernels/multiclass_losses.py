@@ -23,8 +23,8 @@ weights ``s >= 0`` (shape ``(n,)``): the value is ``sum_i s_i l(y_i,
 F_i)``, the derivative ``s_i dl/dF_ik`` and the curvature bound the same
 bound of the weighted sum (``d`` being the weighted derivative).  They are
 the one implementation: an empty ``s`` means no weights (weight 1.0, the
-unweighted results to the bit), and the unweighted names are one-line
-kernels passing ``np.empty(0)``.
+unweighted results to the bit; ``ultrafs.solvers.losses`` passes one when
+there are no weights).
 
 Losses:
 
@@ -50,14 +50,8 @@ __all__ = [
     "ovr_squared_hinge_value_weighted",
     "ovr_squared_hinge_value_derivative_weighted",
     "ovr_squared_hinge_bias_curvature_weighted",
-    "multinomial_value",
-    "multinomial_value_derivative",
     "multinomial_derivative",
-    "multinomial_bias_curvature",
-    "ovr_squared_hinge_value",
-    "ovr_squared_hinge_value_derivative",
     "ovr_squared_hinge_derivative",
-    "ovr_squared_hinge_bias_curvature",
 ]
 
 
@@ -74,57 +68,24 @@ def _logsumexp_row(f, start, K):
     return top, math.log(total)
 
 
-@njit(cache=True, nogil=True)
-def multinomial_value(y, f):
-    """Return ``sum_i (log sum_k exp(F_ik) - F_{i y_i})`` (no weights, bit-identical)."""
-    return multinomial_value_weighted(y, f, np.empty(0))
-
-
-@njit(cache=True, nogil=True)
-def multinomial_value_derivative(y, f, out):
-    """Write ``softmax(F_i) - onehot(y_i)`` into ``out``; return the value.
-
-    :func:`multinomial_value_derivative_weighted` without weights (bit-identical).
-    """
-    return multinomial_value_derivative_weighted(y, f, np.empty(0), out)
 
 
 @njit(cache=True, nogil=True)
 def multinomial_derivative(y, f, out):
     """Write ``softmax(F_i) - onehot(y_i)`` into ``out`` and return it."""
-    multinomial_value_derivative(y, f, out)
+    multinomial_value_derivative_weighted(y, f, np.empty(0), out)
     return out
 
 
-@njit(cache=True, nogil=True)
-def multinomial_bias_curvature(y, f, d):
-    """Return ``sum_i max_k 2 p_ik (1 - p_ik)`` with ``p = d + onehot(y)`` (no weights)."""
-    return multinomial_bias_curvature_weighted(y, f, np.empty(0), d)
 
-
-@njit(cache=True, nogil=True)
-def ovr_squared_hinge_value(y, f):
-    """Return ``sum_i sum_k max(0, 1 - Y_ik F_ik)^2 / 2`` (no weights, bit-identical)."""
-    return ovr_squared_hinge_value_weighted(y, f, np.empty(0))
-
-
-@njit(cache=True, nogil=True)
-def ovr_squared_hinge_value_derivative(y, f, out):
-    """Write ``-Y_ik max(0, 1 - Y_ik F_ik)`` into ``out``; return the value (no weights)."""
-    return ovr_squared_hinge_value_derivative_weighted(y, f, np.empty(0), out)
 
 
 @njit(cache=True, nogil=True)
 def ovr_squared_hinge_derivative(y, f, out):
     """Write ``-Y_ik max(0, 1 - Y_ik F_ik)`` into ``out`` and return it."""
-    ovr_squared_hinge_value_derivative(y, f, out)
+    ovr_squared_hinge_value_derivative_weighted(y, f, np.empty(0), out)
     return out
 
-
-@njit(cache=True, nogil=True)
-def ovr_squared_hinge_bias_curvature(y, f, d):
-    """Return ``max_k #{i : 1 - Y_ik F_ik > 0}`` (the bias Hessian's largest entry)."""
-    return ovr_squared_hinge_bias_curvature_weighted(y, f, np.empty(0), d)
 
 
 # -- sample weights: the one implementation of each quantity -----------------

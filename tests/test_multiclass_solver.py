@@ -35,8 +35,9 @@ def _dense_ovr(y, F):
     return float(0.5 * np.sum(m * m)), -Y * m
 
 
-DENSE = {"logistic": (_dense_multinomial, mk.multinomial_value_derivative),
-         "squared-hinge": (_dense_ovr, mk.ovr_squared_hinge_value_derivative)}
+NO_WEIGHTS = np.empty(0)
+DENSE = {"logistic": (_dense_multinomial, mk.multinomial_value_derivative_weighted),
+         "squared-hinge": (_dense_ovr, mk.ovr_squared_hinge_value_derivative_weighted)}
 
 
 @pytest.mark.parametrize("loss", sorted(DENSE))
@@ -48,7 +49,7 @@ def test_loss_kernels_match_dense(rng, loss, K):
     dense, kernel = DENSE[loss]
     value, grad = dense(y, F)
     out = np.empty(n * K)
-    got = kernel(y, F.ravel(), out)
+    got = kernel(y, F.ravel(), NO_WEIGHTS, out)
     np.testing.assert_allclose(got, value, rtol=1e-12)
     np.testing.assert_allclose(out.reshape(n, K), grad, atol=1e-12)
     obj = get_loss(loss, "multiclass")
@@ -75,7 +76,7 @@ def test_multinomial_is_stable_for_huge_margins():
     y = np.array([0, 1, 2], dtype=np.int64)
     F = np.array([[1e308, 0, -1e308], [0, 800.0, -800.0], [-1e5, 1e5, 0.0]])
     out = np.empty(9)
-    value = mk.multinomial_value_derivative(y, F.ravel(), out)
+    value = mk.multinomial_value_derivative_weighted(y, F.ravel(), NO_WEIGHTS, out)
     assert np.isfinite(value) and np.all(np.isfinite(out))
 
 

@@ -28,9 +28,10 @@ or None for all ones).  With weights the loss is ``sum_i s_i l(y_i, f_i)``:
 values, derivatives, duals, curvatures, value changes and the best constant
 are those of the weighted sum, computed by the ``*_weighted`` kernels (or,
 for per-sample quantities, by scaling the unweighted ones).  ``None`` runs
-the unweighted kernels, which for the built-in losses are the weighted
-kernels given no weights (an empty ``s``), bit-identical to the sums
-without weights.  A loss without weighted kernels refuses
+a loss's unweighted kernel where it binds one; the built-in losses bind
+only the weighted kernels of the summed quantities, which
+:meth:`Loss._summed` calls with an empty ``s`` (no weights, bit-identical
+to the unweighted sums).  A loss without weighted kernels refuses
 weights in one line (:attr:`Loss.weighted`).
 """
 
@@ -47,6 +48,10 @@ from ultrafs.kernels import multiclass_losses as _mk
 __all__ = ["Loss", "Logistic", "SquaredHinge", "MultinomialLogistic",
            "OneVsRestSquaredHinge", "LOSSES", "MULTICLASS_LOSSES", "register_loss",
            "get_loss", "loss_names", "unregister_loss"]
+
+
+#: the empty weights array the weighted kernels read as "no weights"
+_NO_WEIGHTS = np.empty(0)
 
 
 def _scale_rows(out, weights, n):
@@ -104,6 +109,33 @@ class Loss:
         """Reject arrays whose length does not fit ``y`` (the kernels trust them)."""
         _check_lengths(y, f)
 
+    def _summed(self, plain, weighted, y, f, weights, *rest) -> float:
+        """A summed quantity (value, value and derivative, curvature, change).
+
+        With weights: ``weighted(y, f, s, *rest)``. Without: ``plain(y, f,
+        *rest)`` for a loss that binds an unweighted kernel, else its
+        weighted kernel given no weights (an empty ``s``; bit-identical to
+        the unweighted sum).
+        """
+        if weights is not None:
+            self._weights(y, weights, weighted)
+            return float(weighted(y, f, weights, *rest))
+        if plain is None:
+            return float(weighted(y, f, _NO_WEIGHTS, *rest))
+        return float(plain(y, f, *rest))
+
+    def _per_sample(self, kernel, y, f, out, weights):
+        """A per-sample quantity (derivative, dual, second derivative) into
+        ``out`` (allocated if None), times ``s_i`` with weights."""
+        self._check(y, f)
+        if out is None:
+            out = np.empty(len(f), dtype=np.float64)
+        self._check(y, out)
+        if weights is not None:
+            self._weights(y, weights)
+            return _scale_rows(kernel(y, f, out), weights, len(y))
+        return kernel(y, f, out)
+
     @property
     def weighted(self) -> bool:
         """Whether the loss takes per-sample weights (its weighted kernels exist)."""
@@ -129,7 +161,8 @@ class Loss:
         They are what proximal Newton needs of a loss beyond what APG does.
         """
         return (self._second_derivative_kernel is not None
-                and self._value_change_kernel is not None)
+                and (self._value_change_kernel is not None
+                     or self._weighted_value_change_kernel is not None))
 
     def value(self, y, f, weights=None):
         """Return ``sum_i l(y_i, f_i)`` (``sum_i s_i l(y_i, f_i)`` with weights).
@@ -144,10 +177,8 @@ class Loss:
         float
         """
         self._check(y, f)
-        if weights is not None:
-            self._weights(y, weights)
-            return float(self._weighted_value_kernel(y, f, weights))
-        return float(self._value_kernel(y, f))
+        return self._summed(self._value_kernel, self._weighted_value_kernel, y, f,
+                            weights)
 
     def derivative(self, y, f, out=None, weights=None):
         """Return ``dl/df`` at every sample (``s_i dl/df`` with weights).
@@ -163,14 +194,7 @@ class Loss:
         -------
         ndarray of float64, shape (n,)
         """
-        self._check(y, f)
-        if out is None:
-            out = np.empty(len(f), dtype=np.float64)
-        self._check(y, out)
-        if weights is not None:
-            self._weights(y, weights)
-            return _scale_rows(self._derivative_kernel(y, f, out), weights, len(y))
-        return self._derivative_kernel(y, f, out)
+        return self._per_sample(self._derivative_kernel, y, f, out, weights)
 
     def value_derivative(self, y, f, out, weights=None):
         """Write ``dl/df`` into ``out`` and return ``sum_i l(y_i, f_i)``.
@@ -189,10 +213,8 @@ class Loss:
         """
         self._check(y, f)
         self._check(y, out)
-        if weights is not None:
-            self._weights(y, weights)
-            return float(self._weighted_value_derivative_kernel(y, f, weights, out))
-        return float(self._value_derivative_kernel(y, f, out))
+        return self._summed(self._value_derivative_kernel,
+                            self._weighted_value_derivative_kernel, y, f, weights, out)
 
     def dual(self, y, f, out=None, weights=None):
         """Return ``alpha / C`` at every sample (Theorem 3; ``s_i alpha_i / C`` with weights).
@@ -207,14 +229,7 @@ class Loss:
         -------
         ndarray of float64, shape (n,)
         """
-        self._check(y, f)
-        if out is None:
-            out = np.empty(len(f), dtype=np.float64)
-        self._check(y, out)
-        if weights is not None:
-            self._weights(y, weights)
-            return _scale_rows(self._dual_kernel(y, f, out), weights, len(y))
-        return self._dual_kernel(y, f, out)
+        return self._per_sample(self._dual_kernel, y, f, out, weights)
 
     def curvature_sum(self, y, f, derivative, weights=None):
         """Return ``sum_i d2l/df2 (y_i, f_i)`` (``sum_i s_i d2l/df2`` with weights).
@@ -233,10 +248,8 @@ class Loss:
         """
         self._check(y, f)
         self._check(y, derivative)
-        if weights is not None:
-            self._weights(y, weights)
-            return float(self._weighted_curvature_kernel(y, f, weights, derivative))
-        return float(self._curvature_kernel(y, f, derivative))
+        return self._summed(self._curvature_kernel, self._weighted_curvature_kernel, y,
+                            f, weights, derivative)
 
     def second_derivative(self, y, f, out=None, weights=None):
         """Return ``d2l/df2`` at every sample (binary losses).
@@ -265,15 +278,7 @@ class Loss:
             raise ParameterError(
                 f"the {self.target} loss {self.name!r} has no per-sample second "
                 "derivative")
-        self._check(y, f)
-        if out is None:
-            out = np.empty(len(f), dtype=np.float64)
-        self._check(y, out)
-        if weights is not None:
-            self._weights(y, weights)
-            return _scale_rows(self._second_derivative_kernel(y, f, out), weights,
-                               len(y))
-        return self._second_derivative_kernel(y, f, out)
+        return self._per_sample(self._second_derivative_kernel, y, f, out, weights)
 
     def value_change(self, y, f, delta, weights=None):
         """Return ``sum_i l(y_i, f_i + delta_i) - l(y_i, f_i)`` (binary losses).
@@ -297,15 +302,13 @@ class Loss:
         ParameterError
             If the loss does not provide it (multi-class).
         """
-        if self._value_change_kernel is None:
+        if self._value_change_kernel is None and self._weighted_value_change_kernel is None:
             raise ParameterError(
                 f"the {self.target} loss {self.name!r} has no accurate value change")
         self._check(y, f)
         self._check(y, delta)
-        if weights is not None:
-            self._weights(y, weights, self._weighted_value_change_kernel)
-            return float(self._weighted_value_change_kernel(y, f, weights, delta))
-        return float(self._value_change_kernel(y, f, delta))
+        return self._summed(self._value_change_kernel, self._weighted_value_change_kernel,
+                            y, f, weights, delta)
 
     def optimal_constant(self, y, n_outputs=1, weights=None):
         """Return ``argmin_c sum_i l(y_i, c)`` (the best constant decision).
@@ -354,13 +357,9 @@ class Logistic(Loss):
     name = "logistic"
     probabilistic = True
     curvature_bound = 0.25
-    _value_kernel = staticmethod(_k.logistic_value)
-    _value_derivative_kernel = staticmethod(_k.logistic_value_derivative)
     _derivative_kernel = staticmethod(_k.logistic_derivative)
     _dual_kernel = staticmethod(_k.logistic_dual)
-    _curvature_kernel = staticmethod(_k.logistic_curvature_sum)
     _second_derivative_kernel = staticmethod(_k.logistic_second_derivative)
-    _value_change_kernel = staticmethod(_k.logistic_value_change)
     _weighted_value_kernel = staticmethod(_k.logistic_value_weighted)
     _weighted_value_derivative_kernel = staticmethod(_k.logistic_value_derivative_weighted)
     _weighted_curvature_kernel = staticmethod(_k.logistic_curvature_sum_weighted)
@@ -402,13 +401,9 @@ class SquaredHinge(Loss):
 
     name = "squared-hinge"
     curvature_bound = 1.0
-    _value_kernel = staticmethod(_k.squared_hinge_value)
-    _value_derivative_kernel = staticmethod(_k.squared_hinge_value_derivative)
     _derivative_kernel = staticmethod(_k.squared_hinge_derivative)
     _dual_kernel = staticmethod(_k.squared_hinge_dual)
-    _curvature_kernel = staticmethod(_k.squared_hinge_curvature_sum)
     _second_derivative_kernel = staticmethod(_k.squared_hinge_second_derivative)
-    _value_change_kernel = staticmethod(_k.squared_hinge_value_change)
     _weighted_value_kernel = staticmethod(_k.squared_hinge_value_weighted)
     _weighted_value_derivative_kernel = staticmethod(
         _k.squared_hinge_value_derivative_weighted)
@@ -477,10 +472,7 @@ class MultinomialLogistic(MulticlassLoss):
     name = "logistic"
     probabilistic = True
     curvature_bound = 0.5
-    _value_kernel = staticmethod(_mk.multinomial_value)
-    _value_derivative_kernel = staticmethod(_mk.multinomial_value_derivative)
     _derivative_kernel = staticmethod(_mk.multinomial_derivative)
-    _curvature_kernel = staticmethod(_mk.multinomial_bias_curvature)
     _weighted_value_kernel = staticmethod(_mk.multinomial_value_weighted)
     _weighted_value_derivative_kernel = staticmethod(
         _mk.multinomial_value_derivative_weighted)
@@ -511,10 +503,7 @@ class OneVsRestSquaredHinge(MulticlassLoss):
 
     name = "squared-hinge"
     curvature_bound = 1.0
-    _value_kernel = staticmethod(_mk.ovr_squared_hinge_value)
-    _value_derivative_kernel = staticmethod(_mk.ovr_squared_hinge_value_derivative)
     _derivative_kernel = staticmethod(_mk.ovr_squared_hinge_derivative)
-    _curvature_kernel = staticmethod(_mk.ovr_squared_hinge_bias_curvature)
     _weighted_value_kernel = staticmethod(_mk.ovr_squared_hinge_value_weighted)
     _weighted_value_derivative_kernel = staticmethod(
         _mk.ovr_squared_hinge_value_derivative_weighted)
