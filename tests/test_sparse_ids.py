@@ -206,3 +206,28 @@ def test_far_ids_cost_neither_memory_nor_time(tmp_path):
     print(figures)
     assert figures["extra_mb"] < 200
     assert figures["features"] in ([], [2], [2 ** 31])
+
+
+def test_ingest_switches_to_sparse_counts_mid_file(tmp_path):
+    """Dense column counts for the first runs, sparse once a far id appears."""
+    rng = np.random.default_rng(7)
+    lines = []
+    for i in range(3000):
+        cols = np.sort(rng.choice(50, 4, replace=False)) + 1
+        lines.append(f"{i % 2} " + " ".join(f"{c}:{rng.integers(1, 9)}" for c in cols))
+    lines.append("1 3:1 2147483648:2")
+    path = tmp_path / "late.svm"
+    path.write_text("\n".join(lines) + "\n")
+    summary = ingest_libsvm(path, tmp_path / "late.zarr", dtype="float64",
+                            memory_budget=16384)
+    assert summary["n_runs"] > 1 and summary["id_space"] == 2 ** 31
+    store = ZarrStore(tmp_path / "late.zarr")
+    assert store.feature_ids([store.n_features - 1]).tolist() == [2 ** 31]
+    got = store.to_csc().toarray()
+    expected = np.zeros((3001, 51))
+    for i, line in enumerate(lines):
+        for token in line.split()[1:]:
+            j, v = token.split(":")
+            expected[i, 50 if int(j) == 2 ** 31 else int(j) - 1] = float(v)
+    used = np.flatnonzero(np.abs(expected).sum(axis=0))
+    np.testing.assert_array_equal(got, expected[:, used])

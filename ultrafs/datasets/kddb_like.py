@@ -658,7 +658,7 @@ def _write_split(output, split: _Split, labels, plan, *, n_features, command, bl
                  overwrite, attrs) -> int:
     """Write a transposed split as a binary store; return its nnz."""
     indptr = split.transpose.indptr(n_features)
-    split.transpose.column_counts = None           # indptr holds the same information
+    split.transpose.release_counts()               # indptr holds the same information
     writer = StoreWriter(output, n_samples=len(labels), n_features=n_features,
                          nnz=int(indptr[-1]), dtype="float32", binary=True, labels=labels,
                          id_offset=0, command=command, block_nnz=block_nnz,

@@ -42,7 +42,7 @@ import numpy as np
 
 from ultrafs.errors import InputFormatError, ParameterError
 from ultrafs.kernels import libsvm_parse as kp
-from ultrafs.store.base import sparse_id_layout
+from ultrafs.store.base import SPARSE_IDS_MIN_EMPTY, sparse_id_layout
 from ultrafs.store.targets import check_target, encode_targets
 from ultrafs.store.writers.zarr_writer import (StoreWriter, balanced_block_bounds,
                             check_output_path, remove_tree)
@@ -410,10 +410,14 @@ class ExternalTranspose:
     def __init__(self, run_dir: Path, buffer_bytes: int):
         self.run_dir = Path(run_dir)
         self.buffer_bytes = int(buffer_bytes)
-        #: the non-empty columns seen so far (sorted) and their entry counts:
-        #: memory in proportion to the columns used, never to the largest id
-        self.used_columns = np.zeros(0, dtype=np.int64)
-        self.used_counts = np.zeros(0, dtype=np.int64)
+        # entries per column: a dense count array (one bincount per slice, as
+        # fast as it gets) while the largest column is within
+        # _dense_count_limit of the entries seen, else the non-empty columns
+        # and their counts (memory in proportion to the columns used, never
+        # to the largest id); see _count_columns
+        self._dense_counts = np.zeros(0, dtype=np.int64)
+        self._sparse_counts = None
+        self._n_counted = 0
         self.n_spilled = 0
         self._buffer = []
         self._buffered_bytes = 0
@@ -454,21 +458,39 @@ class ExternalTranspose:
             runs.append(self._sorted_buffer())
         self._runs = runs
 
+    def used_columns(self) -> tuple:
+        """The non-empty columns (sorted, int64) and their entry counts."""
+        if self._sparse_counts is not None:
+            return self._sparse_counts
+        columns = np.flatnonzero(self._dense_counts).astype(np.int64)
+        return columns, self._dense_counts[columns]
+
+    def release_counts(self) -> None:
+        """Drop the column counts (once the offsets hold the same information)."""
+        self._dense_counts = np.zeros(0, dtype=np.int64)
+        self._sparse_counts = None
+
     def indptr(self, n_columns: int) -> np.ndarray:
         """Column offsets of the transposed matrix, shape (n_columns + 1,).
 
         The dense layout: every column ``0 .. n_columns - 1``, empty or not.
         """
         counts = np.zeros(n_columns, dtype=np.int64)
-        counts[self.used_columns] = self.used_counts
+        if self._sparse_counts is None:
+            dense = self._dense_counts[:n_columns]
+            counts[:len(dense)] = dense
+        else:
+            columns, column_counts = self._sparse_counts
+            counts[columns] = column_counts
         indptr = np.zeros(n_columns + 1, dtype=np.int64)
         np.cumsum(counts, out=indptr[1:])
         return indptr
 
-    def compact_indptr(self) -> np.ndarray:
+    @staticmethod
+    def compact_indptr(column_counts) -> np.ndarray:
         """Column offsets over the non-empty columns only (sparse id layout)."""
-        indptr = np.zeros(len(self.used_columns) + 1, dtype=np.int64)
-        np.cumsum(self.used_counts, out=indptr[1:])
+        indptr = np.zeros(len(column_counts) + 1, dtype=np.int64)
+        np.cumsum(column_counts, out=indptr[1:])
         return indptr
 
     def iter_blocks(self, bounds, indptr, value_dtype, column_ids=None):
@@ -564,26 +586,48 @@ class ExternalTranspose:
         return keys, values
 
     def _count_columns(self, sorted_keys) -> None:
-        """Merge the column counts of a sorted run into ``used_columns`` / ``used_counts``.
+        """Add the entries of a sorted run to the column counts (in slices).
 
-        Run lengths of the sorted column numbers, in slices: memory and
-        time in proportion to the entries and the columns used, whatever
-        the ids (a bincount would allocate up to the largest id).
+        Dense counts (a ``bincount`` per slice of 2**20 keys) while the
+        largest column is at most twice the entries seen plus
+        :data:`~ultrafs.store.base.SPARSE_IDS_MIN_EMPTY` (so the array is
+        bounded by the data, whatever the ids); past that, once and for
+        all, the non-empty columns and their counts, merged run by run with
+        a stable sort (two sorted sequences: linear).
         """
         step = 1 << 20
-        parts_columns, parts_counts = [self.used_columns], [self.used_counts]
+        self._n_counted += len(sorted_keys)
+        needed = int(sorted_keys[-1] >> 32) + 1
+        if self._sparse_counts is None \
+                and needed > 2 * self._n_counted + SPARSE_IDS_MIN_EMPTY:
+            self._sparse_counts = self.used_columns()
+            self._dense_counts = None
+        if self._sparse_counts is None:
+            if needed > len(self._dense_counts):
+                grown = np.zeros(max(needed, len(self._dense_counts) * 5 // 4),
+                                 dtype=np.int64)
+                grown[:len(self._dense_counts)] = self._dense_counts
+                self._dense_counts = grown
+            for start in range(0, len(sorted_keys), step):
+                columns = sorted_keys[start:start + step] >> 32
+                first = int(columns[0])
+                columns -= first
+                counts = np.bincount(columns)
+                self._dense_counts[first:first + len(counts)] += counts
+            return
+        parts_columns, parts_counts = [self._sparse_counts[0]], [self._sparse_counts[1]]
         for start in range(0, len(sorted_keys), step):
             columns = sorted_keys[start:start + step] >> 32
             heads = np.flatnonzero(np.concatenate(([True], columns[1:] != columns[:-1])))
-            counts = np.diff(np.append(heads, len(columns)))
             parts_columns.append(columns[heads])
-            parts_counts.append(counts)
+            parts_counts.append(np.diff(np.append(heads, len(columns))))
         columns = np.concatenate(parts_columns)
         counts = np.concatenate(parts_counts)
-        unique, inverse = np.unique(columns, return_inverse=True)
-        self.used_columns = unique.astype(np.int64)
-        self.used_counts = np.bincount(inverse, weights=counts,
-                                       minlength=len(unique)).astype(np.int64)
+        order = np.argsort(columns, kind="stable")      # merges the sorted parts
+        columns, counts = columns[order], counts[order]
+        heads = np.flatnonzero(np.concatenate(([True], columns[1:] != columns[:-1])))
+        self._sparse_counts = (columns[heads].astype(np.int64),
+                               np.add.reduceat(counts, heads).astype(np.int64))
 
     def _spill(self) -> None:
         keys, values = self._sorted_buffer()
@@ -819,13 +863,15 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
                               hint="; give n_features (--n-features) to declare more "
                                    "features than the data uses")
         transpose.finish()
-        if sparse_id_layout(n_features, len(transpose.used_columns)):
-            column_ids = transpose.used_columns
-            indptr = transpose.compact_indptr()
+        used, used_counts = transpose.used_columns()
+        if sparse_id_layout(n_features, len(used)):
+            column_ids = used
+            indptr = transpose.compact_indptr(used_counts)
         else:
             column_ids = None
             indptr = transpose.indptr(n_features)
-        transpose.used_counts = None            # indptr holds the same information
+        del used, used_counts
+        transpose.release_counts()              # indptr holds the same information
         _write_csc(output, transpose, indptr, labels, plan, writer_class, dtype=dtype,
                    column_ids=column_ids, id_space=n_features,
                    binary=stats["binary"], target=target_type,
