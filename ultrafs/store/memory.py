@@ -7,7 +7,8 @@ import scipy.sparse as sp
 
 from ultrafs.errors import InputFormatError, ParameterError
 from ultrafs.store.base import (ColumnBlock, ColumnStore, balanced_block_bounds,
-                   check_column_ids, even_block_bounds, span_take, sparse_id_layout)
+                   SPARSE_IDS_MIN_EMPTY, check_column_ids, even_block_bounds, span_take,
+                   sparse_id_layout)
 from ultrafs.store.targets import TARGET_TYPES, encode_targets, require_labels
 
 __all__ = ["InMemoryStore", "to_csc", "to_compact_csc"]
@@ -74,6 +75,11 @@ def to_compact_csc(X, dtype=None):
     id_space : int
         Number of columns of ``X``.
     """
+    if not sp.issparse(X) or X.shape[1] <= SPARSE_IDS_MIN_EMPTY:
+        # too narrow for the sparse layout (it needs more empty columns than
+        # this): no search for the used columns
+        csc = to_csc(X, dtype=dtype)
+        return csc, None, csc.shape[1]
     if not _is_wide_sparse(X):
         csc = to_csc(X, dtype=dtype)
         width = csc.shape[1]
