@@ -9,8 +9,9 @@ the scores are
 * cross   ``2γ² · (Σ_i a_i x_ij x_ik)²``.
 
 A cross sum is accumulated over the rows of column j in increasing row
-order, whatever the blocking, so scores are bit-identical for any block
-layout.  Keys encode pairs as ``j * (m + 1) + (k + 1)`` (k = -1 for the
+order (:func:`cross_topk`), or per fixed row range in increasing row order
+with the ranges added in a fixed order (:func:`pair_gram_rows`), whatever
+the column blocking, so scores are bit-identical for any block layout.  Keys encode pairs as ``j * (m + 1) + (k + 1)`` (k = -1 for the
 linear term, k = j for the square), an order-preserving encoding of the
 pair (j, k) that fits int64 for m < 3·10⁹.
 
@@ -43,6 +44,8 @@ __all__ = [
     "cross_topk_multi",
     "multiply_columns",
     "rows_of_columns",
+    "pair_gram_rows",
+    "gram_topk",
 ]
 
 #: relative safety margin of the pruning bound against rounding
@@ -462,3 +465,145 @@ def multiply_columns(idx_a, val_a, idx_b, val_b):
             p += 1
             q += 1
     return rows[:out].copy(), values[:out].copy()
+
+
+@njit(cache=True, nogil=True)
+def _first_at_least(indices, lo, hi, row):
+    """First position in ``indices[lo:hi]`` (increasing) holding >= ``row``."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if indices[mid] < row:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True)
+def pair_gram_rows(indptr, indices, data, weights, row_lo, row_hi, sub_rows, out):
+    """Add the rows ``row_lo <= i < row_hi`` of ``X' diag(a) X`` to ``out``.
+
+    Only the strict upper triangle is written: ``out[a, b] += Σ_i a_i x_ia x_ib``
+    for local columns ``a < b``.  The rows are visited in increasing order,
+    ``sub_rows`` at a time (a row-major copy of that many rows of the
+    columns is all the extra memory), so a sum does not depend on
+    ``sub_rows``; it depends only on ``row_lo``.
+
+    Parameters
+    ----------
+    indptr, indices : CSC arrays of p columns, row numbers increasing within
+        a column
+    data : float32 or float64 array
+        Values; an empty array means every stored value is 1 (binary data).
+    weights : float64 array, shape (n_rows,)
+        ``a = alpha * y``.
+    row_lo, row_hi : int
+    sub_rows : int >= 1
+    out : float64 array, shape (p, p)
+        Accumulated into (the caller zeroes it).
+
+    Returns
+    -------
+    int
+        The entries of the columns in the rows visited.
+    """
+    p = indptr.shape[0] - 1
+    has_data = data.shape[0] > 0
+    cursor = np.empty(p, dtype=np.int64)
+    for c in range(p):
+        cursor[c] = _first_at_least(indices, indptr[c], indptr[c + 1], row_lo)
+    n_seen = 0
+    lo = row_lo
+    while lo < row_hi:
+        hi = min(lo + sub_rows, row_hi)
+        n_local = hi - lo
+        row_ptr = np.zeros(n_local + 1, dtype=np.int64)
+        ends = np.empty(p, dtype=np.int64)
+        for c in range(p):
+            q = cursor[c]
+            end = indptr[c + 1]
+            while q < end and indices[q] < hi:
+                row_ptr[indices[q] - lo + 1] += 1
+                q += 1
+            ends[c] = q
+        for r in range(n_local):
+            row_ptr[r + 1] += row_ptr[r]
+        total = row_ptr[n_local]
+        n_seen += total
+        if total > 1:
+            cols = np.empty(total, dtype=np.int32)
+            vals = np.empty(total if has_data else 0, dtype=np.float64)
+            fill = row_ptr[:n_local].copy()
+            # columns in increasing order: local positions increase within a row
+            for c in range(p):
+                for q in range(cursor[c], ends[c]):
+                    r = indices[q] - lo
+                    cols[fill[r]] = c
+                    if has_data:
+                        vals[fill[r]] = np.float64(data[q])
+                    fill[r] += 1
+            for r in range(n_local):
+                start, stop = row_ptr[r], row_ptr[r + 1]
+                if stop - start < 2:
+                    continue
+                w = weights[lo + r]
+                if w == 0.0:
+                    continue
+                for a in range(start, stop):
+                    ca = cols[a]
+                    wa = w * vals[a] if has_data else w
+                    for b in range(a + 1, stop):
+                        if has_data:
+                            out[ca, cols[b]] += wa * vals[b]
+                        else:
+                            out[ca, cols[b]] += wa
+        for c in range(p):
+            cursor[c] = ends[c]
+        lo = hi
+    return n_seen
+
+
+@njit(cache=True, nogil=True)
+def gram_topk(gram, columns, scale, excluded, n_features, k):
+    """Top-``k`` crosses from the strict upper triangle of a pair Gram.
+
+    Parameters
+    ----------
+    gram : float64 array, shape (p, p)
+        ``gram[a, b] = Σ_i a_i x_ia x_ib`` for ``a < b``.
+    columns : int64 array, increasing
+        Global column numbers of the p columns.
+    scale : float
+        2γ², the factor of a cross score.
+    excluded : int64 array, sorted
+    n_features : int
+    k : int
+
+    Returns
+    -------
+    keys, scores : ranked top-k (score decreasing, key increasing)
+    n_nonzero : int   pairs with a nonzero sum
+    """
+    p = columns.shape[0]
+    heap_scores = np.empty(k, dtype=np.float64)
+    heap_keys = np.empty(k, dtype=np.int64)
+    size = 0
+    n_nonzero = 0
+    for a in range(p):
+        j = columns[a]
+        for b in range(a + 1, p):
+            v = gram[a, b]
+            if v == 0.0:
+                continue
+            n_nonzero += 1
+            s = scale * v * v
+            if not s > 0.0:
+                continue
+            key = pair_key(j, columns[b], n_features)
+            if size == k and not _ranks_before(s, key, heap_scores[0], heap_keys[0]):
+                continue
+            if _is_excluded(excluded, key):
+                continue
+            size = _heap_push(heap_scores, heap_keys, size, s, key)
+    keys, scores = _sorted_heap(heap_scores, heap_keys, size)
+    return keys, scores, n_nonzero

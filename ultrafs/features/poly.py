@@ -21,9 +21,21 @@ The worst-case analysis is exact and runs in phases:
    (max(P_j, N_j), resp. A_j) times max M reaches √(θ / 2γ²) can take part
    in a winning pair.  When the seed list does not already hold all of
    them, a second streamed pass collects them.
-4. **cross pass** (one task per chunk of live columns): every pair of live
-   columns is scored by :func:`ultrafs.kernels.poly.cross_topk`, which also
-   prunes single pairs by the same bound against the running B-th best.
+4. **cross pass**: every pair of live columns is scored.  With binary
+   weights (two classes) and at most ``GRAM_MAX_COLUMNS`` columns, by the
+   **pair Gram** ``X_L' diag(a) X_L`` of the live columns L, one task per
+   row range (:func:`gram_row_ranges`, fixed by the number of rows) running
+   :func:`ultrafs.kernels.poly.pair_gram_rows`, which builds a row-major
+   copy of ``GRAM_SUB_ROWS`` rows at a time; the p x p partials are summed
+   in the reduction tree's fixed order and ranked by
+   :func:`ultrafs.kernels.poly.gram_topk`.  The seeding of phase 2 uses the
+   same path, and when every live column is a seed its Gram already holds
+   the answer (no second read).  Memory: the live columns as CSC (row
+   numbers only for 0/1 data) and p² floats per running task, never a
+   row-major copy of the columns.  Otherwise (K classes, more columns) one
+   task per chunk of live columns runs :func:`ultrafs.kernels.poly.cross_topk`
+   on a row-major copy, pruning single pairs by the same bound against the
+   running B-th best.
 
 With K classes the weights are an (n, K) matrix A and every score is a
 squared norm over the classes, ``factor² · Σ_c (Σ_i A_ic z_i)²`` for the
@@ -33,7 +45,7 @@ bound is min(A_j M_k, A_k M_j) for any data), see
 :func:`ultrafs.kernels.poly.column_stats_multi` and
 :func:`ultrafs.kernels.poly.cross_topk_multi`.
 
-Pruning never changes the result: a pair is skipped only when its bound,
+Pruning never changes the result: a column or pair is skipped only when its bound,
 inflated by a relative slack of 1e-9 against rounding, is strictly below a
 score that is already guaranteed.  Memory holds the live columns only,
 never anything of size m².
@@ -50,8 +62,8 @@ from ultrafs.errors import ParameterError
 from ultrafs.features.base import FeatureSpace, register_feature_space
 from ultrafs.features.keys import PairKeys
 from ultrafs.kernels.poly import (BOUND_SLACK, column_stats, column_stats_multi,
-                                  cross_topk, cross_topk_multi, multiply_columns,
-                                  rows_of_columns)
+                                  cross_topk, cross_topk_multi, gram_topk,
+                                  multiply_columns, pair_gram_rows, rows_of_columns)
 from ultrafs.kernels.scoring import merge_topk, topk_keyed
 from ultrafs.scoring.topk import TopK
 from ultrafs.store.base import ColumnBlock, ColumnStore, balanced_block_bounds
@@ -62,6 +74,17 @@ __all__ = ["PolyFeatures", "DEFAULT_N_SEED"]
 DEFAULT_N_SEED = 256
 #: target nonzeros of left columns per cross task
 CROSS_TASK_NNZ = 1 << 18
+#: binary weights and at most this many seed or live columns: their cross
+#: sums are accumulated as a dense pair Gram by row ranges (no row-major
+#: copy of the columns); more columns take the pairwise kernel
+GRAM_MAX_COLUMNS = 2048
+#: rows per task of the pair Gram (at most GRAM_MAX_TASKS tasks: a task
+#: holds one p x p partial); fixed by the number of rows only, so the sums
+#: are the same for any block size, worker count and scheduler
+GRAM_TASK_ROWS = 1 << 17
+GRAM_MAX_TASKS = 16
+#: rows of the row-major copy a Gram task builds at a time
+GRAM_SUB_ROWS = 1 << 15
 
 _EMPTY_KEYS = np.zeros(0, dtype=np.int64)
 _EMPTY_SCORES = np.zeros(0, dtype=np.float64)
@@ -168,6 +191,32 @@ def _cross_task(chunk, live, weights, scale, threshold, excluded, n_features, k,
         live["pos"], live["neg"], live["max"], weights, scale, threshold,
         excluded, n_features, k, prune)
     return TopK(keys, scores, {"pairs_evaluated": n_eval, "pairs_pruned": n_pruned})
+
+
+def gram_row_ranges(n_rows):
+    """The row ranges of the pair Gram's tasks: a function of ``n_rows`` only."""
+    n_tasks = max(1, min(GRAM_MAX_TASKS, -(-int(n_rows) // GRAM_TASK_ROWS)))
+    cuts = np.linspace(0, int(n_rows), n_tasks + 1).astype(np.int64)
+    return [(int(lo), int(hi)) for lo, hi in zip(cuts[:-1], cuts[1:]) if hi > lo]
+
+
+def _gram_task(rows, columns, weights):
+    """Pair Gram task: the rows ``rows`` of ``X' diag(a) X`` (strict upper)."""
+    lo, hi = rows
+    indptr, indices, data = columns
+    p = len(indptr) - 1
+    out = np.zeros((p, p), dtype=np.float64)
+    pair_gram_rows(indptr, indices, data, weights, lo, hi, GRAM_SUB_ROWS, out)
+    return out
+
+
+def _sum_grams(parts):
+    """Sum partial Grams in the order given (the tree's fixed order)."""
+    parts = list(parts)
+    total = parts[0].copy() if len(parts) > 1 else parts[0]
+    for part in parts[1:]:
+        total += part
+    return total
 
 
 def _real(name, value) -> float:
@@ -371,15 +420,21 @@ class PolyFeatures(FeatureSpace):
 
         # seeding: exact crosses among the seed columns
         seed_columns = np.sort(phase1["seed"].keys)
-        seed = self._live_arrays(seed_columns, weights, row_norms, nonnegative)
         best = phase1["topk"]
-        if len(seed_columns) > 1:
+        seed_pairs = None
+        if len(seed_columns) > 1 and self._use_gram(weights, seed_columns):
+            seed_pairs = self._gram_crosses(seed_columns, weights, excluded, k, run)
+            keys, scores = seed_pairs[0], seed_pairs[1]
+        elif len(seed_columns) > 1:
+            seed = self._live_arrays(seed_columns, weights, row_norms, nonnegative)
             keys, scores, _, _ = cross(
                 seed["indptr"], seed["indices"], seed["data"], seed["columns"],
                 seed["pos"], seed["neg"], seed["max"], seed["row_ptr"],
                 seed["row_cols"], seed["row_vals"], seed["columns"], seed["pos"],
                 seed["neg"], seed["max"], weights, cross_scale, 0.0, excluded, m, k,
                 self.prune)
+            del seed
+        if len(seed_columns) > 1:
             merged = merge_topk(best.keys, best.scores, keys, scores, k)
             threshold = merged[1][-1] if len(merged[0]) == k else 0.0
         else:
@@ -412,7 +467,17 @@ class PolyFeatures(FeatureSpace):
         counters = {"nnz": nnz, "live_columns": int(len(live_columns)),
                     "seed_columns": int(len(seed_columns)),
                     "pairs_evaluated": 0, "pairs_pruned": 0}
-        if len(live_columns) > 1:
+        if len(live_columns) > 1 and seed_pairs is not None and \
+                np.all(np.isin(live_columns, seed_columns)):
+            # every pair that can reach the threshold is a pair of live
+            # columns, all of them seeds: the seed Gram already scored it
+            counters["pairs_evaluated"] = seed_pairs[2]
+            keys, scores = merged
+        elif len(live_columns) > 1 and self._use_gram(weights, live_columns):
+            crosses = self._gram_crosses(live_columns, weights, excluded, k, run)
+            counters["pairs_evaluated"] = crosses[2]
+            keys, scores = merge_topk(best.keys, best.scores, crosses[0], crosses[1], k)
+        elif len(live_columns) > 1:
             live = self._live_arrays(live_columns, weights, row_norms, nonnegative)
             bounds = balanced_block_bounds(live["indptr"], CROSS_TASK_NNZ)
             chunks = [(int(lo), int(hi)) for lo, hi in zip(bounds[:-1], bounds[1:])]
@@ -427,6 +492,37 @@ class PolyFeatures(FeatureSpace):
         else:
             keys, scores = best.keys, best.scores
         return TopK(keys, scores, counters)
+
+    @staticmethod
+    def _use_gram(weights, columns):
+        """Whether the crosses of ``columns`` take the pair Gram path."""
+        return weights.ndim == 1 and len(columns) <= GRAM_MAX_COLUMNS
+
+    def _gram_crosses(self, columns, weights, excluded, k, run):
+        """Top-``k`` crosses among ``columns`` (increasing) by the pair Gram.
+
+        The columns are held as CSC (row numbers only when every value is
+        1); one task per row range of :func:`gram_row_ranges` accumulates
+        its rows of ``X' diag(a) X``, and the partial Grams are summed in
+        the reduction tree's fixed order.  Every pair of the columns is
+        scored exactly (the bound only chose the columns).
+
+        Returns
+        -------
+        keys, scores, n_nonzero
+        """
+        block = self.store.read_columns(columns)
+        data = block.data
+        if data is None or (len(data) and np.all(data == 1)):
+            data = np.zeros(0, dtype=np.float64)
+        arrays = (block.indptr, block.indices, data)
+        del block
+        gram = run(gram_row_ranges(self.store.n_samples), _gram_task, _sum_grams,
+                   {"columns": arrays, "weights": weights})
+        keys, scores, n_nonzero = gram_topk(
+            gram, np.asarray(columns, dtype=np.int64), self.cross_factor ** 2,
+            excluded, self.store.n_features, k)
+        return keys, scores, int(n_nonzero)
 
     def _live_arrays(self, columns, weights, row_norms, nonnegative):
         """Columns held in memory for the cross computation (CSC and CSR)."""

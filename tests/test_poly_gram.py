@@ -1,0 +1,149 @@
+"""The pair Gram path of the degree-2 worst-case analysis.
+
+Binary FGM scores the crosses among its seed and live columns as a dense
+Gram ``X' diag(a) X`` accumulated by row ranges (``kernels/poly.py:
+pair_gram_rows``, ``gram_topk``); these tests hold it to a dense NumPy
+reference, to the pairwise kernel it replaces, and to the promise that
+its sums depend on the number of rows only (not on the sub-range size,
+the block size or the scheduler).
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import ultrafs.features.poly as poly
+from ultrafs.features.poly import PolyFeatures, gram_row_ranges
+from ultrafs.kernels.poly import gram_topk, pair_gram_rows
+from ultrafs.scoring.worst_case import worst_case_analysis
+from ultrafs.store import InMemoryStore
+
+
+def _csc(rng, n, p, density, dtype, binary):
+    X = sp.random(n, p, density=density, format="csc", dtype=np.float64,
+                  random_state=np.random.RandomState(rng.integers(2**31)))
+    X = X.toarray()
+    if binary:
+        X = (X > 0).astype(np.float64)
+    if p > 2:
+        X[:, 2] = 0                     # empty column
+    X[: min(3, n), :] = 0               # zero rows
+    X = X.astype(dtype)
+    C = sp.csc_matrix(X)
+    C.sort_indices()
+    data = np.zeros(0, dtype=dtype) if binary else C.data
+    return X, C.indptr.astype(np.int64), C.indices.astype(np.int32), data
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("binary", [False, True])
+@pytest.mark.parametrize("n, p", [(1, 1), (5, 4), (97, 13), (300, 40)])
+def test_pair_gram_rows_matches_dense(rng, dtype, binary, n, p):
+    X, indptr, indices, data = _csc(rng, n, p, 0.3, dtype, binary)
+    a = rng.standard_normal(n)
+    a[rng.random(n) < 0.2] = 0.0        # zero weights are skipped
+    expected = np.triu(X.astype(np.float64).T @ (a[:, None] * X.astype(np.float64)), 1)
+    out = np.zeros((p, p))
+    seen = pair_gram_rows(indptr, indices, data, a, 0, n, 7, out)
+    assert seen == indptr[-1]
+    np.testing.assert_allclose(out, expected, rtol=1e-12, atol=1e-12)
+    assert not np.tril(out).any()
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_row_ranges_add_up_and_sub_rows_do_not_matter(rng, binary):
+    n, p = 257, 17
+    X, indptr, indices, data = _csc(rng, n, p, 0.25, np.float64, binary)
+    a = rng.standard_normal(n)
+    whole = np.zeros((p, p))
+    pair_gram_rows(indptr, indices, data, a, 0, n, n, whole)
+    for sub_rows in (1, 3, 64, 1000):
+        out = np.zeros((p, p))
+        pair_gram_rows(indptr, indices, data, a, 0, n, sub_rows, out)
+        assert out.tobytes() == whole.tobytes()
+    parts = np.zeros((p, p))
+    total = 0
+    for lo, hi in [(0, 10), (10, 11), (11, 11), (11, 200), (200, 257)]:
+        part = np.zeros((p, p))
+        total += pair_gram_rows(indptr, indices, data, a, lo, hi, 5, part)
+        parts += part
+    assert total == indptr[-1]
+    np.testing.assert_allclose(parts, whole, rtol=1e-13, atol=1e-13)
+
+
+def test_gram_topk_ranks_like_brute_force(rng):
+    p, m = 12, 40
+    columns = np.sort(rng.choice(m, p, replace=False)).astype(np.int64)
+    gram = np.triu(np.round(rng.standard_normal((p, p)), 1), 1)  # ties likely
+    gram[0, 5] = 0.0
+    keys, scores = [], []
+    for a in range(p):
+        for b in range(a + 1, p):
+            if gram[a, b] != 0:
+                keys.append(columns[a] * (m + 1) + columns[b] + 1)
+                scores.append(8.0 * gram[a, b] ** 2)
+    keys, scores = np.array(keys), np.array(scores)
+    excluded = np.sort(keys[:3])
+    keep = ~np.isin(keys, excluded)
+    order = np.lexsort((keys[keep], -scores[keep]))[:9]
+    got_keys, got_scores, n_nonzero = gram_topk(gram, columns, 8.0, excluded, m, 9)
+    np.testing.assert_array_equal(got_keys, keys[keep][order])
+    np.testing.assert_allclose(got_scores, scores[keep][order], rtol=1e-15)
+    assert n_nonzero == len(keys)
+
+
+def test_gram_row_ranges_depend_on_rows_only():
+    for n in (1, 5, poly.GRAM_TASK_ROWS, poly.GRAM_TASK_ROWS + 1, 10**8):
+        ranges = gram_row_ranges(n)
+        assert ranges[0][0] == 0 and ranges[-1][1] == n
+        assert all(hi > lo for lo, hi in ranges)
+        assert all(a[1] == b[0] for a, b in zip(ranges[:-1], ranges[1:]))
+        assert len(ranges) <= poly.GRAM_MAX_TASKS
+
+
+def _data(rng, binary, n=400, m=25):
+    X = sp.random(n, m, density=0.15, format="csc",
+                  random_state=np.random.RandomState(rng.integers(2**31))).toarray()
+    if binary:
+        X = (X > 0).astype(np.float64)
+    X[:, 3] = 0
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    return X, y
+
+
+@pytest.mark.parametrize("binary", [False, True])
+@pytest.mark.parametrize("n_seed", [2, 256])
+def test_gram_path_equals_pairwise_kernel(rng, monkeypatch, binary, n_seed):
+    """Same candidates as the pairwise kernel, scores equal to rounding."""
+    X, y = _data(rng, binary)
+    weights = rng.random(len(y)) * y
+
+    def candidates(max_columns, task_rows):
+        monkeypatch.setattr(poly, "GRAM_MAX_COLUMNS", max_columns)
+        monkeypatch.setattr(poly, "GRAM_TASK_ROWS", task_rows)
+        space = PolyFeatures(InMemoryStore(X, y, block_size=7), gamma=2.0, coef0=1.0,
+                             n_seed=n_seed)
+        cand, _ = worst_case_analysis(space, weights, 15, scheduler="synchronous")
+        return cand
+
+    pairwise = candidates(0, 1 << 17)
+    for task_rows in (1 << 17, 64):     # one task, several tasks
+        gram = candidates(2048, task_rows)
+        np.testing.assert_array_equal(gram.keys, pairwise.keys)
+        np.testing.assert_allclose(gram.scores, pairwise.scores, rtol=1e-12)
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_gram_path_same_bytes_for_any_block_size_and_scheduler(rng, monkeypatch,
+                                                               binary):
+    monkeypatch.setattr(poly, "GRAM_TASK_ROWS", 50)   # 8 row tasks
+    X, y = _data(rng, binary)
+    weights = rng.random(len(y)) * y
+    results = []
+    for block_size, scheduler in [(1, "synchronous"), (7, "threads"), (25, "threads"),
+                                  (4, "processes")]:
+        space = PolyFeatures(InMemoryStore(X, y, block_size=block_size), gamma=2.0)
+        cand, _ = worst_case_analysis(space, weights, 15, scheduler=scheduler,
+                                      num_workers=2)
+        results.append((cand.keys.tobytes(), cand.scores.tobytes()))
+    assert all(r == results[0] for r in results)
