@@ -370,12 +370,13 @@ ALLOWED = {
     "outputs": {"errors"},
     "locks": {"errors"},
     "json_fields": set(),
+    "rss": set(),
     "store": {"errors", "atomic", "kernels", "ultrafs"},
     "scoring": {"errors", "kernels", "store"},
     "solvers": {"errors", "kernels"},
     "features": {"errors", "kernels", "store", "scoring"},
-    "methods": {"errors", "atomic", "json_fields", "kernels", "store", "scoring",
-                "features", "solvers"},
+    "methods": {"errors", "atomic", "json_fields", "rss", "kernels", "store",
+                "scoring", "features", "solvers"},
     "datasets": {"errors", "store"},
 }
 FACES = {"api", "cli", "estimator", "model", "report"}

@@ -36,6 +36,7 @@ import numpy as np
 from ultrafs.errors import ParameterError
 from ultrafs.methods.checkpoint import verify_resumed_state
 from ultrafs.methods.column_cache import ColumnCache
+from ultrafs.rss import peak_rss_mb
 from ultrafs.scoring.worst_case import worst_case_analysis
 from ultrafs.solvers.apg import DEFAULT_KKT_TOL, solve
 from ultrafs.solvers.datafits import (Datafit, check_sample_weight,
@@ -244,7 +245,11 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
         KKT residual at the inner stop; NaN without the certificate),
         ``inner_converged``, ``score_seconds``,
         ``materialize_seconds``, ``solve_seconds``, ``scan_nnz``,
-        ``candidates`` (candidates possible), ``top_score``, plus the
+        ``candidates`` (candidates possible), ``top_score``,
+        ``score_peak_rss_mb``, ``materialize_peak_rss_mb``,
+        ``solve_peak_rss_mb`` (this process's peak resident memory at the
+        end of each phase, :mod:`ultrafs.rss`; absent where the platform
+        does not tell), plus the
         feature space's pass figures (for degree 2: ``pairs_evaluated``,
         ``pairs_pruned``, ``live_columns``, ``seed_columns``).
     """
@@ -332,6 +337,7 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
             block_size=block_size,
             scheduler=scheduler, num_workers=num_workers,
             progress_label=f"iteration {iteration} pass" if progress else None)
+        score_peak = peak_rss_mb()
         if len(candidates) and not np.all(np.isfinite(candidates.scores)):
             raise ParameterError(_overflow_message(C))
         if len(candidates) == 0:
@@ -344,6 +350,7 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
                                                 payload=candidates.payload))
         keys = np.concatenate([keys, candidates.keys])
         materialize_seconds = time.perf_counter() - started
+        materialize_peak = peak_rss_mb()
 
         started = time.perf_counter()
         solution = solve(
@@ -353,6 +360,7 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
             lipschitz0=lipschitz, tol=inner_tol, max_iter=inner_max_iter,
             kkt_tol=inner_kkt_tol)
         solve_seconds = time.perf_counter() - started
+        solve_peak = peak_rss_mb()
         _require_finite(solution, C)
         coef, bias = solution.coef, solution.bias
         decision = solution.decision
@@ -376,6 +384,12 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
             "top_score": float(candidates.scores[0]),
             **{name: int(value) for name, value in pass_stats.details.items()},
         }
+        if solve_peak is not None:
+            # this process's peak RSS so far at the end of each phase: a
+            # phase that raises it holds the run's largest memory
+            record.update(score_peak_rss_mb=score_peak,
+                          materialize_peak_rss_mb=materialize_peak,
+                          solve_peak_rss_mb=solve_peak)
         history.append(record)
         path.append((coef.copy(), _bias_value(bias)))
         logger.info("iteration %d: %d features, objective %.6g", iteration,
