@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ultrafs.errors import ClusterError, ParameterError
 
-__all__ = ["LOCAL_SCHEDULERS", "resolve_scheduler", "compute",
+__all__ = ["LOCAL_SCHEDULERS", "resolve_scheduler", "compute", "compute_graph", "local_get",
            "WORKER_TIMEOUT_KEY", "DEFAULT_WORKER_TIMEOUT_S", "worker_timeout"]
 
 #: scheduler names understood without a cluster
@@ -74,7 +74,7 @@ def compute(collection, scheduler, num_workers=None, progress=None):
     scheduler = resolve_scheduler(scheduler)
     if not isinstance(scheduler, str):
         return _compute_distributed(collection, scheduler, progress is not None)
-    kwargs = {"scheduler": scheduler}
+    kwargs = {"scheduler": local_get(scheduler)}
     if num_workers is not None and scheduler != "synchronous":
         kwargs["num_workers"] = int(num_workers)
     reporter = contextlib.nullcontext()
@@ -85,6 +85,63 @@ def compute(collection, scheduler, num_workers=None, progress=None):
     with reporter:
         (result,) = dask.compute(collection, **kwargs)
     return result
+
+
+def compute_graph(graph, key, scheduler, num_workers=None, progress=None):
+    """Run a plain Dask graph on a local scheduler; the value of ``key``.
+
+    Parameters
+    ----------
+    graph : dict
+        A Dask graph (keys to tasks or values).
+    key : hashable
+        The key whose value is returned.
+    scheduler : {"threads", "processes", "synchronous"}
+    num_workers, progress
+        As for :func:`compute`.
+    """
+    import contextlib
+
+    get = local_get(scheduler)
+    kwargs = {}
+    if num_workers is not None and scheduler != "synchronous":
+        kwargs["num_workers"] = int(num_workers)
+    reporter = contextlib.nullcontext()
+    if progress is not None:
+        from ultrafs.scoring.progress import PassProgress
+
+        reporter = PassProgress(*progress)
+    with reporter:
+        return get(graph, key, **kwargs)
+
+
+def local_get(name):
+    """Dask's get function of a local scheduler name.
+
+    ``dask.compute(..., scheduler="threads")`` imports ``dask.distributed``
+    to look for an active client (0.2-0.3 s of every run); the get function
+    itself is what the name selects, so passing it skips that search.
+
+    Parameters
+    ----------
+    name : {"threads", "processes", "synchronous"}
+
+    Returns
+    -------
+    get : callable
+        ``get(dsk, keys, **kwargs)``.
+    """
+    if name == "threads":
+        from dask.threaded import get
+    elif name == "processes":
+        from dask.multiprocessing import get
+    elif name == "synchronous":
+        from dask.local import get_sync as get
+    else:
+        raise ParameterError(
+            f"unknown scheduler {name!r}; expected one of "
+            f"{', '.join(LOCAL_SCHEDULERS)} or a dask.distributed Client")
+    return get
 
 
 def worker_timeout() -> float:
