@@ -46,6 +46,8 @@ __all__ = [
     "rows_of_columns",
     "pair_gram_rows",
     "gram_topk",
+    "column_pass_topk",
+    "live_columns_of_block",
 ]
 
 #: relative safety margin of the pruning bound against rounding
@@ -607,3 +609,123 @@ def gram_topk(gram, columns, scale, excluded, n_features, k):
             size = _heap_push(heap_scores, heap_keys, size, s, key)
     keys, scores = _sorted_heap(heap_scores, heap_keys, size)
     return keys, scores, n_nonzero
+
+
+@njit(cache=True, nogil=True)
+def _column_sums(indptr, indices, data, weights, binary, j):
+    """:func:`column_stats` of one column: lin, sq, pos, neg, max |x|, min x."""
+    lin = 0.0
+    sq = 0.0
+    pos = 0.0
+    neg = 0.0
+    mx = 0.0
+    mn = 0.0
+    for p in range(indptr[j], indptr[j + 1]):
+        w = weights[indices[p]]
+        x = 1.0 if binary else np.float64(data[p])
+        wx = w * x
+        lin += wx
+        sq += wx * x
+        if wx > 0.0:
+            pos += wx
+        else:
+            neg -= wx
+        if abs(x) > mx:
+            mx = abs(x)
+        if x < mn:
+            mn = x
+    return lin, sq, pos, neg, mx, mn
+
+
+@njit(cache=True, nogil=True)
+def column_pass_topk(indptr, indices, data, weights, binary, first_column,
+                     n_features, linear_scale, square_scale, excluded, k, n_seed):
+    """The degree-2 column pass of a block, without per-column arrays.
+
+    The same figures as :func:`column_stats` followed by a top-``k`` of the
+    linear and square scores and a top-``n_seed`` of the live weights
+    ``max(P_j, N_j)`` (bit for bit: the same sums in the same order), in
+    memory independent of the block's number of columns.
+
+    Parameters
+    ----------
+    indptr, indices, data, weights, binary
+        As :func:`column_stats` (1-D weights).
+    first_column : int
+        Global number of the block's first column.
+    n_features : int
+        m, for the key encoding.
+    linear_scale, square_scale : float
+        2γr and γ²: a linear term scores ``linear_scale * lin * lin``.
+    excluded : int64 array, sorted
+    k, n_seed : int
+
+    Returns
+    -------
+    top_keys, top_scores : ranked top-k of the linear and square terms
+    seed_columns, seed_weights : ranked top-n_seed global columns by live
+        weight (positive weights only)
+    max_abs : float   largest |x| of the block (0 if empty)
+    min_value : float smallest stored value of the block (0 if none)
+    """
+    n_columns = indptr.shape[0] - 1
+    heap_scores = np.empty(max(k, 1), dtype=np.float64)
+    heap_keys = np.empty(max(k, 1), dtype=np.int64)
+    size = 0
+    seed_scores = np.empty(max(n_seed, 1), dtype=np.float64)
+    seed_keys = np.empty(max(n_seed, 1), dtype=np.int64)
+    n_seeds = 0
+    max_abs = 0.0
+    min_value = 0.0
+    for j in range(n_columns):
+        lin, sq, pos, neg, mx, mn = _column_sums(indptr, indices, data, weights,
+                                                 binary, j)
+        if mx > max_abs:
+            max_abs = mx
+        if mn < min_value:
+            min_value = mn
+        column = first_column + j
+        for term in range(2):
+            if term == 0:
+                s = linear_scale * lin * lin
+                key = pair_key(column, -1, n_features)
+            else:
+                s = square_scale * sq * sq
+                key = pair_key(column, column, n_features)
+            if k == 0 or not s > 0.0:
+                continue
+            if size == k and not _ranks_before(s, key, heap_scores[0], heap_keys[0]):
+                continue
+            if _is_excluded(excluded, key):
+                continue
+            size = _heap_push(heap_scores, heap_keys, size, s, key)
+        live = max(pos, neg)
+        if n_seed == 0 or not live > 0.0:
+            continue
+        if n_seeds == n_seed and not _ranks_before(live, column, seed_scores[0],
+                                                   seed_keys[0]):
+            continue
+        n_seeds = _heap_push(seed_scores, seed_keys, n_seeds, live, column)
+    top_keys, top_scores = _sorted_heap(heap_scores, heap_keys, size)
+    seed_columns, seed_weights = _sorted_heap(seed_scores, seed_keys, n_seeds)
+    return top_keys, top_scores, seed_columns, seed_weights, max_abs, min_value
+
+
+@njit(cache=True, nogil=True)
+def live_columns_of_block(indptr, indices, data, weights, binary, nonnegative,
+                          min_weight):
+    """Local positions of the columns whose live weight is >= ``min_weight``.
+
+    The live weight is ``max(P_j, N_j)`` for non-negative data and
+    ``P_j + N_j`` otherwise (the sums of :func:`column_stats`).
+    """
+    n_columns = indptr.shape[0] - 1
+    out = np.empty(n_columns, dtype=np.int64)
+    n_live = 0
+    for j in range(n_columns):
+        _, _, pos, neg, _, _ = _column_sums(indptr, indices, data, weights, binary, j)
+        live = max(pos, neg) if nonnegative else pos + neg
+        if live >= min_weight:
+            out[n_live] = j
+            n_live += 1
+    return out[:n_live].copy()

@@ -14,7 +14,8 @@ Weighted sums ``Σ_i w_i x_ij`` are the scoring kernels'
 import numpy as np
 from numba import njit
 
-__all__ = ["column_moments", "column_moments_binary", "row_top2_squares"]
+__all__ = ["column_moments", "column_moments_binary", "row_top2_squares",
+           "merge_row_top2"]
 
 
 @njit(cache=True, nogil=True)
@@ -129,4 +130,25 @@ def row_top2_squares(indices, data, n_rows, out):
             out[i, 0] = x2
         elif x2 > out[i, 1]:
             out[i, 1] = x2
+    return out
+
+
+@njit(cache=True, nogil=True)
+def merge_row_top2(out, other):
+    """Merge running ``(largest, second largest)`` pairs of ``other`` into ``out``.
+
+    Both arrays have shape (n_rows, 2) with column 0 >= column 1; ``out`` is
+    updated in place and returned: the two largest of the four values of
+    each row (exact, so any grouping of the merges gives the same result).
+    """
+    for i in range(out.shape[0]):
+        a0 = out[i, 0]
+        a1 = out[i, 1]
+        b0 = other[i, 0]
+        b1 = other[i, 1]
+        if b0 > a0:
+            out[i, 0] = b0
+            out[i, 1] = max(a0, b1)
+        else:
+            out[i, 1] = max(a1, b0)
     return out

@@ -147,3 +147,40 @@ def test_gram_path_same_bytes_for_any_block_size_and_scheduler(rng, monkeypatch,
                                       num_workers=2)
         results.append((cand.keys.tobytes(), cand.scores.tobytes()))
     assert all(r == results[0] for r in results)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("kind", ["valued", "binary", "signed"])
+@pytest.mark.parametrize("k, n_seed", [(0, 0), (1, 1), (7, 3), (500, 500)])
+def test_fused_column_pass_equals_column_stats(rng, dtype, kind, k, n_seed):
+    """column_pass_topk / live_columns_of_block give, bit for bit, what
+    column_stats followed by the top-k selections gives."""
+    from ultrafs.kernels.poly import (column_pass_topk, column_stats,
+                                      live_columns_of_block)
+    from ultrafs.kernels.scoring import topk_keyed
+
+    n, p, first, m = 60, 40, 11, 90
+    X, indptr, indices, data = _csc(rng, n, p, 0.2, dtype, kind == "binary")
+    if kind == "signed":
+        data = data * np.where(rng.random(len(data)) < 0.5, -1, 1).astype(dtype)
+    binary = kind == "binary"
+    a = rng.standard_normal(n)
+    lin, sq, pos, neg, mx, mn = column_stats(indptr, indices, data, a, binary)
+    columns = np.arange(first, first + p, dtype=np.int64)
+    keys = np.concatenate([columns * (m + 1), columns * (m + 1) + columns + 1])
+    scores = np.concatenate([2.0 * lin * lin, 9.0 * sq * sq])
+    excluded = np.sort(keys[[0, 5, 47]])
+    want = topk_keyed(scores, keys, excluded, k) if k else (keys[:0], scores[:0])
+    want_seed = (topk_keyed(np.maximum(pos, neg), columns, keys[:0], n_seed)
+                 if n_seed else (columns[:0], scores[:0]))
+    got = column_pass_topk(indptr, indices, data, a, binary, first, m, 2.0, 9.0,
+                           excluded, k, n_seed)
+    for w, g in zip([*want, *want_seed], got[:4]):
+        assert w.tobytes() == g.tobytes()
+    assert got[4] == (mx.max() if p else 0.0) and got[5] == mn
+    for nonnegative in (True, False):
+        weight = np.maximum(pos, neg) if nonnegative else pos + neg
+        for level in (0.0, float(np.median(weight)), np.inf):
+            live = live_columns_of_block(indptr, indices, data, a, binary,
+                                         nonnegative, level)
+            np.testing.assert_array_equal(live, np.flatnonzero(weight >= level))

@@ -65,6 +65,25 @@ def test_row_top2_squares_matches_dense(rng, dtype):
         row_top2_squares(X.indices, None, 25, np.zeros((25, 2))), binary[:, :2])
 
 
+def test_merge_row_top2_matches_sorting(rng):
+    from ultrafs.kernels.statistics import merge_row_top2
+    from ultrafs.scoring.row_norms import row_top2
+
+    values = np.round(rng.random((50, 4)), 1)      # ties likely
+    values[:5] = 0.0
+    a = -np.sort(-values[:, :2], axis=1)
+    b = -np.sort(-values[:, 2:], axis=1)
+    want = -np.sort(-values, axis=1)[:, :2]
+    np.testing.assert_array_equal(merge_row_top2(a.copy(), b), want)
+    np.testing.assert_array_equal(merge_row_top2(b.copy(), a), want)
+    # the pass: the same for any block size and scheduler
+    X = _sparse(rng, 60, 30)
+    dense = np.sort(X.toarray().astype(np.float64) ** 2, axis=1)[:, ::-1][:, :2]
+    for block_size, scheduler in [(1, "threads"), (4, "synchronous"), (30, "threads")]:
+        got = row_top2(InMemoryStore(X, np.arange(60) % 2, block_size=block_size),
+                       scheduler=scheduler)
+        np.testing.assert_array_equal(got, dense)
+
 # ------------------------------------------------------------ row subsets
 @pytest.mark.parametrize("binary", [False, True])
 def test_row_subset_store_reads_the_kept_rows(rng, tmp_path, binary):

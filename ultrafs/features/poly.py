@@ -61,9 +61,10 @@ import numpy as np
 from ultrafs.errors import ParameterError
 from ultrafs.features.base import FeatureSpace, register_feature_space
 from ultrafs.features.keys import PairKeys
-from ultrafs.kernels.poly import (BOUND_SLACK, column_stats, column_stats_multi,
-                                  cross_topk, cross_topk_multi, gram_topk,
-                                  multiply_columns, pair_gram_rows, rows_of_columns)
+from ultrafs.kernels.poly import (BOUND_SLACK, column_pass_topk, column_stats,
+                                  column_stats_multi, cross_topk, cross_topk_multi,
+                                  gram_topk, live_columns_of_block, multiply_columns,
+                                  pair_gram_rows, rows_of_columns)
 from ultrafs.kernels.scoring import merge_topk, topk_keyed
 from ultrafs.scoring.topk import TopK
 from ultrafs.store.base import ColumnBlock, ColumnStore, balanced_block_bounds
@@ -112,6 +113,18 @@ def _column_pass(block, store, codec, weights, row_norms, excluded, k, n_seed,
     cols = store.read_range(start, stop)
     empty = np.zeros(0)
     data = cols.data if cols.data is not None else empty
+    if weights.ndim == 1:
+        # fused: no per-column arrays (a block may hold millions of columns)
+        top_keys, top_scores, seed_cols, seed_weight, max_abs, min_value = \
+            column_pass_topk(cols.indptr, cols.indices, data, weights,
+                             cols.data is None, start, codec.n_features,
+                             linear_scale, square_scale, excluded, k, n_seed)
+        return {
+            "topk": TopK(top_keys, top_scores, {"nnz": cols.nnz}),
+            "seed": TopK(seed_cols, seed_weight, {}),
+            "max_abs": float(max_abs),
+            "min_value": float(min_value),
+        }
     lin, sq, pos, neg, max_abs, min_value = _stats(
         cols.indptr, cols.indices, data, weights, row_norms, cols.data is None)
     columns = np.arange(start, stop, dtype=np.int64)
@@ -164,6 +177,11 @@ def _live_pass(block, store, weights, row_norms, min_weight, nonnegative):
     start, stop = block
     cols = store.read_range(start, stop)
     data = cols.data if cols.data is not None else np.zeros(0)
+    if weights.ndim == 1:
+        live = start + live_columns_of_block(cols.indptr, cols.indices, data,
+                                             weights, cols.data is None,
+                                             nonnegative, min_weight)
+        return {"live": live.astype(np.int64), "nnz": cols.nnz}
     _, _, pos, neg, _, _ = _stats(cols.indptr, cols.indices, data, weights,
                                   row_norms, cols.data is None)
     live_weight = _bound_weights(pos, neg, nonnegative)[2]
