@@ -244,7 +244,9 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
         ``objective``, ``inner_iterations``, ``inner_kkt`` (the relative
         KKT residual at the inner stop; NaN without the certificate),
         ``inner_converged``, ``score_seconds``,
-        ``materialize_seconds``, ``solve_seconds``, ``scan_nnz``,
+        ``materialize_seconds``, ``solve_seconds``, ``score_cpu_seconds``,
+        ``solve_cpu_seconds`` (CPU time of all of this process's threads;
+        over the wall seconds: the phase's CPU use), ``scan_nnz``,
         ``candidates`` (candidates possible), ``top_score``,
         ``score_peak_rss_mb``, ``materialize_peak_rss_mb``,
         ``solve_peak_rss_mb`` (this process's peak resident memory at the
@@ -332,11 +334,13 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
     for iteration in range(first_iteration, max_outer + 1):
         weights = _datafit(cache, y, C, loss_object, n_outputs,
                            sample_weight).dual_weights(decision)
+        cpu_started = time.process_time()
         candidates, pass_stats = worst_case_analysis(
             features, weights, min(int(B), budget - n_nonzero), excluded=keys,
             block_size=block_size,
             scheduler=scheduler, num_workers=num_workers,
             progress_label=f"iteration {iteration} pass" if progress else None)
+        score_cpu = time.process_time() - cpu_started
         score_peak = peak_rss_mb()
         if len(candidates) and not np.all(np.isfinite(candidates.scores)):
             raise ParameterError(_overflow_message(C))
@@ -353,6 +357,7 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
         materialize_peak = peak_rss_mb()
 
         started = time.perf_counter()
+        cpu_started = time.process_time()
         solution = solve(
             _datafit(cache, y, C, loss_object, n_outputs, sample_weight),
             cache.batch_ptr * n_outputs,
@@ -360,6 +365,7 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
             lipschitz0=lipschitz, tol=inner_tol, max_iter=inner_max_iter,
             kkt_tol=inner_kkt_tol)
         solve_seconds = time.perf_counter() - started
+        solve_cpu = time.process_time() - cpu_started
         solve_peak = peak_rss_mb()
         _require_finite(solution, C)
         coef, bias = solution.coef, solution.bias
@@ -379,6 +385,10 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
             "score_seconds": pass_stats.seconds,
             "materialize_seconds": materialize_seconds,
             "solve_seconds": solve_seconds,
+            # CPU seconds of every thread of this process (not of worker
+            # processes): cpu / seconds is the phase's CPU use
+            "score_cpu_seconds": score_cpu,
+            "solve_cpu_seconds": solve_cpu,
             "scan_nnz": pass_stats.nnz,
             "candidates": int(pass_stats.n_candidates),
             "top_score": float(candidates.scores[0]),
