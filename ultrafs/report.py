@@ -713,8 +713,10 @@ def _store_info(store) -> str:
 def _figure_data(model, top):
     history = [dict(r) for r in model.history]
     phases = {}
+    # wall seconds only (``*_cpu_seconds`` are CPU time, not phases)
     names = list(PHASES) + sorted({k for r in history for k in r
-                                   if k.endswith("_seconds")} - set(PHASES))
+                                   if k.endswith("_seconds")
+                                   and not k.endswith("_cpu_seconds")} - set(PHASES))
     for name in names:
         if any(name in r for r in history):
             phases[name] = [float(r.get(name, 0.0) or 0.0) for r in history]
