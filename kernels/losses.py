@@ -48,13 +48,25 @@ calls them with an empty ``s`` when there are no weights.  The per-sample
 quantities (derivative, dual, second derivative) are weighted by the caller
 (``out *= s``).
 
+Threads: the sums are taken per chunk of ``row_chunks.CHUNK`` rows and the
+chunks' partials added in chunk order (a fixed order, whatever the number of
+threads). Every summed kernel and the second derivatives have a
+``*_parallel`` twin (``numba`` ``prange`` over the chunks or the samples)
+with the same arguments and the same results to the bit;
+``ultrafs.solvers.losses`` calls the twin where
+:func:`~ultrafs.kernels.row_chunks.parallel` allows it.  The scoring pass's
+Dask tasks call none of these.
+
 Callers dispatch on the loss through the registry of ``ultrafs.solvers.losses``; no
 kernel branches on a loss code.
 """
 
 import math
 
-from numba import njit
+import numpy as np
+from numba import njit, prange
+
+from .row_chunks import CHUNK, n_chunks, ordered_sum
 
 __all__ = [
     "logistic_value_weighted",
@@ -71,6 +83,17 @@ __all__ = [
     "squared_hinge_derivative",
     "squared_hinge_dual",
     "squared_hinge_second_derivative",
+    # parallel twins (same arguments, same bytes; see row_chunks.py)
+    "logistic_value_weighted_parallel",
+    "logistic_value_derivative_weighted_parallel",
+    "logistic_curvature_sum_weighted_parallel",
+    "logistic_value_change_weighted_parallel",
+    "logistic_second_derivative_parallel",
+    "squared_hinge_value_weighted_parallel",
+    "squared_hinge_value_derivative_weighted_parallel",
+    "squared_hinge_curvature_sum_weighted_parallel",
+    "squared_hinge_value_change_weighted_parallel",
+    "squared_hinge_second_derivative_parallel",
 ]
 
 
@@ -152,6 +175,15 @@ def logistic_second_derivative(y, f, out):
     return out
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def logistic_second_derivative_parallel(y, f, out):
+    """:func:`logistic_second_derivative` over threads (the same bytes)."""
+    for i in prange(len(y)):
+        e = math.exp(-abs(f[i]))
+        out[i] = e / ((1.0 + e) * (1.0 + e))
+    return out
+
+
 
 
 
@@ -216,11 +248,34 @@ def squared_hinge_second_derivative(y, f, out):
     return out
 
 
+@njit(cache=True, nogil=True, parallel=True)
+def squared_hinge_second_derivative_parallel(y, f, out):
+    """:func:`squared_hinge_second_derivative` over threads (the same bytes)."""
+    for i in prange(len(y)):
+        out[i] = 1.0 if 1.0 - y[i] * f[i] > 0.0 else 0.0
+    return out
+
+
 # -- sample weights: the one implementation of each summed quantity ----------
 # ``s`` holds one weight per sample, or is empty for no weights: the kernels
 # then use the weight 1.0, and since ``1.0 * x`` and ``x / 1.0`` are exact and
 # the tests on the weight never skip a sample, the sums are those of the
 # unweighted loss to the bit.
+#
+# Every sum is taken per chunk of ``CHUNK`` rows (``_<quantity>(..., lo, hi)``)
+# and the chunks' partials are added in chunk order: the serial kernel and
+# its ``*_parallel`` twin (chunks spread over threads) return the same bytes.
+@njit(cache=True, nogil=True)
+def _logistic_value(y, f, s, lo, hi):
+    weighted = len(s) > 0
+    total = 0.0
+    for i in range(lo, hi):
+        w = s[i] if weighted else 1.0
+        if w != 0.0:
+            total += w * _softplus(-y[i] * f[i])
+    return total
+
+
 @njit(cache=True, nogil=True)
 def logistic_value_weighted(y, f, s):
     """Return ``sum_i s_i log(1 + exp(-y_i f_i))``.
@@ -234,12 +289,40 @@ def logistic_value_weighted(y, f, s):
     -------
     float
     """
+    n = len(y)
+    total = 0.0
+    for c in range(n_chunks(n)):
+        total += _logistic_value(y, f, s, c * CHUNK, min(n, (c + 1) * CHUNK))
+    return total
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def logistic_value_weighted_parallel(y, f, s):
+    """:func:`logistic_value_weighted` over threads (the same bytes)."""
+    n = len(y)
+    parts = np.empty(n_chunks(n))
+    for c in prange(len(parts)):
+        parts[c] = _logistic_value(y, f, s, c * CHUNK, min(n, (c + 1) * CHUNK))
+    return ordered_sum(parts)
+
+
+@njit(cache=True, nogil=True)
+def _logistic_value_derivative(y, f, s, out, lo, hi):
     weighted = len(s) > 0
     total = 0.0
-    for i in range(len(y)):
+    for i in range(lo, hi):
         w = s[i] if weighted else 1.0
+        z = -y[i] * f[i]
+        e = math.exp(-abs(z))
+        if z > 0.0:
+            value = z + math.log1p(e)
+            d = -y[i] / (1.0 + e)
+        else:
+            value = math.log1p(e)
+            d = -y[i] * e / (1.0 + e)
         if w != 0.0:
-            total += w * _softplus(-y[i] * f[i])
+            total += w * value
+        out[i] = w * d
     return total
 
 
@@ -258,21 +341,34 @@ def logistic_value_derivative_weighted(y, f, s, out):
     -------
     float
     """
+    n = len(y)
+    total = 0.0
+    for c in range(n_chunks(n)):
+        total += _logistic_value_derivative(y, f, s, out, c * CHUNK,
+                                            min(n, (c + 1) * CHUNK))
+    return total
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def logistic_value_derivative_weighted_parallel(y, f, s, out):
+    """:func:`logistic_value_derivative_weighted` over threads (the same bytes)."""
+    n = len(y)
+    parts = np.empty(n_chunks(n))
+    for c in prange(len(parts)):
+        parts[c] = _logistic_value_derivative(y, f, s, out, c * CHUNK,
+                                              min(n, (c + 1) * CHUNK))
+    return ordered_sum(parts)
+
+
+@njit(cache=True, nogil=True)
+def _logistic_curvature(y, s, d, lo, hi):
     weighted = len(s) > 0
     total = 0.0
-    for i in range(len(y)):
+    for i in range(lo, hi):
         w = s[i] if weighted else 1.0
-        z = -y[i] * f[i]
-        e = math.exp(-abs(z))
-        if z > 0.0:
-            value = z + math.log1p(e)
-            d = -y[i] / (1.0 + e)
-        else:
-            value = math.log1p(e)
-            d = -y[i] * e / (1.0 + e)
-        if w != 0.0:
-            total += w * value
-        out[i] = w * d
+        if w > 0.0:
+            sig = -y[i] * d[i] / w
+            total += w * (sig * (1.0 - sig))
     return total
 
 
@@ -293,13 +389,37 @@ def logistic_curvature_sum_weighted(y, f, s, d):
     -------
     float
     """
+    n = len(y)
+    total = 0.0
+    for c in range(n_chunks(n)):
+        total += _logistic_curvature(y, s, d, c * CHUNK, min(n, (c + 1) * CHUNK))
+    return total
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def logistic_curvature_sum_weighted_parallel(y, f, s, d):
+    """:func:`logistic_curvature_sum_weighted` over threads (the same bytes)."""
+    n = len(y)
+    parts = np.empty(n_chunks(n))
+    for c in prange(len(parts)):
+        parts[c] = _logistic_curvature(y, s, d, c * CHUNK, min(n, (c + 1) * CHUNK))
+    return ordered_sum(parts)
+
+
+@njit(cache=True, nogil=True)
+def _logistic_value_change(y, f, s, delta, lo, hi):
     weighted = len(s) > 0
     total = 0.0
-    for i in range(len(y)):
+    for i in range(lo, hi):
         w = s[i] if weighted else 1.0
-        if w > 0.0:
-            sig = -y[i] * d[i] / w
-            total += w * (sig * (1.0 - sig))
+        if w == 0.0:
+            continue
+        z = -y[i] * f[i]
+        e = -y[i] * delta[i]
+        if abs(e) <= 1.0:
+            total += w * math.log1p(_sigmoid(z) * math.expm1(e))
+        else:
+            total += w * (_softplus(z + e) - _softplus(z))
     return total
 
 
@@ -321,18 +441,34 @@ def logistic_value_change_weighted(y, f, s, delta):
     -------
     float
     """
+    n = len(y)
+    total = 0.0
+    for c in range(n_chunks(n)):
+        total += _logistic_value_change(y, f, s, delta, c * CHUNK,
+                                        min(n, (c + 1) * CHUNK))
+    return total
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def logistic_value_change_weighted_parallel(y, f, s, delta):
+    """:func:`logistic_value_change_weighted` over threads (the same bytes)."""
+    n = len(y)
+    parts = np.empty(n_chunks(n))
+    for c in prange(len(parts)):
+        parts[c] = _logistic_value_change(y, f, s, delta, c * CHUNK,
+                                          min(n, (c + 1) * CHUNK))
+    return ordered_sum(parts)
+
+
+@njit(cache=True, nogil=True)
+def _squared_hinge_value(y, f, s, lo, hi):
     weighted = len(s) > 0
     total = 0.0
-    for i in range(len(y)):
+    for i in range(lo, hi):
         w = s[i] if weighted else 1.0
-        if w == 0.0:
-            continue
-        z = -y[i] * f[i]
-        e = -y[i] * delta[i]
-        if abs(e) <= 1.0:
-            total += w * math.log1p(_sigmoid(z) * math.expm1(e))
-        else:
-            total += w * (_softplus(z + e) - _softplus(z))
+        m = 1.0 - y[i] * f[i]
+        if m > 0.0 and w != 0.0:
+            total += w * (0.5 * m * m)
     return total
 
 
@@ -349,13 +485,36 @@ def squared_hinge_value_weighted(y, f, s):
     -------
     float
     """
+    n = len(y)
+    total = 0.0
+    for c in range(n_chunks(n)):
+        total += _squared_hinge_value(y, f, s, c * CHUNK, min(n, (c + 1) * CHUNK))
+    return total
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def squared_hinge_value_weighted_parallel(y, f, s):
+    """:func:`squared_hinge_value_weighted` over threads (the same bytes)."""
+    n = len(y)
+    parts = np.empty(n_chunks(n))
+    for c in prange(len(parts)):
+        parts[c] = _squared_hinge_value(y, f, s, c * CHUNK, min(n, (c + 1) * CHUNK))
+    return ordered_sum(parts)
+
+
+@njit(cache=True, nogil=True)
+def _squared_hinge_value_derivative(y, f, s, out, lo, hi):
     weighted = len(s) > 0
     total = 0.0
-    for i in range(len(y)):
+    for i in range(lo, hi):
         w = s[i] if weighted else 1.0
         m = 1.0 - y[i] * f[i]
-        if m > 0.0 and w != 0.0:
-            total += w * (0.5 * m * m)
+        if m > 0.0:
+            if w != 0.0:
+                total += w * (0.5 * m * m)
+            out[i] = w * (-y[i] * m)
+        else:
+            out[i] = 0.0
     return total
 
 
@@ -374,17 +533,32 @@ def squared_hinge_value_derivative_weighted(y, f, s, out):
     -------
     float
     """
+    n = len(y)
+    total = 0.0
+    for c in range(n_chunks(n)):
+        total += _squared_hinge_value_derivative(y, f, s, out, c * CHUNK,
+                                                 min(n, (c + 1) * CHUNK))
+    return total
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def squared_hinge_value_derivative_weighted_parallel(y, f, s, out):
+    """:func:`squared_hinge_value_derivative_weighted` over threads (the same bytes)."""
+    n = len(y)
+    parts = np.empty(n_chunks(n))
+    for c in prange(len(parts)):
+        parts[c] = _squared_hinge_value_derivative(y, f, s, out, c * CHUNK,
+                                                   min(n, (c + 1) * CHUNK))
+    return ordered_sum(parts)
+
+
+@njit(cache=True, nogil=True)
+def _squared_hinge_curvature(y, f, s, lo, hi):
     weighted = len(s) > 0
     total = 0.0
-    for i in range(len(y)):
-        w = s[i] if weighted else 1.0
-        m = 1.0 - y[i] * f[i]
-        if m > 0.0:
-            if w != 0.0:
-                total += w * (0.5 * m * m)
-            out[i] = w * (-y[i] * m)
-        else:
-            out[i] = 0.0
+    for i in range(lo, hi):
+        if 1.0 - y[i] * f[i] > 0.0:
+            total += s[i] if weighted else 1.0
     return total
 
 
@@ -404,11 +578,40 @@ def squared_hinge_curvature_sum_weighted(y, f, s, d):
     float
         ``sum_i s_i d2l/df2 (y_i, f_i)`` (the right derivative at the kink).
     """
+    n = len(y)
+    total = 0.0
+    for c in range(n_chunks(n)):
+        total += _squared_hinge_curvature(y, f, s, c * CHUNK, min(n, (c + 1) * CHUNK))
+    return total
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def squared_hinge_curvature_sum_weighted_parallel(y, f, s, d):
+    """:func:`squared_hinge_curvature_sum_weighted` over threads (the same bytes)."""
+    n = len(y)
+    parts = np.empty(n_chunks(n))
+    for c in prange(len(parts)):
+        parts[c] = _squared_hinge_curvature(y, f, s, c * CHUNK, min(n, (c + 1) * CHUNK))
+    return ordered_sum(parts)
+
+
+@njit(cache=True, nogil=True)
+def _squared_hinge_value_change(y, f, s, delta, lo, hi):
     weighted = len(s) > 0
     total = 0.0
-    for i in range(len(y)):
-        if 1.0 - y[i] * f[i] > 0.0:
-            total += s[i] if weighted else 1.0
+    for i in range(lo, hi):
+        w = s[i] if weighted else 1.0
+        if w == 0.0:
+            continue
+        m = 1.0 - y[i] * f[i]
+        change = -y[i] * delta[i]
+        m2 = m + change
+        if m > 0.0 and m2 > 0.0:
+            total += w * (0.5 * change * (m + m2))
+        elif m2 > 0.0:
+            total += w * (0.5 * m2 * m2)
+        elif m > 0.0:
+            total -= w * (0.5 * m * m)
     return total
 
 
@@ -429,19 +632,20 @@ def squared_hinge_value_change_weighted(y, f, s, delta):
     -------
     float
     """
-    weighted = len(s) > 0
+    n = len(y)
     total = 0.0
-    for i in range(len(y)):
-        w = s[i] if weighted else 1.0
-        if w == 0.0:
-            continue
-        m = 1.0 - y[i] * f[i]
-        change = -y[i] * delta[i]
-        m2 = m + change
-        if m > 0.0 and m2 > 0.0:
-            total += w * (0.5 * change * (m + m2))
-        elif m2 > 0.0:
-            total += w * (0.5 * m2 * m2)
-        elif m > 0.0:
-            total -= w * (0.5 * m * m)
+    for c in range(n_chunks(n)):
+        total += _squared_hinge_value_change(y, f, s, delta, c * CHUNK,
+                                             min(n, (c + 1) * CHUNK))
     return total
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def squared_hinge_value_change_weighted_parallel(y, f, s, delta):
+    """:func:`squared_hinge_value_change_weighted` over threads (the same bytes)."""
+    n = len(y)
+    parts = np.empty(n_chunks(n))
+    for c in prange(len(parts)):
+        parts[c] = _squared_hinge_value_change(y, f, s, delta, c * CHUNK,
+                                               min(n, (c + 1) * CHUNK))
+    return ordered_sum(parts)

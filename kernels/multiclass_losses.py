@@ -26,6 +26,11 @@ the one implementation: an empty ``s`` means no weights (weight 1.0, the
 unweighted results to the bit; ``ultrafs.solvers.losses`` passes one when
 there are no weights).
 
+Threads: the sums are taken per chunk of ``row_chunks.CHUNK`` samples and
+the chunks' partials added in chunk order (for the one-vs-rest bias
+curvature, per class); each summed kernel has a ``*_parallel`` twin with
+the same arguments and the same results to the bit.
+
 Losses:
 
 * multinomial logistic: ``l = log sum_k exp(F_ik) - F_{i y_i}``,
@@ -41,7 +46,9 @@ Losses:
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
+
+from .row_chunks import CHUNK, n_chunks, ordered_sum
 
 __all__ = [
     "multinomial_value_weighted",
@@ -52,6 +59,13 @@ __all__ = [
     "ovr_squared_hinge_bias_curvature_weighted",
     "multinomial_derivative",
     "ovr_squared_hinge_derivative",
+    # parallel twins (same arguments, same bytes; see row_chunks.py)
+    "multinomial_value_weighted_parallel",
+    "multinomial_value_derivative_weighted_parallel",
+    "multinomial_bias_curvature_weighted_parallel",
+    "ovr_squared_hinge_value_weighted_parallel",
+    "ovr_squared_hinge_value_derivative_weighted_parallel",
+    "ovr_squared_hinge_bias_curvature_weighted_parallel",
 ]
 
 
@@ -93,10 +107,40 @@ def ovr_squared_hinge_derivative(y, f, out):
 # then use the weight 1.0, and since ``1.0 * x`` and ``x / 1.0`` are exact and
 # the tests on the weight never skip a sample, the results are those of the
 # unweighted loss to the bit.
+#
+# Every sum is taken per chunk of ``CHUNK`` samples and the chunks' partials
+# are added in chunk order: the serial kernel and its ``*_parallel`` twin
+# return the same bytes.
 @njit(cache=True, nogil=True)
 def multinomial_value_weighted(y, f, s):
     """Return ``sum_i s_i (log sum_k exp(F_ik) - F_{i y_i})``."""
     return multinomial_value_derivative_weighted(y, f, s, np.empty(len(f)))
+
+
+@njit(cache=True, nogil=True)
+def multinomial_value_weighted_parallel(y, f, s):
+    """:func:`multinomial_value_weighted` over threads (the same bytes)."""
+    return multinomial_value_derivative_weighted_parallel(y, f, s, np.empty(len(f)))
+
+
+@njit(cache=True, nogil=True)
+def _multinomial_value_derivative(y, f, s, out, K, lo, hi):
+    weighted = len(s) > 0
+    total = 0.0
+    for i in range(lo, hi):
+        w = s[i] if weighted else 1.0
+        start = i * K
+        top, lse = _logsumexp_row(f, start, K)
+        if w != 0.0:
+            total += w * (top + lse - f[start + y[i]])
+        shift = top + lse
+        for k in range(K):
+            out[start + k] = math.exp(f[start + k] - shift)
+        out[start + y[i]] -= 1.0
+        if weighted:
+            for k in range(K):
+                out[start + k] *= w
+    return total
 
 
 @njit(cache=True, nogil=True)
@@ -116,21 +160,41 @@ def multinomial_value_derivative_weighted(y, f, s, out):
     """
     n = len(y)
     K = len(f) // n if n else 0
+    total = 0.0
+    for c in range(n_chunks(n)):
+        total += _multinomial_value_derivative(y, f, s, out, K, c * CHUNK,
+                                               min(n, (c + 1) * CHUNK))
+    return total
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def multinomial_value_derivative_weighted_parallel(y, f, s, out):
+    """:func:`multinomial_value_derivative_weighted` over threads (the same bytes)."""
+    n = len(y)
+    K = len(f) // n if n else 0
+    parts = np.empty(n_chunks(n))
+    for c in prange(len(parts)):
+        parts[c] = _multinomial_value_derivative(y, f, s, out, K, c * CHUNK,
+                                                 min(n, (c + 1) * CHUNK))
+    return ordered_sum(parts)
+
+
+@njit(cache=True, nogil=True)
+def _multinomial_curvature(y, s, d, K, lo, hi):
     weighted = len(s) > 0
     total = 0.0
-    for i in range(n):
+    for i in range(lo, hi):
         w = s[i] if weighted else 1.0
+        if not w > 0.0:
+            continue
         start = i * K
-        top, lse = _logsumexp_row(f, start, K)
-        if w != 0.0:
-            total += w * (top + lse - f[start + y[i]])
-        shift = top + lse
+        best = 0.0
         for k in range(K):
-            out[start + k] = math.exp(f[start + k] - shift)
-        out[start + y[i]] -= 1.0
-        if weighted:
-            for k in range(K):
-                out[start + k] *= w
+            p = d[start + k] / w + (1.0 if k == y[i] else 0.0)
+            v = 2.0 * p * (1.0 - p)
+            if v > best:
+                best = v
+        total += w * best
     return total
 
 
@@ -154,21 +218,21 @@ def multinomial_bias_curvature_weighted(y, f, s, d):
     """
     n = len(y)
     K = len(d) // n if n else 0
-    weighted = len(s) > 0
     total = 0.0
-    for i in range(n):
-        w = s[i] if weighted else 1.0
-        if not w > 0.0:
-            continue
-        start = i * K
-        best = 0.0
-        for k in range(K):
-            p = d[start + k] / w + (1.0 if k == y[i] else 0.0)
-            v = 2.0 * p * (1.0 - p)
-            if v > best:
-                best = v
-        total += w * best
+    for c in range(n_chunks(n)):
+        total += _multinomial_curvature(y, s, d, K, c * CHUNK, min(n, (c + 1) * CHUNK))
     return total
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def multinomial_bias_curvature_weighted_parallel(y, f, s, d):
+    """:func:`multinomial_bias_curvature_weighted` over threads (the same bytes)."""
+    n = len(y)
+    K = len(d) // n if n else 0
+    parts = np.empty(n_chunks(n))
+    for c in prange(len(parts)):
+        parts[c] = _multinomial_curvature(y, s, d, K, c * CHUNK, min(n, (c + 1) * CHUNK))
+    return ordered_sum(parts)
 
 
 @njit(cache=True, nogil=True)
@@ -178,16 +242,17 @@ def ovr_squared_hinge_value_weighted(y, f, s):
 
 
 @njit(cache=True, nogil=True)
-def ovr_squared_hinge_value_derivative_weighted(y, f, s, out):
-    """Write ``-s_i Y_ik max(0, 1 - Y_ik F_ik)`` into ``out``; return the value.
+def ovr_squared_hinge_value_weighted_parallel(y, f, s):
+    """:func:`ovr_squared_hinge_value_weighted` over threads (the same bytes)."""
+    return ovr_squared_hinge_value_derivative_weighted_parallel(y, f, s,
+                                                                np.empty(len(f)))
 
-    ``s``: shape (n,), or (0,) for no weights.
-    """
-    n = len(y)
-    K = len(f) // n if n else 0
+
+@njit(cache=True, nogil=True)
+def _ovr_value_derivative(y, f, s, out, K, lo, hi):
     weighted = len(s) > 0
     total = 0.0
-    for i in range(n):
+    for i in range(lo, hi):
         w = s[i] if weighted else 1.0
         start = i * K
         for k in range(K):
@@ -203,6 +268,59 @@ def ovr_squared_hinge_value_derivative_weighted(y, f, s, out):
 
 
 @njit(cache=True, nogil=True)
+def ovr_squared_hinge_value_derivative_weighted(y, f, s, out):
+    """Write ``-s_i Y_ik max(0, 1 - Y_ik F_ik)`` into ``out``; return the value.
+
+    ``s``: shape (n,), or (0,) for no weights.
+    """
+    n = len(y)
+    K = len(f) // n if n else 0
+    total = 0.0
+    for c in range(n_chunks(n)):
+        total += _ovr_value_derivative(y, f, s, out, K, c * CHUNK,
+                                       min(n, (c + 1) * CHUNK))
+    return total
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def ovr_squared_hinge_value_derivative_weighted_parallel(y, f, s, out):
+    """:func:`ovr_squared_hinge_value_derivative_weighted` over threads (the same bytes)."""
+    n = len(y)
+    K = len(f) // n if n else 0
+    parts = np.empty(n_chunks(n))
+    for c in prange(len(parts)):
+        parts[c] = _ovr_value_derivative(y, f, s, out, K, c * CHUNK,
+                                         min(n, (c + 1) * CHUNK))
+    return ordered_sum(parts)
+
+
+@njit(cache=True, nogil=True)
+def _ovr_counts(y, f, s, K, lo, hi, counts):
+    """Add ``s_i [1 - Y_ik F_ik > 0]`` of rows ``lo:hi`` to ``counts`` (K,)."""
+    weighted = len(s) > 0
+    for i in range(lo, hi):
+        w = s[i] if weighted else 1.0
+        start = i * K
+        for k in range(K):
+            sign = 1.0 if k == y[i] else -1.0
+            if 1.0 - sign * f[start + k] > 0.0:
+                counts[k] += w
+
+
+@njit(cache=True, nogil=True)
+def _largest_column_sum(parts, K):
+    """``max(0, max_k sum_c parts[c, k])``, the sums taken in chunk order."""
+    best = 0.0
+    for k in range(K):
+        acc = 0.0
+        for c in range(parts.shape[0]):
+            acc += parts[c, k]
+        if acc > best:
+            best = acc
+    return best
+
+
+@njit(cache=True, nogil=True)
 def ovr_squared_hinge_bias_curvature_weighted(y, f, s, d):
     """Return ``max_k sum_i s_i [1 - Y_ik F_ik > 0]`` (the bias Hessian's largest entry).
 
@@ -211,17 +329,18 @@ def ovr_squared_hinge_bias_curvature_weighted(y, f, s, d):
     """
     n = len(y)
     K = len(f) // n if n else 0
-    weighted = len(s) > 0
-    counts = np.zeros(K, dtype=np.float64)
-    for i in range(n):
-        w = s[i] if weighted else 1.0
-        start = i * K
-        for k in range(K):
-            sign = 1.0 if k == y[i] else -1.0
-            if 1.0 - sign * f[start + k] > 0.0:
-                counts[k] += w
-    best = 0.0
-    for k in range(K):
-        if counts[k] > best:
-            best = counts[k]
-    return best
+    parts = np.zeros((n_chunks(n), K))
+    for c in range(parts.shape[0]):
+        _ovr_counts(y, f, s, K, c * CHUNK, min(n, (c + 1) * CHUNK), parts[c])
+    return _largest_column_sum(parts, K)
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def ovr_squared_hinge_bias_curvature_weighted_parallel(y, f, s, d):
+    """:func:`ovr_squared_hinge_bias_curvature_weighted` over threads (the same bytes)."""
+    n = len(y)
+    K = len(f) // n if n else 0
+    parts = np.zeros((n_chunks(n), K))
+    for c in prange(parts.shape[0]):
+        _ovr_counts(y, f, s, K, c * CHUNK, min(n, (c + 1) * CHUNK), parts[c])
+    return _largest_column_sum(parts, K)

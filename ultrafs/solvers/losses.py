@@ -33,6 +33,12 @@ only the weighted kernels of the summed quantities, which
 :meth:`Loss._summed` calls with an empty ``s`` (no weights, bit-identical
 to the unweighted sums).  A loss without weighted kernels refuses
 weights in one line (:attr:`Loss.weighted`).
+
+Threads: the built-in losses bind each summed kernel and the second
+derivative through :func:`ultrafs.kernels.row_chunks.parallel`, which runs
+the kernel's ``*_parallel`` twin (the same bytes for any number of
+threads) where numba may use several threads.  A loss may bind plain
+(serial) kernels.
 """
 
 from __future__ import annotations
@@ -44,6 +50,7 @@ import numpy as np
 from ultrafs.errors import ParameterError
 from ultrafs.kernels import losses as _k
 from ultrafs.kernels import multiclass_losses as _mk
+from ultrafs.kernels.row_chunks import parallel as _parallel
 
 __all__ = ["Loss", "Logistic", "SquaredHinge", "MultinomialLogistic",
            "OneVsRestSquaredHinge", "LOSSES", "MULTICLASS_LOSSES", "register_loss",
@@ -52,6 +59,14 @@ __all__ = ["Loss", "Logistic", "SquaredHinge", "MultinomialLogistic",
 
 #: the empty weights array the weighted kernels read as "no weights"
 _NO_WEIGHTS = np.empty(0)
+
+
+def _pair(module, name):
+    """Kernel ``name`` of ``module``, run as its ``*_parallel`` twin where allowed.
+
+    The twins return the same bytes (:mod:`ultrafs.kernels.row_chunks`).
+    """
+    return _parallel(getattr(module, name), getattr(module, name + "_parallel"))
 
 
 def _scale_rows(out, weights, n):
@@ -359,11 +374,14 @@ class Logistic(Loss):
     curvature_bound = 0.25
     _derivative_kernel = staticmethod(_k.logistic_derivative)
     _dual_kernel = staticmethod(_k.logistic_dual)
-    _second_derivative_kernel = staticmethod(_k.logistic_second_derivative)
-    _weighted_value_kernel = staticmethod(_k.logistic_value_weighted)
-    _weighted_value_derivative_kernel = staticmethod(_k.logistic_value_derivative_weighted)
-    _weighted_curvature_kernel = staticmethod(_k.logistic_curvature_sum_weighted)
-    _weighted_value_change_kernel = staticmethod(_k.logistic_value_change_weighted)
+    _second_derivative_kernel = staticmethod(_pair(_k, "logistic_second_derivative"))
+    _weighted_value_kernel = staticmethod(_pair(_k, "logistic_value_weighted"))
+    _weighted_value_derivative_kernel = staticmethod(
+        _pair(_k, "logistic_value_derivative_weighted"))
+    _weighted_curvature_kernel = staticmethod(
+        _pair(_k, "logistic_curvature_sum_weighted"))
+    _weighted_value_change_kernel = staticmethod(
+        _pair(_k, "logistic_value_change_weighted"))
 
     def optimal_constant(self, y, n_outputs=1, weights=None):
         """Return ``log(n_+ / n_-)``, the exact minimiser.
@@ -403,12 +421,15 @@ class SquaredHinge(Loss):
     curvature_bound = 1.0
     _derivative_kernel = staticmethod(_k.squared_hinge_derivative)
     _dual_kernel = staticmethod(_k.squared_hinge_dual)
-    _second_derivative_kernel = staticmethod(_k.squared_hinge_second_derivative)
-    _weighted_value_kernel = staticmethod(_k.squared_hinge_value_weighted)
+    _second_derivative_kernel = staticmethod(
+        _pair(_k, "squared_hinge_second_derivative"))
+    _weighted_value_kernel = staticmethod(_pair(_k, "squared_hinge_value_weighted"))
     _weighted_value_derivative_kernel = staticmethod(
-        _k.squared_hinge_value_derivative_weighted)
-    _weighted_curvature_kernel = staticmethod(_k.squared_hinge_curvature_sum_weighted)
-    _weighted_value_change_kernel = staticmethod(_k.squared_hinge_value_change_weighted)
+        _pair(_k, "squared_hinge_value_derivative_weighted"))
+    _weighted_curvature_kernel = staticmethod(
+        _pair(_k, "squared_hinge_curvature_sum_weighted"))
+    _weighted_value_change_kernel = staticmethod(
+        _pair(_k, "squared_hinge_value_change_weighted"))
 
     def optimal_constant(self, y, n_outputs=1, weights=None):
         """Return ``(n_+ - n_-) / n``, the exact minimiser (0 when ``n = 0``).
@@ -473,10 +494,11 @@ class MultinomialLogistic(MulticlassLoss):
     probabilistic = True
     curvature_bound = 0.5
     _derivative_kernel = staticmethod(_mk.multinomial_derivative)
-    _weighted_value_kernel = staticmethod(_mk.multinomial_value_weighted)
+    _weighted_value_kernel = staticmethod(_pair(_mk, "multinomial_value_weighted"))
     _weighted_value_derivative_kernel = staticmethod(
-        _mk.multinomial_value_derivative_weighted)
-    _weighted_curvature_kernel = staticmethod(_mk.multinomial_bias_curvature_weighted)
+        _pair(_mk, "multinomial_value_derivative_weighted"))
+    _weighted_curvature_kernel = staticmethod(
+        _pair(_mk, "multinomial_bias_curvature_weighted"))
 
     def optimal_constant(self, y, n_outputs=1, weights=None):
         """Return ``log(n_k / n)`` per class (defined up to a common shift).
@@ -504,11 +526,12 @@ class OneVsRestSquaredHinge(MulticlassLoss):
     name = "squared-hinge"
     curvature_bound = 1.0
     _derivative_kernel = staticmethod(_mk.ovr_squared_hinge_derivative)
-    _weighted_value_kernel = staticmethod(_mk.ovr_squared_hinge_value_weighted)
+    _weighted_value_kernel = staticmethod(
+        _pair(_mk, "ovr_squared_hinge_value_weighted"))
     _weighted_value_derivative_kernel = staticmethod(
-        _mk.ovr_squared_hinge_value_derivative_weighted)
+        _pair(_mk, "ovr_squared_hinge_value_derivative_weighted"))
     _weighted_curvature_kernel = staticmethod(
-        _mk.ovr_squared_hinge_bias_curvature_weighted)
+        _pair(_mk, "ovr_squared_hinge_bias_curvature_weighted"))
 
     def optimal_constant(self, y, n_outputs=1, weights=None):
         """Return ``(n_k - (n - n_k)) / n`` per class, the exact minimiser.
