@@ -7,6 +7,10 @@
     jointly, ``X~ = [X, -1]``, from the CSR arrays of ``X`` in
     ``O(sum_i nnz_i^2)`` (``nnz_i`` the stored entries of row ``i``); rows
     of weight 0 (inactive squared-hinge samples) cost nothing.
+    ``csr_augmented_gram_parallel(indptr, indices, data, weights, bounds, out)``
+    is its twin over threads, each owning a range of the Gram's rows
+    (``gram_row_bounds(gram_row_work(...), T)``): the same bytes for any
+    ranges and threads.
 
 ``l21sq_model_bcd(H, g, coef, bias, block_ptr, fit_intercept, tol, max_sweeps, z, c, *ws)``
     block coordinate descent on the proximal Newton model of the
@@ -46,9 +50,10 @@ holds a core); LAPACK is called once per block and Newton step
 import math
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
-__all__ = ["csr_augmented_gram", "eigen_workspace", "l21sq_model_bcd",
+__all__ = ["csr_augmented_gram", "csr_augmented_gram_parallel", "gram_row_work",
+           "gram_row_bounds", "eigen_workspace", "l21sq_model_bcd",
            "l21sq_model_polish", "l21sq_model_residual"]
 
 # Newton iterations on the scalar equation of one block (it converges
@@ -102,6 +107,130 @@ def csr_augmented_gram(indptr, indices, data, weights, out):
             out[j, k] = v
             out[k, j] = v
     return out
+
+
+@njit(cache=True, nogil=True)
+def _gram_rows(indptr, indices, data, weights, lo, hi, out):
+    """Rows ``lo:hi`` of :func:`csr_augmented_gram` before its final fold.
+
+    ``out[j, :]`` for ``lo <= j < hi`` (and ``out[p, p]`` if ``p`` is in the
+    range) gets, row by row of ``X``, exactly the additions the serial
+    kernel makes to it, in the same order.  Row indices must increase (not
+    strictly) within each CSR row, so a row's entries of columns ``lo:hi``
+    are contiguous: found by bisection.
+    """
+    size = out.shape[0]
+    p = size - 1
+    for j in range(lo, hi):
+        out[j, :] = 0.0
+    for i in range(len(indptr) - 1):
+        wi = weights[i]
+        if wi == 0.0:
+            continue
+        start, end = indptr[i], indptr[i + 1]
+        first, last = start, end
+        while first < last:
+            mid = (first + last) >> 1
+            if indices[mid] < lo:
+                first = mid + 1
+            else:
+                last = mid
+        for a in range(first, end):
+            ja = indices[a]
+            if ja >= hi:
+                break
+            va = wi * data[a]
+            out[ja, p] -= va
+            out[ja, ja] += va * data[a]
+            for b in range(a + 1, end):
+                jb = indices[b]
+                if jb == ja:  # a duplicate entry: its pair lands on the diagonal
+                    out[ja, ja] += 2.0 * va * data[b]
+                else:
+                    out[ja, jb] += va * data[b]
+        if lo <= p < hi:
+            out[p, p] += wi
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def csr_augmented_gram_parallel(indptr, indices, data, weights, bounds, out):
+    """:func:`csr_augmented_gram` over threads: the same bytes, for sorted rows.
+
+    Each thread owns a range of the Gram's rows, ``bounds[r]:bounds[r + 1]``
+    (:func:`gram_row_bounds`), and makes, for every row of ``X`` in order,
+    the additions the serial kernel makes to them: no partial matrices, no
+    reduction, and results that depend neither on ``bounds`` nor on the
+    threads.  Each thread reads all of ``X``'s rows (a bisection per row),
+    so the ranges are best balanced by the pairs they own.
+
+    Parameters
+    ----------
+    indptr, indices, data, weights, out
+        As in :func:`csr_augmented_gram`; the column indices must not
+        decrease within a CSR row (as scipy's ``tocsr`` and
+        :func:`ultrafs.kernels.sparse_ops.csc_to_csr_parallel` give them).
+    bounds : ndarray of int64, shape (T + 1,)
+        ``0 = bounds[0] <= ... <= bounds[T] = p + 1``.
+
+    Returns
+    -------
+    ndarray of float64, shape (p + 1, p + 1), symmetric
+    """
+    size = out.shape[0]
+    for r in prange(len(bounds) - 1):
+        _gram_rows(indptr, indices, data, weights, bounds[r], bounds[r + 1], out)
+    for j in prange(size):
+        for k in range(j + 1, size):
+            v = out[j, k] + out[k, j]
+            out[j, k] = v
+            out[k, j] = v
+    return out
+
+
+@njit(cache=True, nogil=True)
+def gram_row_work(indptr, indices, size):
+    """The additions of :func:`csr_augmented_gram` per row of the Gram (+1 each).
+
+    Parameters
+    ----------
+    indptr, indices : ndarray
+        CSR pattern of ``X`` (n x p).
+    size : int
+        ``p + 1``.
+
+    Returns
+    -------
+    ndarray of int64, shape (p + 1,)
+        Row ``p`` (the intercept) counts one per row of ``X``.
+    """
+    work = np.zeros(size, dtype=np.int64)
+    for i in range(len(indptr) - 1):
+        end = indptr[i + 1]
+        for a in range(indptr[i], end):
+            work[indices[a]] += end - a + 1
+        work[size - 1] += 1
+    return work
+
+
+def gram_row_bounds(work, parts):
+    """Split the Gram's rows into ``parts`` ranges of about equal ``work``.
+
+    Parameters
+    ----------
+    work : ndarray of int64, shape (p + 1,)
+        :func:`gram_row_work`.
+    parts : int
+
+    Returns
+    -------
+    ndarray of int64, shape (parts + 1,)
+    """
+    size = len(work)
+    total = np.cumsum(work, dtype=np.float64)
+    if size == 0 or parts <= 1 or total[-1] <= 0:
+        return np.array([0, size], dtype=np.int64)
+    cuts = np.searchsorted(total, total[-1] * np.arange(1, parts) / parts)
+    return np.concatenate([[0], np.minimum(cuts, size), [size]]).astype(np.int64)
 
 
 @njit(cache=True, nogil=True)

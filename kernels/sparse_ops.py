@@ -22,7 +22,7 @@ same sums in the same order as the single-output kernels.
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 __all__ = [
     "csc_matvec",
@@ -35,6 +35,19 @@ __all__ = [
     "csc_rmatmat",
     "csc_take_rows",
     "csc_take_rows_pattern",
+    # parallel twins (same arguments plus the row ranges, same bytes)
+    "row_ranges",
+    "csc_row_range_starts",
+    "coarser_ranges",
+    "csc_block_matvec_into_ranges",
+    "csc_block_matvec_into_parallel",
+    "csc_rmatvec_parallel",
+    "combine_block_products_parallel",
+    "csc_block_matmat_into_ranges",
+    "csc_block_matmat_into_parallel",
+    "csc_rmatmat_parallel",
+    "csc_to_csr",
+    "csc_to_csr_parallel",
 ]
 
 
@@ -136,13 +149,30 @@ def csc_rmatvec(indptr, indices, data, r):
 
 
 @njit(cache=True, nogil=True)
+def _combine_range(xv, xg, scale, step, offset, lo, hi, out):
+    """Rows ``lo:hi`` of :func:`combine_block_products`."""
+    out[lo:hi] = -offset
+    for h in range(xv.shape[0]):
+        sh = scale[h]
+        if sh == 0.0:
+            continue
+        gh = sh * step
+        xv_h = xv[h]
+        xg_h = xg[h]
+        for i in range(lo, hi):
+            out[i] += sh * xv_h[i] - gh * xg_h[i]
+
+
+@njit(cache=True, nogil=True)
 def combine_block_products(xv, xg, scale, step, offset, out):
     """Decision values from cached per-block products (paper §5.5).
 
     Computes ``out[i] = sum_h scale[h] * (xv[h, i] - step * xg[h, i]) - offset``,
     i.e. ``X @ w - offset`` for ``w_h = scale[h] * (v_h - step * g_h)`` when
     ``xv`` and ``xg`` hold the per-block products of ``v`` and ``g``.
-    Blocks whose ``scale`` is zero are skipped.
+    Blocks whose ``scale`` is zero are skipped.  Each ``out[i]`` adds the
+    blocks in order (``-offset`` first); rows are taken a range at a time
+    (:func:`row_ranges`) so that a range of ``out`` stays in cache.
 
     Parameters
     ----------
@@ -158,17 +188,9 @@ def combine_block_products(xv, xg, scale, step, offset, out):
     ndarray of float64, shape (n_rows,)
         ``out`` itself.
     """
-    t, n_rows = xv.shape
-    out[:] = -offset
-    for h in range(t):
-        sh = scale[h]
-        if sh == 0.0:
-            continue
-        gh = sh * step
-        xv_h = xv[h]
-        xg_h = xg[h]
-        for i in range(n_rows):
-            out[i] += sh * xv_h[i] - gh * xg_h[i]
+    bounds = row_ranges(xv.shape[1])
+    for r in range(len(bounds) - 1):
+        _combine_range(xv, xg, scale, step, offset, bounds[r], bounds[r + 1], out)
     return out
 
 
@@ -322,3 +344,327 @@ def csc_take_rows_pattern(indptr, indices, row_map):
                 out_idx[pos] = new
                 pos += 1
     return out_ptr, out_idx
+
+
+# -- parallel twins ------------------------------------------------------------
+# Products over rows (``X @ w`` and its block and multi-output forms, the CSR
+# copy) are split into ranges of rows: one thread owns a range and, for every
+# column in order, adds the column's entries that fall in it (found once per
+# matrix by :func:`csc_row_range_starts`, which needs sorted row indices), so
+# every output row is summed in column order exactly as the serial loop
+# sums it: the results are those of the serial kernels to the bit, whatever
+# the ranges and the threads.  Products over columns (``X.T @ r``) give each
+# thread whole columns, balanced by their entries.
+
+#: rows per range of the CSR copy (one range's output stays in a core's cache)
+_RANGE_ROWS = 2 ** 12
+#: most ranges of rows (the starts matrix holds p x ranges integers)
+_MAX_RANGES = 1024
+#: ranges of :func:`row_ranges` per range of the products (:func:`coarser_ranges`)
+PRODUCT_RANGE_FACTOR = 16
+#: groups of columns (about equal entries) of the column-parallel products
+_COLUMN_GROUPS = 64
+
+
+@njit(cache=True, nogil=True)
+def row_ranges(n_rows):
+    """Boundaries of the ranges of rows of the row-parallel kernels.
+
+    Parameters
+    ----------
+    n_rows : int
+
+    Returns
+    -------
+    ndarray of int64, shape (R + 1,)
+        ``0 = b[0] < b[1] < ... < b[R] = n_rows`` (``[0, 0]`` for no rows):
+        ranges of 4096 rows, or more when there would be over 1024 of
+        them.  No result depends on them.
+    """
+    size = max(_RANGE_ROWS, -(-n_rows // _MAX_RANGES))
+    count = max(1, -(-n_rows // size))
+    bounds = np.empty(count + 1, dtype=np.int64)
+    for r in range(count):
+        bounds[r] = min(n_rows, r * size)
+    bounds[count] = n_rows
+    return bounds
+
+
+@njit(cache=True, nogil=True)
+def coarser_ranges(starts, bounds, factor):
+    """Merge every ``factor`` consecutive ranges of :func:`csc_row_range_starts`.
+
+    The products with ``X`` run fastest on ranges of about 2**16 rows (one
+    range's output in a core's cache, few passes over the columns), the CSR
+    copy on ranges of 2**12.
+
+    Returns
+    -------
+    starts, bounds : ndarray of int64, shapes (p, R' + 1) and (R' + 1,)
+    """
+    R = len(bounds) - 1
+    count = -(-R // factor) if R > 0 else 0
+    keep = np.empty(count + 1, dtype=np.int64)
+    for r in range(count):
+        keep[r] = r * factor
+    keep[count] = R
+    out_starts = np.empty((starts.shape[0], count + 1), dtype=np.int64)
+    out_bounds = np.empty(count + 1, dtype=np.int64)
+    for r in range(count + 1):
+        out_bounds[r] = bounds[keep[r]]
+        for j in range(starts.shape[0]):
+            out_starts[j, r] = starts[j, keep[r]]
+    return out_starts, out_bounds
+
+
+@njit(cache=True, nogil=True)
+def csc_row_range_starts(indptr, indices, bounds):
+    """Where each column's entries enter each range of rows.
+
+    Parameters
+    ----------
+    indptr, indices : ndarray
+        CSC pattern of ``X`` (p columns).
+    bounds : ndarray of int64, shape (R + 1,)
+        Row ranges (:func:`row_ranges`).
+
+    Returns
+    -------
+    starts : ndarray of int64, shape (p, R + 1)
+        Column ``j``'s entries in rows ``bounds[r]:bounds[r + 1]`` are
+        ``starts[j, r]:starts[j, r + 1]`` (``starts[j, 0] = indptr[j]``,
+        ``starts[j, R] = indptr[j + 1]``).
+    ok : bool
+        Whether the row indices increase (not strictly) within every column;
+        ``starts`` is meaningless otherwise (use the serial kernels).
+    """
+    p = len(indptr) - 1
+    R = len(bounds) - 1
+    starts = np.empty((p, R + 1), dtype=np.int64)
+    for j in range(p):
+        lo, hi = indptr[j], indptr[j + 1]
+        for k in range(lo + 1, hi):
+            if indices[k] < indices[k - 1]:
+                return starts, False
+        k = lo
+        starts[j, 0] = lo
+        for r in range(1, R):
+            while k < hi and indices[k] < bounds[r]:
+                k += 1
+            starts[j, r] = k
+        starts[j, R] = hi
+    return starts, True
+
+
+@njit(cache=True, nogil=True)
+def _scatter_range(indptr, indices, data, w, block_ptr, starts, lo, hi, r, out):
+    """Rows ``lo:hi`` of :func:`csc_block_matvec_into` (range ``r``)."""
+    for h in range(len(block_ptr) - 1):
+        row = out[h]
+        row[lo:hi] = 0.0
+        for j in range(block_ptr[h], block_ptr[h + 1]):
+            wj = np.float64(w[j])
+            if wj == 0.0:
+                continue
+            for k in range(starts[j, r], starts[j, r + 1]):
+                row[indices[k]] += np.float64(data[k]) * wj
+
+
+@njit(cache=True, nogil=True)
+def csc_block_matvec_into_ranges(indptr, indices, data, w, block_ptr, starts, bounds,
+                                 out):
+    """:func:`csc_block_matvec_into` range of rows by range (the same bytes).
+
+    ``starts, bounds``: :func:`csc_row_range_starts` of ``X`` and
+    :func:`row_ranges` of its rows (sorted row indices only).  The output
+    of a range stays in cache while every column adds to it.
+    """
+    for r in range(len(bounds) - 1):
+        _scatter_range(indptr, indices, data, w, block_ptr, starts, bounds[r],
+                       bounds[r + 1], r, out)
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def csc_block_matvec_into_parallel(indptr, indices, data, w, block_ptr, starts, bounds,
+                                   out):
+    """:func:`csc_block_matvec_into_ranges` over threads (the same bytes)."""
+    for r in prange(len(bounds) - 1):
+        _scatter_range(indptr, indices, data, w, block_ptr, starts, bounds[r],
+                       bounds[r + 1], r, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _scatter_range_multi(indptr, indices, data, w, K, block_ptr, starts, lo, hi, r,
+                         out):
+    """Rows ``lo:hi`` of :func:`csc_block_matmat_into` (range ``r``)."""
+    for h in range(len(block_ptr) - 1):
+        row = out[h]
+        row[lo * K:hi * K] = 0.0
+        for j in range(block_ptr[h], block_ptr[h + 1]):
+            base = j * K
+            nonzero = False
+            for c in range(K):
+                if w[base + c] != 0.0:
+                    nonzero = True
+            if not nonzero:
+                continue
+            for q in range(starts[j, r], starts[j, r + 1]):
+                x = np.float64(data[q])
+                i = indices[q] * K
+                for c in range(K):
+                    row[i + c] += x * w[base + c]
+
+
+@njit(cache=True, nogil=True)
+def csc_block_matmat_into_ranges(indptr, indices, data, w, n_outputs, block_ptr,
+                                 starts, bounds, out):
+    """:func:`csc_block_matmat_into` range of rows by range (the same bytes)."""
+    for r in range(len(bounds) - 1):
+        _scatter_range_multi(indptr, indices, data, w, n_outputs, block_ptr, starts,
+                             bounds[r], bounds[r + 1], r, out)
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def csc_block_matmat_into_parallel(indptr, indices, data, w, n_outputs, block_ptr,
+                                   starts, bounds, out):
+    """:func:`csc_block_matmat_into_ranges` over threads (the same bytes)."""
+    for r in prange(len(bounds) - 1):
+        _scatter_range_multi(indptr, indices, data, w, n_outputs, block_ptr, starts,
+                             bounds[r], bounds[r + 1], r, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _column_groups(indptr, parts):
+    """``parts`` contiguous groups of columns with about equal entries (+1 per column)."""
+    p = len(indptr) - 1
+    bounds = np.empty(parts + 1, dtype=np.int64)
+    bounds[0] = 0
+    total = indptr[p] - indptr[0] + p
+    j = 0
+    for g in range(1, parts):
+        target = total * g // parts
+        while j < p and indptr[j + 1] - indptr[0] + j + 1 <= target:
+            j += 1
+        bounds[g] = j
+    bounds[parts] = p
+    return bounds
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def csc_rmatvec_parallel(indptr, indices, data, r):
+    """:func:`csc_rmatvec` over columns (the same bytes: one dot product each)."""
+    p = len(indptr) - 1
+    out = np.empty(p, dtype=np.float64)
+    groups = _column_groups(indptr, _COLUMN_GROUPS)
+    for g in prange(len(groups) - 1):
+        for j in range(groups[g], groups[g + 1]):
+            acc = 0.0
+            for k in range(indptr[j], indptr[j + 1]):
+                acc += np.float64(data[k]) * r[indices[k]]
+            out[j] = acc
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def csc_rmatmat_parallel(indptr, indices, data, r, n_outputs):
+    """:func:`csc_rmatmat` over columns (the same bytes)."""
+    K = n_outputs
+    p = len(indptr) - 1
+    out = np.zeros(p * K, dtype=np.float64)
+    groups = _column_groups(indptr, _COLUMN_GROUPS)
+    for g in prange(len(groups) - 1):
+        for j in range(groups[g], groups[g + 1]):
+            base = j * K
+            for q in range(indptr[j], indptr[j + 1]):
+                x = np.float64(data[q])
+                r0 = indices[q] * K
+                for c in range(K):
+                    out[base + c] += x * r[r0 + c]
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def combine_block_products_parallel(xv, xg, scale, step, offset, out):
+    """:func:`combine_block_products` over ranges of rows (the same bytes)."""
+    bounds = row_ranges(xv.shape[1])
+    for r in prange(len(bounds) - 1):
+        _combine_range(xv, xg, scale, step, offset, bounds[r], bounds[r + 1], out)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def _count_rows(indices, starts, r, counts):
+    for j in range(starts.shape[0]):
+        for k in range(starts[j, r], starts[j, r + 1]):
+            counts[indices[k]] += 1
+
+
+@njit(cache=True, nogil=True)
+def _fill_rows(indices, data, starts, r, nxt, out_idx, out_val):
+    for j in range(starts.shape[0]):
+        for k in range(starts[j, r], starts[j, r + 1]):
+            i = indices[k]
+            pos = nxt[i]
+            out_idx[pos] = j
+            out_val[pos] = data[k]
+            nxt[i] = pos + 1
+
+
+@njit(cache=True, nogil=True)
+def _csr_pointers(counts):
+    """Turn per-row counts (at ``1:``) into CSR pointers in place; return the fill cursors."""
+    n_rows = len(counts) - 1
+    for i in range(n_rows):
+        counts[i + 1] += counts[i]
+    return counts[:n_rows].copy()
+
+
+@njit(cache=True, nogil=True)
+def csc_to_csr(indptr, indices, data, n_rows, starts, bounds):
+    """The CSR arrays of a CSC matrix with sorted row indices.
+
+    Within a row, entries come in column order (and duplicates in their
+    order), as scipy's ``tocsr`` gives them.
+
+    Parameters
+    ----------
+    indptr, indices, data : ndarray
+        CSC arrays of ``X`` (n_rows x p), row indices increasing (not
+        strictly) within a column.
+    n_rows : int
+    starts, bounds : ndarray of int64
+        :func:`csc_row_range_starts` and :func:`row_ranges`.
+
+    Returns
+    -------
+    indptr, indices, data : int64, int32 and ``data.dtype`` arrays
+    """
+    R = len(bounds) - 1
+    counts = np.zeros(n_rows + 1, dtype=np.int64)
+    for r in range(R):
+        _count_rows(indices, starts, r, counts[1:])
+    nxt = _csr_pointers(counts)
+    out_idx = np.empty(counts[n_rows], dtype=np.int32)
+    out_val = np.empty(counts[n_rows], dtype=data.dtype)
+    for r in range(R):
+        _fill_rows(indices, data, starts, r, nxt, out_idx, out_val)
+    return counts, out_idx, out_val
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def csc_to_csr_parallel(indptr, indices, data, n_rows, starts, bounds):
+    """:func:`csc_to_csr` over ranges of rows (the same arrays)."""
+    R = len(bounds) - 1
+    counts = np.zeros(n_rows + 1, dtype=np.int64)
+    for r in prange(R):
+        _count_rows(indices, starts, r, counts[1:])
+    nxt = _csr_pointers(counts)
+    out_idx = np.empty(counts[n_rows], dtype=np.int32)
+    out_val = np.empty(counts[n_rows], dtype=data.dtype)
+    for r in prange(R):
+        _fill_rows(indices, data, starts, r, nxt, out_idx, out_val)
+    return counts, out_idx, out_val

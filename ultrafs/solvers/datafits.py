@@ -28,11 +28,17 @@ import numpy as np
 
 from ultrafs.errors import ParameterError
 from ultrafs.kernels import sparse_ops
+from ultrafs.kernels.row_chunks import parallel
 from ultrafs.solvers.losses import get_loss
 from ultrafs.solvers.operators import CSCOperator
 
 __all__ = ["Datafit", "make_datafit", "encode_classification_targets",
            "check_sample_weight"]
+
+#: the decision values from per-block products, over threads where allowed
+_combine = parallel(sparse_ops.combine_block_products,
+                    sparse_ops.combine_block_products_parallel,
+                    work=lambda xv, *rest: xv.size)
 
 
 def check_sample_weight(sample_weight, n):
@@ -231,8 +237,8 @@ class Datafit:
     def combine(self, xv, xg, scale, step, bias, out):
         """``sum_h scale_h (xv_h - step xg_h) - bias`` into ``out``."""
         if self.n_outputs == 1:
-            return sparse_ops.combine_block_products(xv, xg, scale, step, bias, out)
-        sparse_ops.combine_block_products(xv, xg, scale, step, 0.0, out)
+            return _combine(xv, xg, scale, step, bias, out)
+        _combine(xv, xg, scale, step, 0.0, out)
         return self.shift(out, bias, out)
 
 

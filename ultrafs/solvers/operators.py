@@ -8,16 +8,26 @@ operators will implement the same methods.
 
 Coefficient blocks (``block_ptr``, in coefficient units) group whole
 columns: with ``K`` outputs every boundary is a multiple of ``K``.
+
+Threads: every product runs the ``*_parallel`` twin of its kernel where
+:func:`ultrafs.kernels.row_chunks.dispatch` allows it (several numba
+threads, a safe threading layer), the serial kernel otherwise; the two give
+the same bytes.  The row-parallel products need the row indices sorted
+within every column (what the stores and the column cache hold): the
+operator checks that once (:func:`~ultrafs.kernels.sparse_ops.csc_row_range_starts`)
+and keeps to the serial kernels when they are not.
 """
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import scipy.sparse as sp
 
 from ultrafs.errors import ParameterError
 from ultrafs.kernels import prox_newton as _newton
 from ultrafs.kernels import sparse_ops
+from ultrafs.kernels.row_chunks import MIN_PARALLEL_WORK, dispatch
 
 __all__ = ["CSCOperator"]
 
@@ -43,6 +53,8 @@ class CSCOperator:
         if self.n_outputs < 1:
             raise ParameterError(f"n_outputs must be >= 1, got {n_outputs!r}")
         self._rows = None  # CSR arrays of X, made on first use
+        self._gram_work = None  # the Gram's additions per row (balance)
+        self._ranges = None  # {fine: (starts per column, row ranges)}, or False
 
     @property
     def n_columns(self) -> int:
@@ -59,20 +71,50 @@ class CSCOperator:
         """Stored entries of ``X``."""
         return int(self.indptr[-1])
 
+    def _row_ranges(self, fine=False):
+        """``(starts, bounds)`` of the row-range kernels, or None (unsorted rows).
+
+        ``fine``: the ranges of the CSR copy (4096 rows), else those of the
+        products (16 times coarser).
+        """
+        if self._ranges is None:
+            bounds = sparse_ops.row_ranges(self.n_rows)
+            starts, ok = sparse_ops.csc_row_range_starts(self.indptr, self.indices,
+                                                         bounds)
+            if ok:
+                coarse = sparse_ops.coarser_ranges(starts, bounds,
+                                                   sparse_ops.PRODUCT_RANGE_FACTOR)
+                self._ranges = {True: (starts, bounds), False: coarse}
+            else:
+                self._ranges = False
+        return self._ranges[fine] if self._ranges else None
+
+    def _by_rows(self, plain, ranged, parallel_twin, *args):
+        """A row-scatter product: ``plain(*args)`` (unsorted or small ``X``), else
+        ``ranged`` or its ``parallel_twin`` with the row ranges (the same bytes)."""
+        ranges = self._row_ranges() if self.nnz >= MIN_PARALLEL_WORK else None
+        if ranges is None:
+            return plain(*args)
+        head, out = args[:-1], args[-1]
+        return dispatch(lambda: ranged(*head, *ranges, out),
+                        lambda: parallel_twin(*head, *ranges, out))
+
     def matvec(self, coef):
         """Return ``X @ W`` flattened, shape ``(n * K,)``."""
-        if self.n_outputs == 1:
-            return sparse_ops.csc_matvec(self.indptr, self.indices, self.data, coef,
-                                         self.n_rows)
-        return sparse_ops.csc_matmat(self.indptr, self.indices, self.data, coef,
-                                     self.n_outputs, self.n_rows)
+        one_block = np.array([0, self.n_columns * self.n_outputs], dtype=np.int64)
+        out = np.empty((1, self.n_rows * self.n_outputs), dtype=np.float64)
+        return self.block_matvec_into(coef, one_block, out)[0]
 
     def rmatvec(self, r):
         """Return ``X.T @ R`` flattened, shape ``(p * K,)``."""
+        args = (self.indptr, self.indices, self.data, r)
         if self.n_outputs == 1:
-            return sparse_ops.csc_rmatvec(self.indptr, self.indices, self.data, r)
-        return sparse_ops.csc_rmatmat(self.indptr, self.indices, self.data, r,
-                                      self.n_outputs)
+            return dispatch(lambda: sparse_ops.csc_rmatvec(*args),
+                            lambda: sparse_ops.csc_rmatvec_parallel(*args), self.nnz)
+        K = self.n_outputs
+        return dispatch(lambda: sparse_ops.csc_rmatmat(*args, K),
+                        lambda: sparse_ops.csc_rmatmat_parallel(*args, K),
+                        self.nnz * K)
 
     def column_blocks(self, block_ptr):
         """Return coefficient blocks ``block_ptr`` as column blocks."""
@@ -86,12 +128,32 @@ class CSCOperator:
 
     def block_matvec_into(self, coef, block_ptr, out):
         """Write ``X_h @ W_h`` for every block ``h`` into ``out`` (t, n * K)."""
+        args = (self.indptr, self.indices, self.data, coef)
         if self.n_outputs == 1:
-            return sparse_ops.csc_block_matvec_into(self.indptr, self.indices,
-                                                    self.data, coef, block_ptr, out)
-        return sparse_ops.csc_block_matmat_into(
-            self.indptr, self.indices, self.data, coef, self.n_outputs,
-            self.column_blocks(block_ptr), out)
+            return self._by_rows(sparse_ops.csc_block_matvec_into,
+                                 sparse_ops.csc_block_matvec_into_ranges,
+                                 sparse_ops.csc_block_matvec_into_parallel,
+                                 *args, block_ptr, out)
+        return self._by_rows(sparse_ops.csc_block_matmat_into,
+                             sparse_ops.csc_block_matmat_into_ranges,
+                             sparse_ops.csc_block_matmat_into_parallel,
+                             *args, self.n_outputs, self.column_blocks(block_ptr), out)
+
+    def _csr(self):
+        """The CSR arrays of ``X`` (made once), entries of a row in column order."""
+        if self._rows is None:
+            ranges = (self._row_ranges(fine=True) if self.nnz >= MIN_PARALLEL_WORK
+                      else None)
+            if ranges is None:
+                X = sp.csc_matrix((self.data, self.indices, self.indptr),
+                                  shape=(self.n_rows, self.n_columns)).tocsr()
+                self._rows = (X.indptr, X.indices, X.data)
+            else:
+                args = (self.indptr, self.indices, self.data, self.n_rows, *ranges)
+                self._rows = dispatch(
+                    lambda: sparse_ops.csc_to_csr(*args),
+                    lambda: sparse_ops.csc_to_csr_parallel(*args))
+        return self._rows
 
     def augmented_gram(self, weights):
         """Return ``[X, -1]' diag(weights) [X, -1]``, dense ``(p + 1, p + 1)``.
@@ -99,7 +161,9 @@ class CSCOperator:
         The Hessian of a one-output datafit over ``(w, b)`` jointly (times
         the loss's second derivatives); built row by row from a CSR copy of
         ``X`` (made once per operator) in ``O(sum_i nnz_i^2)``, never from a
-        dense ``n x p`` matrix.
+        dense ``n x p`` matrix.  In parallel each thread owns a range of the
+        Gram's rows, balanced by the additions they take (counted once per
+        operator): the same bytes as the serial kernel.
 
         Parameters
         ----------
@@ -111,10 +175,16 @@ class CSCOperator:
         """
         if self.n_outputs != 1:
             raise ParameterError("augmented_gram needs one output per sample")
-        if self._rows is None:
-            X = sp.csc_matrix((self.data, self.indices, self.indptr),
-                              shape=(self.n_rows, self.n_columns)).tocsr()
-            self._rows = (X.indptr, X.indices, X.data)
-        out = np.empty((self.n_columns + 1, self.n_columns + 1), dtype=np.float64)
+        rows = self._csr()
+        size = self.n_columns + 1
+        out = np.empty((size, size), dtype=np.float64)
         weights = np.ascontiguousarray(weights, dtype=np.float64)
-        return _newton.csr_augmented_gram(*self._rows, weights, out)
+
+        def parallel_call():
+            if self._gram_work is None:
+                self._gram_work = _newton.gram_row_work(rows[0], rows[1], size)
+            bounds = _newton.gram_row_bounds(self._gram_work, numba.get_num_threads())
+            return _newton.csr_augmented_gram_parallel(*rows, weights, bounds, out)
+
+        return dispatch(lambda: _newton.csr_augmented_gram(*rows, weights, out),
+                        parallel_call, self.nnz)
