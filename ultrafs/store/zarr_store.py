@@ -208,65 +208,86 @@ class _ChunkReader:
     def chunk_path(self, k: int) -> str:
         return os.path.join(self.folder, f"c{self.separator}{k}")
 
-    def _chunk_bytes(self, k):
-        """The bytes of chunk ``k``, or None when zarr-python reads it as missing."""
+    def _chunk_bytes(self, k, buffer):
+        """The bytes of chunk ``k`` (in ``buffer`` when they fit), or None
+        when zarr-python reads the chunk as missing."""
         try:
-            with open(self.chunk_path(k), "rb") as handle:
-                return handle.read()
+            with open(self.chunk_path(k), "rb", buffering=0) as handle:
+                size = 0
+                view = memoryview(buffer)
+                while size < len(buffer):
+                    got = handle.readinto(view[size:])
+                    if not got:
+                        return buffer[:size]
+                    size += got
+                # longer than any chunk ultrafs writes: read it all, as zarr does
+                return np.frombuffer(bytes(buffer) + handle.read(), dtype=np.uint8)
         except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
             return None
 
     @staticmethod
-    def _checked_body(raw):
-        """The chunk without its CRC-32C, which must match (zarr-python's check)."""
+    def _checked_body(data):
+        """The chunk (uint8) without its CRC-32C, which must match (zarr-python's check)."""
         import google_crc32c
 
-        data = np.frombuffer(raw, dtype=np.uint8)
         body = data[:-4]
         computed = np.uint32(google_crc32c.value(body)).tobytes()
-        stored = bytes(data[-4:])
+        stored = data[-4:].tobytes()
         if computed != stored:
             raise ValueError(
                 f"Stored and computed checksum do not match. Stored: {stored!r}. "
                 f"Computed: {computed!r}.")
         return body
 
-    def _decode(self, body, into=None):
-        """Blosc-decode a whole chunk (into ``into`` when given)."""
+    def _decode(self, body, into):
+        """Blosc-decode a whole chunk into ``into`` (its size in bytes)."""
         from numcodecs import blosc
 
         # as zarr-python's Blosc codec: never blosc's global threads (a
         # decode may run on any thread, and the pass already uses them all)
         blosc.use_threads = False
         expected = self.chunk * self.dtype.itemsize
-        if into is not None and len(body) >= 16 \
-                and int.from_bytes(body[4:8].tobytes(), "little") == expected:
+        if len(body) >= 16 and int.from_bytes(body[4:8].tobytes(), "little") == expected:
             blosc.decompress(body, into)
-            return into
+            return
         decoded = blosc.decompress(body)
         if len(decoded) != expected:
             raise ValueError(f"cannot reshape array of size "
                              f"{len(decoded) // self.dtype.itemsize} into shape "
                              f"({self.chunk},)")
-        return np.frombuffer(decoded, dtype=self.dtype)
+        into[...] = np.frombuffer(decoded, dtype=self.dtype)
 
     def read(self, lo, hi) -> np.ndarray:
-        """``array[lo:hi]`` (numpy slice semantics) as a new array."""
+        """``array[lo:hi]`` (numpy slice semantics) as a new array.
+
+        Whole chunks are decoded straight into the result; the first and
+        last, when only partly needed, through one scratch chunk.  One
+        buffer per call holds each chunk file in turn.
+        """
         lo, hi, _ = slice(lo, hi).indices(self.length)
         out = np.empty(max(hi - lo, 0), dtype=self.dtype)
+        if hi <= lo:
+            return out
         c = self.chunk
-        for k in range(lo // c, (hi - 1) // c + 1) if hi > lo else ():
+        # Blosc never grows a chunk by more than its 16-byte header; the
+        # CRC-32C adds 4; one byte more tells a longer (foreign) file
+        buffer = np.empty(c * self.dtype.itemsize + 21, dtype=np.uint8)
+        scratch = None
+        for k in range(lo // c, (hi - 1) // c + 1):
             first, last = max(k * c, lo), min((k + 1) * c, hi)
             into = out[first - lo:last - lo]
-            raw = self._chunk_bytes(k)
-            if raw is None:
+            data = self._chunk_bytes(k, buffer)
+            if data is None:
                 into[...] = self.fill
                 continue
-            body = self._checked_body(raw)
+            body = self._checked_body(data)
             if last - first == c:
                 self._decode(body, into)
             else:
-                into[...] = self._decode(body)[first - k * c:last - k * c]
+                if scratch is None:
+                    scratch = np.empty(c, dtype=self.dtype)
+                self._decode(body, scratch)
+                into[...] = scratch[first - k * c:last - k * c]
         return out
 
 
