@@ -47,14 +47,14 @@ def store_kind(path) -> str:
     StoreFormatError
         If ``path`` is none of these.
     """
-    from ultrafs.store.parquet_long import METADATA_FILE
-
     path = Path(os.path.abspath(os.fspath(path)))
     if not path.exists():
         raise StoreFormatError(f"{path}: not an ultrafs store (no such file or directory)")
     if path.is_dir():
         if (path / "zarr.json").is_file():
             return "zarr"
+        from ultrafs.store.parquet_long import METADATA_FILE
+
         if (path / METADATA_FILE).is_file():
             return "parquet-long"
         if any(p.suffix == ".parquet" and not p.name.startswith(("_", "."))
