@@ -17,6 +17,9 @@ correctly rounded multiplication or division by an exact power of ten
 ``nan``, ``1_000``, garbage...) is reported back as a *fallback* token so
 that the caller converts it with Python's ``float()`` (or reports the
 error), which keeps the result bit-identical to scikit-learn.
+
+:func:`format_binary_rows` goes the other way for binary rows (the
+kddb-like generator's LIBSVM text): integer labels and ``index:1`` entries.
 """
 
 import numba
@@ -25,6 +28,7 @@ import numpy as np
 __all__ = [
     "parse_libsvm_lines",
     "parse_decimal",
+    "format_binary_rows",
     "OK",
     "ERR_MALFORMED_FEATURE",
     "ERR_INDEX_ZERO",
@@ -385,3 +389,78 @@ def parse_libsvm_lines(buf, zero_based):
     status[3] = 0
     return (labels[:n_rows], row_nnz[:n_rows], row_lines[:n_rows],
             columns[:nnz], values[:nnz], fallback[:n_fallback], status, n_lines)
+
+
+# --------------------------------------------------------------------------
+# writing
+# --------------------------------------------------------------------------
+@numba.njit(cache=True, nogil=True, inline="always")
+def _n_digits(value):
+    # decimal digits of a non-negative int64
+    n = 1
+    while value >= 10:
+        value //= 10
+        n += 1
+    return n
+
+
+@numba.njit(cache=True, nogil=True, inline="always")
+def _put_int(out, pos, value):
+    # write the decimal digits of value (>= 0) at out[pos:]; return the end
+    n = _n_digits(value)
+    end = pos + n
+    k = end - 1
+    while True:
+        out[k] = _ZERO + value % 10
+        value //= 10
+        if value == 0:
+            break
+        k -= 1
+    return end
+
+
+@numba.njit(cache=True, nogil=True)
+def format_binary_rows(labels, indptr, columns, index_offset):
+    """LIBSVM text of binary rows: ``label index:1 index:1 ...`` per line.
+
+    Parameters
+    ----------
+    labels : ndarray of int64, shape (n_rows,)
+        Integer labels, written in decimal (``-1``, ``1``, ``3``...).
+    indptr : ndarray of int64, shape (n_rows + 1,)
+        Row ``i`` holds ``columns[indptr[i]:indptr[i + 1]]``.
+    columns : ndarray of int32 or int64, shape (nnz,)
+        Column numbers (>= 0), written as ``column + index_offset``.
+    index_offset : int
+        1 for the usual 1-based files, 0 for 0-based ones.
+
+    Returns
+    -------
+    text : ndarray of uint8
+        One ``\\n``-terminated line per row, the entries in the given order.
+    """
+    n_rows = labels.shape[0]
+    size = 0
+    for i in range(n_rows):
+        label = labels[i]
+        size += _n_digits(-label) + 2 if label < 0 else _n_digits(label) + 1
+        for k in range(indptr[i], indptr[i + 1]):
+            size += _n_digits(np.int64(columns[k]) + index_offset) + 3
+    out = np.empty(size, dtype=np.uint8)
+    pos = 0
+    for i in range(n_rows):
+        label = labels[i]
+        if label < 0:
+            out[pos] = _MINUS
+            pos = _put_int(out, pos + 1, -label)
+        else:
+            pos = _put_int(out, pos, label)
+        for k in range(indptr[i], indptr[i + 1]):
+            out[pos] = 32
+            pos = _put_int(out, pos + 1, np.int64(columns[k]) + index_offset)
+            out[pos] = _COLON
+            out[pos + 1] = 49                                 # "1"
+            pos += 2
+        out[pos] = _NEWLINE
+        pos += 1
+    return out

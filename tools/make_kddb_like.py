@@ -7,12 +7,17 @@ Usage::
 
     python tools/make_kddb_like.py OUTPUT.zarr --n-samples N --n-features M \\
         [--nnz-per-row 29] [--zipf 1.1] [--seed 0] [--memory-budget MiB] \\
-        [--test-out TEST.zarr --n-test K]
+        [--test-out TEST.zarr --n-test K] [--libsvm-out TRAIN.svm] [--threads T]
 
 Example (kddb's column count, one million rows)::
 
     python tools/make_kddb_like.py kddb_like.zarr --n-samples 1000000 \\
         --n-features 4590807 --test-out kddb_like_test.zarr --n-test 100000
+
+``--libsvm-out`` also writes the training rows as LIBSVM text (1-based
+indices: ``ultrafs ingest`` reads it back into the same matrix and labels,
+feature ids shifted by one).  The data depend on the seed and
+``--chunk-rows``, never on ``--threads`` or ``--memory-budget``.
 """
 
 from __future__ import annotations
@@ -53,10 +58,16 @@ import click
               default=None, help="Also write a test store of --n-test rows.")
 @click.option("--n-test", type=click.IntRange(min=0), default=0, show_default=True,
               help="Rows of the test store.")
-@click.option("--overwrite", is_flag=True, help="Replace existing ultrafs stores.")
+@click.option("--libsvm-out", "libsvm_output", type=click.Path(dir_okay=True),
+              default=None,
+              help="Also write the training rows as LIBSVM text (1-based indices).")
+@click.option("--threads", "n_threads", type=click.IntRange(min=1), default=None,
+              help="Threads generating rows [default: the CPU count, at most 8].")
+@click.option("--overwrite", is_flag=True,
+              help="Replace existing ultrafs stores (and an existing --libsvm-out file).")
 def main(output, n_samples, n_features, nnz_per_row, zipf_exponent, n_linear, n_cross,
          min_cooccurrence, noise, shuffle_columns, seed, memory_budget, chunk_rows,
-         test_output, n_test, overwrite):
+         test_output, n_test, libsvm_output, n_threads, overwrite):
     """Write OUTPUT, a kddb-like synthetic ultrafs store."""
     from ultrafs.errors import UltraFSError
     from ultrafs.datasets.kddb_like import make_kddb_like
@@ -72,9 +83,11 @@ def main(output, n_samples, n_features, nnz_per_row, zipf_exponent, n_linear, n_
             min_cooccurrence=min_cooccurrence, noise=noise,
             shuffle_columns=shuffle_columns, seed=seed,
             memory_budget=int(memory_budget * 2 ** 20), chunk_rows=chunk_rows,
-            test_output=test_output, n_test=n_test, command=command, overwrite=overwrite)
+            test_output=test_output, n_test=n_test, libsvm_output=libsvm_output,
+            n_threads=n_threads, command=command, overwrite=overwrite)
     except UltraFSError as exc:
-        raise click.ClickException(str(exc)) from None
+        message = str(exc).splitlines()[0].replace("overwrite=True", "--overwrite")
+        raise click.ClickException(message) from None
     click.echo(json.dumps(summary, indent=1))
 
 

@@ -66,9 +66,11 @@ Reproducibility
 Everything is drawn from ``numpy.random.SeedSequence(seed)`` streams: one
 for the model and the column permutation, one per chunk of ``chunk_rows``
 rows (training and test chunks apart).  The same arguments give
-bit-identical arrays on the same platform, whatever the memory budget;
-``chunk_rows`` is part of the definition of the random streams (recorded
-in the ``generator`` attribute), so changing it changes the data.
+bit-identical arrays on the same platform, whatever the memory budget and
+the number of threads (``n_threads`` workers generate chunks, which are
+consumed in chunk order); ``chunk_rows`` is part of the definition of the
+random streams (recorded in the ``generator`` attribute), so changing it
+changes the data.
 
 Memory
 ------
@@ -99,17 +101,27 @@ published before the test split is generated.
 from __future__ import annotations
 
 import math
+import os
 import tempfile
+import threading
 import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing, nullcontext
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 
 from ultrafs.errors import ParameterError, UltraFSError
+from ultrafs.kernels.sampling import guide_table, search_right, sort_grouped
 # _MemoryPlan: the budget split of LIBSVM ingest, reused so both agree on chunk sizes
-from ultrafs.store.writers.libsvm import MIN_MEMORY_BUDGET, ExternalTranspose, _MemoryPlan
-from ultrafs.store.writers.zarr_writer import StoreWriter, balanced_block_bounds, check_output_path, remove_tree
+from ultrafs.store.writers.libsvm import (MIN_MEMORY_BUDGET, ExternalTranspose, LibsvmTextWriter,
+                                          _MemoryPlan, check_text_output, gather_blocks,
+                                          pack_keys)
+from ultrafs.store.writers.zarr_writer import (StoreWriter, balanced_block_bounds,
+                                               check_output_path, remove_tree)
 from ultrafs.store.zarr_store import DEFAULT_BLOCK_NNZ
 
 __all__ = ["make_kddb_like", "ZipfColumns", "PlantedModel", "plant_model",
@@ -132,6 +144,10 @@ DEFAULT_NOISE = 0.1
 DEFAULT_CHUNK_ROWS = 8192
 #: default memory budget of the transpose (bytes)
 DEFAULT_MEMORY_BUDGET = 256 * 2 ** 20
+#: most threads generating chunks by default (``n_threads=None``)
+MAX_THREADS = 8
+#: most buckets of the guide table that draws ranks (16 MB)
+GUIDE_BUCKETS = 1 << 22
 #: rounds of redrawing duplicated ranks before drawing among absent ranks
 REDRAW_ROUNDS = 8
 #: extra steps of drawing among absent ranks (rounding may waste a step)
@@ -170,10 +186,22 @@ class ZipfColumns:
         Cumulative (unnormalised) weights ``Σ_{r' <= r} (r' + 1) ** -s``.
     column_of_rank : ndarray of int32, shape (n_features,)
         Column number of each rank.
+    guide, step
+        The guide table of ``cdf`` (:func:`ultrafs.kernels.sampling.guide_table`,
+        at most :data:`GUIDE_BUCKETS` buckets, 4 bytes each), built from
+        ``cdf`` when not given.
     """
 
     cdf: np.ndarray
     column_of_rank: np.ndarray
+    guide: np.ndarray = None
+    step: float = 0.0
+
+    def __post_init__(self):
+        if self.guide is None:
+            guide, step = guide_table(self.cdf, min(GUIDE_BUCKETS, len(self.cdf)))
+            object.__setattr__(self, "guide", guide)
+            object.__setattr__(self, "step", float(step))
 
     @classmethod
     def build(cls, n_features: int, exponent: float, rng=None) -> "ZipfColumns":
@@ -208,24 +236,38 @@ class ZipfColumns:
         k = float(nnz_per_row)
         if k >= np.count_nonzero(p):
             return (p > 0).astype(np.float64)
+        # one scratch array: the same operations as -expm1(-τ p).sum() and
+        # (p exp(-τ p)).sum(), element for element (negation and the order
+        # of a product's factors are exact), so the same bits
+        t = np.empty_like(p)
         tau = k               # g(τ) = Σ (1 - exp(-τ p)) - k <= 0 here; g is concave
         for _ in range(100):  # increasing, so Newton's steps approach the root from below
-            step = ((-np.expm1(-tau * p)).sum() - k) / (p * np.exp(-tau * p)).sum()
+            np.multiply(p, -tau, out=t)
+            np.expm1(t, out=t)
+            np.negative(t, out=t)
+            value = t.sum() - k
+            np.multiply(p, -tau, out=t)
+            np.exp(t, out=t)
+            t *= p
+            step = value / t.sum()
             tau -= step
             if abs(step) <= 1e-10 * tau:
                 break
-        return -np.expm1(-tau * p)
+        np.multiply(p, -tau, out=t)
+        del p
+        np.expm1(t, out=t)
+        return np.negative(t, out=t)
 
     def draw_ranks(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        """``n`` independent ranks, shape (n,), int64."""
+        """``n`` independent ranks, shape (n,), int64.
+
+        ``searchsorted(cdf, u, side="right")`` of uniform ``u`` scaled to
+        ``cdf[-1]``, answered through the guide table (about four times
+        faster than sorting ``u`` and searching, the same integers).
+        """
         u = rng.random(n)
         u *= self.cdf[-1]
-        # searching sorted keys is about twice as fast (numpy narrows each
-        # search with the previous result); the ranks are then put back in
-        # draw order, so the result equals the plain search
-        order = np.argsort(u)
-        ranks = np.empty(n, dtype=np.int64)
-        ranks[order] = np.searchsorted(self.cdf, u[order], side="right")
+        ranks = search_right(self.cdf, self.guide, self.step, u)
         np.minimum(ranks, self.n_features - 1, out=ranks)
         return ranks
 
@@ -264,15 +306,25 @@ class PlantedModel:
         """Sorted distinct ranks of the pair members."""
         return np.unique(self.cross_ranks)
 
-    def to_attrs(self, column_of_rank, threshold: float, linear_counts,
-                 cross_counts) -> dict:
+    def columns(self, column_of_rank) -> tuple:
+        """Column numbers of the planted linear features and pairs.
+
+        Returns
+        -------
+        linear : ndarray, shape (n_linear,)
+        cross : ndarray, shape (n_cross, 2)
+            ``[source, target]`` as in :attr:`cross_ranks`.
+        """
+        return column_of_rank[self.linear_ranks], column_of_rank[self.cross_ranks]
+
+    def to_attrs(self, columns, threshold: float, linear_counts, cross_counts) -> dict:
         """The ``planted`` store attribute (column numbers, JSON types).
 
-        Pairs are written ``[j, k]`` with ``j < k``; ``cross_source`` names
-        the member that triggers the injection of the other.
+        ``columns`` is :meth:`columns`' answer.  Pairs are written
+        ``[j, k]`` with ``j < k``; ``cross_source`` names the member that
+        triggers the injection of the other.
         """
-        linear = column_of_rank[self.linear_ranks]
-        cross = column_of_rank[self.cross_ranks]
+        linear, cross = columns
         return {
             "linear": [int(j) for j in linear],
             "cross": [sorted(int(j) for j in pair) for pair in cross],
@@ -289,17 +341,32 @@ class PlantedModel:
         }
 
 
-def _pick_ranks(rng, candidates, n, fallback, weights=None) -> np.ndarray:
-    """``n`` distinct ranks from ``candidates``, topped up from ``fallback``.
+def _first_ranks_outside(n_features, excluded, k) -> np.ndarray:
+    """The first ``k`` ranks of the order ``1, 2, ..., n_features - 1, 0`` not in ``excluded``.
+
+    Only a prefix of ``k + len(excluded)`` ranks is built (at most
+    ``len(excluded)`` of them are excluded), never the whole order.
+    """
+    length = min(n_features, int(k) + len(excluded))
+    prefix = np.arange(1, length + 1, dtype=np.int64)
+    if length == n_features:
+        prefix[-1] = 0
+    return prefix[~np.isin(prefix, excluded)][:k]
+
+
+def _pick_ranks(rng, candidates, n, n_features, excluded=(), weights=None) -> np.ndarray:
+    """``n`` distinct ranks from ``candidates``, topped up with frequent ranks.
 
     ``weights`` (aligned with ``candidates``) are selection weights; when
-    there are too few candidates, all are taken and the first unused ranks
-    of ``fallback`` (in its order) complete the draw.
+    there are too few candidates, all are taken and the first ranks of the
+    order ``1, 2, ..., n_features - 1, 0`` that are neither candidates nor
+    ``excluded`` complete the draw.
     """
     if len(candidates) >= n:
         p = None if weights is None else weights / weights.sum()
         return np.sort(rng.choice(candidates, size=n, replace=False, p=p))
-    extra = fallback[~np.isin(fallback, candidates)][:n - len(candidates)]
+    extra = _first_ranks_outside(n_features, np.union1d(candidates, excluded),
+                                 n - len(candidates))
     return np.sort(np.concatenate([candidates, extra]))
 
 
@@ -332,17 +399,18 @@ def plant_model(rng, frequency, *, n_linear, n_cross, min_cooccurrence=DEFAULT_M
     model : PlantedModel
     """
     n_features = len(frequency)
-    ranks = np.arange(n_features, dtype=np.int64)
-    # most frequent first, rank 0 (in nearly every row) only as a last resort
-    fallback = np.concatenate([ranks[1:], ranks[:1]])
-    linear_candidates = ranks[1:][frequency[1:] >= LINEAR_MIN_FREQUENCY]
-    linear = _pick_ranks(rng, linear_candidates, n_linear, fallback,
+    # fallbacks: most frequent first, rank 0 (in nearly every row) only as a
+    # last resort (_first_ranks_outside); no O(n_features) rank arrays
+    linear_candidates = np.flatnonzero(frequency[1:] >= LINEAR_MIN_FREQUENCY) + 1
+    linear = _pick_ranks(rng, linear_candidates, n_linear, n_features,
                          weights=1.0 / (linear_candidates + 1.0))
-    in_window = ((frequency >= CROSS_MIN_FREQUENCY) & (frequency <= CROSS_MAX_FREQUENCY))
+    in_window = frequency >= CROSS_MIN_FREQUENCY
+    in_window &= frequency <= CROSS_MAX_FREQUENCY
     in_window[0] = False
     in_window[linear] = False
-    unused = fallback[~np.isin(fallback, linear)]
-    members = _pick_ranks(rng, ranks[in_window], 2 * n_cross, unused)
+    members = _pick_ranks(rng, np.flatnonzero(in_window).astype(np.int64), 2 * n_cross,
+                          n_features, excluded=linear)
+    del in_window
     members = rng.permutation(members).reshape(n_cross, 2)
     cross = np.sort(members, axis=1)             # lower rank (more frequent) is the source
     injection = _injection_probability(frequency[cross[:, 0]], frequency[cross[:, 1]],
@@ -358,12 +426,15 @@ def plant_model(rng, frequency, *, n_linear, n_cross, min_cooccurrence=DEFAULT_M
 # --------------------------------------------------------------------------
 # rows
 # --------------------------------------------------------------------------
-def _sorted_distinct(keys) -> np.ndarray:
-    """Sorted distinct values of an int64 array (``keys`` is sorted in place).
+def _sorted_distinct(keys, m) -> np.ndarray:
+    """Sorted distinct values of keys ``row * m + rank`` with rows ascending.
 
-    Faster than ``np.unique`` on the nearly sorted keys used here.
+    ``keys`` is sorted in place, row by row
+    (:func:`~ultrafs.kernels.sampling.sort_grouped`: the same order as
+    ``numpy.sort``, several times faster for rows of a few dozen draws).
     """
-    keys.sort()
+    if not sort_grouped(keys, m):
+        keys.sort()
     first = np.empty(len(keys), dtype=bool)
     first[:1] = True
     np.not_equal(keys[1:], keys[:-1], out=first[1:])
@@ -383,7 +454,7 @@ def _redraw_round(rng, keys, missing, zipf):
     """Draw ``missing[i]`` more ranks for each row; keep the new ones."""
     m = zipf.n_features
     rows = np.repeat(np.arange(len(missing), dtype=np.int64), missing)
-    return _insert_new(keys, _sorted_distinct(rows * m + zipf.draw_ranks(rng, len(rows))))
+    return _insert_new(keys, _sorted_distinct(rows * m + zipf.draw_ranks(rng, len(rows)), m))
 
 
 def _draw_absent(rng, keys, rows, zipf):
@@ -615,102 +686,264 @@ def balanced_threshold(scores, noise, window=BALANCE_WINDOW) -> float:
     return lo + float(cuts[best]) * width
 
 
-def _labels(scores, noise, threshold) -> np.ndarray:
-    """±1 labels: +1 where ``scores + noise > threshold``."""
-    return np.where(scores + noise > threshold, 1.0, -1.0)
-
-
 # --------------------------------------------------------------------------
 # streaming a split into a store
 # --------------------------------------------------------------------------
 @dataclass
-class _Split:
-    """A generated split, transposed and waiting to be written."""
+class _ChunkResult:
+    """One generated chunk, ready for the transpose (see :func:`_chunk_task`)."""
 
-    transpose: ExternalTranspose
-    scores: np.ndarray
-    noise: np.ndarray
+    first: int
+    keys: np.ndarray               # column << 32 | row (split rows), in row order
+    scores: np.ndarray             # noiseless scores
+    noisy: np.ndarray              # scores + noise
     linear_counts: np.ndarray
     cross_counts: np.ndarray
+    text: tuple | None             # (row_nnz int32, columns int32 increasing per row)
 
 
-def _generate_split(transpose, n_samples, *, seed, stream, chunk_rows, zipf, model,
-                    nnz_per_row) -> _Split:
-    """Generate every chunk of one split into ``transpose``."""
+def _chunk_task(index, first, n_rows, *, seed, stream, zipf, model, nnz_per_row,
+                text) -> _ChunkResult:
+    """Generate chunk ``index`` (rows ``first:first + n_rows``); runs in a worker thread.
+
+    A pure function of its arguments: chunk ``index`` draws from its own
+    stream ``SeedSequence(seed, spawn_key=(stream, index))``.
+    """
+    chunk = generate_chunk(_rng(seed, stream, index), n_rows, zipf, model, nnz_per_row)
+    columns = zipf.column_of_rank[chunk.ranks]
+    keys = pack_keys(columns, (chunk.rows + first).astype(np.int32))
+    rows_text = None
+    if text:
+        by_row = chunk.rows << 32
+        by_row |= columns
+        by_row.sort()
+        rows_text = (np.bincount(chunk.rows, minlength=n_rows).astype(np.int32),
+                     by_row.astype(np.int32))          # low 32 bits: the column
+    return _ChunkResult(first, keys, chunk.scores, chunk.scores + chunk.noise,
+                        chunk.linear_counts, chunk.cross_counts, rows_text)
+
+
+def _ordered_map(function, jobs, n_threads: int):
+    """``function(*job)`` for every job, yielded in job order.
+
+    With ``n_threads > 1`` the calls run in a thread pool, at most
+    ``n_threads`` at once and ``n_threads`` finished ones waiting, so
+    memory holds about ``2 n_threads`` chunks.  Close the generator
+    (``contextlib.closing``) when leaving early: the waiting calls are
+    cancelled and the running ones joined.
+    """
+    if n_threads <= 1:
+        for job in jobs:
+            yield function(*job)
+        return
+    with ThreadPoolExecutor(n_threads, thread_name_prefix="ultrafs-kddb") as pool:
+        pending = deque()
+        try:
+            for job in jobs:
+                pending.append(pool.submit(function, *job))
+                if len(pending) >= 2 * n_threads:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
+
+
+@dataclass
+class _Split:
+    """A generated split: transposed entries, scores and, on disk, noisy scores."""
+
+    scores: np.ndarray
+    noisy_path: Path
+    linear_counts: np.ndarray
+    cross_counts: np.ndarray
+    rows_path: Path | None          # row-ordered entries for the LIBSVM text
+    chunk_sizes: list               # (n_rows, nnz) per chunk, with rows_path
+
+
+def _generate_split(transpose, n_samples, work_dir, *, seed, stream, chunk_rows, zipf,
+                    model, nnz_per_row, n_threads, text) -> _Split:
+    """Generate every chunk of one split into ``transpose``.
+
+    Chunks are generated by ``n_threads`` worker threads and consumed in
+    order, so the result does not depend on the threads.  Noisy scores
+    (and, for the LIBSVM text, each row's columns) go to files in
+    ``work_dir``; only the noiseless scores (8 bytes per row, for the
+    threshold) stay in memory.
+    """
     scores = np.empty(n_samples, dtype=np.float64)
-    noise = np.empty(n_samples, dtype=np.float64)
     linear_counts = np.zeros(len(model.linear_ranks), dtype=np.int64)
     cross_counts = np.zeros(len(model.cross_ranks), dtype=np.int64)
-    for index, first in enumerate(range(0, n_samples, chunk_rows)):
-        n_rows = min(chunk_rows, n_samples - first)
-        chunk = generate_chunk(_rng(seed, stream, index), n_rows, zipf, model, nnz_per_row)
-        rows = (chunk.rows + first).astype(np.int32)
-        transpose.add(zipf.column_of_rank[chunk.ranks], rows, None)
-        scores[first:first + n_rows] = chunk.scores
-        noise[first:first + n_rows] = chunk.noise
-        linear_counts += chunk.linear_counts
-        cross_counts += chunk.cross_counts
+    noisy_path = work_dir / "noisy.bin"
+    rows_path = work_dir / "rows.bin" if text else None
+    chunk_sizes = []
+    jobs = ((index, first, min(chunk_rows, n_samples - first))
+            for index, first in enumerate(range(0, n_samples, chunk_rows)))
+    task = partial(_chunk_task, seed=seed, stream=stream, zipf=zipf, model=model,
+                   nnz_per_row=nnz_per_row, text=text)
+    with open(noisy_path, "wb") as noisy_file, \
+            (open(rows_path, "wb") if text else nullcontext()) as rows_file, \
+            closing(_ordered_map(task, jobs, n_threads)) as results:
+        for result in results:
+            transpose.add_keys(result.keys, None)
+            stop = result.first + len(result.scores)
+            scores[result.first:stop] = result.scores
+            result.noisy.tofile(noisy_file)
+            linear_counts += result.linear_counts
+            cross_counts += result.cross_counts
+            if text:
+                row_nnz, columns = result.text
+                row_nnz.tofile(rows_file)
+                columns.tofile(rows_file)
+                chunk_sizes.append((len(row_nnz), len(columns)))
+            del result
     transpose.finish()
-    return _Split(transpose, scores, noise, linear_counts, cross_counts)
+    return _Split(scores, noisy_path, linear_counts, cross_counts, rows_path, chunk_sizes)
 
 
-def _write_split(output, split: _Split, labels, plan, *, n_features, command, block_nnz,
-                 overwrite, attrs) -> int:
-    """Write a transposed split as a binary store; return its nnz."""
-    indptr = split.transpose.indptr(n_features)
-    split.transpose.release_counts()               # indptr holds the same information
+def _read_labels(noisy_path, n_samples, threshold) -> np.ndarray:
+    """±1 labels: +1 where ``scores + noise > threshold`` (read a slice at a time)."""
+    labels = np.empty(n_samples, dtype=np.float64)
+    step = 1 << 20
+    with open(noisy_path, "rb") as f:
+        for lo in range(0, n_samples, step):
+            noisy = np.fromfile(f, dtype=np.float64, count=min(step, n_samples - lo))
+            labels[lo:lo + len(noisy)] = np.where(noisy > threshold, 1.0, -1.0)
+    return labels
+
+
+def _write_text(writer, split: _Split, labels, stop) -> None:
+    """Write a split's rows as LIBSVM text (runs in a helper thread)."""
+    first = 0
+    with open(split.rows_path, "rb") as f:
+        for n_rows, nnz in split.chunk_sizes:
+            if stop.is_set():
+                return
+            row_nnz = np.fromfile(f, dtype=np.int32, count=n_rows)
+            columns = np.fromfile(f, dtype=np.int32, count=nnz)
+            indptr = np.zeros(n_rows + 1, dtype=np.int64)
+            np.cumsum(row_nnz, out=indptr[1:])
+            writer.write_rows(labels[first:first + n_rows].astype(np.int64), indptr, columns)
+            first += n_rows
+
+
+class _Background:
+    """``function(stop)`` in a helper thread; :meth:`result` joins it and raises its error."""
+
+    def __init__(self, function, name: str):
+        self._stop = threading.Event()
+        self._error = None
+
+        def run():
+            try:
+                function(self._stop)
+            except BaseException as exc:      # raised again by result()
+                self._error = exc
+
+        self._thread = threading.Thread(target=run, name=name, daemon=True)
+        self._thread.start()
+
+    def result(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+
+    def cancel(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _write_split(output, transpose, labels, plan, *, n_features, command, block_nnz,
+                 overwrite, attrs, text=None) -> int:
+    """Write a transposed split as a binary store; return its nnz.
+
+    ``text`` (a :class:`_Background` writing the LIBSVM text) is joined
+    before the store is published, so that its failure leaves no store.
+    """
+    indptr = transpose.indptr(n_features)
+    transpose.release_counts()               # indptr holds the same information
     writer = StoreWriter(output, n_samples=len(labels), n_features=n_features,
                          nnz=int(indptr[-1]), dtype="float32", binary=True, labels=labels,
                          id_offset=0, command=command, block_nnz=block_nnz,
                          overwrite=overwrite, chunk_size=plan.chunk_size, attrs=attrs,
-                         labels_source=str(output))
+                         labels_source=str(output), indptr=indptr)
     with writer:
         bounds = balanced_block_bounds(indptr, plan.group_nnz)
-        for first, stop, rows, _ in split.transpose.iter_blocks(bounds, indptr, np.float32):
-            writer.append(indptr[first:stop + 1] - indptr[first], rows, None)
+        with closing(gather_blocks(transpose, bounds, indptr, np.float32)) as blocks:
+            for first, stop, rows, _ in blocks:
+                writer.append(indptr[first:stop + 1] - indptr[first], rows, None)
+        if text is not None:
+            text.result()
         writer.close()
     return int(indptr[-1])
 
 
-def _store_split(output, n_samples, *, stream, threshold, plan, common, attrs_for) -> dict:
+def _store_split(output, n_samples, *, stream, threshold, plan, common, zipf, attrs_for,
+                 libsvm_output=None) -> dict:
     """Generate, label and write one split; return its summary.
 
     ``threshold`` None computes it from this split's scores (training).
+    ``zipf`` is a zero-argument function returning the :class:`ZipfColumns`;
+    they are released once the split is generated.  ``libsvm_output``
+    also writes the split as LIBSVM text, alongside the store.
     """
     run_dir = Path(tempfile.mkdtemp(prefix=f"{output.name}.runs-", dir=output.parent))
-    transpose = ExternalTranspose(run_dir, plan.buffer_bytes)
+    transpose = ExternalTranspose(run_dir, plan.buffer_bytes, n_columns=common["n_features"])
+    text_writer = background = None
     try:
-        split = _generate_split(transpose, n_samples, stream=stream, seed=common["seed"],
-                                chunk_rows=common["chunk_rows"], zipf=common["zipf"],
-                                model=common["model"], nnz_per_row=common["nnz_per_row"])
+        split = _generate_split(transpose, n_samples, run_dir, stream=stream,
+                                seed=common["seed"], chunk_rows=common["chunk_rows"],
+                                zipf=zipf(), model=common["model"],
+                                nnz_per_row=common["nnz_per_row"],
+                                n_threads=common["n_threads"],
+                                text=libsvm_output is not None)
         if threshold is None:
             threshold = balanced_threshold(split.scores, common["model"].noise)
-        labels = _labels(split.scores, split.noise, threshold)
+        split.scores = None
+        labels = _read_labels(split.noisy_path, n_samples, threshold)
         if np.all(labels == labels[0]):
             raise UltraFSError(f"{output}: every generated label is {labels[0]:+.0f}; "
                                "use more samples or planted features")
-        del split.scores, split.noise
-        nnz = _write_split(output, split, labels, plan, n_features=common["zipf"].n_features,
-                           command=common["command"], block_nnz=common["block_nnz"],
-                           overwrite=common["overwrite"],
-                           attrs=attrs_for(threshold, split.linear_counts, split.cross_counts))
+        if libsvm_output is not None:
+            text_writer = LibsvmTextWriter(libsvm_output)
+            background = _Background(
+                lambda stop: _write_text(text_writer, split, labels, stop), "ultrafs-text")
+        nnz = _write_split(output, transpose, labels, plan,
+                           n_features=common["n_features"], command=common["command"],
+                           block_nnz=common["block_nnz"], overwrite=common["overwrite"],
+                           attrs=attrs_for(threshold, split.linear_counts, split.cross_counts),
+                           text=background)
+        if text_writer is not None:
+            text_writer.close()
         n_runs = transpose.n_spilled
+    except BaseException:
+        if background is not None:
+            background.cancel()
+        if text_writer is not None:
+            text_writer.abort()
+        raise
     finally:
         transpose.close()
         remove_tree(run_dir)
-    return {"output": str(output), "n_samples": int(n_samples), "nnz": nnz,
-            "mean_nnz_per_row": nnz / n_samples,
-            "positive_fraction": float(np.mean(labels > 0)),
-            "threshold": float(threshold), "n_runs": int(n_runs),
-            "linear_counts": [int(c) for c in split.linear_counts],
-            "cross_counts": [int(c) for c in split.cross_counts]}
+    summary = {"output": str(output), "n_samples": int(n_samples), "nnz": nnz,
+               "mean_nnz_per_row": nnz / n_samples,
+               "positive_fraction": float(np.mean(labels > 0)),
+               "threshold": float(threshold), "n_runs": int(n_runs),
+               "linear_counts": [int(c) for c in split.linear_counts],
+               "cross_counts": [int(c) for c in split.cross_counts]}
+    if text_writer is not None:
+        summary.update(libsvm_output=str(text_writer.path),
+                       libsvm_bytes=int(text_writer.bytes_written))
+    return summary
 
 
 # --------------------------------------------------------------------------
 # public entry point
 # --------------------------------------------------------------------------
 def _check_parameters(n_samples, n_features, nnz_per_row, zipf_exponent, n_linear, n_cross,
-                      min_cooccurrence, noise, chunk_rows, memory_budget, n_test, seed):
+                      min_cooccurrence, noise, chunk_rows, memory_budget, n_test, seed,
+                      n_threads):
     def integer(name, value, low):
         if isinstance(value, bool) or int(value) != value or value < low:
             raise ParameterError(f"{name} must be an integer >= {low}, got {value!r}")
@@ -741,13 +974,16 @@ def _check_parameters(n_samples, n_features, nnz_per_row, zipf_exponent, n_linea
                              f"got {memory_budget}")
     n_test = integer("n_test", n_test, 0)
     seed = integer("seed", seed, 0)
-    return n_samples, n_features, n_linear, n_cross, chunk_rows, n_test, seed
+    n_threads = (min(os.cpu_count() or 1, MAX_THREADS) if n_threads is None
+                 else integer("n_threads", n_threads, 1))
+    return n_samples, n_features, n_linear, n_cross, chunk_rows, n_test, seed, n_threads
 
 
-def _describe_call(output_path, generator: dict, test_output) -> str:
+def _describe_call(output_path, generator: dict, test_output, libsvm_output) -> str:
     args = ", ".join(f"{k}={v!r}" for k, v in generator.items()
                      if k not in ("name", "split"))
     extra = "" if test_output is None else f", test_output={str(test_output)!r}"
+    extra += "" if libsvm_output is None else f", libsvm_output={str(libsvm_output)!r}"
     return (f"python: ultrafs.datasets.kddb_like.make_kddb_like({str(output_path)!r}, "
             f"{args}{extra})")
 
@@ -758,7 +994,8 @@ def make_kddb_like(output_path, *, n_samples, n_features, nnz_per_row=DEFAULT_NN
                    noise=DEFAULT_NOISE, shuffle_columns=True, seed=0,
                    memory_budget=DEFAULT_MEMORY_BUDGET, chunk_rows=DEFAULT_CHUNK_ROWS,
                    block_nnz=DEFAULT_BLOCK_NNZ, test_output=None, n_test=0,
-                   command=None, overwrite=False) -> dict:
+                   libsvm_output=None, n_threads=None, command=None,
+                   overwrite=False) -> dict:
     """Write a kddb-like synthetic store with a planted linear + cross model.
 
     See the module docstring for the generative model.
@@ -801,6 +1038,17 @@ def make_kddb_like(output_path, *, n_samples, n_features, nnz_per_row=DEFAULT_NN
         model and threshold.
     n_test : int
         Rows of the test store (required > 0 with ``test_output``).
+    libsvm_output : str, os.PathLike or None
+        Also write the training rows as LIBSVM text to this file:
+        ``label index:1 ...`` per row, labels ``1`` / ``-1``, 1-based
+        indices (index = column + 1) increasing within a row.
+        ``ultrafs ingest FILE`` reads it back into the same matrix and
+        labels (its feature ids are then the indices: the generator's ids
+        plus 1).  Written alongside the store, published under its name
+        only when complete.
+    n_threads : int or None
+        Threads generating chunks (None: the CPU count, at most
+        :data:`MAX_THREADS`).  The data do not depend on it.
     command : str or None
         Recorded as ``created_by``; None records the Python call.
     overwrite : bool
@@ -814,7 +1062,8 @@ def make_kddb_like(output_path, *, n_samples, n_features, nnz_per_row=DEFAULT_NN
         ``n_runs`` (spilled runs), ``linear_counts`` / ``cross_counts``
         (training rows holding each planted feature / both members of each
         pair), ``planted`` (the store attribute), ``generator``, ``test``
-        (the same keys for the test store, or None) and ``seconds``.
+        (the same keys for the test store, or None), ``seconds``, and with
+        ``libsvm_output``: ``libsvm_output`` and ``libsvm_bytes``.
 
     Raises
     ------
@@ -822,13 +1071,17 @@ def make_kddb_like(output_path, *, n_samples, n_features, nnz_per_row=DEFAULT_NN
         For invalid parameters.
     StoreExistsError
         If an output exists and ``overwrite`` is False.
+    OutputPathError
+        If ``libsvm_output`` is a directory, not a regular file, one of
+        the stores, or in a missing folder.
     UltraFSError
         If the labels of a split come out all equal.
     """
     started = time.perf_counter()
-    n_samples, n_features, n_linear, n_cross, chunk_rows, n_test, seed = _check_parameters(
-        n_samples, n_features, nnz_per_row, zipf_exponent, n_linear, n_cross,
-        min_cooccurrence, noise, chunk_rows, memory_budget, n_test, seed)
+    (n_samples, n_features, n_linear, n_cross, chunk_rows, n_test, seed,
+     n_threads) = _check_parameters(n_samples, n_features, nnz_per_row, zipf_exponent,
+                                    n_linear, n_cross, min_cooccurrence, noise, chunk_rows,
+                                    memory_budget, n_test, seed, n_threads)
     output = check_output_path(output_path, overwrite)
     if test_output is not None:
         if n_test < 1:
@@ -836,6 +1089,10 @@ def make_kddb_like(output_path, *, n_samples, n_features, nnz_per_row=DEFAULT_NN
         test_output = check_output_path(test_output, overwrite)
         if test_output == output:
             raise ParameterError("test_output must differ from output_path")
+    if libsvm_output is not None:
+        libsvm_output = check_text_output(
+            libsvm_output, overwrite,
+            others=[("training store", output), ("test store", test_output)])
     generator = {"name": "ultrafs.datasets.kddb_like.make_kddb_like",
                  "n_samples": n_samples, "n_features": n_features,
                  "nnz_per_row": float(nnz_per_row), "zipf_exponent": float(zipf_exponent),
@@ -844,32 +1101,48 @@ def make_kddb_like(output_path, *, n_samples, n_features, nnz_per_row=DEFAULT_NN
                  "shuffle_columns": bool(shuffle_columns), "seed": seed,
                  "chunk_rows": chunk_rows, "n_test": n_test}
     if command is None:
-        command = _describe_call(output, generator, test_output)
-    model_rng = _rng(seed, _STREAM_MODEL)
-    zipf = ZipfColumns.build(n_features, zipf_exponent, model_rng if shuffle_columns else None)
+        command = _describe_call(output, generator, test_output, libsvm_output)
+
+    def build_zipf():
+        # the permutation is the model stream's first draw: rebuilding
+        # gives the same columns (they are released while a store is written)
+        rng = _rng(seed, _STREAM_MODEL)
+        return ZipfColumns.build(n_features, zipf_exponent, rng if shuffle_columns else None), rng
+
+    zipf, model_rng = build_zipf()
     model = plant_model(model_rng, zipf.expected_frequency(nnz_per_row), n_linear=n_linear,
                         n_cross=n_cross, min_cooccurrence=min_cooccurrence, noise=noise)
+    planted_columns = model.columns(zipf.column_of_rank)
     plan = _MemoryPlan(int(memory_budget))
-    common = {"seed": seed, "chunk_rows": chunk_rows, "zipf": zipf, "model": model,
+    common = {"seed": seed, "chunk_rows": chunk_rows, "model": model,
               "nnz_per_row": float(nnz_per_row), "command": command,
+              "n_features": n_features, "n_threads": n_threads,
               "block_nnz": int(block_nnz), "overwrite": bool(overwrite)}
     planted = {}
+    held = [zipf]
+    del zipf
+
+    def zipf_once():
+        """The columns for one split, not kept beyond it."""
+        return held.pop() if held else build_zipf()[0]
 
     def attrs_for(split_name):
         def attrs(threshold, linear_counts, cross_counts):
-            planted[split_name] = model.to_attrs(zipf.column_of_rank, threshold,
+            planted[split_name] = model.to_attrs(planted_columns, threshold,
                                                  linear_counts, cross_counts)
             return {"planted": planted[split_name],
                     "generator": dict(generator, split=split_name)}
         return attrs
 
     summary = _store_split(output, n_samples, stream=_STREAM_TRAIN, threshold=None,
-                           plan=plan, common=common, attrs_for=attrs_for("train"))
+                           plan=plan, common=common, zipf=zipf_once,
+                           attrs_for=attrs_for("train"), libsvm_output=libsvm_output)
     test_summary = None
     if test_output is not None:
         test_summary = _store_split(test_output, n_test, stream=_STREAM_TEST,
                                     threshold=summary["threshold"], plan=plan,
-                                    common=common, attrs_for=attrs_for("test"))
+                                    common=common, zipf=zipf_once,
+                                    attrs_for=attrs_for("test"))
     summary.update(n_features=n_features, planted=planted["train"], generator=generator,
                    test=test_summary, seconds=time.perf_counter() - started)
     return summary

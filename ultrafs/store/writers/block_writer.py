@@ -126,7 +126,7 @@ class BlockWriter:
     def __init__(self, path, *, n_samples, n_features, nnz, dtype, binary, labels,
                  id_offset, command, block_nnz, overwrite, attrs, chunk_size,
                  labels_source, target=None, column_ids=None, id_space=None,
-                 feature_names=None, **settings):
+                 feature_names=None, indptr=None, **settings):
         self.path = check_output_path(path, overwrite)
         self.n_samples, self.n_features, self.nnz = int(n_samples), int(n_features), int(nnz)
         if min(self.n_samples, self.n_features, self.nnz) < 0:
@@ -143,7 +143,9 @@ class BlockWriter:
         self._check_settings(block_nnz, chunk_size, **settings)
         self.overwrite = bool(overwrite)
         try:
-            labels = np.array(labels, dtype=np.float64)
+            # held, not copied when already float64 (n_samples floats: the
+            # caller must not change them before close)
+            labels = np.asarray(labels, dtype=np.float64)
         except (TypeError, ValueError):
             raise InputFormatError(f"{labels_source}: labels must be numeric") from None
         if labels.shape != (self.n_samples,):
@@ -187,7 +189,15 @@ class BlockWriter:
             "created_with": f"ultrafs {__version__}",
         }
         self._attrs.update(attrs or {})
-        self._indptr = np.zeros(self.n_features + 1, dtype=np.int64)
+        self._declared_indptr = indptr is not None
+        if indptr is None:
+            self._indptr = np.zeros(self.n_features + 1, dtype=np.int64)
+        else:
+            self._indptr = np.asarray(indptr)
+            if (self._indptr.dtype != np.int64 or self._indptr.shape != (self.n_features + 1,)
+                    or self._indptr[0] != 0 or self._indptr[-1] != self.nnz):
+                raise ValueError(f"indptr must be int64 offsets of shape "
+                                 f"({self.n_features + 1},) from 0 to nnz={self.nnz}")
         self._columns_done = 0
         self._nnz_appended = 0
         self._closed = False
@@ -243,7 +253,13 @@ class BlockWriter:
             if count_nonfinite(data):
                 raise ValueError("data contains NaN or infinite values")
         start = self._columns_done
-        self._indptr[start + 1:start + n_columns + 1] = self._nnz_appended + indptr[1:]
+        offsets = self._nnz_appended + indptr[1:]
+        if self._declared_indptr:
+            if not np.array_equal(self._indptr[start + 1:start + n_columns + 1], offsets):
+                raise ValueError(f"columns {start}..{start + n_columns - 1}: offsets differ "
+                                 "from the declared indptr")
+        else:
+            self._indptr[start + 1:start + n_columns + 1] = offsets
         self._columns_done += n_columns
         self._nnz_appended += block_nnz
         self._digest.add_columns(indptr, indices, data)

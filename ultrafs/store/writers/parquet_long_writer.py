@@ -94,6 +94,8 @@ class ParquetLongWriter(BlockWriter):
     feature_names : None, sequence or StagedNames
         As for :class:`~ultrafs.store.writers.zarr_writer.StoreWriter`;
         written to ``_feature_names.tsv``.
+    indptr : ndarray of int64 or None
+        As for :class:`~ultrafs.store.writers.zarr_writer.StoreWriter`.
 
     Notes
     -----
@@ -113,13 +115,13 @@ class ParquetLongWriter(BlockWriter):
                  id_offset=0, command=None, block_nnz=DEFAULT_BLOCK_NNZ,
                  overwrite=False, attrs=None, chunk_size=CHUNK_ELEMENTS,
                  labels_source="labels", target=None, file_nnz=DEFAULT_FILE_NNZ,
-                 column_ids=None, id_space=None, feature_names=None):
+                 column_ids=None, id_space=None, feature_names=None, indptr=None):
         super().__init__(path, n_samples=n_samples, n_features=n_features, nnz=nnz,
                          dtype=dtype, binary=binary, labels=labels, id_offset=id_offset,
                          command=command, block_nnz=block_nnz, overwrite=overwrite,
                          attrs=attrs, chunk_size=chunk_size, labels_source=labels_source,
                          target=target, column_ids=column_ids, id_space=id_space,
-                         feature_names=feature_names, file_nnz=file_nnz)
+                         feature_names=feature_names, indptr=indptr, file_nnz=file_nnz)
 
     # -------------------------------------------------------------- hooks
     def _check_settings(self, block_nnz, chunk_size, file_nnz) -> None:

@@ -45,7 +45,9 @@ class StoreWriter(BlockWriter):
         True when every value is 1: no ``data`` array is written and
         :meth:`append` takes ``data=None``.
     labels : array-like of float, shape (n_samples,)
-        Original label (target) values, numeric and finite; stored as given.
+        Original label (target) values, numeric and finite; stored as given
+        (a float64 array is held, not copied: leave it unchanged until
+        :meth:`close`).
     target : None, "auto", "binary", "multiclass" or "continuous"
         Target type recorded; None detects it from ``labels``
         (:func:`~ultrafs.store.targets.encode_targets`).
@@ -73,6 +75,11 @@ class StoreWriter(BlockWriter):
         (``id_space`` of them, ``names[j]`` naming id ``id_offset + j``),
         or a checked user file (:func:`ultrafs.store.feature_names.stage_names_file`);
         written to ``feature_names.tsv`` with its SHA-256 in the attributes.
+    indptr : ndarray of int64, shape (n_features + 1,), or None
+        The column offsets of the whole matrix when the caller knows them
+        (a transpose): held instead of a copy of its own (8 bytes per
+        column saved) and checked against every appended block.  Not
+        modified; the caller must not change it before :meth:`close`.
 
     Notes
     -----
@@ -91,13 +98,13 @@ class StoreWriter(BlockWriter):
                  id_offset=0, command=None, block_nnz=DEFAULT_BLOCK_NNZ,
                  overwrite=False, attrs=None, chunk_size=CHUNK_ELEMENTS,
                  labels_source="labels", target=None, column_ids=None, id_space=None,
-                 feature_names=None):
+                 feature_names=None, indptr=None):
         super().__init__(path, n_samples=n_samples, n_features=n_features, nnz=nnz,
                          dtype=dtype, binary=binary, labels=labels, id_offset=id_offset,
                          command=command, block_nnz=block_nnz, overwrite=overwrite,
                          attrs=attrs, chunk_size=chunk_size, labels_source=labels_source,
                          target=target, column_ids=column_ids, id_space=id_space,
-                         feature_names=feature_names)
+                         feature_names=feature_names, indptr=indptr)
 
     # -------------------------------------------------------------- hooks
     def _check_settings(self, block_nnz, chunk_size) -> None:
