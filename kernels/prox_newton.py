@@ -10,7 +10,9 @@
     ``csr_augmented_gram_parallel(indptr, indices, data, weights, bounds, out)``
     is its twin over threads, each owning a range of the Gram's rows
     (``gram_row_bounds(gram_row_work(...), T)``): the same bytes for any
-    ranges and threads.
+    ranges and threads.  ``csr_constant_gram(indptr, indices, weights,
+    scale, out)`` (and its twin) is the same Hessian of a matrix with one
+    value per column (``column_constants``), from the pattern alone.
 
 ``l21sq_model_bcd(H, g, coef, bias, block_ptr, fit_intercept, tol, max_sweeps, z, c, *ws)``
     block coordinate descent on the proximal Newton model of the
@@ -52,7 +54,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["csr_augmented_gram", "csr_augmented_gram_parallel", "gram_row_work",
+__all__ = ["csr_augmented_gram", "csr_augmented_gram_parallel", "csr_constant_gram",
+           "csr_constant_gram_parallel", "column_constants", "gram_row_work",
            "gram_row_bounds", "eigen_workspace", "l21sq_model_bcd",
            "l21sq_model_polish", "l21sq_model_residual"]
 
@@ -185,6 +188,116 @@ def csr_augmented_gram_parallel(indptr, indices, data, weights, bounds, out):
             out[j, k] = v
             out[k, j] = v
     return out
+
+
+@njit(cache=True, nogil=True)
+def _pattern_gram_rows(indptr, indices, weights, lo, hi, out):
+    """:func:`_gram_rows` of the pattern of ``X`` (every entry 1)."""
+    size = out.shape[0]
+    p = size - 1
+    for j in range(lo, hi):
+        out[j, :] = 0.0
+    for i in range(len(indptr) - 1):
+        wi = weights[i]
+        if wi == 0.0:
+            continue
+        start, end = indptr[i], indptr[i + 1]
+        first, last = start, end
+        while first < last:
+            mid = (first + last) >> 1
+            if indices[mid] < lo:
+                first = mid + 1
+            else:
+                last = mid
+        for a in range(first, end):
+            ja = indices[a]
+            if ja >= hi:
+                break
+            out[ja, p] -= wi
+            out[ja, ja] += wi
+            for b in range(a + 1, end):
+                jb = indices[b]
+                if jb == ja:  # a duplicate entry: its pair lands on the diagonal
+                    out[ja, ja] += 2.0 * wi
+                else:
+                    out[ja, jb] += wi
+        if lo <= p < hi:
+            out[p, p] += wi
+
+
+@njit(cache=True, nogil=True)
+def _fold_scaled(out, scale, j):
+    """Row ``j`` of the final fold of the pattern Gram, scaled by ``scale_j scale_k``."""
+    size = out.shape[0]
+    out[j, j] = out[j, j] * (scale[j] * scale[j])
+    for k in range(j + 1, size):
+        v = (out[j, k] + out[k, j]) * (scale[j] * scale[k])
+        out[j, k] = v
+        out[k, j] = v
+
+
+@njit(cache=True, nogil=True)
+def csr_constant_gram(indptr, indices, weights, scale, out):
+    """:func:`csr_augmented_gram` of a matrix whose column ``j`` holds only ``scale[j]``.
+
+    ``X = P diag(c)`` for its pattern ``P``: the Gram of ``[P, -1]`` is
+    accumulated without reading values or multiplying (the degree-2
+    features of binary data have one value per column), then scaled:
+    entry ``(j, k)`` is ``(sum of weights) * (c_j c_k)``.  Its rounding
+    therefore differs from :func:`csr_augmented_gram`'s.
+
+    Parameters
+    ----------
+    indptr, indices : ndarray
+        CSR pattern of ``X`` (column indices not decreasing within a row).
+    weights : ndarray of float64, shape (n,)
+    scale : ndarray of float64, shape (p + 1,)
+        ``c`` and, last, 1.0 (the intercept's column of -1).
+    out : ndarray of float64, shape (p + 1, p + 1)
+
+    Returns
+    -------
+    ndarray of float64, shape (p + 1, p + 1), symmetric
+    """
+    size = out.shape[0]
+    _pattern_gram_rows(indptr, indices, weights, 0, size, out)
+    for j in range(size):
+        _fold_scaled(out, scale, j)
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def csr_constant_gram_parallel(indptr, indices, weights, scale, bounds, out):
+    """:func:`csr_constant_gram` over ranges of the Gram's rows (the same bytes)."""
+    size = out.shape[0]
+    for r in prange(len(bounds) - 1):
+        _pattern_gram_rows(indptr, indices, weights, bounds[r], bounds[r + 1], out)
+    for j in prange(size):
+        _fold_scaled(out, scale, j)
+    return out
+
+
+@njit(cache=True, nogil=True)
+def column_constants(indptr, data):
+    """Each column's one value, if every column holds a single value.
+
+    Returns
+    -------
+    values : ndarray of float64, shape (p,)
+        ``data`` of the column's first entry (1.0 for an empty column).
+    constant : bool
+    """
+    p = len(indptr) - 1
+    values = np.ones(p)
+    for j in range(p):
+        lo, hi = indptr[j], indptr[j + 1]
+        if hi > lo:
+            v = data[lo]
+            for k in range(lo + 1, hi):
+                if data[k] != v:
+                    return values, False
+            values[j] = np.float64(v)
+    return values, True
 
 
 @njit(cache=True, nogil=True)

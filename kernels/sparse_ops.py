@@ -605,12 +605,14 @@ def _count_rows(indices, starts, r, counts):
 
 @njit(cache=True, nogil=True)
 def _fill_rows(indices, data, starts, r, nxt, out_idx, out_val):
+    values = len(data) > 0
     for j in range(starts.shape[0]):
         for k in range(starts[j, r], starts[j, r + 1]):
             i = indices[k]
             pos = nxt[i]
             out_idx[pos] = j
-            out_val[pos] = data[k]
+            if values:
+                out_val[pos] = data[k]
             nxt[i] = pos + 1
 
 
@@ -634,7 +636,8 @@ def csc_to_csr(indptr, indices, data, n_rows, starts, bounds):
     ----------
     indptr, indices, data : ndarray
         CSC arrays of ``X`` (n_rows x p), row indices increasing (not
-        strictly) within a column.
+        strictly) within a column; an empty ``data`` copies the pattern
+        only (the returned ``data`` is empty).
     n_rows : int
     starts, bounds : ndarray of int64
         :func:`csc_row_range_starts` and :func:`row_ranges`.
@@ -649,7 +652,7 @@ def csc_to_csr(indptr, indices, data, n_rows, starts, bounds):
         _count_rows(indices, starts, r, counts[1:])
     nxt = _csr_pointers(counts)
     out_idx = np.empty(counts[n_rows], dtype=np.int32)
-    out_val = np.empty(counts[n_rows], dtype=data.dtype)
+    out_val = np.empty(counts[n_rows] if len(data) else 0, dtype=data.dtype)
     for r in range(R):
         _fill_rows(indices, data, starts, r, nxt, out_idx, out_val)
     return counts, out_idx, out_val
@@ -664,7 +667,7 @@ def csc_to_csr_parallel(indptr, indices, data, n_rows, starts, bounds):
         _count_rows(indices, starts, r, counts[1:])
     nxt = _csr_pointers(counts)
     out_idx = np.empty(counts[n_rows], dtype=np.int32)
-    out_val = np.empty(counts[n_rows], dtype=data.dtype)
+    out_val = np.empty(counts[n_rows] if len(data) else 0, dtype=data.dtype)
     for r in prange(R):
         _fill_rows(indices, data, starts, r, nxt, out_idx, out_val)
     return counts, out_idx, out_val
