@@ -178,6 +178,8 @@ def main():
     parser.add_argument("--model", help="a model file of a degree-2 run on --store")
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--columns", type=int, default=500)
+    parser.add_argument("--per-row", type=float, default=34.0,
+                        help="mean entries per row of the generated subproblem")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--solve-repeats", type=int, default=None,
@@ -191,7 +193,7 @@ def main():
     if args.store:
         problem = from_store(args.store, args.model)
     else:
-        problem = synthetic(args.rows, args.columns)
+        problem = synthetic(args.rows, args.columns, per_row=args.per_row)
     indptr, indices, data, y, C, block_ptr, source = problem
     n, p = len(y), len(indptr) - 1
     row_nnz = np.bincount(indices, minlength=n)

@@ -12,7 +12,7 @@
     (``gram_row_bounds(gram_row_work(...), T)``): the same bytes for any
     ranges and threads.  ``csr_constant_gram(indptr, indices, weights,
     scale, out)`` (and its twin) is the same Hessian of a matrix with one
-    value per column (``column_constants``), from the pattern alone.
+    value per column (``sparse_ops.column_values``), from the pattern alone.
 
 ``l21sq_model_bcd(H, g, coef, bias, block_ptr, fit_intercept, tol, max_sweeps, z, c, *ws)``
     block coordinate descent on the proximal Newton model of the
@@ -55,7 +55,7 @@ import numpy as np
 from numba import njit, prange
 
 __all__ = ["csr_augmented_gram", "csr_augmented_gram_parallel", "csr_constant_gram",
-           "csr_constant_gram_parallel", "column_constants", "gram_row_work",
+           "csr_constant_gram_parallel", "gram_row_work",
            "gram_row_bounds", "eigen_workspace", "l21sq_model_bcd",
            "l21sq_model_polish", "l21sq_model_residual"]
 
@@ -275,29 +275,6 @@ def csr_constant_gram_parallel(indptr, indices, weights, scale, bounds, out):
     for j in prange(size):
         _fold_scaled(out, scale, j)
     return out
-
-
-@njit(cache=True, nogil=True)
-def column_constants(indptr, data):
-    """Each column's one value, if every column holds a single value.
-
-    Returns
-    -------
-    values : ndarray of float64, shape (p,)
-        ``data`` of the column's first entry (1.0 for an empty column).
-    constant : bool
-    """
-    p = len(indptr) - 1
-    values = np.ones(p)
-    for j in range(p):
-        lo, hi = indptr[j], indptr[j + 1]
-        if hi > lo:
-            v = data[lo]
-            for k in range(lo + 1, hi):
-                if data[k] != v:
-                    return values, False
-            values[j] = np.float64(v)
-    return values, True
 
 
 @njit(cache=True, nogil=True)

@@ -21,6 +21,8 @@ flattened row-major (``f[i * K + k]``).  With ``K = 1`` they compute the
 same sums in the same order as the single-output kernels.
 """
 
+import math
+
 import numpy as np
 from numba import njit, prange
 
@@ -41,7 +43,9 @@ __all__ = [
     "coarser_ranges",
     "csc_block_matvec_into_ranges",
     "csc_block_matvec_into_parallel",
+    "csc_rmatvec_columns",
     "csc_rmatvec_parallel",
+    "column_values",
     "combine_block_products_parallel",
     "csc_block_matmat_into_ranges",
     "csc_block_matmat_into_parallel",
@@ -457,8 +461,13 @@ def csc_row_range_starts(indptr, indices, bounds):
 
 
 @njit(cache=True, nogil=True)
-def _scatter_range(indptr, indices, data, w, block_ptr, starts, lo, hi, r, out):
-    """Rows ``lo:hi`` of :func:`csc_block_matvec_into` (range ``r``)."""
+def _scatter_range(indptr, indices, data, colval, w, block_ptr, starts, lo, hi, r, out):
+    """Rows ``lo:hi`` of :func:`csc_block_matvec_into` (range ``r``).
+
+    ``colval``: each column's one value (``data`` unread: the same products,
+    a third of the memory traffic), or empty.
+    """
+    constant = len(colval) > 0
     for h in range(len(block_ptr) - 1):
         row = out[h]
         row[lo:hi] = 0.0
@@ -466,31 +475,38 @@ def _scatter_range(indptr, indices, data, w, block_ptr, starts, lo, hi, r, out):
             wj = np.float64(w[j])
             if wj == 0.0:
                 continue
-            for k in range(starts[j, r], starts[j, r + 1]):
-                row[indices[k]] += np.float64(data[k]) * wj
+            if constant:
+                x = colval[j] * wj
+                for k in range(starts[j, r], starts[j, r + 1]):
+                    row[indices[k]] += x
+            else:
+                for k in range(starts[j, r], starts[j, r + 1]):
+                    row[indices[k]] += np.float64(data[k]) * wj
 
 
 @njit(cache=True, nogil=True)
-def csc_block_matvec_into_ranges(indptr, indices, data, w, block_ptr, starts, bounds,
-                                 out):
+def csc_block_matvec_into_ranges(indptr, indices, data, colval, w, block_ptr, starts,
+                                 bounds, out):
     """:func:`csc_block_matvec_into` range of rows by range (the same bytes).
 
     ``starts, bounds``: :func:`csc_row_range_starts` of ``X`` and
     :func:`row_ranges` of its rows (sorted row indices only).  The output
-    of a range stays in cache while every column adds to it.
+    of a range stays in cache while every column adds to it.  ``colval``:
+    :func:`column_values` of ``X`` when every column holds one value (then
+    ``data`` is not read), else empty.
     """
     for r in range(len(bounds) - 1):
-        _scatter_range(indptr, indices, data, w, block_ptr, starts, bounds[r],
+        _scatter_range(indptr, indices, data, colval, w, block_ptr, starts, bounds[r],
                        bounds[r + 1], r, out)
     return out
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def csc_block_matvec_into_parallel(indptr, indices, data, w, block_ptr, starts, bounds,
-                                   out):
+def csc_block_matvec_into_parallel(indptr, indices, data, colval, w, block_ptr, starts,
+                                   bounds, out):
     """:func:`csc_block_matvec_into_ranges` over threads (the same bytes)."""
     for r in prange(len(bounds) - 1):
-        _scatter_range(indptr, indices, data, w, block_ptr, starts, bounds[r],
+        _scatter_range(indptr, indices, data, colval, w, block_ptr, starts, bounds[r],
                        bounds[r + 1], r, out)
     return out
 
@@ -554,19 +570,73 @@ def _column_groups(indptr, parts):
     return bounds
 
 
+@njit(cache=True, nogil=True)
+def _dot_columns(indptr, indices, data, colval, r, lo, hi, out):
+    """``out[j] = X[:, j] . r`` for columns ``lo:hi``, entries in order (see
+    :func:`_scatter_range` for ``colval``)."""
+    constant = len(colval) > 0
+    for j in range(lo, hi):
+        acc = 0.0
+        if constant:
+            c = colval[j]
+            for k in range(indptr[j], indptr[j + 1]):
+                acc += c * r[indices[k]]
+        else:
+            for k in range(indptr[j], indptr[j + 1]):
+                acc += np.float64(data[k]) * r[indices[k]]
+        out[j] = acc
+
+
+@njit(cache=True, nogil=True)
+def csc_rmatvec_columns(indptr, indices, data, colval, r):
+    """:func:`csc_rmatvec`, with ``colval`` as in :func:`csc_block_matvec_into_ranges`
+    (the same bytes)."""
+    p = len(indptr) - 1
+    out = np.empty(p, dtype=np.float64)
+    _dot_columns(indptr, indices, data, colval, r, 0, p, out)
+    return out
+
+
 @njit(cache=True, nogil=True, parallel=True)
-def csc_rmatvec_parallel(indptr, indices, data, r):
-    """:func:`csc_rmatvec` over columns (the same bytes: one dot product each)."""
+def csc_rmatvec_parallel(indptr, indices, data, colval, r):
+    """:func:`csc_rmatvec_columns` over groups of columns (the same bytes: one
+    dot product each)."""
     p = len(indptr) - 1
     out = np.empty(p, dtype=np.float64)
     groups = _column_groups(indptr, _COLUMN_GROUPS)
     for g in prange(len(groups) - 1):
-        for j in range(groups[g], groups[g + 1]):
-            acc = 0.0
-            for k in range(indptr[j], indptr[j + 1]):
-                acc += np.float64(data[k]) * r[indices[k]]
-            out[j] = acc
+        _dot_columns(indptr, indices, data, colval, r, groups[g], groups[g + 1], out)
     return out
+
+
+@njit(cache=True, nogil=True)
+def column_values(indptr, data):
+    """Each column's one value, if every column holds a single value.
+
+    Values are compared bit for bit up to NaN (a column holding ``0.0`` and
+    ``-0.0``, or a NaN, holds two values), so products computed from these
+    values equal those computed from ``data``.
+
+    Returns
+    -------
+    values : ndarray of float64, shape (p,)
+        ``data`` of the column's first entry (1.0 for an empty column).
+    constant : bool
+    """
+    p = len(indptr) - 1
+    values = np.ones(p)
+    for j in range(p):
+        lo, hi = indptr[j], indptr[j + 1]
+        if hi > lo:
+            v = data[lo]
+            if v != v:
+                return values, False
+            negative = math.copysign(1.0, v) < 0.0
+            for k in range(lo + 1, hi):
+                if data[k] != v or (math.copysign(1.0, data[k]) < 0.0) != negative:
+                    return values, False
+            values[j] = np.float64(v)
+    return values, True
 
 
 @njit(cache=True, nogil=True, parallel=True)

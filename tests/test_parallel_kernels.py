@@ -34,6 +34,7 @@ from ultrafs.solvers.datafits import make_datafit
 from ultrafs.solvers.operators import CSCOperator
 
 MAX_THREADS = numba.config.NUMBA_NUM_THREADS
+NO_VALUES = np.empty(0)
 THREADS = sorted({1, min(2, MAX_THREADS), MAX_THREADS})
 SIZES = [1, 37, CHUNK, 3 * CHUNK + 5]
 
@@ -388,9 +389,11 @@ def test_matvec(matrix, rng):
     for starts, bounds in _range_cases(indptr, indices, n):
         for twin in (so.csc_block_matvec_into_ranges, so.csc_block_matvec_into_parallel):
             same_for_all_threads(blocks, lambda twin=twin, s=starts, b=bounds: twin(
-                indptr, indices, data, w, block_ptr, s, b, np.full((4, n), np.nan)))
+                indptr, indices, data, NO_VALUES, w, block_ptr, s, b,
+                np.full((4, n), np.nan)))
             same_for_all_threads(out, lambda twin=twin, s=starts, b=bounds: twin(
-                indptr, indices, data, w, one, s, b, np.full((1, n), np.nan))[0])
+                indptr, indices, data, NO_VALUES, w, one, s, b,
+                np.full((1, n), np.nan))[0])
 
 
 def test_rmatvec(matrix, rng):
@@ -399,7 +402,45 @@ def test_rmatvec(matrix, rng):
     r = rng.normal(size=n)
     out = so.csc_rmatvec(indptr, indices, data, r)
     np.testing.assert_allclose(out, X.T @ r, rtol=1e-12, atol=1e-12)
-    same_for_all_threads(out, lambda: so.csc_rmatvec_parallel(indptr, indices, data, r))
+    for twin in (so.csc_rmatvec_columns, so.csc_rmatvec_parallel):
+        same_for_all_threads(out, lambda twin=twin: twin(indptr, indices, data,
+                                                         NO_VALUES, r))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [37, 3 * CHUNK + 5])
+def test_one_value_per_column_products(n, dtype, rng):
+    """Products from each column's one value: the bytes of those reading ``data``."""
+    p = 9
+    indptr, indices, _ = random_csc(rng, n, p, dtype, density=0.3, duplicates=True)
+    values = rng.choice([2 * np.sqrt(2), 4.0, -4 * np.sqrt(2), 1.0, 0.1], size=p)
+    data = np.repeat(values, np.diff(indptr)).astype(dtype)
+    colval, constant = so.column_values(indptr, data)
+    assert constant and colval.dtype == np.float64
+    w = rng.normal(size=p)
+    r = rng.normal(size=n)
+    block_ptr = np.array([0, 3, p], dtype=np.int64)
+    plain = so.csc_block_matvec_into(indptr, indices, data, w, block_ptr,
+                                     np.empty((2, n)))
+    for starts, bounds in _range_cases(indptr, indices, n)[:2]:
+        for twin in (so.csc_block_matvec_into_ranges, so.csc_block_matvec_into_parallel):
+            same_for_all_threads(plain, lambda twin=twin, s=starts, b=bounds: twin(
+                indptr, indices, data[:0], colval, w, block_ptr, s, b,
+                np.full((2, n), np.nan)))
+    back = so.csc_rmatvec(indptr, indices, data, r)
+    for twin in (so.csc_rmatvec_columns, so.csc_rmatvec_parallel):
+        same_for_all_threads(back, lambda twin=twin: twin(indptr, indices, data[:0],
+                                                          colval, r))
+
+
+def test_column_values_compare_bits():
+    indptr = np.array([0, 2], dtype=np.int64)
+    for data, constant in (([2.0, 2.0], True), ([0.0, -0.0], False),
+                           ([-0.0, -0.0], True), ([np.nan, np.nan], False),
+                           ([1.0, 1.0 + 1e-16], True), ([1.0, 1.0 + 2e-16], False)):
+        assert so.column_values(indptr, np.array(data))[1] == constant, data
+    values, constant = so.column_values(np.array([0, 0, 1], np.int64), np.array([3.0]))
+    assert constant and list(values) == [1.0, 3.0]
 
 
 def test_multi_output_products(matrix, rng):
@@ -499,7 +540,7 @@ def test_constant_column_gram(n, dtype, rng):
     indptr, indices, _ = random_csc(rng, n, p, dtype, density=0.3, duplicates=True)
     values = rng.choice([2 * np.sqrt(2), 4.0, -4 * np.sqrt(2), 1.0], size=p)
     data = np.repeat(values, np.diff(indptr)).astype(dtype)
-    found, constant = pn.column_constants(indptr, data)
+    found, constant = so.column_values(indptr, data)
     assert constant
     nonempty = np.diff(indptr) > 0
     np.testing.assert_array_equal(found[nonempty], values.astype(dtype)[nonempty])
@@ -531,7 +572,7 @@ def test_constant_column_gram(n, dtype, rng):
         assert got.tobytes() == out.tobytes()
     j = int(np.argmax(np.diff(indptr)))
     data[indptr[j + 1] - 1] = 3.0  # two values in a column
-    assert not pn.column_constants(indptr, data)[1]
+    assert not so.column_values(indptr, data)[1]
 
 
 # -- the operator and whole solves ---------------------------------------------------

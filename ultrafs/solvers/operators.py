@@ -31,6 +31,8 @@ from ultrafs.kernels.row_chunks import MIN_PARALLEL_WORK, dispatch
 
 __all__ = ["CSCOperator"]
 
+_NO_VALUES = np.empty(0)
+
 
 class CSCOperator:
     """``X @ W`` for CSC arrays ``X`` (n x p) and ``W`` (p x K).
@@ -90,15 +92,10 @@ class CSCOperator:
                 self._ranges = False
         return self._ranges[fine] if self._ranges else None
 
-    def _by_rows(self, plain, ranged, parallel_twin, *args):
-        """A row-scatter product: ``plain(*args)`` (unsorted or small ``X``), else
-        ``ranged`` or its ``parallel_twin`` with the row ranges (the same bytes)."""
-        ranges = self._row_ranges() if self.nnz >= MIN_PARALLEL_WORK else None
-        if ranges is None:
-            return plain(*args)
-        head, out = args[:-1], args[-1]
-        return dispatch(lambda: ranged(*head, *ranges, out),
-                        lambda: parallel_twin(*head, *ranges, out))
+    def _colval(self):
+        """:meth:`_column_values`, or an empty array (the kernels then read ``data``)."""
+        values = self._column_values()
+        return _NO_VALUES if values is None else values
 
     def matvec(self, coef):
         """Return ``X @ W`` flattened, shape ``(n * K,)``."""
@@ -108,14 +105,16 @@ class CSCOperator:
 
     def rmatvec(self, r):
         """Return ``X.T @ R`` flattened, shape ``(p * K,)``."""
-        args = (self.indptr, self.indices, self.data, r)
         if self.n_outputs == 1:
-            return dispatch(lambda: sparse_ops.csc_rmatvec(*args),
-                            lambda: sparse_ops.csc_rmatvec_parallel(*args), self.nnz)
-        K = self.n_outputs
-        return dispatch(lambda: sparse_ops.csc_rmatmat(*args, K),
-                        lambda: sparse_ops.csc_rmatmat_parallel(*args, K),
-                        self.nnz * K)
+            if self.nnz < MIN_PARALLEL_WORK:
+                return sparse_ops.csc_rmatvec(self.indptr, self.indices, self.data, r)
+            args = (self.indptr, self.indices, self.data, self._colval(), r)
+            return dispatch(lambda: sparse_ops.csc_rmatvec_columns(*args),
+                            lambda: sparse_ops.csc_rmatvec_parallel(*args))
+        args = (self.indptr, self.indices, self.data, r, self.n_outputs)
+        return dispatch(lambda: sparse_ops.csc_rmatmat(*args),
+                        lambda: sparse_ops.csc_rmatmat_parallel(*args),
+                        self.nnz * self.n_outputs)
 
     def column_blocks(self, block_ptr):
         """Return coefficient blocks ``block_ptr`` as column blocks."""
@@ -128,22 +127,31 @@ class CSCOperator:
         return block_ptr // self.n_outputs
 
     def block_matvec_into(self, coef, block_ptr, out):
-        """Write ``X_h @ W_h`` for every block ``h`` into ``out`` (t, n * K)."""
-        args = (self.indptr, self.indices, self.data, coef)
+        """Write ``X_h @ W_h`` for every block ``h`` into ``out`` (t, n * K).
+
+        By ranges of rows (sorted columns, at least ``MIN_PARALLEL_WORK``
+        entries), in parallel where allowed; the plain kernels otherwise.
+        """
+        ranges = self._row_ranges() if self.nnz >= MIN_PARALLEL_WORK else None
+        head = (self.indptr, self.indices, self.data)
         if self.n_outputs == 1:
-            return self._by_rows(sparse_ops.csc_block_matvec_into,
-                                 sparse_ops.csc_block_matvec_into_ranges,
-                                 sparse_ops.csc_block_matvec_into_parallel,
-                                 *args, block_ptr, out)
-        return self._by_rows(sparse_ops.csc_block_matmat_into,
-                             sparse_ops.csc_block_matmat_into_ranges,
-                             sparse_ops.csc_block_matmat_into_parallel,
-                             *args, self.n_outputs, self.column_blocks(block_ptr), out)
+            if ranges is None:
+                return sparse_ops.csc_block_matvec_into(*head, coef, block_ptr, out)
+            args = (*head, self._colval(), coef, block_ptr, *ranges, out)
+            return dispatch(lambda: sparse_ops.csc_block_matvec_into_ranges(*args),
+                            lambda: sparse_ops.csc_block_matvec_into_parallel(*args))
+        blocks = self.column_blocks(block_ptr)
+        if ranges is None:
+            return sparse_ops.csc_block_matmat_into(*head, coef, self.n_outputs, blocks,
+                                                    out)
+        args = (*head, coef, self.n_outputs, blocks, *ranges, out)
+        return dispatch(lambda: sparse_ops.csc_block_matmat_into_ranges(*args),
+                        lambda: sparse_ops.csc_block_matmat_into_parallel(*args))
 
     def _column_values(self):
         """Each column's single value (float64, p), or None where a column has two."""
         if self._constants is None:
-            values, constant = _newton.column_constants(self.indptr, self.data)
+            values, constant = sparse_ops.column_values(self.indptr, self.data)
             self._constants = (values if constant else None,)
         return self._constants[0]
 
