@@ -43,6 +43,8 @@ from ultrafs.solvers.operators import CSCOperator
 GRAM = "gram (Hessian X~' D X~)"
 GENERAL_GRAM = "gram, values read (no one-value-per-column shortcut)"
 SOLVE = "whole solve (auto: proximal Newton)"
+GENERAL_MATVEC = "X @ w, values read"
+GENERAL_RMATVEC = "X.T @ r, values read"
 _VALUES = np.array([2.0 * np.sqrt(2.0), 4.0, 4.0 * np.sqrt(2.0)])
 
 
@@ -134,6 +136,20 @@ def pieces(indptr, indices, data, y, C, block_ptr, kkt_tol, max_iter):
         work = pn.gram_row_work(full_rows[0], full_rows[1], p + 1)
         gram_out = np.empty((p + 1, p + 1))
 
+        coarse = operator._row_ranges()
+        one_block = np.array([0, p], dtype=np.int64)
+
+        def general_matvec():
+            args = (indptr, indices, data, np.empty(0), coef, one_block, *coarse,
+                    np.empty((1, n)))
+            return dispatch(lambda: so.csc_block_matvec_into_ranges(*args),
+                            lambda: so.csc_block_matvec_into_parallel(*args))[0]
+
+        def general_rmatvec():
+            args = (indptr, indices, data, np.empty(0), r)
+            return dispatch(lambda: so.csc_rmatvec_columns(*args),
+                            lambda: so.csc_rmatvec_parallel(*args))
+
         def general_gram():
             return dispatch(
                 lambda: pn.csr_augmented_gram(*full_rows, second, gram_out),
@@ -167,7 +183,8 @@ def pieces(indptr, indices, data, y, C, block_ptr, kkt_tol, max_iter):
         SOLVE: whole_solve,
     }
     if full_rows is not None:
-        found = {GENERAL_GRAM: general_gram, **found}
+        found = {GENERAL_GRAM: general_gram, **found,
+                 GENERAL_MATVEC: general_matvec, GENERAL_RMATVEC: general_rmatvec}
     return found
 
 
@@ -260,11 +277,13 @@ def main():
     solve_name = SOLVE
     identical = all(r["byte_identical"] for r in rows)
     if GENERAL_GRAM in work:
-        for k in threads:
-            ratio = (statistics.median(times[GRAM][k])
-                     / statistics.median(times[GENERAL_GRAM][k]))
-            print(f"one value per column, {k} thread(s): the pattern Gram takes "
-                  f"{ratio:.2f} of the general kernel's time")
+        for short, general in ((GRAM, GENERAL_GRAM), ("X @ w", GENERAL_MATVEC),
+                               ("X.T @ r", GENERAL_RMATVEC)):
+            ratios = ", ".join(
+                f"{statistics.median(times[short][k]) / statistics.median(times[general][k]):.2f}"
+                f" ({k} thr)" for k in threads)
+            print(f"one value per column: {short.split(' (')[0]} takes {ratios} of the "
+                  "time of the kernel reading the values")
     print(f"\ncoefficients byte-identical across {threads} threads: "
           f"{all(outputs[solve_name][k] == outputs[solve_name][base] for k in threads)}"
           f"; every piece: {identical}")

@@ -12,9 +12,9 @@ for any number of threads:
   serial kernel uses (per-sample values; a product's entry owned by its
   column or by its range of rows).
 
-:func:`parallel` (or :func:`dispatch`) picks the kernel of a pair at each call: the parallel twin
-when numba may run more than one thread here and launching a parallel
-region is safe, the serial one otherwise. The results are the same either
+:func:`parallel` (or :func:`dispatch`) picks the kernel of a pair at each
+call: the parallel twin when numba may run more than one thread here and
+launching a parallel region is safe, the serial one otherwise. The results are the same either
 way, so the choice is about safety and speed only:
 
 * ``numba.get_num_threads() == 1`` (``NUMBA_NUM_THREADS=1``, or
@@ -47,11 +47,13 @@ import numba
 import numpy as np
 from numba import njit, prange
 
-__all__ = ["CHUNK", "MIN_PARALLEL_WORK", "n_chunks", "ordered_sum", "dispatch", "parallel",
-           "parallel_allowed", "threading_layer"]
+__all__ = ["CHUNK", "MIN_PARALLEL_WORK", "n_chunks", "ordered_sum", "dispatch",
+           "parallel", "parallel_allowed", "threading_layer"]
 
 #: Rows per chunk of every sum over samples. Part of the results (the order
-#: of the additions): changing it changes the last bits of every loss sum.
+#: of the additions): changing it changes the last bits of every loss sum
+#: (and needs the numba cache cleared: cached kernels of other modules keep
+#: the value they were compiled with).
 CHUNK = 2 ** 14
 #: smallest call (samples, entries) given to a parallel twin: two chunks
 MIN_PARALLEL_WORK = 2 * CHUNK
