@@ -7,10 +7,24 @@ numpy / scipy.sparse arrays.  Every backend implements
 """
 
 from ultrafs.store.base import ColumnBlock, ColumnStore, even_block_bounds
-from ultrafs.store.memory import InMemoryStore
 
 __all__ = ["ColumnBlock", "ColumnStore", "InMemoryStore", "even_block_bounds",
            "open_store", "as_store"]
+
+
+def __getattr__(name):
+    # InMemoryStore imports scipy.sparse (0.1-0.2 s): only when asked for,
+    # so that a run on a store on disk does without it
+    if name == "InMemoryStore":
+        from ultrafs.store.memory import InMemoryStore
+
+        globals()["InMemoryStore"] = InMemoryStore
+        return InMemoryStore
+    raise AttributeError(f"module 'ultrafs.store' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | {"InMemoryStore"})
 
 
 def open_store(path, **kwargs):
@@ -46,5 +60,7 @@ def as_store(X, y=None, *, block_size=None, target=None, feature_names=None):
         return open_store(X)
     if y is None:
         raise TypeError("y is required when X is an array")
+    from ultrafs.store.memory import InMemoryStore
+
     kwargs = {} if block_size is None else {"block_size": block_size}
     return InMemoryStore(X, y, target=target, feature_names=feature_names, **kwargs)
