@@ -12,6 +12,13 @@ class ColumnCache:
 
     Only these columns are held in memory: O(nnz of the t·B selected
     columns), never anything that scales with the number of candidates.
+    While every cached column holds a single value (degree-2 features of
+    binary data: √(2γr), γ or √2·γ; linear features of 0/1 data: 1) the
+    cache keeps the row numbers and one value per column, not a value per
+    entry (a third of the memory); the first column with two values turns
+    it into the general form.  Products computed either way are the same
+    (:class:`~ultrafs.solvers.operators.CSCOperator` with
+    ``column_values``).
 
     Parameters
     ----------
@@ -25,7 +32,9 @@ class ColumnCache:
         self.dtype = np.dtype(dtype)
         self.indptr = np.zeros(1, dtype=np.int64)
         self.indices = np.zeros(0, dtype=np.int32)
-        self.data = np.zeros(0, dtype=self.dtype)
+        #: one value per column while every column holds one (else None)
+        self.column_values = np.zeros(0, dtype=np.float64)
+        self._data = None
         self.batch_ptr = np.zeros(1, dtype=np.int64)
 
     @property
@@ -38,6 +47,14 @@ class ColumnCache:
         """Number of batches (outer iterations) cached."""
         return len(self.batch_ptr) - 1
 
+    @property
+    def data(self) -> np.ndarray:
+        """A value per entry (built from the column values when they are kept)."""
+        if self._data is not None:
+            return self._data
+        return np.repeat(self.column_values.astype(self.dtype),
+                         np.diff(self.indptr))
+
     def append_batch(self, block) -> None:
         """Append the columns of one outer iteration as a new batch.
 
@@ -46,19 +63,32 @@ class ColumnCache:
         block : ColumnBlock
             Materialised columns (``data`` not None).
         """
+        from ultrafs.kernels.sparse_ops import column_values
+
         offset = self.indptr[-1]
+        data = np.asarray(block.data, dtype=self.dtype)
+        if self.column_values is not None:
+            values, single = column_values(np.asarray(block.indptr, dtype=np.int64),
+                                           data)
+            if single:
+                self.column_values = np.concatenate([self.column_values, values])
+            else:
+                self._data = self.data          # the general form from now on
+                self.column_values = None
         self.indptr = np.concatenate([self.indptr, block.indptr[1:] + offset])
         self.indices = np.concatenate(
             [self.indices, np.asarray(block.indices, dtype=np.int32)])
-        self.data = np.concatenate(
-            [self.data, np.asarray(block.data, dtype=self.dtype)])
+        if self._data is not None:
+            self._data = np.concatenate([self._data, data])
         self.batch_ptr = np.append(self.batch_ptr, np.int64(self.n_columns))
 
     def arrays(self):
-        """``(indptr, indices, data, batch_ptr)`` for the solver."""
-        return self.indptr, self.indices, self.data, self.batch_ptr
+        """``(indptr, indices, data, batch_ptr)``; ``data`` is None while one
+        value per column is kept (:attr:`column_values`)."""
+        return self.indptr, self.indices, self._data, self.batch_ptr
 
     @property
     def nbytes(self) -> int:
         """Memory held by the cache."""
-        return int(self.indptr.nbytes + self.indices.nbytes + self.data.nbytes)
+        held = self._data if self._data is not None else self.column_values
+        return int(self.indptr.nbytes + self.indices.nbytes + held.nbytes)

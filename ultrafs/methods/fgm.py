@@ -159,8 +159,9 @@ def _check_checkpoint_weights(checkpoint, sample_weight):
 def _datafit(cache, y, C, loss, n_outputs, sample_weight=None):
     """The subproblem's datafit on the cached columns."""
     indptr, indices, data, _ = cache.arrays()
-    return Datafit(loss, CSCOperator(indptr, indices, data, len(y), n_outputs), y, C,
-                   sample_weight)
+    operator = CSCOperator(indptr, indices, data, len(y), n_outputs,
+                           column_values=cache.column_values)
+    return Datafit(loss, operator, y, C, sample_weight)
 
 
 def _overflow_message(C) -> str:

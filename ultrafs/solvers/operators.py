@@ -41,23 +41,47 @@ class CSCOperator:
     ----------
     indptr, indices, data : ndarray
         CSC arrays of ``X`` (``data`` float32 or float64), already validated.
+        ``data`` may be None when ``column_values`` gives each column's one
+        value: the products of one output then never read (nor build) a
+        value per entry; the others build ``data`` once, when first needed.
     n_rows : int
     n_outputs : int, default 1
         ``K``; with 1 the products are the plain matrix-vector ones.
+    column_values : ndarray of float64, shape (p,), optional
+        The single value of every column (what
+        :func:`~ultrafs.kernels.sparse_ops.column_values` finds).
     """
 
-    def __init__(self, indptr, indices, data, n_rows, n_outputs=1):
+    def __init__(self, indptr, indices, data, n_rows, n_outputs=1,
+                 column_values=None):
         self.indptr = indptr
         self.indices = indices
-        self.data = data
+        self._data = data
         self.n_rows = int(n_rows)
         self.n_outputs = int(n_outputs)
         if self.n_outputs < 1:
             raise ParameterError(f"n_outputs must be >= 1, got {n_outputs!r}")
+        if data is None and column_values is None:
+            raise ParameterError("a CSC operator needs data or column_values")
         self._rows = None  # CSR arrays of X, made on first use
         self._gram_work = None  # the Gram's additions per row (balance)
-        self._constants = None  # (one value per column, or None)
+        # (one value per column, or None)
+        self._constants = (None if column_values is None
+                           else (np.ascontiguousarray(column_values, dtype=np.float64),))
         self._ranges = None  # {fine: (starts per column, row ranges)}, or False
+
+    @property
+    def data(self):
+        """A value per entry (built from the column values, once, if not given)."""
+        if self._data is None:
+            self._data = np.repeat(self._constants[0], np.diff(self.indptr))
+        return self._data
+
+    def _values_or_nothing(self):
+        """``data``, or an empty array when the kernel reads column values."""
+        if self._data is None:
+            return _NO_VALUES
+        return self._data
 
     @property
     def n_columns(self) -> int:
@@ -108,7 +132,8 @@ class CSCOperator:
         if self.n_outputs == 1:
             if self.nnz < MIN_PARALLEL_WORK:
                 return sparse_ops.csc_rmatvec(self.indptr, self.indices, self.data, r)
-            args = (self.indptr, self.indices, self.data, self._colval(), r)
+            args = (self.indptr, self.indices, self._values_or_nothing(), self._colval(),
+                    r)
             return dispatch(lambda: sparse_ops.csc_rmatvec_columns(*args),
                             lambda: sparse_ops.csc_rmatvec_parallel(*args))
         args = (self.indptr, self.indices, self.data, r, self.n_outputs)
@@ -133,13 +158,14 @@ class CSCOperator:
         entries), in parallel where allowed; the plain kernels otherwise.
         """
         ranges = self._row_ranges() if self.nnz >= MIN_PARALLEL_WORK else None
-        head = (self.indptr, self.indices, self.data)
-        if self.n_outputs == 1:
-            if ranges is None:
-                return sparse_ops.csc_block_matvec_into(*head, coef, block_ptr, out)
-            args = (*head, self._colval(), coef, block_ptr, *ranges, out)
+        if self.n_outputs == 1 and ranges is not None:
+            args = (self.indptr, self.indices, self._values_or_nothing(),
+                    self._colval(), coef, block_ptr, *ranges, out)
             return dispatch(lambda: sparse_ops.csc_block_matvec_into_ranges(*args),
                             lambda: sparse_ops.csc_block_matvec_into_parallel(*args))
+        head = (self.indptr, self.indices, self.data)
+        if self.n_outputs == 1:
+            return sparse_ops.csc_block_matvec_into(*head, coef, block_ptr, out)
         blocks = self.column_blocks(block_ptr)
         if ranges is None:
             return sparse_ops.csc_block_matmat_into(*head, coef, self.n_outputs, blocks,
@@ -169,9 +195,10 @@ class CSCOperator:
                                   shape=(self.n_rows, self.n_columns)).tocsr()
                 self._rows = (X.indptr, X.indices, X.data)
             else:
-                data = self.data
                 if self._column_values() is not None:
-                    data = self.data[:0]
+                    data = _NO_VALUES
+                else:
+                    data = self.data
                 args = (self.indptr, self.indices, data, self.n_rows, *ranges)
                 self._rows = dispatch(
                     lambda: sparse_ops.csc_to_csr(*args),
