@@ -58,6 +58,7 @@ _PLUS = 43
 _MINUS = 45
 _DOT = 46
 _ZERO = 48
+_ONE = 49
 _NINE = 57
 
 #: largest index accepted (keeps column numbers far from int64 overflow)
@@ -71,6 +72,12 @@ _POW10 = np.array([1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
                    1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19,
                    1e20, 1e21, 1e22], dtype=np.float64)
 _POW10_INT = np.array([10 ** k for k in range(19)], dtype=np.int64)
+
+# byte kinds for the token scan (one table lookup per byte)
+_KIND_OTHER, _KIND_COLON, _KIND_END = 0, 1, 2
+_BYTE_KIND = np.zeros(256, dtype=np.uint8)
+_BYTE_KIND[[32, 9, 11, 12, 13, 10, 35]] = _KIND_END     # whitespace, newline, '#'
+_BYTE_KIND[58] = _KIND_COLON
 
 
 @numba.njit(cache=True, nogil=True, inline="always")
@@ -289,22 +296,30 @@ def parse_libsvm_lines(buf, zero_based):
                 break
             start = i
             colon = -1
-            while i < n and not _is_space(buf[i]) and buf[i] != _NEWLINE \
-                    and buf[i] != _HASH:
-                if buf[i] == _COLON and colon < 0:
-                    colon = i
-                i += 1
+            while i < n:                            # to the end of the token
+                kind = _BYTE_KIND[buf[i]]
+                if kind == _KIND_OTHER:
+                    i += 1
+                elif kind == _KIND_COLON:
+                    if colon < 0:
+                        colon = i
+                    i += 1
+                else:                               # space, newline or '#'
+                    break
             stop = i
-            status[1] = line
-            status[2] = start
-            status[3] = stop
             if stop - start >= 4 and buf[start] == 113 and buf[start + 1] == 105 \
                     and buf[start + 2] == 100 and buf[start + 3] == _COLON:
+                status[1] = line
+                status[2] = start
+                status[3] = stop
                 status[0] = ERR_QID                              # "qid:"
                 return (labels[:n_rows], row_nnz[:n_rows], row_lines[:n_rows],
                         columns[:nnz], values[:nnz], fallback[:n_fallback],
                         status, line)
             if colon < 0:
+                status[1] = line
+                status[2] = start
+                status[3] = stop
                 status[0] = ERR_MALFORMED_FEATURE
                 return (labels[:n_rows], row_nnz[:n_rows], row_lines[:n_rows],
                         columns[:nnz], values[:nnz], fallback[:n_fallback],
@@ -333,6 +348,9 @@ def parse_libsvm_lines(buf, zero_based):
             if code == OK and index == 0 and not zero_based:
                 code = ERR_INDEX_ZERO
             if code != OK:
+                status[1] = line
+                status[2] = start
+                status[3] = stop
                 status[0] = code
                 status[4] = -index if negative else index
                 return (labels[:n_rows], row_nnz[:n_rows], row_lines[:n_rows],
@@ -340,6 +358,9 @@ def parse_libsvm_lines(buf, zero_based):
                         status, line)
             column = index - offset
             if column == previous:
+                status[1] = line
+                status[2] = start
+                status[3] = stop
                 status[0] = ERR_DUPLICATE_INDEX
                 status[4] = index
                 return (labels[:n_rows], row_nnz[:n_rows], row_lines[:n_rows],
@@ -348,7 +369,10 @@ def parse_libsvm_lines(buf, zero_based):
             if column < previous:
                 in_order = False
             previous = column
-            ok, value = parse_decimal(buf, colon + 1, stop)
+            if stop - colon == 2 and buf[colon + 1] == _ONE:
+                ok, value = True, 1.0                   # the usual binary value
+            else:
+                ok, value = parse_decimal(buf, colon + 1, stop)
             if not ok:
                 if n_fallback == fallback.shape[0]:
                     fallback = _grow_rows(fallback, 2 * n_fallback)

@@ -413,3 +413,19 @@ def test_parse_errors_from_the_thread_keep_their_line(tmp_path):
     with pytest.raises(Exception, match="line 200001"):
         ingest_libsvm(source, tmp_path / "o.zarr", memory_budget=2 ** 16)
     assert sorted(os.listdir(tmp_path)) == ["bad.svm"]
+
+
+def test_group_bounds_limit_entries_and_columns():
+    plan = libsvm._MemoryPlan(2 ** 20)                 # 10,485 entries, 8,192 columns
+    rng = np.random.default_rng(8)
+    counts = rng.integers(0, 3, 100_000)
+    counts[500] = 50_000                                 # a heavy column: a group alone
+    indptr = np.concatenate([[0], np.cumsum(counts)])
+    bounds = plan.group_bounds(indptr)
+    assert bounds[0] == 0 and bounds[-1] == 100_000 and np.all(np.diff(bounds) > 0)
+    assert np.diff(bounds).max() <= plan.group_columns
+    sizes = indptr[bounds[1:]] - indptr[bounds[:-1]]
+    heaviest = np.maximum.reduceat(counts, bounds[:-1])
+    assert np.all(sizes <= plan.group_nnz + heaviest)   # one heavy column may go past
+    empty = plan.group_bounds(np.zeros(30_001, dtype=np.int64))
+    assert np.diff(empty).max() <= plan.group_columns and empty[-1] == 30_000

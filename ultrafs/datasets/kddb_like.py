@@ -72,18 +72,39 @@ consumed in chunk order); ``chunk_rows`` is part of the definition of the
 random streams (recorded in the ``generator`` attribute), so changing it
 changes the data.
 
-Memory
-------
-Rows are generated ``chunk_rows`` at a time and fed to the external
-transpose of LIBSVM ingest (:class:`ultrafs.store.writers.libsvm.ExternalTranspose`),
-which spills sorted runs to disk and writes the store one column group at a
-time through :class:`ultrafs.store.writers.zarr_writer.StoreWriter` (atomic publish).
-Besides ``memory_budget`` (transpose buffer, sorting, writing), memory
-holds O(n_features) arrays (cumulative Zipf weights, the permutation,
-frequencies, column counts and offsets: up to about 90 bytes per column
-at peak), O(n_samples) scores (16 bytes per row), and one chunk of rows
-(about 60 bytes per entry).  Measured on 2 cores with n_features =
-4,590,807: 10^6 rows in about 8 s, 0.73 GB peak RSS.
+Memory and speed
+----------------
+Rows are generated ``chunk_rows`` at a time by ``n_threads`` worker
+threads (at most ``2 n_threads`` chunks in flight) and fed, in chunk order,
+to the external transpose of LIBSVM ingest
+(:class:`ultrafs.store.writers.libsvm.ExternalTranspose`), which spills
+sorted runs to disk; the store is then written one column group at a time
+through :class:`ultrafs.store.writers.zarr_writer.StoreWriter` (atomic
+publish), with the LIBSVM text, when asked for, written by a helper thread
+meanwhile.  Memory is bounded by design:
+
+- ``memory_budget``: the transpose's buffer and the spare array of its
+  radix sort (0.8 of it), then, while writing, the last run (kept in
+  memory) and two column groups (at most ``budget / 100`` entries and
+  ``budget / 128`` columns each);
+- O(n_features), 16 bytes per column while a split is generated: the
+  cumulative weights (float64) and the permutation (int32), dropped while a
+  store is written and rebuilt for the test split, and the column counts
+  (int32); 8 bytes per column (the int64 column offsets) while a store is
+  written; at the start only, the expected frequencies (two float64
+  arrays) while the model is planted;
+- O(n_samples), 8 bytes per row: the noiseless scores while generating
+  (for the threshold; the noisy ones go to a file), then the float64
+  labels while writing;
+- the guide table of the rank draws (16 MB) and the chunks in flight
+  (about 100 bytes per entry each).
+
+Ranks are drawn through the guide table (:func:`ultrafs.kernels.sampling.search_right`:
+the integers ``searchsorted`` gives, about four times faster than sorting
+the draws first), and each row's draws are sorted by
+:func:`~ultrafs.kernels.sampling.sort_grouped`.  Measured on 2 cores at
+kddb's width (29,890,095 columns, default budget): see ``bench/README.md``
+(``bench/kddb_ingest.py``).
 
 Store attributes
 ----------------
@@ -120,8 +141,7 @@ from ultrafs.kernels.sampling import guide_table, search_right, sort_grouped
 from ultrafs.store.writers.libsvm import (MIN_MEMORY_BUDGET, ExternalTranspose, LibsvmTextWriter,
                                           _MemoryPlan, check_text_output, gather_blocks,
                                           pack_keys)
-from ultrafs.store.writers.zarr_writer import (StoreWriter, balanced_block_bounds,
-                                               check_output_path, remove_tree)
+from ultrafs.store.writers.zarr_writer import StoreWriter, check_output_path, remove_tree
 from ultrafs.store.zarr_store import DEFAULT_BLOCK_NNZ
 
 __all__ = ["make_kddb_like", "ZipfColumns", "PlantedModel", "plant_model",
@@ -209,10 +229,12 @@ class ZipfColumns:
         weights = np.arange(1, n_features + 1, dtype=np.float64)
         np.power(weights, -float(exponent), out=weights)
         cdf = np.cumsum(weights, out=weights)
-        if rng is None:
-            column_of_rank = np.arange(n_features, dtype=np.int32)
-        else:
-            column_of_rank = rng.permutation(n_features).astype(np.int32)
+        column_of_rank = np.arange(n_features, dtype=np.int32)
+        if rng is not None:
+            # shuffling int32 in place draws what rng.permutation(n_features)
+            # draws (the swaps do not depend on the item size): the same
+            # permutation and the same generator state, without an int64 copy
+            rng.shuffle(column_of_rank)
         return cls(cdf, column_of_rank)
 
     @property
@@ -221,8 +243,17 @@ class ZipfColumns:
         return len(self.cdf)
 
     def probabilities(self) -> np.ndarray:
-        """Probability of each rank, shape (n_features,)."""
-        return np.diff(self.cdf, prepend=0.0) / self.cdf[-1]
+        """Probability of each rank, shape (n_features,).
+
+        ``np.diff(cdf, prepend=0.0) / cdf[-1]``, element for element, in
+        one array.
+        """
+        cdf = self.cdf
+        p = np.empty_like(cdf)
+        p[0] = cdf[0]
+        np.subtract(cdf[1:], cdf[:-1], out=p[1:])
+        p /= cdf[-1]
+        return p
 
     def expected_frequency(self, nnz_per_row: float) -> np.ndarray:
         """Approximate share of rows holding each rank, shape (n_features,).
@@ -869,7 +900,7 @@ def _write_split(output, transpose, labels, plan, *, n_features, command, block_
                          overwrite=overwrite, chunk_size=plan.chunk_size, attrs=attrs,
                          labels_source=str(output), indptr=indptr)
     with writer:
-        bounds = balanced_block_bounds(indptr, plan.group_nnz)
+        bounds = plan.group_bounds(indptr)
         with closing(gather_blocks(transpose, bounds, indptr, np.float32)) as blocks:
             for first, stop, rows, _ in blocks:
                 writer.append(indptr[first:stop + 1] - indptr[first], rows, None)
