@@ -260,3 +260,41 @@ def test_a_wrapped_zarr_store_reads_through_zarr_python(tmp_path):
     wrapped = ZarrLatencyStore(store.path)
     assert wrapped._meta().readers is None
     assert everything(wrapped) == everything(ZarrStore(store.path))
+
+
+# ------------------------------------------------------------------- exit
+def test_the_cli_skips_the_exit_collection_without_freezing_now(tmp_path):
+    import gc
+
+    from click.testing import CliRunner
+
+    from ultrafs import cli
+
+    store = write_small(tmp_path / "s.zarr", "binary")
+    frozen = gc.get_freeze_count()
+    result = CliRunner().invoke(cli.main, ["info", str(store.path)])
+    assert result.exit_code == 0, result.output
+    assert cli._exit_collection_skipped
+    assert gc.get_freeze_count() == frozen          # only at the process's exit
+
+
+EXIT_IN_A_FRESH_PROCESS = """
+import atexit, gc, sys
+from ultrafs.cli import main
+sys.argv = ["ultrafs", "info", sys.argv[1]]
+try:
+    main()
+except SystemExit:
+    pass
+before = gc.get_freeze_count()
+atexit._run_exitfuncs()
+print(before, gc.get_freeze_count() > 0)
+"""
+
+
+def test_the_cli_freezes_the_heap_at_exit(tmp_path):
+    store = write_small(tmp_path / "s.zarr", "binary")
+    proc = subprocess.run([sys.executable, "-c", EXIT_IN_A_FRESH_PROCESS,
+                           str(store.path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split()[-2:] == ["0", "True"]
