@@ -15,6 +15,7 @@ import numpy as np
 
 from ultrafs.errors import StoreFormatError
 from ultrafs.kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
+from ultrafs.kernels.spans import gather_spans
 from ultrafs.store.base import ColumnBlock
 from ultrafs.store.feature_names import check_names_attrs
 from ultrafs.store.metadata import VALUE_DTYPES  # noqa: F401  (re-exported)
@@ -633,16 +634,12 @@ class ZarrStore(WrittenStore):
             for group in np.split(np.arange(len(s)), breaks):
                 lo, hi = int(s[group[0]]), int(e[group[-1]])
                 span_len = e[group] - s[group]
-                n_out = int(span_len.sum())
-                first = np.repeat(s[group] - lo - (dst[group] - dst[group[0]]),
-                                  span_len)
-                src = first + np.arange(n_out, dtype=np.int64)
-                d0 = int(dst[group[0]])
-                indices[d0:d0 + n_out] = self._read_array(
-                    "indices", lo, hi, "the requested columns")[src]
+                src_start = s[group] - lo
+                gather_spans(self._read_array("indices", lo, hi, "the requested columns"),
+                             src_start, span_len, indices, dst[group])
                 if not meta.binary:
-                    data[d0:d0 + n_out] = self._read_array(
-                        "data", lo, hi, "the requested columns")[src]
+                    gather_spans(self._read_array("data", lo, hi, "the requested columns"),
+                                 src_start, span_len, data, dst[group])
         self._check_spans(lengths, indices, data)
         return indices, data
 
