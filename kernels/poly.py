@@ -48,6 +48,7 @@ __all__ = [
     "gram_topk",
     "column_pass_topk",
     "live_columns_of_block",
+    "all_ones",
 ]
 
 #: relative safety margin of the pruning bound against rounding
@@ -729,3 +730,12 @@ def live_columns_of_block(indptr, indices, data, weights, binary, nonnegative,
             out[n_live] = j
             n_live += 1
     return out[:n_live].copy()
+
+
+@njit(cache=True, nogil=True)
+def all_ones(data):
+    """Whether every value is 1 (binary data; no temporary array)."""
+    for k in range(data.shape[0]):
+        if data[k] != 1:
+            return False
+    return True

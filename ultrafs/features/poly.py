@@ -61,7 +61,7 @@ import numpy as np
 from ultrafs.errors import ParameterError
 from ultrafs.features.base import FeatureSpace, register_feature_space
 from ultrafs.features.keys import PairKeys
-from ultrafs.kernels.poly import (BOUND_SLACK, column_pass_topk, column_stats,
+from ultrafs.kernels.poly import (BOUND_SLACK, all_ones, column_pass_topk, column_stats,
                                   column_stats_multi, cross_topk, cross_topk_multi,
                                   gram_topk, live_columns_of_block, multiply_columns,
                                   pair_gram_rows, rows_of_columns)
@@ -531,7 +531,7 @@ class PolyFeatures(FeatureSpace):
         """
         block = self.store.read_columns(columns)
         data = block.data
-        if data is None or (len(data) and np.all(data == 1)):
+        if data is None or all_ones(data):
             data = np.zeros(0, dtype=np.float64)
         arrays = (block.indptr, block.indices, data)
         del block

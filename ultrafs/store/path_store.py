@@ -21,7 +21,8 @@ import numpy as np
 
 from ultrafs.errors import StoreFormatError
 from ultrafs.kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
-from ultrafs.store.base import ColumnBlock, ColumnStore, span_take
+from ultrafs.kernels.spans import gather_spans
+from ultrafs.store.base import ColumnBlock, ColumnStore
 from ultrafs.store.targets import class_indices, require_labels
 
 __all__ = ["PathStore", "WrittenStore", "gather_columns", "check_regular_files"]
@@ -386,10 +387,20 @@ def gather_columns(columns, inside, unique, unique_block) -> ColumnBlock:
         ``first_column == -1``.
     """
     u_indptr = unique_block.indptr
+    if len(columns) == len(unique) and np.array_equal(columns, unique):
+        # sorted distinct columns of the store: already in place, no copy
+        return ColumnBlock(-1, u_indptr, unique_block.indices, unique_block.data)
     position = np.searchsorted(unique, columns[inside])
     first = np.zeros(len(columns), dtype=np.int64)
     counts = np.zeros(len(columns), dtype=np.int64)
     first[inside] = u_indptr[position]
     counts[inside] = u_indptr[position + 1] - u_indptr[position]
-    indptr, take = span_take(first, counts)
-    return ColumnBlock(-1, indptr, unique_block.indices[take], unique_block.data[take])
+    indptr = np.zeros(len(columns) + 1, dtype=np.int64)
+    np.cumsum(counts, out=indptr[1:])
+    # span copies, not an int64 position per entry (span_take)
+    indices = gather_spans(unique_block.indices, first, counts,
+                           np.empty(indptr[-1], dtype=unique_block.indices.dtype),
+                           indptr[:-1])
+    data = gather_spans(unique_block.data, first, counts,
+                        np.empty(indptr[-1], dtype=unique_block.data.dtype), indptr[:-1])
+    return ColumnBlock(-1, indptr, indices, data)
