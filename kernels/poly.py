@@ -84,25 +84,10 @@ def column_stats(indptr, indices, data, weights, binary):
     max_abs = np.zeros(n_columns)
     min_value = 0.0
     for j in range(n_columns):
-        lin = 0.0
-        sq = 0.0
-        pos = 0.0
-        neg = 0.0
-        mx = 0.0
-        for p in range(indptr[j], indptr[j + 1]):
-            w = weights[indices[p]]
-            x = 1.0 if binary else np.float64(data[p])
-            wx = w * x
-            lin += wx
-            sq += wx * x
-            if wx > 0.0:
-                pos += wx
-            else:
-                neg -= wx
-            if abs(x) > mx:
-                mx = abs(x)
-            if x < min_value:
-                min_value = x
+        lin, sq, pos, neg, mx, mn = _column_sums(indptr, indices, data, weights,
+                                                 binary, j)
+        if mn < min_value:
+            min_value = mn
         linear_sums[j] = lin
         square_sums[j] = sq
         pos_sums[j] = pos
