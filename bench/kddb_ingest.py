@@ -4,7 +4,7 @@ Question: how long do the kddb-like generator (``tools/make_kddb_like.py``)
 and ``ultrafs ingest`` of its LIBSVM text take at kddb's width (29,890,095
 features, ~29 nonzeros per row) as the rows grow, at what text throughput
 (MB/s = text bytes / ingest wall time), and with how much memory (peak RSS
-of the child process, from GNU time)?
+of the child process, from GNU time, with its CPU seconds: user + system)?
 
 For each row count N, in a fresh child process each:
 
@@ -39,13 +39,15 @@ import argparse
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
 
-from common import OUT_DIR, run_measured, write_result
+from common import GNU_TIME, OUT_DIR, run_measured, write_result
 
 ROOT = Path(__file__).resolve().parents[1]
 TOOL = ROOT / "tools" / "make_kddb_like.py"
@@ -57,10 +59,24 @@ def _load() -> list:
 
 
 def _measured(step: str, cmd: list) -> dict:
+    """Run a child under GNU time: wall and CPU seconds, peak RSS, load average."""
+    cmd = [str(c) for c in cmd]
     before = _load()
-    result = run_measured([str(c) for c in cmd])
-    result.update(step=step, load_before=before, load_after=_load(),
-                  command=" ".join(str(c) for c in cmd))
+    if not os.access(GNU_TIME, os.X_OK):
+        result = run_measured(cmd)
+    else:
+        started = time.perf_counter()
+        proc = subprocess.run([GNU_TIME, "-f", "ultrafs-time %e %U %S %M", *cmd],
+                              capture_output=True, text=True)
+        wall = time.perf_counter() - started
+        if proc.returncode != 0:
+            raise RuntimeError(f"{cmd} failed ({proc.returncode}):\n{proc.stderr}")
+        lines = proc.stderr.splitlines()
+        _, elapsed, user, system, peak_kb = lines[-1].split()
+        result = {"seconds": wall, "cpu_seconds": float(user) + float(system),
+                  "peak_rss_mb": float(peak_kb) / 1024.0, "peak_rss_measured_by": "gnu-time",
+                  "stdout": proc.stdout, "stderr": "\n".join(lines[:-1])}
+    result.update(step=step, load_before=before, load_after=_load(), command=" ".join(cmd))
     return result
 
 
@@ -105,8 +121,8 @@ def _warm(work: Path) -> None:
 
 
 def _table(rows: list) -> str:
-    header = (f"{'rows':>10} {'step':>9} {'seconds':>8} {'MB/s':>7} {'peak MB':>8} "
-              f"{'text MB':>8} {'load':>11}  check")
+    header = (f"{'rows':>10} {'step':>9} {'seconds':>8} {'cpu s':>7} {'MB/s':>7} "
+              f"{'peak MB':>8} {'text MB':>8} {'load':>11}  check")
     lines = [header, "-" * len(header)]
     for r in rows:
         speed = f"{r['text_mb_per_s']:.1f}" if r.get("text_mb_per_s") else ""
@@ -115,8 +131,9 @@ def _table(rows: list) -> str:
         check = ""
         if "same_data" in r:
             check = "same data" if r["same_data"] else "DIFFERENT DATA"
-        lines.append(f"{r['rows']:>10} {r['step']:>9} {r['seconds']:>8.1f} {speed:>7} "
-                     f"{r['peak_rss_mb']:>8.0f} {text:>8} {load:>11}  {check}")
+        cpu = f"{r['cpu_seconds']:.1f}" if r.get("cpu_seconds") is not None else ""
+        lines.append(f"{r['rows']:>10} {r['step']:>9} {r['seconds']:>8.1f} {cpu:>7} "
+                     f"{speed:>7} {r['peak_rss_mb']:>8.0f} {text:>8} {load:>11}  {check}")
     return "\n".join(lines)
 
 
