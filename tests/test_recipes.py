@@ -377,7 +377,7 @@ ALLOWED = {
     "features": {"errors", "kernels", "store", "scoring"},
     "methods": {"errors", "atomic", "json_fields", "rss", "kernels", "store",
                 "scoring", "features", "solvers"},
-    "datasets": {"errors", "store"},
+    "datasets": {"errors", "kernels", "store"},
 }
 FACES = {"api", "cli", "estimator", "model", "report"}
 

@@ -99,6 +99,13 @@ class CSCOperator:
         return int(self.indptr[-1])
 
     def _row_ranges(self, fine=False):
+        """:meth:`_ranges_of_rows`; the first call also readies the small paths."""
+        if self._ranges is None:
+            _compile_small_paths(self._data.dtype if self._data is not None
+                                 else np.dtype(np.float64), self.n_outputs)
+        return self._ranges_of_rows(fine)
+
+    def _ranges_of_rows(self, fine):
         """``(starts, bounds)`` of the row-range kernels, or None (unsorted rows).
 
         ``fine``: the ranges of the CSR copy (4096 rows), else those of the
@@ -251,3 +258,33 @@ class CSCOperator:
             lambda: _newton.csr_augmented_gram_parallel(indptr, indices, data, weights,
                                                         bounds(), out),
             self.nnz)
+
+
+_SMALL_PATHS_DONE = set()
+
+
+def _compile_small_paths(dtype, n_outputs):
+    """Run the small-problem kernels once on a 3 x 2 toy with these dtypes.
+
+    A large problem takes the row-range and threaded kernels, a small one
+    the plain kernels: without this, the first small fit after a first large
+    one (the README's demo, then any small data) compiles the plain kernels
+    then, with the compile notice again.  Here the first large problem of a
+    process compiles (or, from the cache, loads in microseconds) them too.
+    """
+    key = (np.dtype(dtype).str, int(n_outputs))
+    if key in _SMALL_PATHS_DONE:
+        return
+    _SMALL_PATHS_DONE.add(key)
+    for values in ([1.0, 2.0, 3.0], [1.0, 1.0, 3.0]):    # general, one per column
+        toy = CSCOperator(np.array([0, 2, 3], dtype=np.int64),
+                          np.array([0, 2, 1], dtype=np.int32),
+                          np.array(values, dtype=dtype), 3, n_outputs)
+        coef = np.ones(toy.n_coef)
+        toy.matvec(coef)
+        toy.rmatvec(np.ones(3 * n_outputs))
+        toy.block_matvec_into(coef, np.array([0, n_outputs, 2 * n_outputs],
+                                             dtype=np.int64),
+                              np.empty((2, 3 * n_outputs)))
+        if n_outputs == 1:
+            toy.augmented_gram(np.ones(3))
