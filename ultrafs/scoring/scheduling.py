@@ -67,14 +67,22 @@ def compute(collection, scheduler, num_workers=None, progress=None):
         seconds, the scheduler lost or unreachable as long, or a task that
         killed its workers (one line each; the pass is cancelled).
     """
-    import contextlib
-
     import dask
 
     scheduler = resolve_scheduler(scheduler)
     if not isinstance(scheduler, str):
         return _compute_distributed(collection, scheduler, progress is not None)
-    kwargs = {"scheduler": local_get(scheduler)}
+    kwargs, reporter = _local_options(scheduler, num_workers, progress)
+    with reporter:
+        (result,) = dask.compute(collection, scheduler=local_get(scheduler), **kwargs)
+    return result
+
+
+def _local_options(scheduler, num_workers, progress):
+    """The ``num_workers`` keyword of a local run and its progress context."""
+    import contextlib
+
+    kwargs = {}
     if num_workers is not None and scheduler != "synchronous":
         kwargs["num_workers"] = int(num_workers)
     reporter = contextlib.nullcontext()
@@ -82,9 +90,7 @@ def compute(collection, scheduler, num_workers=None, progress=None):
         from ultrafs.scoring.progress import PassProgress
 
         reporter = PassProgress(*progress)
-    with reporter:
-        (result,) = dask.compute(collection, **kwargs)
-    return result
+    return kwargs, reporter
 
 
 def compute_graph(graph, key, scheduler, num_workers=None, progress=None):
@@ -100,19 +106,9 @@ def compute_graph(graph, key, scheduler, num_workers=None, progress=None):
     num_workers, progress
         As for :func:`compute`.
     """
-    import contextlib
-
-    get = local_get(scheduler)
-    kwargs = {}
-    if num_workers is not None and scheduler != "synchronous":
-        kwargs["num_workers"] = int(num_workers)
-    reporter = contextlib.nullcontext()
-    if progress is not None:
-        from ultrafs.scoring.progress import PassProgress
-
-        reporter = PassProgress(*progress)
+    kwargs, reporter = _local_options(scheduler, num_workers, progress)
     with reporter:
-        return get(graph, key, **kwargs)
+        return local_get(scheduler)(graph, key, **kwargs)
 
 
 def local_get(name):

@@ -155,13 +155,18 @@ def _iter_decompressed(path: Path, kind: str, block_size: int):
                 return
             yield item
     finally:
-        stop.set()
-        while worker.is_alive():
-            try:
-                blocks.get(timeout=0.05)
-            except queue.Empty:
-                pass
-        worker.join()
+        _stop_producer(stop, worker, blocks)
+
+
+def _stop_producer(stop, worker, items):
+    """Stop a producer thread: signal it, drain its queue until it ends, join."""
+    stop.set()
+    while worker.is_alive():
+        try:
+            items.get(timeout=0.05)
+        except queue.Empty:
+            pass
+    worker.join()
 
 
 def _iter_line_buffers(path: Path, block_size: int):
@@ -1212,13 +1217,7 @@ def _in_thread(make_iterator, name: str, depth: int = 2):
                 return
             yield item
     finally:
-        stop.set()
-        while worker.is_alive():
-            try:
-                items.get(timeout=0.05)
-            except queue.Empty:
-                pass
-        worker.join()
+        _stop_producer(stop, worker, items)
 
 
 def _transpose_file(source, transpose, plan, dtype, zero_based, progress=None) -> dict:
