@@ -34,7 +34,8 @@ there is no sign split, so the kernels report Ā_j as the positive part and
 import numpy as np
 from numba import njit
 
-from .scoring import _heap_push, _is_excluded, _ranks_before, _sorted_heap
+from .scoring import _heap_push, _offer, _ranks_before, _sorted_heap
+from .spans import first_at_least
 
 __all__ = [
     "column_stats",
@@ -274,14 +275,7 @@ def cross_topk(left_indptr, left_indices, left_data, left_columns, left_pos,
             start = row_ptr[i]
             stop = row_ptr[i + 1]
             # positions in a row are increasing: skip those with k <= j
-            lo = start
-            hi = stop
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if row_cols[mid] < first:
-                    lo = mid + 1
-                else:
-                    hi = mid
+            lo = first_at_least(row_cols, start, stop, first)
             for q in range(lo, stop):
                 kl = row_cols[q]
                 if not seen[kl]:
@@ -308,14 +302,8 @@ def cross_topk(left_indptr, left_indices, left_data, left_columns, left_pos,
             n_evaluated += 1
             v = s_sum
             s = scale * v * v
-            if not s > 0.0:
-                continue
             key = pair_key(j, right_columns[kl], n_features)
-            if size == k and not _ranks_before(s, key, heap_scores[0], heap_keys[0]):
-                continue
-            if _is_excluded(excluded, key):
-                continue
-            size = _heap_push(heap_scores, heap_keys, size, s, key)
+            size = _offer(heap_scores, heap_keys, size, s, key, excluded)
     keys, scores = _sorted_heap(heap_scores, heap_keys, size)
     return keys, scores, n_evaluated, n_pruned
 
@@ -375,14 +363,7 @@ def cross_topk_multi(left_indptr, left_indices, left_data, left_columns, left_po
                 continue
             start = row_ptr[i]
             stop = row_ptr[i + 1]
-            lo = start
-            hi = stop
-            while lo < hi:
-                mid = (lo + hi) // 2
-                if row_cols[mid] < first:
-                    lo = mid + 1
-                else:
-                    hi = mid
+            lo = first_at_least(row_cols, start, stop, first)
             for q in range(lo, stop):
                 kl = row_cols[q]
                 if state[kl] == 0:
@@ -412,14 +393,8 @@ def cross_topk_multi(left_indptr, left_indices, left_data, left_columns, left_po
                 continue
             n_evaluated += 1
             s = scale * norm2
-            if not s > 0.0:
-                continue
             key = pair_key(j, right_columns[kl], n_features)
-            if size == k and not _ranks_before(s, key, heap_scores[0], heap_keys[0]):
-                continue
-            if _is_excluded(excluded, key):
-                continue
-            size = _heap_push(heap_scores, heap_keys, size, s, key)
+            size = _offer(heap_scores, heap_keys, size, s, key, excluded)
     keys, scores = _sorted_heap(heap_scores, heap_keys, size)
     return keys, scores, n_evaluated, n_pruned
 
@@ -456,18 +431,6 @@ def multiply_columns(idx_a, val_a, idx_b, val_b):
 
 
 @njit(cache=True, nogil=True)
-def _first_at_least(indices, lo, hi, row):
-    """First position in ``indices[lo:hi]`` (increasing) holding >= ``row``."""
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if indices[mid] < row:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True, nogil=True)
 def pair_gram_rows(indptr, indices, data, weights, row_lo, row_hi, sub_rows, out):
     """Add the rows ``row_lo <= i < row_hi`` of ``X' diag(a) X`` to ``out``.
 
@@ -499,7 +462,7 @@ def pair_gram_rows(indptr, indices, data, weights, row_lo, row_hi, sub_rows, out
     has_data = data.shape[0] > 0
     cursor = np.empty(p, dtype=np.int64)
     for c in range(p):
-        cursor[c] = _first_at_least(indices, indptr[c], indptr[c + 1], row_lo)
+        cursor[c] = first_at_least(indices, indptr[c], indptr[c + 1], row_lo)
     n_seen = 0
     lo = row_lo
     while lo < row_hi:
@@ -585,14 +548,8 @@ def gram_topk(gram, columns, scale, excluded, n_features, k):
                 continue
             n_nonzero += 1
             s = scale * v * v
-            if not s > 0.0:
-                continue
             key = pair_key(j, columns[b], n_features)
-            if size == k and not _ranks_before(s, key, heap_scores[0], heap_keys[0]):
-                continue
-            if _is_excluded(excluded, key):
-                continue
-            size = _heap_push(heap_scores, heap_keys, size, s, key)
+            size = _offer(heap_scores, heap_keys, size, s, key, excluded)
     keys, scores = _sorted_heap(heap_scores, heap_keys, size)
     return keys, scores, n_nonzero
 
@@ -678,13 +635,9 @@ def column_pass_topk(indptr, indices, data, weights, binary, first_column,
             else:
                 s = square_scale * sq * sq
                 key = pair_key(column, column, n_features)
-            if k == 0 or not s > 0.0:
+            if k == 0:
                 continue
-            if size == k and not _ranks_before(s, key, heap_scores[0], heap_keys[0]):
-                continue
-            if _is_excluded(excluded, key):
-                continue
-            size = _heap_push(heap_scores, heap_keys, size, s, key)
+            size = _offer(heap_scores, heap_keys, size, s, key, excluded)
         live = max(pos, neg)
         if n_seed == 0 or not live > 0.0:
             continue

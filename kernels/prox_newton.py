@@ -54,6 +54,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .spans import first_at_least
+
 __all__ = ["csr_augmented_gram", "csr_augmented_gram_parallel", "csr_constant_gram",
            "csr_constant_gram_parallel", "gram_row_work",
            "gram_row_bounds", "eigen_workspace", "l21sq_model_bcd",
@@ -131,13 +133,7 @@ def _gram_rows(indptr, indices, data, weights, lo, hi, out):
         if wi == 0.0:
             continue
         start, end = indptr[i], indptr[i + 1]
-        first, last = start, end
-        while first < last:
-            mid = (first + last) >> 1
-            if indices[mid] < lo:
-                first = mid + 1
-            else:
-                last = mid
+        first = first_at_least(indices, start, end, lo)
         for a in range(first, end):
             ja = indices[a]
             if ja >= hi:
@@ -202,13 +198,7 @@ def _pattern_gram_rows(indptr, indices, weights, lo, hi, out):
         if wi == 0.0:
             continue
         start, end = indptr[i], indptr[i + 1]
-        first, last = start, end
-        while first < last:
-            mid = (first + last) >> 1
-            if indices[mid] < lo:
-                first = mid + 1
-            else:
-                last = mid
+        first = first_at_least(indices, start, end, lo)
         for a in range(first, end):
             ja = indices[a]
             if ja >= hi:

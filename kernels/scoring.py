@@ -181,6 +181,24 @@ def _heap_push(heap_scores, heap_keys, size, score, key):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _offer(heap_scores, heap_keys, size, score, key, excluded):
+    """Offer a scored candidate to a bounded top-k heap; return the new size.
+
+    A candidate enters when its score is positive, it ranks before the
+    worst kept one (or the heap is not full) and its key is not excluded
+    (the exclusion search runs only for candidates that would enter).
+    """
+    if not score > 0.0:
+        return size
+    if size == heap_scores.shape[0] and not _ranks_before(score, key, heap_scores[0],
+                                                          heap_keys[0]):
+        return size
+    if _is_excluded(excluded, key):
+        return size
+    return _heap_push(heap_scores, heap_keys, size, score, key)
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _is_excluded(excluded, key):
     """True when ``key`` is in the sorted array ``excluded``."""
     pos = np.searchsorted(excluded, key)
@@ -377,12 +395,6 @@ def topk_keyed(scores, keys, excluded, k):
     size = 0
     for j in range(scores.shape[0]):
         s = scores[j]
-        if not s > 0.0:
-            continue
         key = keys[j]
-        if size == k and not _ranks_before(s, key, heap_scores[0], heap_keys[0]):
-            continue
-        if _is_excluded(excluded, key):
-            continue
-        size = _heap_push(heap_scores, heap_keys, size, s, key)
+        size = _offer(heap_scores, heap_keys, size, s, key, excluded)
     return _sorted_heap(heap_scores, heap_keys, size)

@@ -18,3 +18,13 @@ def test_gather_spans_matches_fancy_indexing(rng, dtype):
     assert got is out and out.tobytes() == want.tobytes()
     empty = gather_spans(src, starts[:0], lengths[:0], np.zeros(0, dtype), starts[:0])
     assert len(empty) == 0
+
+
+def test_first_at_least_matches_searchsorted(rng):
+    from ultrafs.kernels.spans import first_at_least
+
+    values = np.sort(rng.integers(0, 20, 50)).astype(np.int32)
+    for lo, hi in [(0, 50), (5, 30), (10, 10), (49, 50)]:
+        for target in range(-1, 22):
+            want = lo + int(np.searchsorted(values[lo:hi], target, side="left"))
+            assert first_at_least(values, lo, hi, target) == want
