@@ -607,3 +607,28 @@ def test_scheduler_dies_mid_run(root, empty_cluster, tmp_path):
     line = error_line(process.returncode, stderr, 1)
     assert "dask scheduler" in line and empty_cluster.scheduler_address in line
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("link", ["__cause__", "__context__"])
+def test_sigterm_inside_a_compiled_kernel_is_one_line(link, capsys):
+    """SIGTERM during a numba call surfaces as a SystemError chained to the
+    Terminated: still the one SIGTERM line and status 143; other
+    SystemErrors propagate."""
+    from ultrafs.cli import _one_line_errors
+    from ultrafs.signals import SIGTERM_EXIT_STATUS, Terminated
+
+    def kernel_interrupted():
+        error = SystemError("CPUDispatcher(...) returned a result with an exception set")
+        setattr(error, link, Terminated("received signal 15"))
+        raise error
+
+    with pytest.raises(SystemExit) as stop:
+        _one_line_errors(kernel_interrupted)()
+    assert stop.value.code == SIGTERM_EXIT_STATUS
+    assert capsys.readouterr().err.count("Error: terminated by SIGTERM") == 1
+
+    def plain_system_error():
+        raise SystemError("something else")
+
+    with pytest.raises(SystemError):
+        _one_line_errors(plain_system_error)()

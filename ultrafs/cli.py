@@ -106,7 +106,13 @@ def _one_line_errors(func):
                     warnings.warn_explicit(warning.message, warning.category,
                                            warning.filename, warning.lineno)
             return result
-        except Terminated:
+        except (Terminated, SystemError) as exc:
+            # SIGTERM raised while a compiled kernel ran in the main thread
+            # surfaces as a SystemError ("returned a result with an exception
+            # set") whose context is the Terminated
+            if not isinstance(exc, Terminated) and not any(
+                    isinstance(e, Terminated) for e in (exc.__cause__, exc.__context__)):
+                raise
             click.echo("Error: terminated by SIGTERM; temporary files removed, "
                        "no output written", err=True)
             sys.exit(SIGTERM_EXIT_STATUS)
