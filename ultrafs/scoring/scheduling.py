@@ -200,7 +200,10 @@ def _compute_distributed(collection, client, show_progress):
                     concurrent.futures.wait([bar], timeout=2.0)
                 return result
             except TimeoutError:
-                if future.done():       # the task itself raised TimeoutError
+                # the poll timed out; a future that finished meanwhile is
+                # collected by the next poll, one whose task raised
+                # TimeoutError itself re-raises it
+                if future.done() and future.status == "error":
                     raise
             except concurrent.futures.CancelledError:
                 raise ClusterError(
