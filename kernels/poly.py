@@ -43,7 +43,7 @@ __all__ = [
     "pair_key",
     "cross_topk",
     "cross_topk_multi",
-    "multiply_columns",
+    "pair_columns",
     "rows_of_columns",
     "pair_gram_rows",
     "gram_topk",
@@ -400,34 +400,108 @@ def cross_topk_multi(left_indptr, left_indices, left_data, left_columns, left_po
 
 
 @njit(cache=True, nogil=True)
-def multiply_columns(idx_a, val_a, idx_b, val_b):
-    """Elementwise product of two sparse columns (sorted row indices).
+def _pair_entries(indices, data, has_data, lo_a, hi_a, lo_b, hi_b, out_idx, out_val,
+                  at, scale):
+    """Intersect two sorted columns; write (or only count, ``out_idx`` empty).
+
+    Returns the entries written (products that are not zero)."""
+    write = out_idx.shape[0] > 0
+    p = lo_a
+    q = lo_b
+    count = 0
+    while p < hi_a and q < hi_b:
+        ra = indices[p]
+        rb = indices[q]
+        if ra < rb:
+            p += 1
+        elif ra > rb:
+            q += 1
+        else:
+            if has_data:
+                v = np.float64(data[p]) * np.float64(data[q])
+                if v != 0.0:
+                    if write:
+                        out_idx[at + count] = ra
+                        out_val[at + count] = scale * v
+                    count += 1
+            else:
+                if write:
+                    out_idx[at + count] = ra
+                count += 1
+            p += 1
+            q += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
+def _pair_column(indptr, indices, data, has_data, a, b, scale, out_idx, out_val, at):
+    """One generated column (see :func:`pair_columns`); returns its entries.
+
+    The values are those of the plain formulas: ``scale * x`` (linear),
+    ``(scale * x) * x`` (square), ``scale * (x_a * x_b)`` (cross)."""
+    if a < 0:
+        return 0
+    lo_a, hi_a = indptr[a], indptr[a + 1]
+    if b >= 0 and b != a:
+        return _pair_entries(indices, data, has_data, lo_a, hi_a, indptr[b],
+                             indptr[b + 1], out_idx, out_val, at, scale)
+    # a linear term or a square: the source's rows
+    if out_idx.shape[0] > 0:
+        for q in range(lo_a, hi_a):
+            out_idx[at + q - lo_a] = indices[q]
+            if has_data:
+                v = np.float64(data[q])
+                out_val[at + q - lo_a] = scale * v if b == -1 else scale * v * v
+    return hi_a - lo_a
+
+
+@njit(cache=True, nogil=True)
+def pair_columns(indptr, indices, data, first, second, scale):
+    """The columns of degree-2 terms of source columns, in one allocation.
+
+    Output column ``t`` is ``scale[t] * x_a * x_b`` for ``a = first[t]`` and
+    ``b = second[t]`` (positions of source columns in ``indptr``): a
+    linear term when ``b == -1``, a square when ``b == a``, a zero column
+    when ``a == -1`` or ``b == -2`` (a source outside the store).  Products
+    that are zero are not stored.
+
+    Parameters
+    ----------
+    indptr, indices : CSC arrays of the source columns, rows increasing
+    data : float32 or float64 array
+        Values; an empty array means every stored value is 1.  Then the
+        output holds row numbers only: every entry of column ``t`` is
+        ``scale[t]`` (a square of a 0/1 column is the column itself).
+    first, second : int64 arrays, shape (p,)
+    scale : float64 array, shape (p,)
 
     Returns
     -------
-    rows : int32 array
-    values : float64 array
+    out_indptr : int64 array, shape (p + 1,)
+    out_indices : int32 array
+    out_values : float64 array (empty for 0/1 sources)
     """
-    n = min(idx_a.shape[0], idx_b.shape[0])
-    rows = np.empty(n, dtype=np.int32)
-    values = np.empty(n, dtype=np.float64)
-    p = 0
-    q = 0
-    out = 0
-    while p < idx_a.shape[0] and q < idx_b.shape[0]:
-        if idx_a[p] < idx_b[q]:
-            p += 1
-        elif idx_a[p] > idx_b[q]:
-            q += 1
-        else:
-            v = np.float64(val_a[p]) * np.float64(val_b[q])
-            if v != 0.0:
-                rows[out] = idx_a[p]
-                values[out] = v
-                out += 1
-            p += 1
-            q += 1
-    return rows[:out].copy(), values[:out].copy()
+    has_data = data.shape[0] > 0
+    p = first.shape[0]
+    out_indptr = np.zeros(p + 1, dtype=np.int64)
+    none_idx = np.empty(0, dtype=np.int32)
+    none_val = np.empty(0, dtype=np.float64)
+    for t in range(p):
+        b = second[t]
+        a = first[t] if b != -2 else -1
+        out_indptr[t + 1] = out_indptr[t] + _pair_column(
+            indptr, indices, data, has_data, a, b, 1.0, none_idx, none_val, 0)
+    total = out_indptr[p]
+    out_idx = np.empty(total, dtype=np.int32)
+    out_val = np.empty(total if has_data else 0, dtype=np.float64)
+    if total == 0:
+        return out_indptr, out_idx, out_val
+    for t in range(p):
+        b = second[t]
+        a = first[t] if b != -2 else -1
+        _pair_column(indptr, indices, data, has_data, a, b, scale[t], out_idx, out_val,
+                     out_indptr[t])
+    return out_indptr, out_idx, out_val
 
 
 @njit(cache=True, nogil=True)

@@ -57,7 +57,8 @@ from numba import njit, prange
 from .spans import first_at_least
 
 __all__ = ["csr_augmented_gram", "csr_augmented_gram_parallel", "csr_constant_gram",
-           "csr_constant_gram_parallel", "gram_row_work",
+           "csr_constant_gram_parallel", "csc_augmented_gram",
+           "csc_augmented_gram_parallel", "csc_gram_work", "gram_row_work",
            "gram_row_bounds", "eigen_workspace", "l21sq_model_bcd",
            "l21sq_model_polish", "l21sq_model_residual"]
 
@@ -124,12 +125,20 @@ def _gram_rows(indptr, indices, data, weights, lo, hi, out):
     strictly) within each CSR row, so a row's entries of columns ``lo:hi``
     are contiguous: found by bisection.
     """
-    size = out.shape[0]
-    p = size - 1
     for j in range(lo, hi):
         out[j, :] = 0.0
+    _add_gram_rows(indptr, indices, data, weights, 0, lo, hi, out)
+
+
+@njit(cache=True, nogil=True)
+def _add_gram_rows(indptr, indices, data, weights, w_off, lo, hi, out):
+    """Add the CSR rows' terms to rows ``lo:hi`` of the Gram (see :func:`_gram_rows`).
+
+    CSR row ``i`` has weight ``weights[w_off + i]`` (a window of rows)."""
+    size = out.shape[0]
+    p = size - 1
     for i in range(len(indptr) - 1):
-        wi = weights[i]
+        wi = weights[w_off + i]
         if wi == 0.0:
             continue
         start, end = indptr[i], indptr[i + 1]
@@ -189,12 +198,18 @@ def csr_augmented_gram_parallel(indptr, indices, data, weights, bounds, out):
 @njit(cache=True, nogil=True)
 def _pattern_gram_rows(indptr, indices, weights, lo, hi, out):
     """:func:`_gram_rows` of the pattern of ``X`` (every entry 1)."""
-    size = out.shape[0]
-    p = size - 1
     for j in range(lo, hi):
         out[j, :] = 0.0
+    _add_pattern_gram_rows(indptr, indices, weights, 0, lo, hi, out)
+
+
+@njit(cache=True, nogil=True)
+def _add_pattern_gram_rows(indptr, indices, weights, w_off, lo, hi, out):
+    """:func:`_add_gram_rows` of the pattern of ``X`` (every entry 1)."""
+    size = out.shape[0]
+    p = size - 1
     for i in range(len(indptr) - 1):
-        wi = weights[i]
+        wi = weights[w_off + i]
         if wi == 0.0:
             continue
         start, end = indptr[i], indptr[i + 1]
@@ -265,6 +280,168 @@ def csr_constant_gram_parallel(indptr, indices, weights, scale, bounds, out):
     for j in prange(size):
         _fold_scaled(out, scale, j)
     return out
+
+
+@njit(cache=True, nogil=True)
+def _count_window(indices, starts, r, row0, counts):
+    """Entries per row of range ``r`` (rows counted from ``row0``, at ``1:``)."""
+    for j in range(starts.shape[0]):
+        for k in range(starts[j, r], starts[j, r + 1]):
+            counts[indices[k] - row0 + 1] += 1
+
+
+@njit(cache=True, nogil=True)
+def _fill_window(indices, data, starts, r, row0, nxt, out_idx, out_val):
+    """CSR entries of the rows of range ``r`` (rows counted from ``row0``)."""
+    values = out_val.shape[0] > 0
+    for j in range(starts.shape[0]):
+        for k in range(starts[j, r], starts[j, r + 1]):
+            i = indices[k] - row0
+            pos = nxt[i]
+            out_idx[pos] = j
+            if values:
+                out_val[pos] = data[k]
+            nxt[i] = pos + 1
+
+
+@njit(cache=True, nogil=True)
+def _window_csr(indices, data, starts, bounds, w0, w1):
+    """CSR arrays of the rows of ranges ``w0:w1`` (serial)."""
+    row0 = bounds[w0]
+    counts = np.zeros(bounds[w1] - row0 + 1, dtype=np.int64)
+    for r in range(w0, w1):
+        _count_window(indices, starts, r, row0, counts)
+    for i in range(len(counts) - 1):
+        counts[i + 1] += counts[i]
+    nxt = counts[:-1].copy()
+    out_idx = np.empty(counts[-1], dtype=np.int32)
+    out_val = np.empty(counts[-1] if data.shape[0] > 0 else 0, dtype=data.dtype)
+    for r in range(w0, w1):
+        _fill_window(indices, data, starts, r, row0, nxt, out_idx, out_val)
+    return counts, out_idx, out_val
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _window_csr_parallel(indices, data, starts, bounds, w0, w1):
+    """:func:`_window_csr` over the ranges (disjoint rows: the same arrays)."""
+    row0 = bounds[w0]
+    counts = np.zeros(bounds[w1] - row0 + 1, dtype=np.int64)
+    for r in prange(w0, w1):
+        _count_window(indices, starts, r, row0, counts)
+    for i in range(len(counts) - 1):
+        counts[i + 1] += counts[i]
+    nxt = counts[:-1].copy()
+    out_idx = np.empty(counts[-1], dtype=np.int32)
+    out_val = np.empty(counts[-1] if data.shape[0] > 0 else 0, dtype=data.dtype)
+    for r in prange(w0, w1):
+        _fill_window(indices, data, starts, r, row0, nxt, out_idx, out_val)
+    return counts, out_idx, out_val
+
+
+@njit(cache=True, nogil=True)
+def _fold(out):
+    size = out.shape[0]
+    for j in range(size):
+        for k in range(j + 1, size):
+            v = out[j, k] + out[k, j]
+            out[j, k] = v
+            out[k, j] = v
+
+
+@njit(cache=True, nogil=True)
+def csc_augmented_gram(indices, data, weights, scale, starts, bounds, window, out):
+    """:func:`csr_augmented_gram` (or, with ``scale``, :func:`csr_constant_gram`)
+    from CSC arrays, without a CSR copy of ``X``: the same bytes.
+
+    The rows are taken ``window`` ranges at a time (``bounds``, with the
+    columns' entry positions ``starts`` of
+    :func:`ultrafs.kernels.sparse_ops.csc_row_range_starts`); each window is
+    turned into CSR (its rows' entries in column order) and its rows' terms
+    added, windows in increasing row order: every entry of the Gram gets the
+    serial kernel's additions in its order.  Extra memory: one window.
+
+    Parameters
+    ----------
+    indices : int32 array
+        CSC row numbers of ``X`` (n x p), increasing within each column.
+    data : float32 or float64 array
+        Values; empty with ``scale`` (the pattern's Gram, then scaled).
+    weights : float64 array, shape (n,)
+    scale : float64 array, shape (p + 1,) or (0,)
+        Each column's one value and, last, 1.0; empty for a value per entry.
+    starts, bounds : int64 arrays, shapes (p, R + 1) and (R + 1,)
+    window : int >= 1
+        Ranges per window.
+    out : float64 array, shape (p + 1, p + 1)
+        Overwritten.
+    """
+    size = out.shape[0]
+    out[:, :] = 0.0
+    R = len(bounds) - 1
+    pattern = scale.shape[0] > 0
+    for w0 in range(0, R, window):
+        w1 = min(R, w0 + window)
+        row_ptr, cols, vals = _window_csr(indices, data, starts, bounds, w0, w1)
+        if pattern:
+            _add_pattern_gram_rows(row_ptr, cols, weights, bounds[w0], 0, size, out)
+        else:
+            _add_gram_rows(row_ptr, cols, vals, weights, bounds[w0], 0, size, out)
+    if pattern:
+        for j in range(size):
+            _fold_scaled(out, scale, j)
+    else:
+        _fold(out)
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def csc_augmented_gram_parallel(indices, data, weights, scale, starts, bounds, window,
+                                gram_bounds, out):
+    """:func:`csc_augmented_gram` over threads (the same bytes).
+
+    Each window's CSR copy is built over its ranges of rows, then each
+    thread adds the window's terms to its own range of the Gram's rows,
+    ``gram_bounds[t]:gram_bounds[t + 1]`` (:func:`gram_row_bounds`): no
+    partial matrices, no reduction, results independent of the threads.
+    """
+    size = out.shape[0]
+    out[:, :] = 0.0
+    R = len(bounds) - 1
+    pattern = scale.shape[0] > 0
+    T = len(gram_bounds) - 1
+    for w0 in range(0, R, window):
+        w1 = min(R, w0 + window)
+        row_ptr, cols, vals = _window_csr_parallel(indices, data, starts, bounds, w0, w1)
+        row0 = bounds[w0]
+        for t in prange(T):
+            if pattern:
+                _add_pattern_gram_rows(row_ptr, cols, weights, row0, gram_bounds[t],
+                                       gram_bounds[t + 1], out)
+            else:
+                _add_gram_rows(row_ptr, cols, vals, weights, row0, gram_bounds[t],
+                               gram_bounds[t + 1], out)
+    for j in prange(size):
+        if pattern:
+            _fold_scaled(out, scale, j)
+        else:
+            for k in range(j + 1, size):
+                v = out[j, k] + out[k, j]
+                out[j, k] = v
+                out[k, j] = v
+    return out
+
+
+def csc_gram_work(indptr, n_rows):
+    """An estimate of :func:`gram_row_work` from the columns' entry counts.
+
+    Column ``j``'s entries meet, per row, about ``sum_{k > j} nnz_k / n``
+    later entries; the intercept's row one addition per row.  Only the
+    balance of the threads depends on it, never a result.
+    """
+    nnz = np.diff(np.asarray(indptr, dtype=np.int64)).astype(np.float64)
+    later = np.cumsum(nnz[::-1])[::-1] - nnz
+    work = nnz * (1.0 + later / max(int(n_rows), 1)) + 1.0
+    return np.append(work, float(n_rows) + 1.0).astype(np.int64)
 
 
 @njit(cache=True, nogil=True)

@@ -77,3 +77,32 @@ def test_operator_needs_values():
 
     with pytest.raises(ParameterError):
         CSCOperator(np.zeros(1, np.int64), np.zeros(0, np.int32), None, 3)
+
+
+def test_compact_blocks_and_growth_in_place(rng):
+    """Compact blocks (row numbers + one value per column) give the cache the
+    same arrays as plain ones; a held reference to the cache's arrays is
+    never changed by a later batch (the cache copies instead of growing)."""
+    n = 300
+    plain, compact = ColumnCache(n), ColumnCache(n)
+    held = None
+    for t, values in enumerate(([2.0, 0.5], [3.0], [1.0, 4.0, 5.0])):
+        block, _ = _block(rng, n, len(values), 0.2, np.array(values))
+        plain.append_batch(block)
+        compact.append_batch(ColumnBlock(-1, block.indptr, block.indices, None,
+                                         column_values=np.array(values)))
+        if t == 1:
+            held = compact.indices
+            before = held.copy()
+    for a, b in zip(plain.arrays(), compact.arrays()):
+        if a is None:
+            assert b is None
+        else:
+            np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(plain.column_values, compact.column_values)
+    np.testing.assert_array_equal(held, before)
+    # a general batch after compact ones turns the cache general
+    block, X = _block(rng, n, 2, 0.2, None)
+    compact.append_batch(block)
+    assert compact.column_values is None
+    np.testing.assert_array_equal(compact.data[-X.nnz:], X.data)

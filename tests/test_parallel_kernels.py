@@ -522,6 +522,36 @@ def test_augmented_gram(matrix, rng):
             *rows, w, b, np.full((p + 1, p + 1), np.nan)))
 
 
+def test_gram_from_csc_windows_equals_the_csr_gram(matrix, rng):
+    """The Hessian taken a window of rows at a time from the CSC arrays has
+    the CSR kernel's bytes, for every range layout, window, thread count and
+    split of the Gram's rows; for values per entry and for the pattern."""
+    n, indptr, indices, data = matrix
+    p = len(indptr) - 1
+    w = rng.exponential(size=n)
+    w[rng.random(n) < 0.3] = 0.0     # rows skipped
+    bounds = so.row_ranges(n)
+    starts, _ = so.csc_row_range_starts(indptr, indices, bounds)
+    rows = so.csc_to_csr(indptr, indices, data, n, starts, bounds)
+    expected = pn.csr_augmented_gram(*rows, w, np.empty((p + 1, p + 1)))
+    scale = np.append(rng.choice([2.0, -0.5, 3.0], size=p), 1.0)
+    expected_pattern = pn.csr_constant_gram(rows[0], rows[1], w, scale,
+                                            np.empty((p + 1, p + 1)))
+    work = pn.csc_gram_work(indptr, n)
+    assert work.shape == (p + 1,) and np.all(work >= 1)
+    for starts_, bounds_ in _range_cases(indptr, indices, n):
+        for window in (1, 2, len(bounds_)):
+            for vals, sc, want in ((data, np.zeros(0), expected),
+                                   (data[:0], scale, expected_pattern)):
+                args = (indices, vals, w, sc, starts_, bounds_, window)
+                got = pn.csc_augmented_gram(*args, np.full((p + 1, p + 1), np.nan))
+                assert got.tobytes() == want.tobytes()
+                for parts in (1, 3):
+                    same_for_all_threads(want, lambda a=args, b=pn.gram_row_bounds(
+                        work, parts): pn.csc_augmented_gram_parallel(
+                            *a, b, np.full((p + 1, p + 1), np.nan)))
+
+
 def test_gram_of_no_rows_and_no_columns():
     rows = (np.zeros(1, np.int64), np.zeros(0, np.int32), np.zeros(0))
     out = pn.csr_augmented_gram_parallel(*rows, np.zeros(0),

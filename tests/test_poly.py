@@ -12,7 +12,7 @@ from ultrafs.api import select
 from ultrafs.cli import main
 from ultrafs.errors import ParameterError, UltraFSWarning
 from ultrafs.features.poly import PolyFeatures
-from ultrafs.kernels.poly import (column_stats, column_stats_multi, multiply_columns,
+from ultrafs.kernels.poly import (column_stats, column_stats_multi, pair_columns,
                                   rows_of_columns)
 from ultrafs.store import InMemoryStore
 
@@ -123,13 +123,53 @@ def test_kernels_match_dense(rng):
         csc.indptr.astype(np.int64), csc.indices, csc.data, X.shape[0])
     csr = sp.csr_matrix((row_vals, row_cols, row_ptr), shape=X.shape)
     np.testing.assert_array_equal(csr.toarray(), X)
-    rows, vals = multiply_columns(csc.indices[csc.indptr[1]:csc.indptr[2]],
-                                  csc.data[csc.indptr[1]:csc.indptr[2]],
-                                  csc.indices[csc.indptr[2]:csc.indptr[3]],
-                                  csc.data[csc.indptr[2]:csc.indptr[3]])
-    dense = np.zeros(X.shape[0])
-    dense[rows] = vals
-    np.testing.assert_array_equal(dense, X[:, 1] * X[:, 2])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("binary", [False, True])
+def test_pair_columns_match_dense(rng, dtype, binary):
+    """Generated columns equal the dense products: linear, square, cross,
+    empty columns, zero rows, sources outside the store, 0/1 data."""
+    X, _ = make_data(rng)
+    X = X.astype(dtype)
+    if binary:
+        X = (X != 0).astype(dtype)
+    X[:, 3] = 0.0                        # an empty column
+    X[5, :] = 0.0                        # a zero row
+    csc = sp.csc_matrix(X)
+    csc.eliminate_zeros()
+    data = np.zeros(0, dtype) if binary else csc.data
+    first = np.array([0, 1, 1, 3, 0, 2, -1, 4], dtype=np.int64)
+    second = np.array([-1, 1, 2, 0, 3, 4, 1, -2], dtype=np.int64)
+    scale = np.array([1.5, 2.0, 0.5, 1.0, 3.0, 0.25, 1.0, 1.0])
+    indptr, indices, values = pair_columns(csc.indptr.astype(np.int64), csc.indices,
+                                           data, first, second, scale)
+    if binary:
+        assert len(values) == 0
+        values = np.repeat(scale, np.diff(indptr))
+    got = sp.csc_matrix((values, indices, indptr), shape=(X.shape[0], len(first)))
+    x = X.astype(np.float64)
+    expected = np.column_stack([
+        1.5 * x[:, 0], 2.0 * x[:, 1] * x[:, 1], 0.5 * (x[:, 1] * x[:, 2]),
+        x[:, 3] * x[:, 0], 3.0 * (x[:, 0] * x[:, 3]), 0.25 * (x[:, 2] * x[:, 4]),
+        np.zeros(len(x)), np.zeros(len(x))])
+    np.testing.assert_array_equal(got.toarray(), expected)
+    assert np.all(np.diff(indices[indptr[2]:indptr[3]]) > 0)
+
+
+def test_compact_materialization_equals_the_plain_one(rng):
+    """``compact=True`` keeps one value per column of 0/1 data; the columns
+    are those of the plain materialisation."""
+    X = (rng.random((200, 15)) < 0.3).astype(np.float64)
+    y = np.where(rng.random(200) < 0.5, 1.0, -1.0)
+    features = PolyFeatures(InMemoryStore(X, y, block_size=4), gamma=2.0)
+    keys = features.codec.encode(np.array([0, 2, 1, 3]), np.array([-1, 2, 4, 9]))
+    plain = features.materialize(keys)
+    compact = features.materialize(keys, compact=True)
+    assert compact.data is None and len(compact.column_values) == 4
+    np.testing.assert_array_equal(compact.indptr, plain.indptr)
+    np.testing.assert_array_equal(compact.indices, plain.indices)
+    np.testing.assert_array_equal(compact.values(), plain.data)
 
 
 def test_model_matches_sklearn_on_expanded_columns(rng):

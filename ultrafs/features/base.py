@@ -252,7 +252,8 @@ class FeatureSpace(abc.ABC):
 
     # ------------------------------------------------------ materialize
     @abc.abstractmethod
-    def materialize(self, keys, dtype=np.float64, payload=None) -> ColumnBlock:
+    def materialize(self, keys, dtype=np.float64, payload=None,
+                    compact=False) -> ColumnBlock:
         """Columns of the candidates ``keys``, in the order given.
 
         Parameters
@@ -263,13 +264,17 @@ class FeatureSpace(abc.ABC):
         payload : dict or None
             What :meth:`find_candidates` attached to its winners; lets a
             space skip reading them again (may be ignored).
+        compact : bool, default False
+            Allow a block without a value per entry where every column
+            holds one value (``data`` None and ``column_values`` set; what
+            the column cache keeps).  A space may ignore it.
 
         Returns
         -------
         block : ColumnBlock
             ``first_column == -1``, ``indptr`` int64 shape (p + 1,),
             ``indices`` int32 (sorted rows per column), ``data`` of
-            ``dtype`` (never None), map factors applied.
+            ``dtype`` (None only with ``compact``), map factors applied.
         """
 
     @abc.abstractmethod

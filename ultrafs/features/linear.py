@@ -124,17 +124,23 @@ class LinearFeatures(FeatureSpace):
         return row_top2(self.store, block_size=block_size, scheduler=scheduler,
                         num_workers=num_workers)[:, 0]
 
-    def materialize(self, keys, dtype=np.float64, payload=None) -> ColumnBlock:
+    def materialize(self, keys, dtype=np.float64, payload=None,
+                    compact=False) -> ColumnBlock:
         """The columns of ``keys`` in the order given, values materialised.
 
         Keys beyond the store's columns (features absent from this store)
         come back as empty columns.  ``payload`` (the columns a scoring pass
-        attached to its winners) avoids reading them again.
+        attached to its winners) avoids reading them again.  With
+        ``compact``, 0/1 columns come back as row numbers with a value of 1
+        per column.
         """
         keys = np.asarray(keys, dtype=np.int64)
         if payload is not None and all(int(key) in payload for key in keys):
             return _columns_from_payload(keys, payload, dtype)
         cols = self.store.read_columns(keys)
+        if compact and cols.data is None:
+            return ColumnBlock(-1, cols.indptr, cols.indices, None,
+                               column_values=np.ones(cols.n_columns))
         return ColumnBlock(-1, cols.indptr, cols.indices,
                            cols.values(dtype))
 

@@ -63,7 +63,7 @@ from ultrafs.features.base import FeatureSpace, register_feature_space
 from ultrafs.features.keys import PairKeys
 from ultrafs.kernels.poly import (BOUND_SLACK, all_ones, column_pass_topk, column_stats,
                                   column_stats_multi, cross_topk, cross_topk_multi,
-                                  gram_topk, live_columns_of_block, multiply_columns,
+                                  gram_topk, live_columns_of_block, pair_columns,
                                   pair_gram_rows, rows_of_columns)
 from ultrafs.kernels.scoring import merge_topk, topk_keyed
 from ultrafs.scoring.topk import TopK
@@ -557,20 +557,23 @@ class PolyFeatures(FeatureSpace):
                 "row_cols": row_cols, "row_vals": row_vals}
 
     # --------------------------------------------------------- materialize
-    def materialize(self, keys, dtype=np.float64, payload=None) -> ColumnBlock:
+    def materialize(self, keys, dtype=np.float64, payload=None,
+                    compact=False) -> ColumnBlock:
         """Columns of the given candidates, in order, with their map factors.
 
         Source columns absent from the store (ids beyond its columns) count
         as zero columns.  ``payload`` is accepted for interface parity and
-        ignored (degree-2 columns are products formed here).
+        ignored (degree-2 columns are products formed here).  With
+        ``compact`` and 0/1 source columns the block holds row numbers and
+        one value per column (``column_values``), not a value per entry.
         """
         first, second = self.decode(keys)
-        return self._materialize_pairs(first, second, dtype)
+        return self._materialize_pairs(first, second, dtype, compact)
 
     def materialize_ids(self, feature_ids, dtype=np.float64) -> ColumnBlock:
         """Like :meth:`materialize` from user-visible ids (for prediction)."""
         first, second = self._columns_of_ids(feature_ids)
-        return self._materialize_pairs(first, second, dtype)
+        return self._materialize_pairs(first, second, dtype, False)
 
     def absent_ids(self, feature_ids) -> list:
         """The ids with a source column that is not in the store."""
@@ -579,36 +582,41 @@ class PolyFeatures(FeatureSpace):
         bad = (first < 0) | (first >= m) | (second >= m) | ((second < 0) & (second != -1))
         return [fid for fid, out in zip(feature_ids, bad) if out]
 
-    def _materialize_pairs(self, first, second, dtype):
+    def _materialize_pairs(self, first, second, dtype, compact):
+        """The generated columns in one allocation (:func:`pair_columns`).
+
+        The source columns are read once, as stored (0/1 columns as row
+        numbers only); no value per entry is made for 0/1 data unless the
+        caller needs one (``compact`` False).
+        """
+        first = np.asarray(first, dtype=np.int64)
+        second = np.asarray(second, dtype=np.int64)
         m = self.store.n_features
         sources = np.unique(np.concatenate([first, second[second >= 0]]))
         inside = sources[(sources >= 0) & (sources < m)]
         block = self.store.read_columns(inside)
-        position = {int(c): i for i, c in enumerate(inside)}
-        values = block.values(np.float64)
+        binary = block.data is None or all_ones(block.data)
+        data = np.zeros(0, dtype=np.float64) if binary else block.data
 
-        def column(c):
-            i = position.get(int(c))
-            if i is None:
-                return np.zeros(0, np.int32), np.zeros(0)
-            lo, hi = block.indptr[i], block.indptr[i + 1]
-            return block.indices[lo:hi], values[lo:hi]
+        def positions(c):
+            """Where each source column is in ``block`` (-1: not in the store)."""
+            if len(inside) == 0:
+                return np.full(len(c), -1, dtype=np.int64)
+            pos = np.minimum(np.searchsorted(inside, c), len(inside) - 1)
+            return np.where(inside[pos] == c, pos, -1)
 
-        indptr = np.zeros(len(first) + 1, dtype=np.int64)
-        parts_idx, parts_val = [], []
-        for pos, (j, k) in enumerate(zip(first.tolist(), second.tolist())):
-            rows_j, vals_j = column(j)
-            if k < 0:
-                rows, vals = rows_j, self.linear_factor * vals_j
-            elif k == j:
-                rows, vals = rows_j, self.square_factor * vals_j * vals_j
-            else:
-                rows_k, vals_k = column(k)
-                rows, vals = multiply_columns(rows_j, vals_j, rows_k, vals_k)
-                vals = self.cross_factor * vals
-            parts_idx.append(np.asarray(rows, dtype=np.int32))
-            parts_val.append(np.asarray(vals, dtype=dtype))
-            indptr[pos + 1] = indptr[pos] + len(rows)
-        indices = np.concatenate(parts_idx) if parts_idx else np.zeros(0, np.int32)
-        data = np.concatenate(parts_val) if parts_val else np.zeros(0, dtype)
-        return ColumnBlock(-1, indptr, indices, data)
+        pos_first = positions(first)
+        pos_second = np.where(second == -1, -1, positions(second))
+        pos_second = np.where((second != -1) & (pos_second < 0), -2, pos_second)
+        scale = np.where(second == -1, self.linear_factor,
+                         np.where(second == first, self.square_factor,
+                                  self.cross_factor)).astype(np.float64)
+        indptr, indices, values = pair_columns(block.indptr, block.indices, data,
+                                               pos_first, pos_second, scale)
+        del block
+        if not binary:
+            return ColumnBlock(-1, indptr, indices, values.astype(dtype, copy=False))
+        if compact:
+            return ColumnBlock(-1, indptr, indices, None, column_values=scale)
+        return ColumnBlock(-1, indptr, indices,
+                           np.repeat(scale.astype(dtype), np.diff(indptr)))

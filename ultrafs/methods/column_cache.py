@@ -58,28 +58,43 @@ class ColumnCache:
     def append_batch(self, block) -> None:
         """Append the columns of one outer iteration as a new batch.
 
+        The cache's arrays grow in place where they can (``ndarray.resize``:
+        for large arrays the allocator remaps the pages, so the columns
+        already held are neither copied nor doubled in memory while the
+        batch is added); where another reference to them is alive they are
+        copied instead.
+
         Parameters
         ----------
         block : ColumnBlock
-            Materialised columns (``data`` not None).
+            Materialised columns: a value per entry, or (``data`` None) the
+            ``column_values`` of a compact block, or 0/1 data.
         """
         from ultrafs.kernels.sparse_ops import column_values
 
         offset = self.indptr[-1]
-        data = np.asarray(block.data, dtype=self.dtype)
+        indptr = np.asarray(block.indptr, dtype=np.int64)
+        data = None
+        if block.data is None:
+            given = getattr(block, "column_values", None)
+            values = (np.ones(block.n_columns) if given is None
+                      else np.asarray(given, dtype=np.float64))
+            single = True
+        else:
+            data = np.asarray(block.data, dtype=self.dtype)
+            values, single = column_values(indptr, data)
         if self.column_values is not None:
-            values, single = column_values(np.asarray(block.indptr, dtype=np.int64),
-                                           data)
             if single:
                 self.column_values = np.concatenate([self.column_values, values])
             else:
                 self._data = self.data          # the general form from now on
                 self.column_values = None
-        self.indptr = np.concatenate([self.indptr, block.indptr[1:] + offset])
-        self.indices = np.concatenate(
-            [self.indices, np.asarray(block.indices, dtype=np.int32)])
+        if self._data is not None and data is None:
+            data = np.repeat(values.astype(self.dtype), np.diff(indptr))
+        self.indptr = np.concatenate([self.indptr, indptr[1:] + offset])
+        _grow(self, "indices", block.indices, np.int32)
         if self._data is not None:
-            self._data = np.concatenate([self._data, data])
+            _grow(self, "_data", data, self.dtype)
         self.batch_ptr = np.append(self.batch_ptr, np.int64(self.n_columns))
 
     def arrays(self):
@@ -92,3 +107,18 @@ class ColumnCache:
         """Memory held by the cache."""
         held = self._data if self._data is not None else self.column_values
         return int(self.indptr.nbytes + self.indices.nbytes + held.nbytes)
+
+
+def _grow(owner, name, extra, dtype):
+    """Append ``extra`` (as ``dtype``) to the array ``owner.name``, in place if
+    nothing else refers to it (then no copy is made), else by a copy."""
+    held = getattr(owner, name)
+    setattr(owner, name, None)           # the only reference is now ``held``
+    n = len(held)
+    try:
+        held.resize(n + len(extra), refcheck=True)
+    except (ValueError, SystemError):     # referenced elsewhere, or not its own
+        held = np.concatenate([held, np.asarray(extra, dtype=dtype)])
+    else:
+        held[n:] = extra
+    setattr(owner, name, held)

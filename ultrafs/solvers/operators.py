@@ -32,6 +32,9 @@ from ultrafs.kernels.row_chunks import MIN_PARALLEL_WORK, dispatch
 __all__ = ["CSCOperator"]
 
 _NO_VALUES = np.empty(0)
+#: rows of X turned into CSR at a time by the Hessian (about 2**18 rows:
+#: ~36 MB at 34 entries a row)
+GRAM_WINDOW_ROWS = 2 ** 18
 
 
 class CSCOperator:
@@ -216,14 +219,18 @@ class CSCOperator:
         """Return ``[X, -1]' diag(weights) [X, -1]``, dense ``(p + 1, p + 1)``.
 
         The Hessian of a one-output datafit over ``(w, b)`` jointly (times
-        the loss's second derivatives); built row by row from a CSR copy of
-        ``X`` (made once per operator) in ``O(sum_i nnz_i^2)``, never from a
-        dense ``n x p`` matrix.  In parallel each thread owns a range of the
-        Gram's rows, balanced by the additions they take (counted once per
-        operator): the same bytes as the serial kernel.  When every column
-        holds one value (degree-2 features of binary data) the Gram of the
-        pattern is built and scaled (:func:`~ultrafs.kernels.prox_newton.csr_constant_gram`,
-        about 20% faster, and the CSR copy holds no values).
+        the loss's second derivatives), in ``O(sum_i nnz_i^2)``, never from
+        a dense ``n x p`` matrix.  Large problems with sorted columns take
+        their rows a window at a time, each window turned into CSR and
+        added (:func:`~ultrafs.kernels.prox_newton.csc_augmented_gram`): no
+        CSR copy of ``X`` is held, and in parallel each thread owns a range
+        of the Gram's rows balanced by an estimate of the additions they
+        take.  Small or unsorted ones take a CSR copy (made once per
+        operator).  Either way the same bytes as the serial CSR kernel.
+        When every column holds one value (degree-2 features of binary
+        data) the Gram of the pattern is built and scaled
+        (:func:`~ultrafs.kernels.prox_newton.csr_constant_gram`, about 20%
+        faster, and no value per entry is read).
 
         Parameters
         ----------
@@ -235,10 +242,14 @@ class CSCOperator:
         """
         if self.n_outputs != 1:
             raise ParameterError("augmented_gram needs one output per sample")
-        indptr, indices, data = self._csr()
         size = self.n_columns + 1
         out = np.empty((size, size), dtype=np.float64)
         weights = np.ascontiguousarray(weights, dtype=np.float64)
+        ranges = (self._row_ranges(fine=True) if self.nnz >= MIN_PARALLEL_WORK
+                  else None)
+        if ranges is not None:
+            return self._windowed_gram(weights, ranges, out)
+        indptr, indices, data = self._csr()
         values = self._column_values() if len(data) < self.nnz else None
 
         def bounds():
@@ -257,6 +268,26 @@ class CSCOperator:
             lambda: _newton.csr_augmented_gram(indptr, indices, data, weights, out),
             lambda: _newton.csr_augmented_gram_parallel(indptr, indices, data, weights,
                                                         bounds(), out),
+            self.nnz)
+
+    def _windowed_gram(self, weights, ranges, out):
+        """:meth:`augmented_gram` from the CSC arrays, a window of rows at a time."""
+        starts, bounds = ranges
+        values = self._column_values()
+        if values is not None:
+            scale, data = np.append(values, 1.0), _NO_VALUES
+        else:
+            scale, data = _NO_VALUES, self.data
+        range_rows = max(int(bounds[1] - bounds[0]), 1) if len(bounds) > 1 else 1
+        window = max(1, GRAM_WINDOW_ROWS // range_rows)
+        if self._gram_work is None:
+            self._gram_work = _newton.csc_gram_work(self.indptr, self.n_rows)
+        args = (self.indices, data, weights, scale, starts, bounds, window)
+        return dispatch(
+            lambda: _newton.csc_augmented_gram(*args, out),
+            lambda: _newton.csc_augmented_gram_parallel(
+                *args, _newton.gram_row_bounds(self._gram_work, numba.get_num_threads()),
+                out),
             self.nnz)
 
 

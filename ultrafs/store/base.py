@@ -78,13 +78,20 @@ class ColumnBlock:
     indices : ndarray of int32, shape (nnz,)
         Row numbers, sorted increasingly within each column, no duplicates.
     data : ndarray of float32 or float64, shape (nnz,), or None
-        Values; ``None`` means every stored value equals 1 (binary data).
+        Values; ``None`` means every stored value equals 1 (binary data),
+        unless ``column_values`` is given.
+    column_values : ndarray of float64, shape (n_columns,), or None
+        With ``data`` None: every stored value of column ``j`` equals
+        ``column_values[j]`` (generated columns of 0/1 data, which carry a
+        map factor; only :meth:`FeatureSpace.materialize` with
+        ``compact=True`` returns such blocks).
     """
 
     first_column: int
     indptr: np.ndarray
     indices: np.ndarray
     data: np.ndarray | None
+    column_values: np.ndarray | None = None
 
     @property
     def n_columns(self) -> int:
@@ -102,6 +109,9 @@ class ColumnBlock:
         Stored values already in ``dtype`` are returned as they are (no copy).
         """
         if self.data is None:
+            if self.column_values is not None:
+                return np.repeat(self.column_values.astype(dtype),
+                                 np.diff(self.indptr))
             return np.ones(self.nnz, dtype=dtype)
         return self.data.astype(dtype, copy=False)
 
