@@ -528,6 +528,31 @@ def test_check_csc_block_against_reference():
         assert code == 0 if not problems else code in problems
 
 
+def test_check_csc_block_fast_path_against_reference():
+    """The branch-free pass (byte map of column starts) decides validity as
+    the reference does: empty columns first, last and between, descents at
+    and inside columns, rows out of range, offsets that decrease (also
+    below 0 or above nnz in between) and a single entry."""
+    from ultrafs.kernels.csc_check import _block_is_valid, check_csc_block
+
+    rng = np.random.default_rng(12)
+    for trial in range(2000):
+        counts = rng.integers(0, 4, rng.integers(1, 9)) * (rng.random(1) < 0.9)
+        indptr = np.r_[0, np.cumsum(counts)].astype(np.int64)
+        indices = np.concatenate(
+            [np.sort(rng.choice(6, c, replace=False)) for c in counts]
+            or [np.zeros(0)]).astype(np.int32)
+        if len(indices) and rng.random() < 0.5:
+            indices[rng.integers(len(indices))] = rng.integers(-2, 8)
+        if len(indptr) > 2 and rng.random() < 0.3:
+            indptr[rng.integers(1, len(indptr) - 1)] = rng.integers(-2, len(indices) + 3)
+        problems = _reference_problems(indptr, indices, 6)
+        if indptr[0] == 0 and indptr[-1] == len(indices):
+            assert _block_is_valid(indptr, indices, 6) == (not problems), (indptr, indices)
+        code, _ = check_csc_block(indptr, indices, 6)
+        assert code == 0 if not problems else code in problems
+
+
 def test_read_columns_paths_agree(tmp_path):
     """Contiguous and coordinate reads of indptr, merged and separate spans."""
     rng = np.random.default_rng(9)
