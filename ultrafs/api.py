@@ -24,7 +24,7 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
            command=None, poly=1, gamma=1.0, coef0=1.0, checkpoint=None,
            resume=False, progress=False, refit=False, refit_C=None,
            validation_fraction=None, cv=None, seed=0, sample_weight=None,
-           class_weight=None):
+           class_weight=None, memory_limit=None):
     """Select features with FGM and return the fitted :class:`Model`.
 
     Parameters
@@ -86,6 +86,10 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
         model's ``params`` record ``class_weight`` ("balanced" or "given"),
         ``class_weights`` (one per class) and ``sample_weight_digest`` (the
         SHA-256 of the weights used, which checkpoints compare).
+    memory_limit : int, optional
+        Bytes the run may hold: the loop stops before an outer iteration
+        whose projected peak resident memory would exceed it (see
+        :func:`ultrafs.methods.fgm.fit_fgm`); the stop reason says so.
 
     Returns
     -------
@@ -130,7 +134,8 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
         inner_max_iter=inner_max_iter, inner_kkt_tol=inner_kkt_tol,
         block_size=block_size,
         scheduler=scheduler, num_workers=num_workers, callback=callback,
-        checkpoint=saver, resume=resume, progress=progress, sample_weight=weights)
+        checkpoint=saver, resume=resume, progress=progress, sample_weight=weights,
+        memory_limit=memory_limit)
     if command:
         params["command"] = command
     # names the data the model was fitted on (see ultrafs/store/fingerprint.py)

@@ -192,6 +192,30 @@ class CType(click.ParamType):
         return number
 
 
+class SizeType(click.ParamType):
+    """``--memory-limit``: bytes, or a number with a unit (``8GB``, ``7.5G``,
+    ``800MB``, ``8GiB``; decimal units are powers of 1000, ``*iB`` of 1024)."""
+
+    name = "size"
+    _UNITS = {"": 1, "B": 1, "K": 10**3, "KB": 10**3, "M": 10**6, "MB": 10**6,
+              "G": 10**9, "GB": 10**9, "T": 10**12, "TB": 10**12, "KIB": 2**10,
+              "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        text = value.strip().upper()
+        number = text.rstrip("KMGTIB")
+        unit = text[len(number):]
+        try:
+            size = float(number) * self._UNITS[unit]
+        except (ValueError, KeyError):
+            size = float("nan")
+        if not (size >= 1 and size != float("inf")):
+            self.fail(f"{value!r} is not a size such as 8GB, 800MB or 8GiB", param, ctx)
+        return int(size)
+
+
 class ClassWeightType(click.ParamType):
     """``--class-weight``: ``balanced`` or ``VALUE:WEIGHT,...`` (class values)."""
 
@@ -728,6 +752,10 @@ def _fgm_options(func):
                                         "chosen on the same held-out rows)."),
         click.option("--progress/--no-progress", default=None,
                      help="Per-iteration progress on stderr (default: when a terminal)."),
+        click.option("--memory-limit", type=SizeType(), default=None,
+                     help="Memory the run may hold (e.g. 8GB): the loop stops before "
+                          "an outer iteration whose projected peak would exceed it, "
+                          "keeping the last certified model; the stop reason says so."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -756,7 +784,8 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                 block_size, scheduler, workers, progress, command, poly=1,
                 gamma=1.0, coef0=1.0, checkpoint=None, resume=False, refit=False,
                 refit_C=None, validation_fraction=None, cv=None, split_seed=0,
-                connect_timeout=None, worker_timeout=None, class_weight=None):
+                connect_timeout=None, worker_timeout=None, class_weight=None,
+                memory_limit=None):
     from ultrafs.api import select
     from ultrafs.scoring.scheduling import WORKER_TIMEOUT_KEY
 
@@ -802,7 +831,7 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                       checkpoint=checkpoint, resume=resume, progress=show,
                       refit=refit, refit_C=refit_C,
                       validation_fraction=validation_fraction, cv=cv, seed=split_seed,
-                      class_weight=class_weight)
+                      class_weight=class_weight, memory_limit=memory_limit)
 
 
 @main.command("select")

@@ -183,7 +183,8 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
             tol=1e-3, fit_intercept=True, inner_tol=1e-3, inner_max_iter=1000,
             inner_kkt_tol=DEFAULT_KKT_TOL,
             block_size=None, scheduler=None, num_workers=None, callback=None,
-            checkpoint=None, resume=False, progress=False, sample_weight=None):
+            checkpoint=None, resume=False, progress=False, sample_weight=None,
+            memory_limit=None):
     """Run FGM on a feature space.
 
     Parameters
@@ -236,6 +237,17 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
         (finite, ``>= 0``, not all zero); None for all ones.  With a
         ``checkpoint``, its ``params`` must hold ``sample_weight_digest``
         (:func:`sample_weight_digest`; None without weights).
+    memory_limit : int, optional
+        Bytes this process may hold.  Before each outer iteration the loop
+        projects the iteration's peak resident memory (the peak so far plus
+        the largest growth of one iteration so far, and at least the
+        columns the last batch added to the cache) and stops, with the
+        model of the last certified solve and a stop reason that names the
+        limit, when the projection exceeds it.  A limit below the memory
+        already held before the first pass is a ``ParameterError``.  The
+        limit bounds what the loop holds over iterations; it does not cap
+        an allocation inside a pass.  Where the platform does not report
+        resident memory only the cache's growth is projected.
 
     Returns
     -------
@@ -332,7 +344,16 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
             "stop_reason": finished_reason}, decision)
 
     n_nonzero = _count_nonzero(coef, n_outputs)
+    memory = _MemoryGuard(memory_limit)
     for iteration in range(first_iteration, max_outer + 1):
+        over = memory.exceeded(iteration, cache.nbytes)
+        if over:
+            if not len(keys):
+                raise ParameterError(
+                    f"the memory limit of {memory.limit_mb:,.0f} MB is below the "
+                    f"{memory.last_peak:,.0f} MB this run held before its first pass")
+            stop_reason = over
+            break
         weights = _datafit(cache, y, C, loss_object, n_outputs,
                            sample_weight).dual_weights(decision)
         cpu_started = time.process_time()
@@ -431,6 +452,44 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
     return FGMResult(keys=keys, batch_ptr=cache.batch_ptr.copy(), coef=coef,
                      bias=_bias_value(bias), history=history, stop_reason=stop_reason,
                      path=path, n_classes=K)
+
+
+class _MemoryGuard:
+    """The projection of ``memory_limit`` (see :func:`fit_fgm`)."""
+
+    def __init__(self, limit):
+        if limit is not None and not (isinstance(limit, (int, float, np.integer))
+                                      and not isinstance(limit, bool)
+                                      and np.isfinite(limit) and limit > 0):
+            raise ParameterError(f"memory_limit must be a number of bytes > 0, "
+                                 f"got {limit!r}")
+        self.limit_mb = None if limit is None else float(limit) / 2**20
+        self.last_peak = None
+        self.last_cache = 0
+        self.growth = 0.0
+
+    def exceeded(self, iteration, cache_bytes):
+        """A stop reason when iteration ``iteration`` would pass the limit, else ""."""
+        if self.limit_mb is None:
+            return ""
+        peak = peak_rss_mb()
+        held = cache_bytes / 2**20
+        cache_growth = max(held - self.last_cache, 0.0)
+        if self.last_peak is not None and peak is not None:
+            self.growth = max(self.growth, peak - self.last_peak)
+        self.growth = max(self.growth, cache_growth)
+        self.last_cache = held
+        base = peak if peak is not None else held
+        self.last_peak = peak
+        if base is None:
+            return ""
+        projected = base + self.growth
+        if projected <= self.limit_mb:
+            return ""
+        return (f"stopped before outer iteration {iteration}: its projected peak "
+                f"memory, {projected:,.0f} MB (the peak so far {base:,.0f} MB plus "
+                f"{self.growth:,.0f} MB, the largest growth of one iteration), "
+                f"would exceed the memory limit of {self.limit_mb:,.0f} MB")
 
 
 def _nonzero_columns(coef, n_outputs):
