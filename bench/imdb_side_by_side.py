@@ -33,6 +33,8 @@ Usage::
     python bench/imdb_side_by_side.py [--rounds 5] [--rows 25000]
         [--pythonpath CHECKOUT]   # run another checkout's ultrafs (PYTHONPATH)
         [--baseline CHECKOUT]     # add (a0): the same select with that checkout
+        [--pass-only]             # only (p); with --baseline also (p0), the
+                                  # same child with that checkout's ultrafs
 
 Results: printed, and written to ``bench/out/imdb_side_by_side.json``.
 """
@@ -180,6 +182,9 @@ def main():
     parser.add_argument("--baseline", default=None,
                         help="another checkout: adds (a0), the same select with its "
                              "ultrafs, to the rounds (before/after in one run)")
+    parser.add_argument("--pass-only", action="store_true",
+                        help="run only (p), the scoring passes (and (p0) with "
+                             "--baseline): the Zarr/memory figure without the selects")
     parser.add_argument("--name", default="imdb_side_by_side")
     args = parser.parse_args()
 
@@ -217,9 +222,9 @@ def main():
                 "cpu_seconds": first["cpu_seconds"] + second["cpu_seconds"],
                 "peak_rss_mb": max(first["peak_rss_mb"], second["peak_rss_mb"])}
 
-    def run_p():
+    def run_p(prefix=()):
         started = time.perf_counter()
-        proc = subprocess.run([python, "-c", PASS_SCRIPT, str(store),
+        proc = subprocess.run([*prefix, python, "-c", PASS_SCRIPT, str(store),
                                str(args.pass_repeat)], capture_output=True, text=True)
         if proc.returncode != 0:
             raise RuntimeError(proc.stderr)
@@ -228,6 +233,8 @@ def main():
         return result
 
     commands = {"a": run_a, "b": run_b, "c": run_c, "p": run_p}
+    if args.pass_only:
+        return pass_rounds(args, run_p, store)
     if args.baseline:
         def run_a0():
             return run_measured(["env", f"PYTHONPATH={args.baseline}"] + ultrafs + select
@@ -306,6 +313,52 @@ def main():
     parts = summary["one_thread_block_seconds"]
     print("one thread, all blocks of the store: " + ", ".join(
         f"{k} {v * 1e3:.1f} ms ({nnz / v / 1e6:.0f}M nnz/s)" for k, v in parts.items() if v))
+    path = write_result(args.name, summary)
+    print(f"written to {path}")
+
+
+def pass_rounds(args, run_p, store):
+    """``--pass-only``: rounds of (p), and of (p0) with ``--baseline``.
+
+    Each child measures its own Zarr/memory ratio (interleaved passes in
+    one process); with a baseline the two children alternate in order
+    round by round, so both see the same load.
+    """
+    commands = {"p": run_p}
+    if args.baseline:
+        commands = {"p0": lambda: run_p(["env", f"PYTHONPATH={args.baseline}"]), **commands}
+    print(f"store {store}; warm-up round (not counted)", flush=True)
+    for run in commands.values():
+        run()
+    results = {name: [] for name in commands}
+    for r in range(args.rounds):
+        order = list(commands) if r % 2 == 0 else list(reversed(commands))
+        for name in order:
+            results[name].append(commands[name]())
+        line = "  ".join(f"{n} {results[n][-1]['zarr_nnz_per_s'] / 1e6:.0f}/"
+                         f"{results[n][-1]['memory_nnz_per_s'] / 1e6:.0f}M nnz/s"
+                         for n in commands)
+        print(f"round {r + 1}/{args.rounds} ({''.join(order)}), Zarr/memory: {line}; "
+              f"load {os.getloadavg()[0]:.2f}", flush=True)
+    summary = {"rows": args.rows, "rounds": args.rounds,
+               "pass_repeat": args.pass_repeat, "baseline": args.baseline,
+               "load_average_end": os.getloadavg()}
+    for name, runs in results.items():
+        ratios = [p["zarr_nnz_per_s"] / p["memory_nnz_per_s"] for p in runs]
+        summary[name] = {
+            "memory_nnz_per_s": statistics.median(p["memory_nnz_per_s"] for p in runs),
+            "zarr_nnz_per_s": statistics.median(p["zarr_nnz_per_s"] for p in runs),
+            "zarr_over_memory": statistics.median(ratios),
+            "zarr_over_memory_range": [min(ratios), max(ratios)],
+            "one_thread_block_seconds": {
+                key: statistics.median(p["one_thread_seconds"][key] for p in runs)
+                for key in runs[0]["one_thread_seconds"]}}
+        s = summary[name]
+        print(f"({name}) memory {s['memory_nnz_per_s'] / 1e6:.0f}M, Zarr "
+              f"{s['zarr_nnz_per_s'] / 1e6:.0f}M nnz/s: {s['zarr_over_memory']:.3f} of "
+              f"memory (rounds {min(ratios):.3f}-{max(ratios):.3f}; goal >= 0.8); one "
+              "thread: " + ", ".join(f"{k} {v * 1e3:.1f} ms"
+                                     for k, v in s["one_thread_block_seconds"].items() if v))
     path = write_result(args.name, summary)
     print(f"written to {path}")
 
