@@ -158,14 +158,14 @@ def test_pair_columns_match_dense(rng, dtype, binary):
 
 
 def test_compact_materialization_equals_the_plain_one(rng):
-    """``compact=True`` keeps one value per column of 0/1 data; the columns
-    are those of the plain materialisation."""
+    """``materialize_compact`` keeps one value per column of 0/1 data; the
+    columns are those of the plain materialisation."""
     X = (rng.random((200, 15)) < 0.3).astype(np.float64)
     y = np.where(rng.random(200) < 0.5, 1.0, -1.0)
     features = PolyFeatures(InMemoryStore(X, y, block_size=4), gamma=2.0)
     keys = features.codec.encode(np.array([0, 2, 1, 3]), np.array([-1, 2, 4, 9]))
     plain = features.materialize(keys)
-    compact = features.materialize(keys, compact=True)
+    compact = features.materialize_compact(keys)
     assert compact.data is None and len(compact.column_values) == 4
     np.testing.assert_array_equal(compact.indptr, plain.indptr)
     np.testing.assert_array_equal(compact.indices, plain.indices)

@@ -371,6 +371,7 @@ ALLOWED = {
     "locks": {"errors"},
     "json_fields": set(),
     "rss": set(),
+    "allocator": set(),
     "store": {"errors", "atomic", "kernels", "ultrafs"},
     "scoring": {"errors", "kernels", "store"},
     "solvers": {"errors", "kernels"},

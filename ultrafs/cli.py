@@ -494,7 +494,10 @@ def _data_path(path, *, target=None):
 @click.version_option(package_name="ultrafs")
 def main():
     """ultrafs: select the few features that matter among millions."""
+    from ultrafs.allocator import map_large_allocations
+
     _skip_exit_collection()
+    map_large_allocations()
 
 
 _exit_collection_skipped = False

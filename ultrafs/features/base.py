@@ -252,8 +252,7 @@ class FeatureSpace(abc.ABC):
 
     # ------------------------------------------------------ materialize
     @abc.abstractmethod
-    def materialize(self, keys, dtype=np.float64, payload=None,
-                    compact=False) -> ColumnBlock:
+    def materialize(self, keys, dtype=np.float64, payload=None) -> ColumnBlock:
         """Columns of the candidates ``keys``, in the order given.
 
         Parameters
@@ -264,18 +263,24 @@ class FeatureSpace(abc.ABC):
         payload : dict or None
             What :meth:`find_candidates` attached to its winners; lets a
             space skip reading them again (may be ignored).
-        compact : bool, default False
-            Allow a block without a value per entry where every column
-            holds one value (``data`` None and ``column_values`` set; what
-            the column cache keeps).  A space may ignore it.
 
         Returns
         -------
         block : ColumnBlock
             ``first_column == -1``, ``indptr`` int64 shape (p + 1,),
             ``indices`` int32 (sorted rows per column), ``data`` of
-            ``dtype`` (None only with ``compact``), map factors applied.
+            ``dtype`` (never None), map factors applied.
         """
+
+    def materialize_compact(self, keys, payload=None) -> ColumnBlock:
+        """:meth:`materialize` for the column cache (float64 values).
+
+        A space may return a block without a value per entry where every
+        column holds one value (``data`` None, ``column_values`` set:
+        degree-2 columns of 0/1 data); this default returns
+        :meth:`materialize`'s block.
+        """
+        return self.materialize(keys, payload=payload)
 
     @abc.abstractmethod
     def materialize_ids(self, feature_ids, dtype=np.float64) -> ColumnBlock:

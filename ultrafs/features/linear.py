@@ -124,25 +124,30 @@ class LinearFeatures(FeatureSpace):
         return row_top2(self.store, block_size=block_size, scheduler=scheduler,
                         num_workers=num_workers)[:, 0]
 
-    def materialize(self, keys, dtype=np.float64, payload=None,
-                    compact=False) -> ColumnBlock:
+    def materialize(self, keys, dtype=np.float64, payload=None) -> ColumnBlock:
         """The columns of ``keys`` in the order given, values materialised.
 
         Keys beyond the store's columns (features absent from this store)
         come back as empty columns.  ``payload`` (the columns a scoring pass
-        attached to its winners) avoids reading them again.  With
-        ``compact``, 0/1 columns come back as row numbers with a value of 1
-        per column.
+        attached to its winners) avoids reading them again.
         """
         keys = np.asarray(keys, dtype=np.int64)
         if payload is not None and all(int(key) in payload for key in keys):
             return _columns_from_payload(keys, payload, dtype)
         cols = self.store.read_columns(keys)
-        if compact and cols.data is None:
-            return ColumnBlock(-1, cols.indptr, cols.indices, None,
-                               column_values=np.ones(cols.n_columns))
         return ColumnBlock(-1, cols.indptr, cols.indices,
                            cols.values(dtype))
+
+    def materialize_compact(self, keys, payload=None) -> ColumnBlock:
+        """:meth:`materialize`; 0/1 columns as row numbers with one value, 1."""
+        keys = np.asarray(keys, dtype=np.int64)
+        if payload is not None and all(int(key) in payload for key in keys):
+            return _columns_from_payload(keys, payload, np.float64)
+        cols = self.store.read_columns(keys)
+        if cols.data is None:
+            return ColumnBlock(-1, cols.indptr, cols.indices, None,
+                               column_values=np.ones(cols.n_columns))
+        return ColumnBlock(-1, cols.indptr, cols.indices, cols.values(np.float64))
 
     def materialize_ids(self, feature_ids, dtype=np.float64) -> ColumnBlock:
         """Like :meth:`materialize` from user-visible ids (for prediction).

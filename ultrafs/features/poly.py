@@ -229,9 +229,10 @@ def _gram_task(rows, columns, weights):
 
 
 def _sum_grams(parts):
-    """Sum partial Grams in the order given (the tree's fixed order)."""
+    """Sum partial Grams in the order given (the tree's fixed order), into
+    the first (each partial is a task's own result, used once)."""
     parts = list(parts)
-    total = parts[0].copy() if len(parts) > 1 else parts[0]
+    total = parts[0]
     for part in parts[1:]:
         total += part
     return total
@@ -535,8 +536,10 @@ class PolyFeatures(FeatureSpace):
             data = np.zeros(0, dtype=np.float64)
         arrays = (block.indptr, block.indices, data)
         del block
+        # partial Grams summed in pairs (a fixed binary tree over the row
+        # ranges): few p x p partials are alive at once
         gram = run(gram_row_ranges(self.store.n_samples), _gram_task, _sum_grams,
-                   {"columns": arrays, "weights": weights})
+                   {"columns": arrays, "weights": weights}, split_every=2)
         keys, scores, n_nonzero = gram_topk(
             gram, np.asarray(columns, dtype=np.int64), self.cross_factor ** 2,
             excluded, self.store.n_features, k)
@@ -557,18 +560,21 @@ class PolyFeatures(FeatureSpace):
                 "row_cols": row_cols, "row_vals": row_vals}
 
     # --------------------------------------------------------- materialize
-    def materialize(self, keys, dtype=np.float64, payload=None,
-                    compact=False) -> ColumnBlock:
+    def materialize(self, keys, dtype=np.float64, payload=None) -> ColumnBlock:
         """Columns of the given candidates, in order, with their map factors.
 
         Source columns absent from the store (ids beyond its columns) count
         as zero columns.  ``payload`` is accepted for interface parity and
-        ignored (degree-2 columns are products formed here).  With
-        ``compact`` and 0/1 source columns the block holds row numbers and
-        one value per column (``column_values``), not a value per entry.
+        ignored (degree-2 columns are products formed here).
         """
         first, second = self.decode(keys)
-        return self._materialize_pairs(first, second, dtype, compact)
+        return self._materialize_pairs(first, second, dtype, False)
+
+    def materialize_compact(self, keys, payload=None) -> ColumnBlock:
+        """:meth:`materialize`; from 0/1 source columns, row numbers and one
+        value per column (the map factor), no value per entry."""
+        first, second = self.decode(keys)
+        return self._materialize_pairs(first, second, np.float64, True)
 
     def materialize_ids(self, feature_ids, dtype=np.float64) -> ColumnBlock:
         """Like :meth:`materialize` from user-visible ids (for prediction)."""

@@ -301,7 +301,7 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
         batch_ptr = np.asarray(state.get("batch_ptr", state.get("group_ptr")),
                                dtype=np.int64)
         for lo, hi in zip(batch_ptr[:-1], batch_ptr[1:]):
-            cache.append_batch(features.materialize(keys[lo:hi], compact=True))
+            cache.append_batch(features.materialize_compact(keys[lo:hi]))
         coef = np.asarray(state["coef"], dtype=np.float64)
         bias = (float(state["bias"]) if n_outputs == 1
                 else np.asarray(state["bias"], dtype=np.float64))
@@ -372,9 +372,8 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
             break
 
         started = time.perf_counter()
-        cache.append_batch(features.materialize(candidates.keys,
-                                                payload=candidates.payload,
-                                                compact=True))
+        cache.append_batch(features.materialize_compact(candidates.keys,
+                                                        payload=candidates.payload))
         keys = np.concatenate([keys, candidates.keys])
         materialize_seconds = time.perf_counter() - started
         materialize_peak = peak_rss_mb()

@@ -164,7 +164,9 @@ class BlockRunner:
         self.n_tasks = 0
         self.n_runs = 0
 
-    def __call__(self, blocks, task, merge, shared=None):
+    def __call__(self, blocks, task, merge, shared=None, split_every=None):
+        """Run ``task`` on every block and merge; ``split_every`` overrides
+        the pass's fan-in (2 keeps the fewest large results alive)."""
         self.n_tasks += len(blocks)
         self.n_runs += 1
         label = None
@@ -173,7 +175,8 @@ class BlockRunner:
         return run_block_tasks(blocks, task, merge, shared=shared,
                                scheduler=self.scheduler,
                                num_workers=self.num_workers,
-                               split_every=self.split_every,
+                               split_every=(self.split_every if split_every is None
+                                            else split_every),
                                progress_label=label)
 
     def topk(self, blocks, task, k, shared=None):

@@ -83,8 +83,8 @@ class ColumnBlock:
     column_values : ndarray of float64, shape (n_columns,), or None
         With ``data`` None: every stored value of column ``j`` equals
         ``column_values[j]`` (generated columns of 0/1 data, which carry a
-        map factor; only :meth:`FeatureSpace.materialize` with
-        ``compact=True`` returns such blocks).
+        map factor; only ``FeatureSpace.materialize_compact`` returns
+        such blocks, for the column cache).
     """
 
     first_column: int
