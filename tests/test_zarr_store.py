@@ -568,3 +568,71 @@ def test_read_columns_paths_agree(tmp_path):
         np.testing.assert_array_equal(block.indptr, reference.indptr)
         np.testing.assert_array_equal(block.indices, reference.indices)
         np.testing.assert_array_equal(block.data, reference.data)
+
+
+def test_lean_reads_of_a_binary_store_hold_row_numbers_only(tmp_path):
+    """``read_columns_lean``: a binary store's columns without values (the
+    same rows as ``read_columns``); a store with values keeps them."""
+    rng = np.random.default_rng(11)
+    X = sp.random(60, 3000, density=0.05, format="csc", random_state=rng)
+    X.data[:] = 1.0
+    y = rng.integers(0, 2, 60)
+    binary = write_store(tmp_path / "bin.zarr", X, y, chunk_size=64)
+    valued = write_store(tmp_path / "val.zarr", X * 2.5, y, chunk_size=64)
+    for columns in (np.arange(10, 50), np.array([2999, 3, 1500, 3, 9_000]),
+                    rng.integers(0, 3000, 200)):
+        full, lean = binary.read_columns(columns), binary.read_columns_lean(columns)
+        assert lean.data is None
+        np.testing.assert_array_equal(lean.indptr, full.indptr)
+        np.testing.assert_array_equal(lean.indices, full.indices)
+        np.testing.assert_array_equal(lean.values(), full.values())
+        kept = valued.read_columns_lean(columns)
+        np.testing.assert_array_equal(kept.data, valued.read_columns(columns).data)
+
+
+def _in_a_thread(call):
+    """``call()`` on a thread that is not the main one (a serial read)."""
+    box = {}
+
+    def target():
+        try:
+            box["value"] = call()
+        except Exception as exc:  # noqa: BLE001 - compared by the test
+            box["error"] = exc
+    thread = threading.Thread(target=target)
+    thread.start()
+    thread.join()
+    return box
+
+
+def test_parallel_reads_of_many_chunks_equal_serial_ones(tmp_path):
+    """The main thread's reads of many chunks (split over threads) give the
+    serial read's arrays, and the serial read's error for corrupt chunks."""
+    rng = np.random.default_rng(5)
+    X = sp.random(500, 400, density=0.05, format="csc", random_state=rng,
+                  dtype=np.float32)
+    y = rng.integers(0, 2, 500)
+    path = tmp_path / "many.zarr"
+    store = write_store(path, X, y, chunk_size=16)
+    columns = np.arange(400)                  # one contiguous read of ~60 chunks
+    main = store.read_columns(columns)
+    from ultrafs.store import zarr_store
+    assert zarr_store._POOL                     # the split read was taken
+    other = _in_a_thread(lambda: store.read_columns(columns))["value"]
+    for a, b in ((main.indptr, other.indptr), (main.indices, other.indices),
+                 (main.data, other.data)):
+        np.testing.assert_array_equal(a, b)
+    reference = X[:, columns]
+    np.testing.assert_array_equal(main.indices, reference.indices)
+    chunks = sorted((path / "indices" / "c").iterdir(), key=lambda p: int(p.name))
+    assert len(chunks) > 50
+    for victim in (chunks[len(chunks) // 2], chunks[-3]):
+        raw = bytearray(victim.read_bytes())
+        raw[-1] ^= 0xFF
+        victim.write_bytes(bytes(raw))
+    fresh = type(store)(path)
+    with pytest.raises(StoreFormatError) as caught:
+        fresh.read_columns(columns)
+    serial = _in_a_thread(lambda: type(store)(path).read_columns(columns))["error"]
+    assert isinstance(serial, StoreFormatError)
+    assert str(caught.value) == str(serial)

@@ -530,7 +530,7 @@ class PolyFeatures(FeatureSpace):
         -------
         keys, scores, n_nonzero
         """
-        block = self.store.read_columns(columns)
+        block = self.store.read_columns_lean(columns)
         data = block.data
         if data is None or all_ones(data):
             data = np.zeros(0, dtype=np.float64)
@@ -547,7 +547,7 @@ class PolyFeatures(FeatureSpace):
 
     def _live_arrays(self, columns, weights, row_norms, nonnegative):
         """Columns held in memory for the cross computation (CSC and CSR)."""
-        block = self.store.read_columns(columns)
+        block = self.store.read_columns_lean(columns)
         data = block.values(np.float64)
         _, _, pos, neg, max_abs, _ = _stats(block.indptr, block.indices, data,
                                             weights, row_norms, False)
@@ -600,7 +600,7 @@ class PolyFeatures(FeatureSpace):
         m = self.store.n_features
         sources = np.unique(np.concatenate([first, second[second >= 0]]))
         inside = sources[(sources >= 0) & (sources < m)]
-        block = self.store.read_columns(inside)
+        block = self.store.read_columns_lean(inside)
         binary = block.data is None or all_ones(block.data)
         data = np.zeros(0, dtype=np.float64) if binary else block.data
 

@@ -313,6 +313,15 @@ class ColumnStore(abc.ABC):
     def read_range(self, start: int, stop: int) -> ColumnBlock:
         """Read columns ``start:stop`` (0 <= start <= stop <= n_features)."""
 
+    def read_columns_lean(self, columns) -> ColumnBlock:
+        """:meth:`read_columns`, but a binary store may return ``data`` None.
+
+        For callers that handle 0/1 columns as row numbers (the degree-2
+        space): no value per entry is made where every value is 1.  This
+        default returns :meth:`read_columns`'s block.
+        """
+        return self.read_columns(columns)
+
     def read_columns(self, columns) -> ColumnBlock:
         """Read arbitrary columns, in the order given.
 

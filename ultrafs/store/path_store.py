@@ -379,7 +379,7 @@ def gather_columns(columns, inside, unique, unique_block) -> ColumnBlock:
     unique : ndarray of int64
         ``np.unique(columns[inside])``, the columns of ``unique_block``.
     unique_block : ColumnBlock
-        Those columns, with materialised ``data``.
+        Those columns (``data`` None for row numbers only).
 
     Returns
     -------
@@ -401,6 +401,9 @@ def gather_columns(columns, inside, unique, unique_block) -> ColumnBlock:
     indices = gather_spans(unique_block.indices, first, counts,
                            np.empty(indptr[-1], dtype=unique_block.indices.dtype),
                            indptr[:-1])
-    data = gather_spans(unique_block.data, first, counts,
-                        np.empty(indptr[-1], dtype=unique_block.data.dtype), indptr[:-1])
+    data = None
+    if unique_block.data is not None:
+        data = gather_spans(unique_block.data, first, counts,
+                            np.empty(indptr[-1], dtype=unique_block.data.dtype),
+                            indptr[:-1])
     return ColumnBlock(-1, indptr, indices, data)

@@ -263,18 +263,44 @@ class _ChunkReader:
 
         Whole chunks are decoded straight into the result; the first and
         last, when only partly needed, through one scratch chunk.  One
-        buffer per call holds each chunk file in turn.
+        buffer per call holds each chunk file in turn.  A read of many
+        chunks from the main thread (the driver's reads of selected
+        columns, while the pass's workers are idle) is split into
+        contiguous runs of chunks decoded by :func:`_read_pool`'s threads
+        into their own parts of the result; a failing chunk raises the
+        error of the first failing run, in order (what a serial read
+        raises).  Reads from other threads (the pass's tasks) stay serial.
         """
         lo, hi, _ = slice(lo, hi).indices(self.length)
         out = np.empty(max(hi - lo, 0), dtype=self.dtype)
         if hi <= lo:
             return out
         c = self.chunk
+        first_chunk, last_chunk = lo // c, (hi - 1) // c + 1
+        pool = None
+        if (last_chunk - first_chunk >= 2 * PARALLEL_READ_MIN_CHUNKS
+                and threading.current_thread() is threading.main_thread()):
+            pool = _read_pool()
+        if pool is None:
+            self._read_chunks(lo, hi, first_chunk, last_chunk, out)
+            return out
+        parts = min(pool._max_workers,
+                    (last_chunk - first_chunk) // PARALLEL_READ_MIN_CHUNKS)
+        cuts = np.linspace(first_chunk, last_chunk, parts + 1).astype(np.int64)
+        futures = [pool.submit(self._read_chunks, lo, hi, int(a), int(b), out)
+                   for a, b in zip(cuts[:-1], cuts[1:])]
+        for future in futures:
+            future.result()
+        return out
+
+    def _read_chunks(self, lo, hi, first_chunk, last_chunk, out):
+        """Decode chunks ``first_chunk:last_chunk`` of ``array[lo:hi]`` into ``out``."""
+        c = self.chunk
         # Blosc never grows a chunk by more than its 16-byte header; the
         # CRC-32C adds 4; one byte more tells a longer (foreign) file
         buffer = np.empty(c * self.dtype.itemsize + 21, dtype=np.uint8)
         scratch = None
-        for k in range(lo // c, (hi - 1) // c + 1):
+        for k in range(first_chunk, last_chunk):
             first, last = max(k * c, lo), min((k + 1) * c, hi)
             into = out[first - lo:last - lo]
             data = self._chunk_bytes(k, buffer)
@@ -289,7 +315,31 @@ class _ChunkReader:
                     scratch = np.empty(c, dtype=self.dtype)
                 self._decode(body, scratch)
                 into[...] = scratch[first - k * c:last - k * c]
-        return out
+
+
+#: chunks per thread below which a main-thread read stays serial
+PARALLEL_READ_MIN_CHUNKS = 4
+_POOL = []
+_POOL_LOCK = threading.Lock()
+
+
+def _read_pool():
+    """The threads of the driver's large reads (one per usable core, at most
+    4), or None with a single core."""
+    with _POOL_LOCK:
+        if not _POOL:
+            try:
+                cores = len(os.sched_getaffinity(0))
+            except (AttributeError, OSError):
+                cores = os.cpu_count() or 1
+            workers = min(4, cores)
+            if workers < 2:
+                _POOL.append(None)
+            else:
+                from concurrent.futures import ThreadPoolExecutor
+
+                _POOL.append(ThreadPoolExecutor(workers, thread_name_prefix="ultrafs-read"))
+        return _POOL[0]
 
 
 def is_ultrafs_store(path) -> bool:
@@ -560,9 +610,16 @@ class ZarrStore(WrittenStore):
         Columns ``>= n_features`` come back empty; the data is always
         materialised in the store dtype.  Each needed chunk is read once.
         """
+        return self._read_columns(columns, values=True)
+
+    def read_columns_lean(self, columns) -> ColumnBlock:
+        """:meth:`read_columns`; a binary store's columns as row numbers only."""
+        return self._read_columns(columns, values=not self._meta().binary)
+
+    def _read_columns(self, columns, values):
         columns, inside, unique = self._unique_columns(columns)
         starts, stops = self._column_spans(unique)
-        u_indices, u_data = self._read_spans(starts, stops)
+        u_indices, u_data = self._read_spans(starts, stops, values)
         u_indptr = np.zeros(len(unique) + 1, dtype=np.int64)
         np.cumsum(stops - starts, out=u_indptr[1:])
         return gather_columns(columns, inside, unique,
@@ -615,18 +672,19 @@ class ZarrStore(WrittenStore):
                 f"offsets (indptr) among columns {lo_col}:{hi_col}")
         return starts.astype(np.int64), stops.astype(np.int64)
 
-    def _read_spans(self, starts, stops):
+    def _read_spans(self, starts, stops, values=True):
         """Concatenated ``indices``/``data`` of sorted, disjoint spans.
 
         Spans closer than a quarter chunk are merged into one contiguous
-        read, so that each chunk is decoded once.
+        read, so that each chunk is decoded once.  ``data`` is None when
+        ``values`` is False (a binary store's row numbers only).
         """
         meta = self._meta()
         lengths = stops - starts
         out_start = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=out_start[1:])
         indices = np.empty(int(out_start[-1]), dtype=np.int32)
-        data = np.ones(len(indices), dtype=meta.dtype)
+        data = np.ones(len(indices), dtype=meta.dtype) if values else None
         nonempty = np.flatnonzero(lengths)
         if nonempty.size:
             s, e, dst = starts[nonempty], stops[nonempty], out_start[nonempty]
@@ -647,7 +705,8 @@ class ZarrStore(WrittenStore):
         indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=indptr[1:])
         code, column = check_csc_block(indptr, indices, self._meta().n_samples)
-        if code != CSC_OK or (not self._meta().binary and count_nonfinite(data)):
+        if code != CSC_OK or (not self._meta().binary and data is not None
+                              and count_nonfinite(data)):
             raise StoreFormatError(
                 f"{self._path}: corrupt or truncated store: invalid row numbers or "
                 f"values among {len(lengths)} requested columns")
