@@ -505,14 +505,19 @@ def pair_columns(indptr, indices, data, first, second, scale):
 
 
 @njit(cache=True, nogil=True)
-def pair_gram_rows(indptr, indices, data, weights, row_lo, row_hi, sub_rows, out):
+def pair_gram_rows(indptr, indices, data, weights, row_lo, row_hi, sub_rows, out,
+                   split=0):
     """Add the rows ``row_lo <= i < row_hi`` of ``X' diag(a) X`` to ``out``.
 
     Only the strict upper triangle is written: ``out[a, b] += Σ_i a_i x_ia x_ib``
     for local columns ``a < b``.  The rows are visited in increasing order,
     ``sub_rows`` at a time (a row-major copy of that many rows of the
     columns is all the extra memory), so a sum does not depend on
-    ``sub_rows``; it depends only on ``row_lo``.
+    ``sub_rows``; it depends only on ``row_lo``.  With ``split > 0`` only
+    the pairs of a column ``a < split`` with a column ``b >= split`` are
+    accumulated, into ``out[a, b - split]`` (shape ``(split, p - split)``):
+    the same additions in the same order as the square form makes for
+    those pairs, so the same sums (a tile of a larger Gram).
 
     Parameters
     ----------
@@ -574,6 +579,19 @@ def pair_gram_rows(indptr, indices, data, weights, row_lo, row_hi, sub_rows, out
                 w = weights[lo + r]
                 if w == 0.0:
                     continue
+                if split > 0:
+                    m = start
+                    while m < stop and cols[m] < split:
+                        m += 1
+                    for a in range(start, m):
+                        ca = cols[a]
+                        wa = w * vals[a] if has_data else w
+                        for b in range(m, stop):
+                            if has_data:
+                                out[ca, cols[b] - split] += wa * vals[b]
+                            else:
+                                out[ca, cols[b] - split] += wa
+                    continue
                 for a in range(start, stop):
                     ca = cols[a]
                     wa = w * vals[a] if has_data else w
@@ -589,13 +607,15 @@ def pair_gram_rows(indptr, indices, data, weights, row_lo, row_hi, sub_rows, out
 
 
 @njit(cache=True, nogil=True)
-def gram_topk(gram, columns, scale, excluded, n_features, k):
+def gram_topk(gram, columns, scale, excluded, n_features, k, split=0):
     """Top-``k`` crosses from the strict upper triangle of a pair Gram.
 
     Parameters
     ----------
-    gram : float64 array, shape (p, p)
-        ``gram[a, b] = Σ_i a_i x_ia x_ib`` for ``a < b``.
+    gram : float64 array, shape (p, p), or (split, p - split)
+        ``gram[a, b] = Σ_i a_i x_ia x_ib`` for ``a < b``; with ``split > 0``
+        the tile ``gram[a, b - split]`` of the pairs ``a < split <= b``
+        (:func:`pair_gram_rows` with ``split``).
     columns : int64 array, increasing
         Global column numbers of the p columns.
     scale : float
@@ -614,10 +634,10 @@ def gram_topk(gram, columns, scale, excluded, n_features, k):
     heap_keys = np.empty(k, dtype=np.int64)
     size = 0
     n_nonzero = 0
-    for a in range(p):
+    for a in range(p if split <= 0 else split):
         j = columns[a]
-        for b in range(a + 1, p):
-            v = gram[a, b]
+        for b in range(a + 1 if split <= 0 else split, p):
+            v = gram[a, b] if split <= 0 else gram[a, b - split]
             if v == 0.0:
                 continue
             n_nonzero += 1

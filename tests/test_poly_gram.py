@@ -71,6 +71,30 @@ def test_row_ranges_add_up_and_sub_rows_do_not_matter(rng, binary):
     np.testing.assert_allclose(parts, whole, rtol=1e-13, atol=1e-13)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("binary", [False, True])
+@pytest.mark.parametrize("split", [1, 6, 16])
+def test_a_split_gram_is_the_square_one_s_tile(rng, dtype, binary, split):
+    """``split``: the pairs across the split, the same bytes as the square
+    form's entries (empty columns, zero rows, zero weights)."""
+    n, p = 211, 17
+    X, indptr, indices, data = _csc(rng, n, p, 0.3, dtype, binary)
+    a = rng.standard_normal(n)
+    a[rng.random(n) < 0.2] = 0.0
+    square = np.zeros((p, p))
+    pair_gram_rows(indptr, indices, data, a, 0, n, 7, square)
+    tile = np.zeros((split, p - split))
+    pair_gram_rows(indptr, indices, data, a, 0, n, 5, tile, split)
+    assert tile.tobytes() == np.ascontiguousarray(square[:split, split:]).tobytes()
+    columns = np.sort(rng.choice(100, p, replace=False)).astype(np.int64)
+    whole = gram_topk(square, columns, 8.0, np.zeros(0, np.int64), 100, 500)
+    part = gram_topk(tile, columns, 8.0, np.zeros(0, np.int64), 100, 500, split)
+    across = np.isin(whole[0] // 101, columns[:split]) & \
+        np.isin(whole[0] % 101 - 1, columns[split:])
+    np.testing.assert_array_equal(part[0], whole[0][across])
+    assert part[1].tobytes() == whole[1][across].tobytes()
+
+
 def test_gram_topk_ranks_like_brute_force(rng):
     p, m = 12, 40
     columns = np.sort(rng.choice(m, p, replace=False)).astype(np.int64)
@@ -118,19 +142,26 @@ def test_gram_path_equals_pairwise_kernel(rng, monkeypatch, binary, n_seed):
     X, y = _data(rng, binary)
     weights = rng.random(len(y)) * y
 
-    def candidates(max_columns, task_rows):
+    def candidates(max_columns, task_rows, gram=True):
         monkeypatch.setattr(poly, "GRAM_MAX_COLUMNS", max_columns)
         monkeypatch.setattr(poly, "GRAM_TASK_ROWS", task_rows)
+        monkeypatch.setattr(PolyFeatures, "_use_gram",
+                            staticmethod(lambda weights, columns: gram))
         space = PolyFeatures(InMemoryStore(X, y, block_size=7), gamma=2.0, coef0=1.0,
                              n_seed=n_seed)
         cand, _ = worst_case_analysis(space, weights, 15, scheduler="synchronous")
         return cand
 
-    pairwise = candidates(0, 1 << 17)
+    pairwise = candidates(2048, 1 << 17, gram=False)
     for task_rows in (1 << 17, 64):     # one task, several tasks
-        gram = candidates(2048, task_rows)
-        np.testing.assert_array_equal(gram.keys, pairwise.keys)
-        np.testing.assert_allclose(gram.scores, pairwise.scores, rtol=1e-12)
+        whole = candidates(2048, task_rows)
+        np.testing.assert_array_equal(whole.keys, pairwise.keys)
+        np.testing.assert_allclose(whole.scores, pairwise.scores, rtol=1e-12)
+        # tiles of 1, 3 and 7 columns: the same pairs with the same sums
+        for tile in (1, 3, 7):
+            tiled = candidates(tile, task_rows)
+            np.testing.assert_array_equal(tiled.keys, whole.keys)
+            assert tiled.scores.tobytes() == whole.scores.tobytes()
 
 
 @pytest.mark.parametrize("binary", [False, True])

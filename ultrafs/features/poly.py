@@ -22,8 +22,10 @@ The worst-case analysis is exact and runs in phases:
    in a winning pair.  When the seed list does not already hold all of
    them, a second streamed pass collects them.
 4. **cross pass**: every pair of live columns is scored.  With binary
-   weights (two classes) and at most ``GRAM_MAX_COLUMNS`` columns, by the
-   **pair Gram** ``X_L' diag(a) X_L`` of the live columns L, one task per
+   weights (two classes), by the **pair Gram** ``X_L' diag(a) X_L`` of the
+   live columns L, in tiles of at most ``GRAM_MAX_COLUMNS`` columns (each
+   tile and each pair of tiles one Gram; a pair's sum is the same in any
+   tile), one task per
    row range (:func:`gram_row_ranges`, fixed by the number of rows) running
    :func:`ultrafs.kernels.poly.pair_gram_rows`, which builds a row-major
    copy of ``GRAM_SUB_ROWS`` rows at a time; the p x p partials are summed
@@ -75,9 +77,10 @@ __all__ = ["PolyFeatures", "DEFAULT_N_SEED"]
 DEFAULT_N_SEED = 256
 #: target nonzeros of left columns per cross task
 CROSS_TASK_NNZ = 1 << 18
-#: binary weights and at most this many seed or live columns: their cross
-#: sums are accumulated as a dense pair Gram by row ranges (no row-major
-#: copy of the columns); more columns take the pairwise kernel
+#: one output (binary weights): the cross sums of the seed and live columns
+#: are accumulated as dense pair Grams by row ranges (no row-major copy of
+#: the columns), in tiles of at most this many columns (a p x p partial of
+#: 32 MB per running task); K classes take the pairwise kernel
 GRAM_MAX_COLUMNS = 2048
 #: rows per task of the pair Gram (at most GRAM_MAX_TASKS tasks: a task
 #: holds one p x p partial); fixed by the number of rows only, so the sums
@@ -218,13 +221,15 @@ def gram_row_ranges(n_rows):
     return [(int(lo), int(hi)) for lo, hi in zip(cuts[:-1], cuts[1:]) if hi > lo]
 
 
-def _gram_task(rows, columns, weights):
-    """Pair Gram task: the rows ``rows`` of ``X' diag(a) X`` (strict upper)."""
+def _gram_task(rows, columns, weights, split=0):
+    """Pair Gram task: the rows ``rows`` of ``X' diag(a) X`` (strict upper,
+    or the tile of the pairs across ``split``)."""
     lo, hi = rows
     indptr, indices, data = columns
     p = len(indptr) - 1
-    out = np.zeros((p, p), dtype=np.float64)
-    pair_gram_rows(indptr, indices, data, weights, lo, hi, GRAM_SUB_ROWS, out)
+    shape = (p, p) if split <= 0 else (split, p - split)
+    out = np.zeros(shape, dtype=np.float64)
+    pair_gram_rows(indptr, indices, data, weights, lo, hi, GRAM_SUB_ROWS, out, split)
     return out
 
 
@@ -514,21 +519,47 @@ class PolyFeatures(FeatureSpace):
 
     @staticmethod
     def _use_gram(weights, columns):
-        """Whether the crosses of ``columns`` take the pair Gram path."""
-        return weights.ndim == 1 and len(columns) <= GRAM_MAX_COLUMNS
+        """Whether the crosses of ``columns`` take the pair Gram path (one
+        output: any number of columns, in tiles of ``GRAM_MAX_COLUMNS``)."""
+        return weights.ndim == 1
 
     def _gram_crosses(self, columns, weights, excluded, k, run):
         """Top-``k`` crosses among ``columns`` (increasing) by the pair Gram.
 
-        The columns are held as CSC (row numbers only when every value is
-        1); one task per row range of :func:`gram_row_ranges` accumulates
-        its rows of ``X' diag(a) X``, and the partial Grams are summed in
-        the reduction tree's fixed order.  Every pair of the columns is
-        scored exactly (the bound only chose the columns).
+        The columns are cut into tiles of at most :data:`GRAM_MAX_COLUMNS`
+        (consecutive in column order); each tile and each pair of tiles is
+        one Gram over the row ranges (:meth:`_gram_tile`), holding only its
+        columns and one p x p partial per running task, and the top-``k``
+        lists are merged (exact: ranked by score, then key).  A pair's sum
+        is the same whichever tile computes it.
 
         Returns
         -------
         keys, scores, n_nonzero
+        """
+        columns = np.asarray(columns, dtype=np.int64)
+        tiles = [columns[lo:lo + GRAM_MAX_COLUMNS]
+                 for lo in range(0, len(columns), GRAM_MAX_COLUMNS)]
+        if len(tiles) == 1:
+            return self._gram_tile(tiles[0], 0, weights, excluded, k, run)
+        keys, scores, n_nonzero = _EMPTY_KEYS, _EMPTY_SCORES, 0
+        for a in range(len(tiles)):
+            for b in range(a, len(tiles)):
+                both = tiles[a] if a == b else np.concatenate([tiles[a], tiles[b]])
+                found = self._gram_tile(both, 0 if a == b else len(tiles[a]), weights,
+                                        excluded, k, run)
+                keys, scores = merge_topk(keys, scores, found[0], found[1], k)
+                n_nonzero += found[2]
+        return keys, scores, n_nonzero
+
+    def _gram_tile(self, columns, split, weights, excluded, k, run):
+        """Top-``k`` crosses of one Gram tile (``split``: see :func:`pair_gram_rows`).
+
+        The columns are held as CSC (row numbers only when every value is
+        1); one task per row range of :func:`gram_row_ranges` accumulates
+        its rows of ``X' diag(a) X``, and the partial Grams are summed in
+        pairs, a fixed binary tree.  Every pair of the tile is scored
+        exactly (the bound only chose the columns).
         """
         block = self.store.read_columns_lean(columns)
         data = block.data
@@ -539,10 +570,11 @@ class PolyFeatures(FeatureSpace):
         # partial Grams summed in pairs (a fixed binary tree over the row
         # ranges): few p x p partials are alive at once
         gram = run(gram_row_ranges(self.store.n_samples), _gram_task, _sum_grams,
-                   {"columns": arrays, "weights": weights}, split_every=2)
+                   {"columns": arrays, "weights": weights, "split": split},
+                   split_every=2)
         keys, scores, n_nonzero = gram_topk(
-            gram, np.asarray(columns, dtype=np.int64), self.cross_factor ** 2,
-            excluded, self.store.n_features, k)
+            gram, columns, self.cross_factor ** 2, excluded, self.store.n_features, k,
+            split)
         return keys, scores, int(n_nonzero)
 
     def _live_arrays(self, columns, weights, row_norms, nonnegative):
