@@ -54,6 +54,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from .sparse_ops import _count_rows, _csr_pointers, _fill_rows
 from .spans import first_at_least
 
 __all__ = ["csr_augmented_gram", "csr_augmented_gram_parallel", "csr_constant_gram",
@@ -283,41 +284,17 @@ def csr_constant_gram_parallel(indptr, indices, weights, scale, bounds, out):
 
 
 @njit(cache=True, nogil=True)
-def _count_window(indices, starts, r, row0, counts):
-    """Entries per row of range ``r`` (rows counted from ``row0``, at ``1:``)."""
-    for j in range(starts.shape[0]):
-        for k in range(starts[j, r], starts[j, r + 1]):
-            counts[indices[k] - row0 + 1] += 1
-
-
-@njit(cache=True, nogil=True)
-def _fill_window(indices, data, starts, r, row0, nxt, out_idx, out_val):
-    """CSR entries of the rows of range ``r`` (rows counted from ``row0``)."""
-    values = out_val.shape[0] > 0
-    for j in range(starts.shape[0]):
-        for k in range(starts[j, r], starts[j, r + 1]):
-            i = indices[k] - row0
-            pos = nxt[i]
-            out_idx[pos] = j
-            if values:
-                out_val[pos] = data[k]
-            nxt[i] = pos + 1
-
-
-@njit(cache=True, nogil=True)
 def _window_csr(indices, data, starts, bounds, w0, w1):
     """CSR arrays of the rows of ranges ``w0:w1`` (serial)."""
     row0 = bounds[w0]
     counts = np.zeros(bounds[w1] - row0 + 1, dtype=np.int64)
     for r in range(w0, w1):
-        _count_window(indices, starts, r, row0, counts)
-    for i in range(len(counts) - 1):
-        counts[i + 1] += counts[i]
-    nxt = counts[:-1].copy()
+        _count_rows(indices, starts, r, counts[1:], row0)
+    nxt = _csr_pointers(counts)
     out_idx = np.empty(counts[-1], dtype=np.int32)
     out_val = np.empty(counts[-1] if data.shape[0] > 0 else 0, dtype=data.dtype)
     for r in range(w0, w1):
-        _fill_window(indices, data, starts, r, row0, nxt, out_idx, out_val)
+        _fill_rows(indices, data, starts, r, nxt, out_idx, out_val, row0)
     return counts, out_idx, out_val
 
 
@@ -327,14 +304,12 @@ def _window_csr_parallel(indices, data, starts, bounds, w0, w1):
     row0 = bounds[w0]
     counts = np.zeros(bounds[w1] - row0 + 1, dtype=np.int64)
     for r in prange(w0, w1):
-        _count_window(indices, starts, r, row0, counts)
-    for i in range(len(counts) - 1):
-        counts[i + 1] += counts[i]
-    nxt = counts[:-1].copy()
+        _count_rows(indices, starts, r, counts[1:], row0)
+    nxt = _csr_pointers(counts)
     out_idx = np.empty(counts[-1], dtype=np.int32)
     out_val = np.empty(counts[-1] if data.shape[0] > 0 else 0, dtype=data.dtype)
     for r in prange(w0, w1):
-        _fill_window(indices, data, starts, r, row0, nxt, out_idx, out_val)
+        _fill_rows(indices, data, starts, r, nxt, out_idx, out_val, row0)
     return counts, out_idx, out_val
 
 

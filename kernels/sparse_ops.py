@@ -667,18 +667,20 @@ def combine_block_products_parallel(xv, xg, scale, step, offset, out):
 
 
 @njit(cache=True, nogil=True)
-def _count_rows(indices, starts, r, counts):
+def _count_rows(indices, starts, r, counts, row0=0):
+    """Entries per row of range ``r`` into ``counts`` (rows from ``row0``)."""
     for j in range(starts.shape[0]):
         for k in range(starts[j, r], starts[j, r + 1]):
-            counts[indices[k]] += 1
+            counts[indices[k] - row0] += 1
 
 
 @njit(cache=True, nogil=True)
-def _fill_rows(indices, data, starts, r, nxt, out_idx, out_val):
+def _fill_rows(indices, data, starts, r, nxt, out_idx, out_val, row0=0):
+    """CSR entries of the rows of range ``r`` (rows counted from ``row0``)."""
     values = len(data) > 0
     for j in range(starts.shape[0]):
         for k in range(starts[j, r], starts[j, r + 1]):
-            i = indices[k]
+            i = indices[k] - row0
             pos = nxt[i]
             out_idx[pos] = j
             if values:
