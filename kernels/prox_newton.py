@@ -71,6 +71,17 @@ _STALL_SWEEPS = 50
 
 
 @njit(cache=True, nogil=True)
+def _fold(out):
+    """Add the Gram's two triangles into both (the kernels' last step)."""
+    size = out.shape[0]
+    for j in range(size):
+        for k in range(j + 1, size):
+            v = out[j, k] + out[k, j]
+            out[j, k] = v
+            out[k, j] = v
+
+
+@njit(cache=True, nogil=True)
 def csr_augmented_gram(indptr, indices, data, weights, out):
     """Write ``[X, -1]' diag(weights) [X, -1]`` into ``out``; return it.
 
@@ -108,11 +119,7 @@ def csr_augmented_gram(indptr, indices, data, weights, out):
                 else:
                     out[ja, jb] += va * data[b]
         out[p, p] += wi
-    for j in range(size):
-        for k in range(j + 1, size):
-            v = out[j, k] + out[k, j]
-            out[j, k] = v
-            out[k, j] = v
+    _fold(out)
     return out
 
 
@@ -311,16 +318,6 @@ def _window_csr_parallel(indices, data, starts, bounds, w0, w1):
     for r in prange(w0, w1):
         _fill_rows(indices, data, starts, r, nxt, out_idx, out_val, row0)
     return counts, out_idx, out_val
-
-
-@njit(cache=True, nogil=True)
-def _fold(out):
-    size = out.shape[0]
-    for j in range(size):
-        for k in range(j + 1, size):
-            v = out[j, k] + out[k, j]
-            out[j, k] = v
-            out[k, j] = v
 
 
 @njit(cache=True, nogil=True)

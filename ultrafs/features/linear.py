@@ -138,17 +138,6 @@ class LinearFeatures(FeatureSpace):
         return ColumnBlock(-1, cols.indptr, cols.indices,
                            cols.values(dtype))
 
-    def materialize_compact(self, keys, payload=None) -> ColumnBlock:
-        """:meth:`materialize`; 0/1 columns as row numbers with one value, 1."""
-        keys = np.asarray(keys, dtype=np.int64)
-        if payload is not None and all(int(key) in payload for key in keys):
-            return _columns_from_payload(keys, payload, np.float64)
-        cols = self.store.read_columns(keys)
-        if cols.data is None:
-            return ColumnBlock(-1, cols.indptr, cols.indices, None,
-                               column_values=np.ones(cols.n_columns))
-        return ColumnBlock(-1, cols.indptr, cols.indices, cols.values(np.float64))
-
     def materialize_ids(self, feature_ids, dtype=np.float64) -> ColumnBlock:
         """Like :meth:`materialize` from user-visible ids (for prediction).
 

@@ -540,8 +540,6 @@ class PolyFeatures(FeatureSpace):
         columns = np.asarray(columns, dtype=np.int64)
         tiles = [columns[lo:lo + GRAM_MAX_COLUMNS]
                  for lo in range(0, len(columns), GRAM_MAX_COLUMNS)]
-        if len(tiles) == 1:
-            return self._gram_tile(tiles[0], 0, weights, excluded, k, run)
         keys, scores, n_nonzero = _EMPTY_KEYS, _EMPTY_SCORES, 0
         for a in range(len(tiles)):
             for b in range(a, len(tiles)):

@@ -76,9 +76,8 @@ class ColumnCache:
         indptr = np.asarray(block.indptr, dtype=np.int64)
         data = None
         if block.data is None:
-            given = getattr(block, "column_values", None)
-            values = (np.ones(block.n_columns) if given is None
-                      else np.asarray(given, dtype=np.float64))
+            values = (np.ones(block.n_columns) if block.column_values is None
+                      else np.asarray(block.column_values, dtype=np.float64))
             single = True
         else:
             data = np.asarray(block.data, dtype=self.dtype)

@@ -480,8 +480,6 @@ class _MemoryGuard:
         self.last_cache = held
         base = peak if peak is not None else held
         self.last_peak = peak
-        if base is None:
-            return ""
         projected = base + self.growth
         if projected <= self.limit_mb:
             return ""

@@ -277,15 +277,14 @@ class _ChunkReader:
             return out
         c = self.chunk
         first_chunk, last_chunk = lo // c, (hi - 1) // c + 1
-        pool = None
+        pool, workers = None, 1
         if (last_chunk - first_chunk >= 2 * PARALLEL_READ_MIN_CHUNKS
                 and threading.current_thread() is threading.main_thread()):
-            pool = _read_pool()
+            pool, workers = _read_pool()
         if pool is None:
             self._read_chunks(lo, hi, first_chunk, last_chunk, out)
             return out
-        parts = min(pool._max_workers,
-                    (last_chunk - first_chunk) // PARALLEL_READ_MIN_CHUNKS)
+        parts = min(workers, (last_chunk - first_chunk) // PARALLEL_READ_MIN_CHUNKS)
         cuts = np.linspace(first_chunk, last_chunk, parts + 1).astype(np.int64)
         futures = [pool.submit(self._read_chunks, lo, hi, int(a), int(b), out)
                    for a, b in zip(cuts[:-1], cuts[1:])]
@@ -324,8 +323,8 @@ _POOL_LOCK = threading.Lock()
 
 
 def _read_pool():
-    """The threads of the driver's large reads (one per usable core, at most
-    4), or None with a single core."""
+    """``(pool, threads)`` of the driver's large reads (one thread per usable
+    core, at most 4), or ``(None, 1)`` with a single core."""
     with _POOL_LOCK:
         if not _POOL:
             try:
@@ -334,11 +333,12 @@ def _read_pool():
                 cores = os.cpu_count() or 1
             workers = min(4, cores)
             if workers < 2:
-                _POOL.append(None)
+                _POOL.append((None, 1))
             else:
                 from concurrent.futures import ThreadPoolExecutor
 
-                _POOL.append(ThreadPoolExecutor(workers, thread_name_prefix="ultrafs-read"))
+                _POOL.append((ThreadPoolExecutor(workers, thread_name_prefix="ultrafs-read"),
+                              workers))
         return _POOL[0]
 
 
