@@ -253,6 +253,27 @@ class StoreContract:
         for a, b in ranges:
             assert_block_equals(store.read_range(a, b), X[:, a:b], a, case.dtype)
 
+    def test_read_range_transient_matches_scipy(self, case):
+        """Each transient read (checked before the thread's next one) equals
+        the block; ranges of all sizes, so the thread's buffers both grow
+        and are reused, also from other threads."""
+        store, X = case.store, case.X
+        n = X.shape[1]
+        rng = np.random.default_rng(2)
+        ranges = [(0, n), (0, 1), (n - 1, n), (0, 0), (n // 2, n // 2), (0, n)]
+        ranges += [tuple(int(v) for v in sorted(rng.integers(0, n + 1, size=2)))
+                   for _ in range(20)]
+
+        def check(bounds):
+            a, b = bounds
+            assert_block_equals(store.read_range_transient(a, b), X[:, a:b], a,
+                                case.dtype)
+
+        for bounds in ranges:
+            check(bounds)
+        with ThreadPoolExecutor(max_workers=3) as pool:
+            list(pool.map(check, ranges))
+
     def test_read_range_binary_data(self, case):
         block = case.store.read_range(0, case.X.shape[1])
         if case.kind == "binary" and self.omits_binary_data:

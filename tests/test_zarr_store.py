@@ -547,10 +547,14 @@ def test_check_csc_block_fast_path_against_reference():
         if len(indptr) > 2 and rng.random() < 0.3:
             indptr[rng.integers(1, len(indptr) - 1)] = rng.integers(-2, len(indices) + 3)
         problems = _reference_problems(indptr, indices, 6)
+        # a reused scratch holds anything: the byte map must not trust it
+        dirty = np.full(len(indices) + 1 + trial % 3, 1, dtype=np.uint8)
         if indptr[0] == 0 and indptr[-1] == len(indices):
-            assert _block_is_valid(indptr, indices, 6) == (not problems), (indptr, indices)
-        code, _ = check_csc_block(indptr, indices, 6)
-        assert code == 0 if not problems else code in problems
+            assert _block_is_valid(indptr, indices, 6, dirty) == (not problems), \
+                (indptr, indices)
+        for work in (None, dirty, dirty[:len(indices)]):     # the last one too short
+            code, _ = check_csc_block(indptr, indices, 6, work)
+            assert code == 0 if not problems else code in problems
 
 
 def test_read_columns_paths_agree(tmp_path):

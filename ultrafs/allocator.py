@@ -7,8 +7,14 @@ a few to tens of MB in several threads for hours (block reads, pair Gram
 partials, window copies) then holds freed memory as resident pages: on
 the kddb-like degree-2 run at 3·10⁶ rows, 250 MB of a 1.65 GB peak
 (``bench/README.md`` §14).  :func:`map_large_allocations` fixes the
-threshold at 1 MiB: larger arrays get their own mapping, given back to the
-system when freed.  It is called by the command line only (a library must
+threshold at 2 MiB: larger arrays get their own mapping, given back to the
+system when freed.  A fresh mapping page-faults on first touch, so what is
+allocated per block again and again must stay below the threshold or be
+reused: Blosc's scratch for each chunk it decodes (three of its 512 KB
+blocks) does the one, the block reads' work buffers
+(``ultrafs/store/work_buffers.py``) the other.  At 1 MiB the scratch was
+mapped and unmapped per chunk, which made a scoring pass from Zarr 20%
+slower (imdb50k).  It is called by the command line only (a library must
 not change its host's allocator); ``MALLOC_MMAP_THRESHOLD_`` in the
 environment (glibc's own setting) takes precedence.
 """
@@ -21,7 +27,7 @@ import sys
 __all__ = ["map_large_allocations", "MMAP_THRESHOLD"]
 
 #: bytes from which an allocation gets its own mapping
-MMAP_THRESHOLD = 1 << 20
+MMAP_THRESHOLD = 2 << 20
 _M_MMAP_THRESHOLD = -3      # glibc's mallopt parameter number
 
 

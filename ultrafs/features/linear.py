@@ -24,7 +24,7 @@ def _score_columns(block, store, weights, excluded, k):
     for 2-D (n_samples, K) weights.
     """
     start, stop = block
-    cols = store.read_range(start, stop)
+    cols = store.read_range_transient(start, stop)
     if cols.nnz == 0:
         return TopK(_EMPTY_KEYS, _EMPTY_SCORES, {"nnz": 0})
     k = min(int(k), stop - start)         # a block never has more winners than columns

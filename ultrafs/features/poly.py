@@ -113,7 +113,7 @@ def _column_pass(block, store, codec, weights, row_norms, excluded, k, n_seed,
                  linear_scale, square_scale):
     """Phase 1 task: linear/square top-k, seed columns and max |x| of a block."""
     start, stop = block
-    cols = store.read_range(start, stop)
+    cols = store.read_range_transient(start, stop)
     empty = np.zeros(0)
     data = cols.data if cols.data is not None else empty
     if weights.ndim == 1:
@@ -178,7 +178,7 @@ def _bound_weights(pos, neg, nonnegative):
 def _live_pass(block, store, weights, row_norms, min_weight, nonnegative):
     """Phase 3 task: columns of a block whose live weight >= min_weight."""
     start, stop = block
-    cols = store.read_range(start, stop)
+    cols = store.read_range_transient(start, stop)
     data = cols.data if cols.data is not None else np.zeros(0)
     if weights.ndim == 1:
         live = start + live_columns_of_block(cols.indptr, cols.indices, data,

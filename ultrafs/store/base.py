@@ -313,6 +313,18 @@ class ColumnStore(abc.ABC):
     def read_range(self, start: int, stop: int) -> ColumnBlock:
         """Read columns ``start:stop`` (0 <= start <= stop <= n_features)."""
 
+    def read_range_transient(self, start: int, stop: int) -> ColumnBlock:
+        """:meth:`read_range` for a task that drops the block before its
+        thread reads again (a scoring pass's block task).
+
+        A store may return arrays that live in the calling thread's work
+        buffers (:mod:`ultrafs.store.work_buffers`), overwritten by the
+        thread's next transient read; the Zarr store does, which spares a
+        pass the page faults of fresh block arrays.  This default returns
+        :meth:`read_range`'s block.
+        """
+        return self.read_range(start, stop)
+
     def read_columns_lean(self, columns) -> ColumnBlock:
         """:meth:`read_columns`, but a binary store may return ``data`` None.
 

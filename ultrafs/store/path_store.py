@@ -24,6 +24,7 @@ from ultrafs.kernels.csc_check import CSC_OK, check_csc_block, count_nonfinite
 from ultrafs.kernels.spans import gather_spans
 from ultrafs.store.base import ColumnBlock, ColumnStore
 from ultrafs.store.targets import class_indices, require_labels
+from ultrafs.store.work_buffers import thread_work
 
 __all__ = ["PathStore", "WrittenStore", "gather_columns", "check_regular_files"]
 
@@ -349,9 +350,11 @@ class WrittenStore(PathStore):
     def _check_block(self, indptr, indices, data, where, first_column=None):
         """Raise StoreFormatError unless the block read is valid CSC.
 
-        ``first_column``, when given, has the failing column named.
+        ``first_column``, when given, has the failing column named.  The
+        check's scratch is this thread's work buffer (no fresh mapping).
         """
-        code, column = check_csc_block(indptr, indices, self._meta().n_samples)
+        work = thread_work().take("csc_check", np.uint8, len(indices) + 1)
+        code, column = check_csc_block(indptr, indices, self._meta().n_samples, work)
         if code != CSC_OK:
             problem = self._CSC_PROBLEMS[code]
             if first_column is not None and column >= 0:

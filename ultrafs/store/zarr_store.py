@@ -24,6 +24,7 @@ from ultrafs.store.metadata import (READ_VERSIONS, WRITE_VERSION, RecordedMeta,
                                     check_format_marker, check_metadata_checksum,
                                     check_version3, required_attrs)
 from ultrafs.store.path_store import WrittenStore, check_regular_files, gather_columns, is_url
+from ultrafs.store.work_buffers import thread_work as _thread_work
 
 __all__ = [
     "ZarrStore",
@@ -258,8 +259,10 @@ class _ChunkReader:
                              f"({self.chunk},)")
         into[...] = np.frombuffer(decoded, dtype=self.dtype)
 
-    def read(self, lo, hi) -> np.ndarray:
-        """``array[lo:hi]`` (numpy slice semantics) as a new array.
+    def read(self, lo, hi, out=None) -> np.ndarray:
+        """``array[lo:hi]`` (numpy slice semantics) as a new array, or in
+        the first ``hi - lo`` items of ``out`` (returned) when it is given,
+        long enough and of the array's dtype.
 
         Whole chunks are decoded straight into the result; the first and
         last, when only partly needed, through one scratch chunk.  One
@@ -272,7 +275,10 @@ class _ChunkReader:
         raises).  Reads from other threads (the pass's tasks) stay serial.
         """
         lo, hi, _ = slice(lo, hi).indices(self.length)
-        out = np.empty(max(hi - lo, 0), dtype=self.dtype)
+        if out is None or out.dtype != self.dtype or len(out) < hi - lo:
+            out = np.empty(max(hi - lo, 0), dtype=self.dtype)
+        else:
+            out = out[:max(hi - lo, 0)]
         if hi <= lo:
             return out
         c = self.chunk
@@ -296,8 +302,12 @@ class _ChunkReader:
         """Decode chunks ``first_chunk:last_chunk`` of ``array[lo:hi]`` into ``out``."""
         c = self.chunk
         # Blosc never grows a chunk by more than its 16-byte header; the
-        # CRC-32C adds 4; one byte more tells a longer (foreign) file
-        buffer = np.empty(c * self.dtype.itemsize + 21, dtype=np.uint8)
+        # CRC-32C adds 4; one byte more tells a longer (foreign) file.
+        # This thread's buffers, kept between reads: a fresh array of a
+        # few MB is a fresh mapping whose page faults cost as much as the
+        # decode (``ultrafs/allocator.py``).
+        work = _thread_work()
+        buffer = work.take("chunk_file", np.uint8, c * self.dtype.itemsize + 21)
         scratch = None
         for k in range(first_chunk, last_chunk):
             first, last = max(k * c, lo), min((k + 1) * c, hi)
@@ -311,7 +321,7 @@ class _ChunkReader:
                 self._decode(body, into)
             else:
                 if scratch is None:
-                    scratch = np.empty(c, dtype=self.dtype)
+                    scratch = work.take("chunk_values", self.dtype, c)
                 self._decode(body, scratch)
                 into[...] = scratch[first - k * c:last - k * c]
 
@@ -498,10 +508,15 @@ class _StoreMeta(RecordedMeta):
                     self._open_arrays(self._path, None, expected)
         return self._arrays
 
-    def read(self, name, lo, hi) -> np.ndarray:
-        """``array[lo:hi]`` of one array as numpy (errors as zarr-python raises them)."""
+    def read(self, name, lo, hi, out=None) -> np.ndarray:
+        """``array[lo:hi]`` of one array as numpy (errors as zarr-python raises them).
+
+        ``out``: a buffer of at least ``hi - lo`` items of the array's
+        dtype, which the direct reader fills (and returns a view of);
+        zarr-python's reads ignore it.
+        """
         if self.readers is not None:
-            return self.readers[name].read(lo, hi)
+            return self.readers[name].read(lo, hi, out)
         return np.asarray(self._arrays[name][lo:hi])
 
     def _read_column_ids(self, path):
@@ -584,6 +599,16 @@ class ZarrStore(WrittenStore):
         StoreFormatError
             If the stored arrays are missing chunks or corrupt.
         """
+        return self._read_range(start, stop, None)
+
+    def read_range_transient(self, start, stop) -> ColumnBlock:
+        """:meth:`read_range` into this thread's work buffers
+        (:mod:`ultrafs.store.work_buffers`): valid until the thread's next
+        transient read."""
+        return self._read_range(start, stop, _thread_work())
+
+    def _read_range(self, start, stop, work) -> ColumnBlock:
+        """:meth:`read_range`, the arrays in ``work`` when it is not None."""
         start, stop = self._check_range(start, stop)
         meta = self._meta()
         if start == stop:
@@ -591,7 +616,12 @@ class ZarrStore(WrittenStore):
                                np.zeros(0, dtype=np.int32),
                                None if meta.binary else np.zeros(0, dtype=meta.dtype))
         where = f"columns {start}:{stop}"
-        offsets = self._read_array("indptr", start, stop + 1, where)
+
+        def buffer(name, dtype, n):
+            return None if work is None else work.take("block_" + name, dtype, n)
+
+        offsets = self._read_array("indptr", start, stop + 1, where,
+                                   buffer("indptr", np.int64, stop + 1 - start))
         lo, hi = int(offsets[0]), int(offsets[-1])
         if (lo < 0 or hi > meta.nnz or hi < lo or (start == 0 and lo != 0)
                 or (stop == meta.n_features and hi != meta.nnz)):
@@ -599,8 +629,10 @@ class ZarrStore(WrittenStore):
         # the offsets were read into a fresh array: shift them in place
         indptr = offsets if offsets.flags.writeable else offsets.copy()
         indptr -= lo
-        indices = self._read_array("indices", lo, hi, where)
-        data = None if meta.binary else self._read_array("data", lo, hi, where)
+        indices = self._read_array("indices", lo, hi, where,
+                                   buffer("indices", np.int32, hi - lo))
+        data = None if meta.binary else self._read_array(
+            "data", lo, hi, where, buffer("data", meta.dtype, hi - lo))
         self._check_block(indptr, indices, data, where, first_column=start)
         return ColumnBlock(start, indptr, indices, data)
 
@@ -634,11 +666,12 @@ class ZarrStore(WrittenStore):
         return summary
 
     # ----------------------------------------------------------- internals
-    def _read_array(self, name, lo, hi, purpose) -> np.ndarray:
-        """``array[lo:hi]`` as numpy; I/O errors become StoreFormatError."""
+    def _read_array(self, name, lo, hi, purpose, out=None) -> np.ndarray:
+        """``array[lo:hi]`` as numpy (in ``out`` if given, see
+        ``_StoreMeta.read``); I/O errors become StoreFormatError."""
         meta = self._meta()
         try:
-            return meta.read(name, lo, hi)
+            return meta.read(name, lo, hi, out)
         except Exception as exc:
             raise StoreFormatError(
                 f"{self._path}: cannot read {name}[{lo}:{hi}] for {purpose}: "
@@ -693,10 +726,14 @@ class ZarrStore(WrittenStore):
                 lo, hi = int(s[group[0]]), int(e[group[-1]])
                 span_len = e[group] - s[group]
                 src_start = s[group] - lo
-                gather_spans(self._read_array("indices", lo, hi, "the requested columns"),
+                # each span read is gathered at once: into this thread's buffers
+                work = _thread_work()
+                gather_spans(self._read_array("indices", lo, hi, "the requested columns",
+                                              work.take("span_indices", np.int32, hi - lo)),
                              src_start, span_len, indices, dst[group])
                 if not meta.binary:
-                    gather_spans(self._read_array("data", lo, hi, "the requested columns"),
+                    gather_spans(self._read_array("data", lo, hi, "the requested columns",
+                                                  work.take("span_data", meta.dtype, hi - lo)),
                                  src_start, span_len, data, dst[group])
         self._check_spans(lengths, indices, data)
         return indices, data
