@@ -54,7 +54,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .sparse_ops import _count_rows, _csr_pointers, _fill_rows
+from .sparse_ops import _count_rows, _fill_rows
 from .spans import first_at_least
 
 __all__ = ["csr_augmented_gram", "csr_augmented_gram_parallel", "csr_constant_gram",
@@ -291,37 +291,86 @@ def csr_constant_gram_parallel(indptr, indices, weights, scale, bounds, out):
 
 
 @njit(cache=True, nogil=True)
-def _window_csr(indices, data, starts, bounds, w0, w1):
-    """CSR arrays of the rows of ranges ``w0:w1`` (serial)."""
-    row0 = bounds[w0]
-    counts = np.zeros(bounds[w1] - row0 + 1, dtype=np.int64)
-    for r in range(w0, w1):
-        _count_rows(indices, starts, r, counts[1:], row0)
-    nxt = _csr_pointers(counts)
-    out_idx = np.empty(counts[-1], dtype=np.int32)
-    out_val = np.empty(counts[-1] if data.shape[0] > 0 else 0, dtype=data.dtype)
-    for r in range(w0, w1):
-        _fill_rows(indices, data, starts, r, nxt, out_idx, out_val, row0)
-    return counts, out_idx, out_val
+def window_buffers(data, starts, bounds, window):
+    """Buffers of :func:`csc_augmented_gram` for windows of ``window`` ranges.
 
+    Sized for the largest window (its rows and entries), so that the
+    windows of a Gram, and the Grams of the same columns, reuse them: a
+    fresh array per window is a fresh mapping whose page faults cost more
+    than filling it (kddb-like, 10^6 rows: two thirds of a run's faults).
 
-@njit(cache=True, nogil=True, parallel=True)
-def _window_csr_parallel(indices, data, starts, bounds, w0, w1):
-    """:func:`_window_csr` over the ranges (disjoint rows: the same arrays)."""
-    row0 = bounds[w0]
-    counts = np.zeros(bounds[w1] - row0 + 1, dtype=np.int64)
-    for r in prange(w0, w1):
-        _count_rows(indices, starts, r, counts[1:], row0)
-    nxt = _csr_pointers(counts)
-    out_idx = np.empty(counts[-1], dtype=np.int32)
-    out_val = np.empty(counts[-1] if data.shape[0] > 0 else 0, dtype=data.dtype)
-    for r in prange(w0, w1):
-        _fill_rows(indices, data, starts, r, nxt, out_idx, out_val, row0)
-    return counts, out_idx, out_val
+    Returns
+    -------
+    buffers : tuple
+        Pass it to :func:`csc_augmented_gram` (or its parallel twin) with
+        the same ``starts``, ``bounds`` and ``window``.
+    """
+    R = len(bounds) - 1
+    max_rows = 0
+    max_entries = 0
+    for w0 in range(0, R, window):
+        w1 = min(R, w0 + window)
+        max_rows = max(max_rows, bounds[w1] - bounds[w0])
+        entries = 0
+        for j in range(starts.shape[0]):
+            entries += starts[j, w1] - starts[j, w0]
+        max_entries = max(max_entries, entries)
+    counts = np.empty(max_rows + 1, dtype=np.int64)
+    cursors = np.empty(max_rows, dtype=np.int64)
+    out_idx = np.empty(max_entries, dtype=np.int32)
+    out_val = np.empty(max_entries if data.shape[0] > 0 else 0, dtype=data.dtype)
+    return counts, cursors, out_idx, out_val
 
 
 @njit(cache=True, nogil=True)
-def csc_augmented_gram(indices, data, weights, scale, starts, bounds, window, out):
+def _window_pointers(indices, starts, bounds, w0, w1, counts, cursors):
+    """CSR pointers of the rows of ranges ``w0:w1`` in ``counts`` (and the
+    fill cursors in ``cursors``); returns the window's row count."""
+    row0 = bounds[w0]
+    n_rows = bounds[w1] - row0
+    counts[:n_rows + 1] = 0
+    for r in range(w0, w1):
+        _count_rows(indices, starts, r, counts[1:n_rows + 1], row0)
+    for i in range(n_rows):
+        counts[i + 1] += counts[i]
+    cursors[:n_rows] = counts[:n_rows]
+    return n_rows
+
+
+@njit(cache=True, nogil=True)
+def _window_csr(indices, data, starts, bounds, w0, w1, buffers):
+    """CSR arrays of the rows of ranges ``w0:w1`` (serial), in ``buffers``
+    (:func:`window_buffers`): views valid until the next window."""
+    counts, cursors, out_idx, out_val = buffers
+    row0 = bounds[w0]
+    n_rows = _window_pointers(indices, starts, bounds, w0, w1, counts, cursors)
+    nnz = counts[n_rows]
+    for r in range(w0, w1):
+        _fill_rows(indices, data, starts, r, cursors, out_idx, out_val, row0)
+    return counts[:n_rows + 1], out_idx[:nnz], out_val[:nnz if data.shape[0] > 0 else 0]
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def _window_csr_parallel(indices, data, starts, bounds, w0, w1, buffers):
+    """:func:`_window_csr` over the ranges (disjoint rows: the same arrays)."""
+    counts, cursors, out_idx, out_val = buffers
+    row0 = bounds[w0]
+    n_rows = bounds[w1] - row0
+    counts[:n_rows + 1] = 0
+    for r in prange(w0, w1):
+        _count_rows(indices, starts, r, counts[1:n_rows + 1], row0)
+    for i in range(n_rows):
+        counts[i + 1] += counts[i]
+    cursors[:n_rows] = counts[:n_rows]
+    nnz = counts[n_rows]
+    for r in prange(w0, w1):
+        _fill_rows(indices, data, starts, r, cursors, out_idx, out_val, row0)
+    return counts[:n_rows + 1], out_idx[:nnz], out_val[:nnz if data.shape[0] > 0 else 0]
+
+
+@njit(cache=True, nogil=True)
+def csc_augmented_gram(indices, data, weights, scale, starts, bounds, window, buffers,
+                       out):
     """:func:`csr_augmented_gram` (or, with ``scale``, :func:`csr_constant_gram`)
     from CSC arrays, without a CSR copy of ``X``: the same bytes.
 
@@ -344,6 +393,9 @@ def csc_augmented_gram(indices, data, weights, scale, starts, bounds, window, ou
     starts, bounds : int64 arrays, shapes (p, R + 1) and (R + 1,)
     window : int >= 1
         Ranges per window.
+    buffers : tuple
+        :func:`window_buffers` of these ``data``, ``starts``, ``bounds`` and
+        ``window`` (overwritten).
     out : float64 array, shape (p + 1, p + 1)
         Overwritten.
     """
@@ -353,7 +405,7 @@ def csc_augmented_gram(indices, data, weights, scale, starts, bounds, window, ou
     pattern = scale.shape[0] > 0
     for w0 in range(0, R, window):
         w1 = min(R, w0 + window)
-        row_ptr, cols, vals = _window_csr(indices, data, starts, bounds, w0, w1)
+        row_ptr, cols, vals = _window_csr(indices, data, starts, bounds, w0, w1, buffers)
         if pattern:
             _add_pattern_gram_rows(row_ptr, cols, weights, bounds[w0], 0, size, out)
         else:
@@ -368,7 +420,7 @@ def csc_augmented_gram(indices, data, weights, scale, starts, bounds, window, ou
 
 @njit(cache=True, nogil=True, parallel=True)
 def csc_augmented_gram_parallel(indices, data, weights, scale, starts, bounds, window,
-                                gram_bounds, out):
+                                buffers, gram_bounds, out):
     """:func:`csc_augmented_gram` over threads (the same bytes).
 
     Each window's CSR copy is built over its ranges of rows, then each
@@ -383,7 +435,8 @@ def csc_augmented_gram_parallel(indices, data, weights, scale, starts, bounds, w
     T = len(gram_bounds) - 1
     for w0 in range(0, R, window):
         w1 = min(R, w0 + window)
-        row_ptr, cols, vals = _window_csr_parallel(indices, data, starts, bounds, w0, w1)
+        row_ptr, cols, vals = _window_csr_parallel(indices, data, starts, bounds, w0, w1,
+                                                   buffers)
         row0 = bounds[w0]
         for t in prange(T):
             if pattern:

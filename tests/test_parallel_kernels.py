@@ -525,7 +525,8 @@ def test_augmented_gram(matrix, rng):
 def test_gram_from_csc_windows_equals_the_csr_gram(matrix, rng):
     """The Hessian taken a window of rows at a time from the CSC arrays has
     the CSR kernel's bytes, for every range layout, window, thread count and
-    split of the Gram's rows; for values per entry and for the pattern."""
+    split of the Gram's rows; for values per entry and for the pattern; with
+    the window buffers reused (and dirty) from call to call."""
     n, indptr, indices, data = matrix
     p = len(indptr) - 1
     w = rng.exponential(size=n)
@@ -543,7 +544,11 @@ def test_gram_from_csc_windows_equals_the_csr_gram(matrix, rng):
         for window in (1, 2, len(bounds_)):
             for vals, sc, want in ((data, np.zeros(0), expected),
                                    (data[:0], scale, expected_pattern)):
-                args = (indices, vals, w, sc, starts_, bounds_, window)
+                # one set of window buffers, dirty, reused by every call below
+                buffers = pn.window_buffers(vals, starts_, bounds_, window)
+                for buffer in buffers:
+                    buffer.view(np.uint8)[:] = 0xA5
+                args = (indices, vals, w, sc, starts_, bounds_, window, buffers)
                 got = pn.csc_augmented_gram(*args, np.full((p + 1, p + 1), np.nan))
                 assert got.tobytes() == want.tobytes()
                 for parts in (1, 3):

@@ -68,6 +68,7 @@ class CSCOperator:
             raise ParameterError("a CSC operator needs data or column_values")
         self._rows = None  # CSR arrays of X, made on first use
         self._gram_work = None  # the Gram's additions per row (balance)
+        self._gram_buffers = None  # the windows' CSR arrays (windowed Gram)
         # (one value per column, or None)
         self._constants = (None if column_values is None
                            else (np.ascontiguousarray(column_values, dtype=np.float64),))
@@ -282,7 +283,11 @@ class CSCOperator:
         window = max(1, GRAM_WINDOW_ROWS // range_rows)
         if self._gram_work is None:
             self._gram_work = _newton.csc_gram_work(self.indptr, self.n_rows)
-        args = (self.indices, data, weights, scale, starts, bounds, window)
+        if self._gram_buffers is None:
+            # the windows' CSR arrays, kept for the operator's next Grams
+            self._gram_buffers = _newton.window_buffers(data, starts, bounds, window)
+        args = (self.indices, data, weights, scale, starts, bounds, window,
+                self._gram_buffers)
         return dispatch(
             lambda: _newton.csc_augmented_gram(*args, out),
             lambda: _newton.csc_augmented_gram_parallel(
