@@ -34,7 +34,7 @@ there is no sign split, so the kernels report Ā_j as the positive part and
 import numpy as np
 from numba import njit
 
-from .scoring import _heap_push, _offer, _ranks_before, _sorted_heap
+from .scoring import _heap_push, _is_excluded, _offer, _ranks_before, _sorted_heap
 from .spans import first_at_least
 
 __all__ = [
@@ -714,24 +714,52 @@ def column_pass_topk(indptr, indices, data, weights, binary, first_column,
     n_seeds = 0
     max_abs = 0.0
     min_value = 0.0
+    # The sums of _column_sums written out here, and the heaps' cheap tests
+    # first (3x as fast on kddb-like blocks of ~1 entry per column, where
+    # the call and the inlined offer cost more than the sums).  An empty
+    # column scores 0 and has no live weight: it is skipped.
     for j in range(n_columns):
-        lin, sq, pos, neg, mx, mn = _column_sums(indptr, indices, data, weights,
-                                                 binary, j)
+        p0 = indptr[j]
+        p1 = indptr[j + 1]
+        if p0 == p1:
+            continue
+        lin = 0.0
+        sq = 0.0
+        pos = 0.0
+        neg = 0.0
+        mx = 0.0
+        mn = 0.0
+        for p in range(p0, p1):
+            w = weights[indices[p]]
+            x = 1.0 if binary else np.float64(data[p])
+            wx = w * x
+            lin += wx
+            sq += wx * x
+            if wx > 0.0:
+                pos += wx
+            else:
+                neg -= wx
+            if abs(x) > mx:
+                mx = abs(x)
+            if x < mn:
+                mn = x
         if mx > max_abs:
             max_abs = mx
         if mn < min_value:
             min_value = mn
         column = first_column + j
-        for term in range(2):
-            if term == 0:
-                s = linear_scale * lin * lin
-                key = pair_key(column, -1, n_features)
-            else:
-                s = square_scale * sq * sq
-                key = pair_key(column, column, n_features)
-            if k == 0:
-                continue
-            size = _offer(heap_scores, heap_keys, size, s, key, excluded)
+        if k > 0:
+            for term in range(2):
+                if term == 0:
+                    s = linear_scale * lin * lin
+                    key = pair_key(column, -1, n_features)
+                else:
+                    s = square_scale * sq * sq
+                    key = pair_key(column, column, n_features)
+                if s > 0.0 and (size < k or _ranks_before(s, key, heap_scores[0],
+                                                          heap_keys[0])):
+                    if not _is_excluded(excluded, key):
+                        size = _heap_push(heap_scores, heap_keys, size, s, key)
         live = max(pos, neg)
         if n_seed == 0 or not live > 0.0:
             continue
@@ -753,12 +781,25 @@ def live_columns_of_block(indptr, indices, data, weights, binary, nonnegative,
     ``P_j + N_j`` otherwise (the sums of :func:`column_stats`).
     """
     n_columns = indptr.shape[0] - 1
-    out = np.empty(n_columns, dtype=np.int64)
+    # few columns are live: a small array, doubled when full (not one
+    # entry per column of the block, millions on kddb-like data)
+    out = np.empty(min(n_columns, 1024), dtype=np.int64)
     n_live = 0
     for j in range(n_columns):
-        _, _, pos, neg, _, _ = _column_sums(indptr, indices, data, weights, binary, j)
+        pos = 0.0
+        neg = 0.0
+        for p in range(indptr[j], indptr[j + 1]):   # _column_sums' P_j and N_j
+            wx = weights[indices[p]] * (1.0 if binary else np.float64(data[p]))
+            if wx > 0.0:
+                pos += wx
+            else:
+                neg -= wx
         live = max(pos, neg) if nonnegative else pos + neg
         if live >= min_weight:
+            if n_live == out.shape[0]:
+                grown = np.empty(min(n_columns, 2 * n_live), dtype=np.int64)
+                grown[:n_live] = out
+                out = grown
             out[n_live] = j
             n_live += 1
     return out[:n_live].copy()
