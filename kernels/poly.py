@@ -32,7 +32,7 @@ there is no sign split, so the kernels report Ā_j as the positive part and
 """
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from .scoring import _heap_push, _is_excluded, _offer, _ranks_before, _sorted_heap
 from .spans import first_at_least
@@ -44,6 +44,7 @@ __all__ = [
     "cross_topk",
     "cross_topk_multi",
     "pair_columns",
+    "pair_columns_parallel",
     "rows_of_columns",
     "pair_gram_rows",
     "gram_topk",
@@ -497,6 +498,38 @@ def pair_columns(indptr, indices, data, first, second, scale):
     if total == 0:
         return out_indptr, out_idx, out_val
     for t in range(p):
+        b = second[t]
+        a = first[t] if b != -2 else -1
+        _pair_column(indptr, indices, data, has_data, a, b, scale[t], out_idx, out_val,
+                     out_indptr[t])
+    return out_indptr, out_idx, out_val
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def pair_columns_parallel(indptr, indices, data, first, second, scale):
+    """:func:`pair_columns` over threads (the same arrays).
+
+    The output columns are counted, then filled, in parallel: each column
+    is made by one thread into its own place (no reduction).
+    """
+    has_data = data.shape[0] > 0
+    p = first.shape[0]
+    out_indptr = np.zeros(p + 1, dtype=np.int64)
+    none_idx = np.empty(0, dtype=np.int32)
+    none_val = np.empty(0, dtype=np.float64)
+    for t in prange(p):
+        b = second[t]
+        a = first[t] if b != -2 else -1
+        out_indptr[t + 1] = _pair_column(indptr, indices, data, has_data, a, b, 1.0,
+                                         none_idx, none_val, 0)
+    for t in range(p):
+        out_indptr[t + 1] += out_indptr[t]
+    total = out_indptr[p]
+    out_idx = np.empty(total, dtype=np.int32)
+    out_val = np.empty(total if has_data else 0, dtype=np.float64)
+    if total == 0:
+        return out_indptr, out_idx, out_val
+    for t in prange(p):
         b = second[t]
         a = first[t] if b != -2 else -1
         _pair_column(indptr, indices, data, has_data, a, b, scale[t], out_idx, out_val,

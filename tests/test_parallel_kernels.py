@@ -770,3 +770,22 @@ def test_workqueue_layer_with_concurrent_threads():
     proc = subprocess.run([sys.executable, "-c", _CHILD_SCRIPT, "threads"], env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("binary", [False, True])
+def test_pair_columns_parallel_same_bytes(rng, binary):
+    """The degree-2 materialisation over threads makes the serial arrays:
+    linear, square and cross terms, empty columns and absent sources."""
+    from ultrafs.kernels.poly import pair_columns, pair_columns_parallel
+
+    n, p = 3000, 40
+    indptr, indices, data = random_csc(rng, n, p)
+    if binary:
+        data = np.zeros(0)
+    t = 300
+    first = rng.integers(-1, p, t).astype(np.int64)
+    second = rng.integers(-2, p, t).astype(np.int64)
+    second[::5] = first[::5]                                  # squares
+    scale = rng.choice([0.5, 1.0, 3.0], t)
+    args = (indptr, indices, data, first, second, scale)
+    same_for_all_threads(pair_columns(*args), lambda: pair_columns_parallel(*args))

@@ -640,3 +640,52 @@ def test_parallel_reads_of_many_chunks_equal_serial_ones(tmp_path):
     serial = _in_a_thread(lambda: type(store)(path).read_columns(columns))["error"]
     assert isinstance(serial, StoreFormatError)
     assert str(caught.value) == str(serial)
+
+
+def test_parallel_reads_of_scattered_columns_equal_serial_ones(tmp_path):
+    """The main thread's reads of many separate span groups (one part per
+    read thread, each decoded, gathered and checked apart) give the serial
+    read's arrays, in any requested order, and the serial read's error for
+    a corrupt chunk."""
+    rng = np.random.default_rng(6)
+    X = sp.random(500, 900, density=0.05, format="csc", random_state=rng,
+                  dtype=np.float32)
+    y = rng.integers(0, 2, 500)
+    path = tmp_path / "scattered.zarr"
+    store = write_store(path, X, y, chunk_size=16)
+    for columns in (np.arange(0, 900, 2), np.arange(899, 0, -3), np.r_[5, 700, 5, 3]):
+        main = store.read_columns(columns)
+        other = _in_a_thread(lambda: store.read_columns(columns))["value"]
+        reference = X[:, columns]
+        for block in (main, other):
+            np.testing.assert_array_equal(block.indptr, reference.indptr)
+            np.testing.assert_array_equal(block.indices, reference.indices)
+            np.testing.assert_array_equal(block.data, reference.data)
+    columns = np.arange(0, 900, 2)
+    chunks = sorted((path / "indices" / "c").iterdir(), key=lambda p: int(p.name))
+    for victim in (chunks[len(chunks) // 3], chunks[-5]):
+        raw = bytearray(victim.read_bytes())
+        raw[-1] ^= 0xFF
+        victim.write_bytes(bytes(raw))
+    with pytest.raises(StoreFormatError) as caught:
+        type(store)(path).read_columns(columns)
+    serial = _in_a_thread(lambda: type(store)(path).read_columns(columns))["error"]
+    assert isinstance(serial, StoreFormatError)
+    assert str(caught.value) == str(serial)
+
+
+def test_span_parts_cover_the_groups_in_order(tmp_path):
+    """The split of a main-thread read: contiguous runs of groups, in order,
+    covering each group once; one run off the main thread or for one big group."""
+    X = sp.random(50, 40, density=0.3, format="csc", random_state=0, dtype=np.float32)
+    store = write_store(tmp_path / "p.zarr", X, np.arange(50) % 2, chunk_size=16)
+    s = np.arange(0, 4000, 40, dtype=np.int64)
+    e = s + 30
+    groups = np.arange(len(s) + 1, dtype=np.int64)
+    parts = store._span_parts(s, e, groups)
+    assert parts[0][0] == 0 and parts[-1][1] == len(s)
+    assert all(a < b for a, b in parts)
+    assert all(p[1] == q[0] for p, q in zip(parts, parts[1:]))
+    assert _in_a_thread(lambda: store._span_parts(s, e, groups))["value"] == [(0, len(s))]
+    big = np.array([0, 1, len(s)], dtype=np.int64)      # one group of most entries
+    assert store._span_parts(s, e, big) == [(0, 2)]

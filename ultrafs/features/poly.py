@@ -66,7 +66,8 @@ from ultrafs.features.keys import PairKeys
 from ultrafs.kernels.poly import (BOUND_SLACK, all_ones, column_pass_topk, column_stats,
                                   column_stats_multi, cross_topk, cross_topk_multi,
                                   gram_topk, live_columns_of_block, pair_columns,
-                                  pair_gram_rows, rows_of_columns)
+                                  pair_columns_parallel, pair_gram_rows, rows_of_columns)
+from ultrafs.kernels.row_chunks import dispatch
 from ultrafs.kernels.scoring import merge_topk, topk_keyed
 from ultrafs.scoring.topk import TopK
 from ultrafs.store.base import ColumnBlock, ColumnStore, balanced_block_bounds
@@ -647,8 +648,10 @@ class PolyFeatures(FeatureSpace):
         scale = np.where(second == -1, self.linear_factor,
                          np.where(second == first, self.square_factor,
                                   self.cross_factor)).astype(np.float64)
-        indptr, indices, values = pair_columns(block.indptr, block.indices, data,
-                                               pos_first, pos_second, scale)
+        args = (block.indptr, block.indices, data, pos_first, pos_second, scale)
+        indptr, indices, values = dispatch(lambda: pair_columns(*args),
+                                           lambda: pair_columns_parallel(*args),
+                                           block.nnz)
         del block
         if not binary:
             return ColumnBlock(-1, indptr, indices, values.astype(dtype, copy=False))

@@ -709,8 +709,15 @@ class ZarrStore(WrittenStore):
         """Concatenated ``indices``/``data`` of sorted, disjoint spans.
 
         Spans closer than a quarter chunk are merged into one contiguous
-        read, so that each chunk is decoded once.  ``data`` is None when
-        ``values`` is False (a binary store's row numbers only).
+        read (a group), so that each chunk is decoded once.  ``data`` is
+        None when ``values`` is False (a binary store's row numbers only).
+        From the main thread (the driver's reads of chosen columns, while
+        the pass's workers wait), the groups are cut into one contiguous
+        part per thread of :func:`_read_pool`, balanced by entries; each
+        thread decodes, gathers and checks its part into disjoint places of
+        the result, and a failing part raises the error of the first
+        failing part, in order.  The result and the checks do not depend
+        on the split.
         """
         meta = self._meta()
         lengths = stops - starts
@@ -719,34 +726,81 @@ class ZarrStore(WrittenStore):
         indices = np.empty(int(out_start[-1]), dtype=np.int32)
         data = np.ones(len(indices), dtype=meta.dtype) if values else None
         nonempty = np.flatnonzero(lengths)
-        if nonempty.size:
-            s, e, dst = starts[nonempty], stops[nonempty], out_start[nonempty]
-            breaks = np.flatnonzero(s[1:] - e[:-1] > meta.entry_chunk // 4) + 1
-            for group in np.split(np.arange(len(s)), breaks):
-                lo, hi = int(s[group[0]]), int(e[group[-1]])
-                span_len = e[group] - s[group]
-                src_start = s[group] - lo
-                # each span read is gathered at once: into this thread's buffers
-                work = _thread_work()
-                gather_spans(self._read_array("indices", lo, hi, "the requested columns",
-                                              work.take("span_indices", np.int32, hi - lo)),
-                             src_start, span_len, indices, dst[group])
-                if not meta.binary:
-                    gather_spans(self._read_array("data", lo, hi, "the requested columns",
-                                                  work.take("span_data", meta.dtype, hi - lo)),
-                                 src_start, span_len, data, dst[group])
-        self._check_spans(lengths, indices, data)
+        if not nonempty.size:
+            return indices, data
+        s, e, dst = starts[nonempty], stops[nonempty], out_start[nonempty]
+        breaks = np.flatnonzero(s[1:] - e[:-1] > meta.entry_chunk // 4) + 1
+        groups = np.concatenate([[0], breaks, [len(s)]]).astype(np.int64)
+        spans = (s, e, dst, groups, indices, data, len(lengths))
+        parts = self._span_parts(s, e, groups)
+        if len(parts) == 1:
+            self._read_span_groups(spans, 0, len(groups) - 1)
+            return indices, data
+        pool, _ = _read_pool()
+        futures = [pool.submit(self._read_span_groups, spans, g0, g1) for g0, g1 in parts]
+        errors = []
+        for future in futures:
+            try:
+                future.result()
+            except Exception as exc:      # the first failing part's error, in order
+                errors.append(exc)
+        if errors:
+            raise errors[0]
         return indices, data
 
-    def _check_spans(self, lengths, indices, data):
+    def _span_parts(self, s, e, groups):
+        """``[(g0, g1), ...]``: contiguous runs of span groups, one per
+        thread of the driver's read pool, or one run for a read that stays
+        serial (off the main thread, a small read, or one group of most of
+        the entries, which :meth:`_ChunkReader.read` splits itself)."""
+        n_groups = len(groups) - 1
+        entries = (e[groups[1:] - 1] - s[groups[:-1]]).astype(np.float64)
+        total = float(entries.sum())
+        if (n_groups < 2 or threading.current_thread() is not threading.main_thread()
+                or total < 2 * PARALLEL_READ_MIN_CHUNKS * self._meta().entry_chunk):
+            return [(0, n_groups)]
+        pool, workers = _read_pool()
+        if pool is None or entries.max() > total / workers:
+            return [(0, n_groups)]
+        cuts = np.searchsorted(np.cumsum(entries), total * np.arange(1, workers) / workers)
+        bounds = np.unique(np.concatenate([[0], cuts + 1, [n_groups]]).clip(0, n_groups))
+        return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+
+    def _read_span_groups(self, spans, g0, g1):
+        """Read, gather and check span groups ``g0:g1`` into the result."""
+        meta = self._meta()
+        s, e, dst, groups, indices, data, n_columns = spans
+        work = _thread_work()
+        for g in range(g0, g1):
+            group = slice(groups[g], groups[g + 1])
+            lo, hi = int(s[group][0]), int(e[group][-1])
+            span_len = e[group] - s[group]
+            src_start = s[group] - lo
+            # each group read is gathered at once: into this thread's buffers
+            gather_spans(self._read_array("indices", lo, hi, "the requested columns",
+                                          work.take("span_indices", np.int32, hi - lo)),
+                         src_start, span_len, indices, dst[group])
+            if not meta.binary:
+                gather_spans(self._read_array("data", lo, hi, "the requested columns",
+                                              work.take("span_data", meta.dtype, hi - lo)),
+                             src_start, span_len, data, dst[group])
+        # the spans of these groups fill one contiguous range of the result
+        first, last = groups[g0], groups[g1] - 1
+        out_lo, out_hi = int(dst[first]), int(dst[last] + e[last] - s[last])
+        self._check_spans(e[first:last + 1] - s[first:last + 1], indices[out_lo:out_hi],
+                          None if data is None else data[out_lo:out_hi], n_columns)
+
+    def _check_spans(self, lengths, indices, data, n_columns):
+        """Raise StoreFormatError unless the spans read are valid columns."""
         indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=indptr[1:])
-        code, column = check_csc_block(indptr, indices, self._meta().n_samples)
+        work = _thread_work().take("csc_check", np.uint8, len(indices) + 1)
+        code, column = check_csc_block(indptr, indices, self._meta().n_samples, work)
         if code != CSC_OK or (not self._meta().binary and data is not None
                               and count_nonfinite(data)):
             raise StoreFormatError(
                 f"{self._path}: corrupt or truncated store: invalid row numbers or "
-                f"values among {len(lengths)} requested columns")
+                f"values among {n_columns} requested columns")
 
 
 def _reopen_lazily(path):
