@@ -674,18 +674,30 @@ def test_parallel_reads_of_scattered_columns_equal_serial_ones(tmp_path):
     assert str(caught.value) == str(serial)
 
 
-def test_span_parts_cover_the_groups_in_order(tmp_path):
-    """The split of a main-thread read: contiguous runs of groups, in order,
-    covering each group once; one run off the main thread or for one big group."""
-    X = sp.random(50, 40, density=0.3, format="csc", random_state=0, dtype=np.float32)
-    store = write_store(tmp_path / "p.zarr", X, np.arange(50) % 2, chunk_size=16)
-    s = np.arange(0, 4000, 40, dtype=np.int64)
-    e = s + 30
-    groups = np.arange(len(s) + 1, dtype=np.int64)
-    parts = store._span_parts(s, e, groups)
-    assert parts[0][0] == 0 and parts[-1][1] == len(s)
-    assert all(a < b for a, b in parts)
-    assert all(p[1] == q[0] for p, q in zip(parts, parts[1:]))
-    assert _in_a_thread(lambda: store._span_parts(s, e, groups))["value"] == [(0, len(s))]
-    big = np.array([0, 1, len(s)], dtype=np.int64)      # one group of most entries
-    assert store._span_parts(s, e, big) == [(0, 2)]
+@pytest.mark.parametrize("workers", [2, 3, 5])
+def test_reads_cut_inside_columns_equal_serial_ones(tmp_path, monkeypatch, workers):
+    """A main-thread read cut into equal ranges of entries, the cuts inside
+    long columns, gives the serial arrays (also for sparse, scattered
+    requests and values)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ultrafs.store import zarr_store
+
+    rng = np.random.default_rng(7)
+    X = sp.random(400, 60, density=0.05, format="lil", random_state=rng,
+                  dtype=np.float32)
+    X[:, 3] = rng.random((400, 1)) + 1.0           # two long columns
+    X[:, 40] = rng.random((400, 1)) + 1.0
+    X = X.tocsc()
+    store = write_store(tmp_path / "cut.zarr", X, np.arange(400) % 2, chunk_size=16)
+    pool = ThreadPoolExecutor(workers)
+    monkeypatch.setattr(zarr_store, "_read_pool", lambda: (pool, workers))
+    try:
+        for columns in (np.arange(60), np.r_[3, 40], np.r_[40, 0, 3, 59, 3], np.r_[7]):
+            block = store.read_columns(columns)
+            reference = X[:, columns]
+            np.testing.assert_array_equal(block.indptr, reference.indptr)
+            np.testing.assert_array_equal(block.indices, reference.indices)
+            np.testing.assert_array_equal(block.data, reference.data)
+    finally:
+        pool.shutdown()

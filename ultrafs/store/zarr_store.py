@@ -292,10 +292,8 @@ class _ChunkReader:
             return out
         parts = min(workers, (last_chunk - first_chunk) // PARALLEL_READ_MIN_CHUNKS)
         cuts = np.linspace(first_chunk, last_chunk, parts + 1).astype(np.int64)
-        futures = [pool.submit(self._read_chunks, lo, hi, int(a), int(b), out)
-                   for a, b in zip(cuts[:-1], cuts[1:])]
-        for future in futures:
-            future.result()
+        _all_in_order([pool.submit(self._read_chunks, lo, hi, int(a), int(b), out)
+                       for a, b in zip(cuts[:-1], cuts[1:])])
         return out
 
     def _read_chunks(self, lo, hi, first_chunk, last_chunk, out):
@@ -326,10 +324,23 @@ class _ChunkReader:
                 into[...] = scratch[first - k * c:last - k * c]
 
 
-#: chunks per thread below which a main-thread read stays serial
-PARALLEL_READ_MIN_CHUNKS = 4
+#: chunks per thread below which a main-thread read stays serial (a chunk
+#: of 2^20 entries takes 1.5-3 ms to decode, a hand-off to a thread ~0.1 ms)
+PARALLEL_READ_MIN_CHUNKS = 1
 _POOL = []
 _POOL_LOCK = threading.Lock()
+
+
+def _all_in_order(futures):
+    """Wait for every future; raise the first one's error, in order."""
+    errors = []
+    for future in futures:
+        try:
+            future.result()
+        except Exception as exc:
+            errors.append(exc)
+    if errors:
+        raise errors[0]
 
 
 def _read_pool():
@@ -666,15 +677,17 @@ class ZarrStore(WrittenStore):
         return summary
 
     # ----------------------------------------------------------- internals
-    def _read_array(self, name, lo, hi, purpose, out=None) -> np.ndarray:
+    def _read_array(self, name, lo, hi, purpose, out=None, shown=None) -> np.ndarray:
         """``array[lo:hi]`` as numpy (in ``out`` if given, see
-        ``_StoreMeta.read``); I/O errors become StoreFormatError."""
+        ``_StoreMeta.read``); I/O errors become StoreFormatError, naming
+        the range ``shown`` (default ``(lo, hi)``)."""
         meta = self._meta()
         try:
             return meta.read(name, lo, hi, out)
         except Exception as exc:
+            first, last = (lo, hi) if shown is None else shown
             raise StoreFormatError(
-                f"{self._path}: cannot read {name}[{lo}:{hi}] for {purpose}: "
+                f"{self._path}: cannot read {name}[{first}:{last}] for {purpose}: "
                 f"{exc}") from exc
 
     def _column_spans(self, unique_columns):
@@ -708,86 +721,89 @@ class ZarrStore(WrittenStore):
     def _read_spans(self, starts, stops, values=True):
         """Concatenated ``indices``/``data`` of sorted, disjoint spans.
 
-        Spans closer than a quarter chunk are merged into one contiguous
-        read (a group), so that each chunk is decoded once.  ``data`` is
-        None when ``values`` is False (a binary store's row numbers only).
-        From the main thread (the driver's reads of chosen columns, while
-        the pass's workers wait), the groups are cut into one contiguous
-        part per thread of :func:`_read_pool`, balanced by entries; each
-        thread decodes, gathers and checks its part into disjoint places of
-        the result, and a failing part raises the error of the first
-        failing part, in order.  The result and the checks do not depend
-        on the split.
+        Spans closer than a quarter chunk are read as one contiguous range
+        (a group), so that each chunk is decoded once.  ``data`` is None
+        when ``values`` is False (a binary store's row numbers only).  From
+        the main thread (the driver's reads of chosen columns, while the
+        pass's workers wait), the result is cut into one equal range of
+        entries per thread of :func:`_read_pool` (a cut may fall inside a
+        span: its two pieces are copied by two threads), each thread reads
+        and gathers its range, then each checks a range of whole columns;
+        the first failing range raises its error, in order.  Neither the
+        result nor the checks depend on the cut.
         """
         meta = self._meta()
         lengths = stops - starts
         out_start = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=out_start[1:])
-        indices = np.empty(int(out_start[-1]), dtype=np.int32)
-        data = np.ones(len(indices), dtype=meta.dtype) if values else None
+        total = int(out_start[-1])
+        indices = np.empty(total, dtype=np.int32)
+        data = np.ones(total, dtype=meta.dtype) if values else None
         nonempty = np.flatnonzero(lengths)
         if not nonempty.size:
             return indices, data
         s, e, dst = starts[nonempty], stops[nonempty], out_start[nonempty]
-        breaks = np.flatnonzero(s[1:] - e[:-1] > meta.entry_chunk // 4) + 1
-        groups = np.concatenate([[0], breaks, [len(s)]]).astype(np.int64)
-        spans = (s, e, dst, groups, indices, data, len(lengths))
-        parts = self._span_parts(s, e, groups)
-        if len(parts) == 1:
-            self._read_span_groups(spans, 0, len(groups) - 1)
+        spans = (s, e, dst, indices, data, len(lengths))
+        workers = self._span_workers(total)
+        if workers == 1:
+            self._gather_spans(spans, 0, total)
+            self._check_span_columns(spans, 0, len(s))
             return indices, data
         pool, _ = _read_pool()
-        futures = [pool.submit(self._read_span_groups, spans, g0, g1) for g0, g1 in parts]
-        errors = []
-        for future in futures:
-            try:
-                future.result()
-            except Exception as exc:      # the first failing part's error, in order
-                errors.append(exc)
-        if errors:
-            raise errors[0]
+        cuts = [total * t // workers for t in range(workers + 1)]
+        _all_in_order([pool.submit(self._gather_spans, spans, cuts[t], cuts[t + 1])
+                       for t in range(workers)])
+        columns = np.searchsorted(dst, cuts[1:-1]).tolist()
+        columns = [0, *columns, len(s)]
+        _all_in_order([pool.submit(self._check_span_columns, spans, a, b)
+                       for a, b in zip(columns[:-1], columns[1:]) if a < b])
         return indices, data
 
-    def _span_parts(self, s, e, groups):
-        """``[(g0, g1), ...]``: contiguous runs of span groups, one per
-        thread of the driver's read pool, or one run for a read that stays
-        serial (off the main thread, a small read, or one group of most of
-        the entries, which :meth:`_ChunkReader.read` splits itself)."""
-        n_groups = len(groups) - 1
-        entries = (e[groups[1:] - 1] - s[groups[:-1]]).astype(np.float64)
-        total = float(entries.sum())
-        if (n_groups < 2 or threading.current_thread() is not threading.main_thread()
-                or total < 2 * PARALLEL_READ_MIN_CHUNKS * self._meta().entry_chunk):
-            return [(0, n_groups)]
+    def _span_workers(self, total):
+        """Threads for a read of ``total`` entries: those of the driver's
+        read pool from the main thread, for at least a chunk per thread."""
+        if threading.current_thread() is not threading.main_thread() \
+                or total < 2 * PARALLEL_READ_MIN_CHUNKS * self._meta().entry_chunk:
+            return 1
         pool, workers = _read_pool()
-        if pool is None or entries.max() > total / workers:
-            return [(0, n_groups)]
-        cuts = np.searchsorted(np.cumsum(entries), total * np.arange(1, workers) / workers)
-        bounds = np.unique(np.concatenate([[0], cuts + 1, [n_groups]]).clip(0, n_groups))
-        return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:])]
+        return 1 if pool is None else workers
 
-    def _read_span_groups(self, spans, g0, g1):
-        """Read, gather and check span groups ``g0:g1`` into the result."""
+    def _gather_spans(self, spans, out_lo, out_hi):
+        """Read and place the entries ``out_lo:out_hi`` of the result."""
         meta = self._meta()
-        s, e, dst, groups, indices, data, n_columns = spans
+        s, e, dst, indices, data, _ = spans
+        # the spans overlapping the range, clipped to it
+        first = max(int(np.searchsorted(dst, out_lo, side="right")) - 1, 0)
+        last = int(np.searchsorted(dst, out_hi, side="left"))
+        d_lo = np.maximum(dst[first:last], out_lo)
+        d_hi = np.minimum(dst[first:last] + (e[first:last] - s[first:last]), out_hi)
+        keep = d_hi > d_lo
+        src = (s[first:last] + (d_lo - dst[first:last]))[keep]
+        d_lo, span_len = d_lo[keep], (d_hi - d_lo)[keep]
+        if not len(src):
+            return
+        breaks = np.flatnonzero(src[1:] - (src[:-1] + span_len[:-1])
+                                > meta.entry_chunk // 4) + 1
         work = _thread_work()
-        for g in range(g0, g1):
-            group = slice(groups[g], groups[g + 1])
-            lo, hi = int(s[group][0]), int(e[group][-1])
-            span_len = e[group] - s[group]
-            src_start = s[group] - lo
+        shown = (int(s[0]), int(e[-1]))     # an error names the whole read, not the cut
+        for group in np.split(np.arange(len(src)), breaks):
+            lo, hi = int(src[group[0]]), int(src[group[-1]] + span_len[group[-1]])
             # each group read is gathered at once: into this thread's buffers
             gather_spans(self._read_array("indices", lo, hi, "the requested columns",
-                                          work.take("span_indices", np.int32, hi - lo)),
-                         src_start, span_len, indices, dst[group])
+                                          work.take("span_indices", np.int32, hi - lo),
+                                          shown),
+                         src[group] - lo, span_len[group], indices, d_lo[group])
             if not meta.binary:
                 gather_spans(self._read_array("data", lo, hi, "the requested columns",
-                                              work.take("span_data", meta.dtype, hi - lo)),
-                             src_start, span_len, data, dst[group])
-        # the spans of these groups fill one contiguous range of the result
-        first, last = groups[g0], groups[g1] - 1
-        out_lo, out_hi = int(dst[first]), int(dst[last] + e[last] - s[last])
-        self._check_spans(e[first:last + 1] - s[first:last + 1], indices[out_lo:out_hi],
+                                              work.take("span_data", meta.dtype, hi - lo),
+                                              shown),
+                             src[group] - lo, span_len[group], data, d_lo[group])
+
+    def _check_span_columns(self, spans, a, b):
+        """Check the nonempty spans (columns) ``a:b`` of the result."""
+        s, e, dst, indices, data, n_columns = spans
+        out_lo, out_hi = int(dst[a]), int(dst[b - 1] + e[b - 1] - s[b - 1])
+        self._check_spans(e[a:b] - s[a:b], indices[out_lo:out_hi],
                           None if data is None else data[out_lo:out_hi], n_columns)
 
     def _check_spans(self, lengths, indices, data, n_columns):
