@@ -145,10 +145,7 @@ def csc_rmatvec(indptr, indices, data, r):
     p = len(indptr) - 1
     out = np.empty(p, dtype=np.float64)
     for j in range(p):
-        acc = 0.0
-        for k in range(indptr[j], indptr[j + 1]):
-            acc += np.float64(data[k]) * r[indices[k]]
-        out[j] = acc
+        out[j] = _dot_column(indptr, indices, data, _NO_COLVAL, r, j)
     return out
 
 
@@ -570,21 +567,45 @@ def _column_groups(indptr, parts):
     return bounds
 
 
+#: entries of a column summed apart, then the partial sums added in order:
+#: the sum of a longer column is cut in fixed pieces, the same for any thread
+#: count, so that the threads can share one long column
+DOT_CHUNK = 1 << 16
+_NO_COLVAL = np.empty(0, dtype=np.float64)
+
+
+@njit(cache=True, nogil=True)
+def _dot_range(indptr, indices, data, colval, r, j, lo, hi):
+    """``sum_k x_k r[i_k]`` over entries ``lo:hi`` of column ``j``, in order."""
+    acc = 0.0
+    if len(colval) > 0:
+        c = colval[j]
+        for k in range(lo, hi):
+            acc += c * r[indices[k]]
+    else:
+        for k in range(lo, hi):
+            acc += np.float64(data[k]) * r[indices[k]]
+    return acc
+
+
+@njit(cache=True, nogil=True)
+def _dot_column(indptr, indices, data, colval, r, j):
+    """``X[:, j] . r``: entries in order, in pieces of :data:`DOT_CHUNK` whose
+    sums are added in order (one piece: the plain ordered sum)."""
+    lo, hi = indptr[j], indptr[j + 1]
+    total = _dot_range(indptr, indices, data, colval, r, j, lo, min(hi, lo + DOT_CHUNK))
+    for start in range(lo + DOT_CHUNK, hi, DOT_CHUNK):
+        total += _dot_range(indptr, indices, data, colval, r, j, start,
+                            min(hi, start + DOT_CHUNK))
+    return total
+
+
 @njit(cache=True, nogil=True)
 def _dot_columns(indptr, indices, data, colval, r, lo, hi, out):
-    """``out[j] = X[:, j] . r`` for columns ``lo:hi``, entries in order (see
-    :func:`_scatter_range` for ``colval``)."""
-    constant = len(colval) > 0
+    """``out[j] = X[:, j] . r`` for columns ``lo:hi`` (:func:`_dot_column`;
+    see :func:`_scatter_range` for ``colval``)."""
     for j in range(lo, hi):
-        acc = 0.0
-        if constant:
-            c = colval[j]
-            for k in range(indptr[j], indptr[j + 1]):
-                acc += c * r[indices[k]]
-        else:
-            for k in range(indptr[j], indptr[j + 1]):
-                acc += np.float64(data[k]) * r[indices[k]]
-        out[j] = acc
+        out[j] = _dot_column(indptr, indices, data, colval, r, j)
 
 
 @njit(cache=True, nogil=True)
@@ -599,13 +620,50 @@ def csc_rmatvec_columns(indptr, indices, data, colval, r):
 
 @njit(cache=True, nogil=True, parallel=True)
 def csc_rmatvec_parallel(indptr, indices, data, colval, r):
-    """:func:`csc_rmatvec_columns` over groups of columns (the same bytes: one
-    dot product each)."""
+    """:func:`csc_rmatvec_columns` over threads (the same bytes).
+
+    The columns of at most :data:`DOT_CHUNK` entries go in groups of about
+    equal entries, one dot product each; a longer column's pieces are
+    shared out one by one and their sums added in order afterwards (a
+    kddb-like cache holds a few columns with a good part of all entries,
+    which a group per column left to one thread).
+    """
     p = len(indptr) - 1
     out = np.empty(p, dtype=np.float64)
-    groups = _column_groups(indptr, _COLUMN_GROUPS)
-    for g in prange(len(groups) - 1):
-        _dot_columns(indptr, indices, data, colval, r, groups[g], groups[g + 1], out)
+    # the long columns' pieces, and the short columns' weights for the groups
+    piece_ptr = np.zeros(p + 1, dtype=np.int64)
+    weight = np.zeros(p + 1, dtype=np.int64)
+    for j in range(p):
+        length = indptr[j + 1] - indptr[j]
+        long_column = length > DOT_CHUNK
+        piece_ptr[j + 1] = piece_ptr[j] + (-(-length // DOT_CHUNK) if long_column else 0)
+        weight[j + 1] = weight[j] + (1 if long_column else length) + 1
+    groups = _column_groups(weight, _COLUMN_GROUPS)
+    n_groups = len(groups) - 1
+    n_pieces = piece_ptr[p]
+    partial = np.empty(n_pieces, dtype=np.float64)
+    piece_column = np.empty(n_pieces, dtype=np.int64)
+    for j in range(p):
+        for q in range(piece_ptr[j], piece_ptr[j + 1]):
+            piece_column[q] = j
+    for item in prange(n_groups + n_pieces):
+        if item < n_groups:
+            for j in range(groups[item], groups[item + 1]):
+                if piece_ptr[j + 1] == piece_ptr[j]:
+                    out[j] = _dot_range(indptr, indices, data, colval, r, j,
+                                        indptr[j], indptr[j + 1])
+        else:
+            q = item - n_groups
+            j = piece_column[q]
+            start = indptr[j] + (q - piece_ptr[j]) * DOT_CHUNK
+            partial[q] = _dot_range(indptr, indices, data, colval, r, j, start,
+                                    min(indptr[j + 1], start + DOT_CHUNK))
+    for j in range(p):
+        if piece_ptr[j + 1] > piece_ptr[j]:
+            total = partial[piece_ptr[j]]
+            for q in range(piece_ptr[j] + 1, piece_ptr[j + 1]):
+                total += partial[q]
+            out[j] = total
     return out
 
 

@@ -789,3 +789,28 @@ def test_pair_columns_parallel_same_bytes(rng, binary):
     scale = rng.choice([0.5, 1.0, 3.0], t)
     args = (indptr, indices, data, first, second, scale)
     same_for_all_threads(pair_columns(*args), lambda: pair_columns_parallel(*args))
+
+
+@pytest.mark.parametrize("constant", [False, True])
+def test_rmatvec_of_long_columns_shares_them_out(rng, constant):
+    """Columns longer than ``DOT_CHUNK`` entries are summed in fixed pieces
+    (added in order): the same bytes from the plain, column and threaded
+    kernels under every thread count, close to the dense product."""
+    n = 2 * so.DOT_CHUNK + 4321
+    dense_rows = np.arange(n, dtype=np.int32)
+    columns = [dense_rows, np.sort(rng.choice(n, 50, replace=False)).astype(np.int32),
+               dense_rows[::2], np.zeros(0, np.int32), dense_rows[: so.DOT_CHUNK]]
+    indptr = np.r_[0, np.cumsum([len(c) for c in columns])].astype(np.int64)
+    indices = np.concatenate(columns)
+    values = rng.choice([1.0, -2.5, 3.0], size=len(columns))
+    data = (np.repeat(values, np.diff(indptr)) if constant
+            else rng.normal(size=len(indices)))
+    colval = values.astype(np.float64) if constant else NO_VALUES
+    r = rng.normal(size=n)
+    plain = so.csc_rmatvec(indptr, indices, data, r)
+    X = dense(indptr, indices, data, n)
+    np.testing.assert_allclose(plain, X.T @ r, rtol=1e-10, atol=1e-9)
+    kernel_data = data[:0] if constant else data
+    for twin in (so.csc_rmatvec_columns, so.csc_rmatvec_parallel):
+        same_for_all_threads(plain, lambda twin=twin: twin(indptr, indices, kernel_data,
+                                                          colval, r))

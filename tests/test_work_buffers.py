@@ -23,6 +23,18 @@ def test_take_gives_typed_views_that_grow_and_are_reused(dtype):
     assert work.nbytes >= 1000 * np.dtype(dtype).itemsize
 
 
+def test_large_requests_are_not_kept(monkeypatch):
+    from ultrafs.store import work_buffers
+
+    monkeypatch.setattr(work_buffers, "RETAIN_BYTES", 1000)
+    work = WorkBuffers()
+    small = work.take("x", np.int64, 100)              # 800 bytes: kept
+    big = work.take("x", np.int64, 200)                # 1600 bytes: fresh, not kept
+    assert big.shape == (200,) and not np.shares_memory(small, big)
+    assert np.shares_memory(work.take("x", np.int64, 100), small)
+    assert work.nbytes <= 1000
+
+
 def test_each_thread_has_its_own_buffers():
     seen = []
 

@@ -12,6 +12,11 @@ per thread, not once per block.
 
 A buffer is valid until its thread takes the same name again; callers take
 only arrays that do not outlive the read (or the task) that took them.
+Only buffers of at most :data:`RETAIN_BYTES` are kept: a larger request
+gets a fresh array, so that what a thread holds stays a block's worth.  The
+driver's reads of chosen columns (up to hundreds of MB, on several
+threads) do not use these buffers: kept, they cost more memory than their
+page faults cost time.
 """
 
 from __future__ import annotations
@@ -20,7 +25,11 @@ import threading
 
 import numpy as np
 
-__all__ = ["WorkBuffers", "thread_work"]
+__all__ = ["WorkBuffers", "thread_work", "RETAIN_BYTES"]
+
+#: the largest buffer a thread keeps between reads (the rows of a block of
+#: 2^22 entries fit)
+RETAIN_BYTES = 24 << 20
 
 
 class WorkBuffers:
@@ -39,13 +48,16 @@ class WorkBuffers:
 
         The buffer grows to at least ``n`` items (by a quarter more than
         asked, so slowly growing requests reallocate seldom); the previous
-        contents of ``name`` are lost.
+        contents of ``name`` are lost.  A request of more than
+        :data:`RETAIN_BYTES` gets a fresh array, not kept.
         """
         dtype = np.dtype(dtype)
         nbytes = int(n) * dtype.itemsize
         buffer = self._buffers.get(name)
         if buffer is None or buffer.nbytes < nbytes:
-            buffer = np.empty(nbytes + nbytes // 4, dtype=np.uint8)
+            if nbytes > RETAIN_BYTES:
+                return np.empty(int(n), dtype=dtype)
+            buffer = np.empty(min(nbytes + nbytes // 4, RETAIN_BYTES), dtype=np.uint8)
             self._buffers[name] = buffer
         return buffer[:nbytes].view(dtype)
 

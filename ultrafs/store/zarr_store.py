@@ -784,19 +784,15 @@ class ZarrStore(WrittenStore):
             return
         breaks = np.flatnonzero(src[1:] - (src[:-1] + span_len[:-1])
                                 > meta.entry_chunk // 4) + 1
-        work = _thread_work()
         shown = (int(s[0]), int(e[-1]))     # an error names the whole read, not the cut
         for group in np.split(np.arange(len(src)), breaks):
             lo, hi = int(src[group[0]]), int(src[group[-1]] + span_len[group[-1]])
-            # each group read is gathered at once: into this thread's buffers
             gather_spans(self._read_array("indices", lo, hi, "the requested columns",
-                                          work.take("span_indices", np.int32, hi - lo),
-                                          shown),
+                                          shown=shown),
                          src[group] - lo, span_len[group], indices, d_lo[group])
             if not meta.binary:
                 gather_spans(self._read_array("data", lo, hi, "the requested columns",
-                                              work.take("span_data", meta.dtype, hi - lo),
-                                              shown),
+                                              shown=shown),
                              src[group] - lo, span_len[group], data, d_lo[group])
 
     def _check_span_columns(self, spans, a, b):
@@ -810,8 +806,7 @@ class ZarrStore(WrittenStore):
         """Raise StoreFormatError unless the spans read are valid columns."""
         indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
         np.cumsum(lengths, out=indptr[1:])
-        work = _thread_work().take("csc_check", np.uint8, len(indices) + 1)
-        code, column = check_csc_block(indptr, indices, self._meta().n_samples, work)
+        code, column = check_csc_block(indptr, indices, self._meta().n_samples)
         if code != CSC_OK or (not self._meta().binary and data is not None
                               and count_nonfinite(data)):
             raise StoreFormatError(
