@@ -638,7 +638,10 @@ def csc_rmatvec_parallel(indptr, indices, data, colval, r):
         long_column = length > DOT_CHUNK
         piece_ptr[j + 1] = piece_ptr[j] + (-(-length // DOT_CHUNK) if long_column else 0)
         weight[j + 1] = weight[j] + (1 if long_column else length) + 1
-    groups = _column_groups(weight, _COLUMN_GROUPS)
+    # about one piece's entries per group, so that the items (a group or a
+    # piece), split evenly among the threads, carry about equal work
+    short_entries = weight[p] - piece_ptr[p] - 2 * p
+    groups = _column_groups(weight, max(_COLUMN_GROUPS, short_entries // DOT_CHUNK))
     n_groups = len(groups) - 1
     n_pieces = piece_ptr[p]
     partial = np.empty(n_pieces, dtype=np.float64)

@@ -132,9 +132,12 @@ class ProxNewton(Solver):
                 f"of the l2,1-squared penalty only; got {penalty!r}")
 
     # -- pieces -------------------------------------------------------------
-    def _state(self, pb, coef, bias, f):
-        """Value, gradients and certificate at ``(coef, bias)`` (decision ``f``)."""
-        d = np.empty(pb.n)
+    def _state(self, pb, coef, bias, f, d):
+        """Value, gradients and certificate at ``(coef, bias)`` (decision ``f``).
+
+        ``d``: a buffer of ``n`` floats for the loss derivatives (overwritten;
+        one per solve spares an n-vector's page faults per step).
+        """
         value = pb.penalty.value(coef, pb.block_ptr) + pb.datafit.value_derivative(f, d)
         grad = pb.gradient(d)
         grad_b = pb.datafit.bias_gradient(d) if self.fit_intercept else 0.0
@@ -202,11 +205,14 @@ class ProxNewton(Solver):
         xd = pb.decision(dw, db)
         step = 1.0
         for _ in range(_MAX_BACKTRACKS):
-            step_f = step * xd
+            # the full step (the usual one) as xd itself: 1.0 * xd is xd
+            step_f = xd if step == 1.0 else step * xd
             change = (pb.datafit.value_change(f, step_f)
                       + _penalty_change(coef, step * dw, pb.block_ptr))
             if change <= _ARMIJO * step * delta:
-                return coef + step * dw, bias + step * db, f + step_f, change
+                # f + step_f into step_f's memory: no third n-vector
+                return (coef + step * dw, bias + step * db,
+                        np.add(f, step_f, out=step_f), change)
             step *= 0.5
         return None
 
@@ -247,8 +253,9 @@ class ProxNewton(Solver):
         # line search anyway), and the objective by its accurate changes: the
         # history decreases strictly, even below the rounding of F itself
         f = pb.decision(coef, bias)
+        derivative = np.empty(pb.n)
         for n_iter in range(1, self.max_iter + 1):
-            fresh_value, grad, grad_b, kkt = self._state(pb, coef, bias, f)
+            fresh_value, grad, grad_b, kkt = self._state(pb, coef, bias, f, derivative)
             if value is None:
                 value = fresh_value
             if self._converged(kkt, decrease, previous):
@@ -269,7 +276,7 @@ class ProxNewton(Solver):
             history.append(value)
         else:
             # the cap: report the certificate of the returned point
-            kkt = self._state(pb, coef, bias, f)[3]
+            kkt = self._state(pb, coef, bias, f, derivative)[3]
         decision = pb.decision(coef, bias)
         return SubproblemResult(
             coef=coef, bias=bias, objective=pb.objective(coef, decision),
