@@ -323,18 +323,13 @@ def window_buffers(data, starts, bounds, window):
 
 
 @njit(cache=True, nogil=True)
-def _window_pointers(indices, starts, bounds, w0, w1, counts, cursors):
-    """CSR pointers of the rows of ranges ``w0:w1`` in ``counts`` (and the
-    fill cursors in ``cursors``); returns the window's row count."""
-    row0 = bounds[w0]
-    n_rows = bounds[w1] - row0
-    counts[:n_rows + 1] = 0
-    for r in range(w0, w1):
-        _count_rows(indices, starts, r, counts[1:n_rows + 1], row0)
+def _pointers_and_cursors(counts, cursors, n_rows):
+    """Per-row counts (at ``counts[1:n_rows + 1]``) into CSR pointers, in
+    place, and the fill cursors into ``cursors``; returns the entries."""
     for i in range(n_rows):
         counts[i + 1] += counts[i]
     cursors[:n_rows] = counts[:n_rows]
-    return n_rows
+    return counts[n_rows]
 
 
 @njit(cache=True, nogil=True)
@@ -343,8 +338,11 @@ def _window_csr(indices, data, starts, bounds, w0, w1, buffers):
     (:func:`window_buffers`): views valid until the next window."""
     counts, cursors, out_idx, out_val = buffers
     row0 = bounds[w0]
-    n_rows = _window_pointers(indices, starts, bounds, w0, w1, counts, cursors)
-    nnz = counts[n_rows]
+    n_rows = bounds[w1] - row0
+    counts[:n_rows + 1] = 0
+    for r in range(w0, w1):
+        _count_rows(indices, starts, r, counts[1:n_rows + 1], row0)
+    nnz = _pointers_and_cursors(counts, cursors, n_rows)
     for r in range(w0, w1):
         _fill_rows(indices, data, starts, r, cursors, out_idx, out_val, row0)
     return counts[:n_rows + 1], out_idx[:nnz], out_val[:nnz if data.shape[0] > 0 else 0]
@@ -359,10 +357,7 @@ def _window_csr_parallel(indices, data, starts, bounds, w0, w1, buffers):
     counts[:n_rows + 1] = 0
     for r in prange(w0, w1):
         _count_rows(indices, starts, r, counts[1:n_rows + 1], row0)
-    for i in range(n_rows):
-        counts[i + 1] += counts[i]
-    cursors[:n_rows] = counts[:n_rows]
-    nnz = counts[n_rows]
+    nnz = _pointers_and_cursors(counts, cursors, n_rows)
     for r in prange(w0, w1):
         _fill_rows(indices, data, starts, r, cursors, out_idx, out_val, row0)
     return counts[:n_rows + 1], out_idx[:nnz], out_val[:nnz if data.shape[0] > 0 else 0]
