@@ -31,6 +31,10 @@ __all__ = [
 ]
 
 
+#: ``data`` of the kernels of implicit ones (never read)
+_NO_DATA = np.zeros(0, dtype=np.float32)
+
+
 @njit(cache=True, nogil=True)
 def column_sums(indptr, indices, data, weights):
     """Weighted column sums ``c_j = sum_i weights[i] * X[i, j]`` of a CSC block.
@@ -266,14 +270,75 @@ def _skip_to(excluded, ex, key):
 
 
 @njit(cache=True, nogil=True)
-def score_block_topk(indptr, indices, data, weights, first_key, excluded, k,
-                     scale):
-    """Score every column of a CSC block and keep the ``k`` best.
+def _block_topk(indptr, indices, data, weights, first_key, excluded, k, scale, binary):
+    """:func:`score_block_topk` (``binary``: every value one, ``data`` unread).
 
     One loop over the columns: each column's sum, its score and its offer
     to the heap, with no array of sums or scores; the result equals, bit
     for bit, :func:`topk_scores` of ``(scale * column_sums(...))**2``, in
     a third of the time on blocks of short columns (imdb50k).
+    """
+    heap_scores = np.empty(k, dtype=np.float64)
+    heap_keys = np.empty(k, dtype=np.int64)
+    size = 0
+    ex = np.searchsorted(excluded, first_key)
+    for j in range(indptr.shape[0] - 1):
+        acc = 0.0
+        if binary:
+            for p in range(indptr[j], indptr[j + 1]):
+                acc += weights[indices[p]]
+        else:
+            for p in range(indptr[j], indptr[j + 1]):
+                acc += weights[indices[p]] * np.float64(data[p])
+        v = scale * acc
+        score, key = v * v, first_key + j
+        # the checks of topk_scores, cheapest first; the exclusion cursor
+        # moves only for a candidate that would enter (written out: as a
+        # helper returning (size, ex) the loop ran at half the speed)
+        if score > 0.0 and (size < k or _ranks_before(score, key, heap_scores[0],
+                                                      heap_keys[0])):
+            ex = _skip_to(excluded, ex, key)
+            if not (ex < excluded.shape[0] and excluded[ex] == key):
+                size = _heap_push(heap_scores, heap_keys, size, score, key)
+    return _sorted_heap(heap_scores, heap_keys, size)
+
+
+@njit(cache=True, nogil=True)
+def _block_topk_multi(indptr, indices, data, weights, first_key, excluded, k, scale,
+                      binary):
+    """:func:`score_block_topk_multi` (``binary``: every value one)."""
+    n_classes = weights.shape[1]
+    heap_scores = np.empty(k, dtype=np.float64)
+    heap_keys = np.empty(k, dtype=np.int64)
+    size = 0
+    ex = np.searchsorted(excluded, first_key)
+    acc = np.zeros(n_classes, dtype=np.float64)
+    for j in range(indptr.shape[0] - 1):
+        acc[:] = 0.0
+        for p in range(indptr[j], indptr[j + 1]):
+            row = weights[indices[p]]
+            if binary:
+                for c in range(n_classes):
+                    acc[c] += row[c]
+            else:
+                x = np.float64(data[p])
+                for c in range(n_classes):
+                    acc[c] += row[c] * x
+        score, key = _squared_norm(acc, scale), first_key + j
+        if score > 0.0 and (size < k or _ranks_before(score, key, heap_scores[0],
+                                                      heap_keys[0])):      # as in _block_topk
+            ex = _skip_to(excluded, ex, key)
+            if not (ex < excluded.shape[0] and excluded[ex] == key):
+                size = _heap_push(heap_scores, heap_keys, size, score, key)
+    return _sorted_heap(heap_scores, heap_keys, size)
+
+
+@njit(cache=True, nogil=True)
+def score_block_topk(indptr, indices, data, weights, first_key, excluded, k,
+                     scale):
+    """Score every column of a CSC block and keep the ``k`` best.
+
+    One loop over the columns, without per-column arrays (:func:`_block_topk`).
 
     Parameters
     ----------
@@ -293,48 +358,16 @@ def score_block_topk(indptr, indices, data, weights, first_key, excluded, k,
     -------
     keys, scores : see :func:`topk_scores`
     """
-    heap_scores = np.empty(k, dtype=np.float64)
-    heap_keys = np.empty(k, dtype=np.int64)
-    size = 0
-    ex = np.searchsorted(excluded, first_key)
-    for j in range(indptr.shape[0] - 1):
-        acc = 0.0
-        for p in range(indptr[j], indptr[j + 1]):
-            acc += weights[indices[p]] * np.float64(data[p])
-        v = scale * acc
-        score, key = v * v, first_key + j
-        # the checks of topk_scores, cheapest first; the exclusion cursor
-        # moves only for a candidate that would enter
-        if score > 0.0 and (size < k or _ranks_before(score, key, heap_scores[0],
-                                                      heap_keys[0])):
-            ex = _skip_to(excluded, ex, key)
-            if not (ex < excluded.shape[0] and excluded[ex] == key):
-                size = _heap_push(heap_scores, heap_keys, size, score, key)
-    return _sorted_heap(heap_scores, heap_keys, size)
+    return _block_topk(indptr, indices, data, weights, first_key, excluded, k, scale,
+                       False)
 
 
 @njit(cache=True, nogil=True)
 def score_block_topk_binary(indptr, indices, weights, first_key, excluded, k,
                             scale):
     """:func:`score_block_topk` for a block whose values are all one."""
-    heap_scores = np.empty(k, dtype=np.float64)
-    heap_keys = np.empty(k, dtype=np.int64)
-    size = 0
-    ex = np.searchsorted(excluded, first_key)
-    for j in range(indptr.shape[0] - 1):
-        acc = 0.0
-        for p in range(indptr[j], indptr[j + 1]):
-            acc += weights[indices[p]]
-        v = scale * acc
-        score, key = v * v, first_key + j
-        # the checks of topk_scores, cheapest first; the exclusion cursor
-        # moves only for a candidate that would enter
-        if score > 0.0 and (size < k or _ranks_before(score, key, heap_scores[0],
-                                                      heap_keys[0])):
-            ex = _skip_to(excluded, ex, key)
-            if not (ex < excluded.shape[0] and excluded[ex] == key):
-                size = _heap_push(heap_scores, heap_keys, size, score, key)
-    return _sorted_heap(heap_scores, heap_keys, size)
+    return _block_topk(indptr, indices, _NO_DATA, weights, first_key, excluded, k,
+                       scale, True)
 
 
 @njit(cache=True, nogil=True)
@@ -367,51 +400,16 @@ def score_block_topk_multi(indptr, indices, data, weights, first_key, excluded,
         squared norms of the rows of ``scale * column_sums_multi(...)``
         (classes summed in order).
     """
-    n_classes = weights.shape[1]
-    heap_scores = np.empty(k, dtype=np.float64)
-    heap_keys = np.empty(k, dtype=np.int64)
-    size = 0
-    ex = np.searchsorted(excluded, first_key)
-    acc = np.zeros(n_classes, dtype=np.float64)
-    for j in range(indptr.shape[0] - 1):
-        acc[:] = 0.0
-        for p in range(indptr[j], indptr[j + 1]):
-            x = np.float64(data[p])
-            row = weights[indices[p]]
-            for c in range(n_classes):
-                acc[c] += row[c] * x
-        score, key = _squared_norm(acc, scale), first_key + j
-        if score > 0.0 and (size < k or _ranks_before(score, key, heap_scores[0],
-                                                      heap_keys[0])):
-            ex = _skip_to(excluded, ex, key)
-            if not (ex < excluded.shape[0] and excluded[ex] == key):
-                size = _heap_push(heap_scores, heap_keys, size, score, key)
-    return _sorted_heap(heap_scores, heap_keys, size)
+    return _block_topk_multi(indptr, indices, data, weights, first_key, excluded, k,
+                             scale, False)
 
 
 @njit(cache=True, nogil=True)
-def score_block_topk_multi_binary(indptr, indices, weights, first_key, excluded,
-                                  k, scale):
+def score_block_topk_multi_binary(indptr, indices, weights, first_key, excluded, k,
+                                  scale):
     """:func:`score_block_topk_multi` for a block whose values are all one."""
-    n_classes = weights.shape[1]
-    heap_scores = np.empty(k, dtype=np.float64)
-    heap_keys = np.empty(k, dtype=np.int64)
-    size = 0
-    ex = np.searchsorted(excluded, first_key)
-    acc = np.zeros(n_classes, dtype=np.float64)
-    for j in range(indptr.shape[0] - 1):
-        acc[:] = 0.0
-        for p in range(indptr[j], indptr[j + 1]):
-            row = weights[indices[p]]
-            for c in range(n_classes):
-                acc[c] += row[c]
-        score, key = _squared_norm(acc, scale), first_key + j
-        if score > 0.0 and (size < k or _ranks_before(score, key, heap_scores[0],
-                                                      heap_keys[0])):
-            ex = _skip_to(excluded, ex, key)
-            if not (ex < excluded.shape[0] and excluded[ex] == key):
-                size = _heap_push(heap_scores, heap_keys, size, score, key)
-    return _sorted_heap(heap_scores, heap_keys, size)
+    return _block_topk_multi(indptr, indices, _NO_DATA, weights, first_key, excluded, k,
+                             scale, True)
 
 
 @njit(cache=True, nogil=True)
