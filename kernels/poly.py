@@ -482,26 +482,14 @@ def pair_columns(indptr, indices, data, first, second, scale):
     out_indices : int32 array
     out_values : float64 array (empty for 0/1 sources)
     """
-    has_data = data.shape[0] > 0
     p = first.shape[0]
     out_indptr = np.zeros(p + 1, dtype=np.int64)
-    none_idx = np.empty(0, dtype=np.int32)
-    none_val = np.empty(0, dtype=np.float64)
     for t in range(p):
-        b = second[t]
-        a = first[t] if b != -2 else -1
-        out_indptr[t + 1] = out_indptr[t] + _pair_column(
-            indptr, indices, data, has_data, a, b, 1.0, none_idx, none_val, 0)
-    total = out_indptr[p]
-    out_idx = np.empty(total, dtype=np.int32)
-    out_val = np.empty(total if has_data else 0, dtype=np.float64)
-    if total == 0:
-        return out_indptr, out_idx, out_val
+        out_indptr[t + 1] = _pair_entries_of(indptr, indices, data, first, second, t)
+    out_idx, out_val = _pair_outputs(out_indptr, data.shape[0] > 0)
     for t in range(p):
-        b = second[t]
-        a = first[t] if b != -2 else -1
-        _pair_column(indptr, indices, data, has_data, a, b, scale[t], out_idx, out_val,
-                     out_indptr[t])
+        _pair_fill(indptr, indices, data, first, second, scale, t, out_idx, out_val,
+                   out_indptr[t])
     return out_indptr, out_idx, out_val
 
 
@@ -512,29 +500,50 @@ def pair_columns_parallel(indptr, indices, data, first, second, scale):
     The output columns are counted, then filled, in parallel: each column
     is made by one thread into its own place (no reduction).
     """
-    has_data = data.shape[0] > 0
     p = first.shape[0]
     out_indptr = np.zeros(p + 1, dtype=np.int64)
-    none_idx = np.empty(0, dtype=np.int32)
-    none_val = np.empty(0, dtype=np.float64)
     for t in prange(p):
-        b = second[t]
-        a = first[t] if b != -2 else -1
-        out_indptr[t + 1] = _pair_column(indptr, indices, data, has_data, a, b, 1.0,
-                                         none_idx, none_val, 0)
-    for t in range(p):
-        out_indptr[t + 1] += out_indptr[t]
-    total = out_indptr[p]
-    out_idx = np.empty(total, dtype=np.int32)
-    out_val = np.empty(total if has_data else 0, dtype=np.float64)
-    if total == 0:
-        return out_indptr, out_idx, out_val
+        out_indptr[t + 1] = _pair_entries_of(indptr, indices, data, first, second, t)
+    out_idx, out_val = _pair_outputs(out_indptr, data.shape[0] > 0)
     for t in prange(p):
-        b = second[t]
-        a = first[t] if b != -2 else -1
-        _pair_column(indptr, indices, data, has_data, a, b, scale[t], out_idx, out_val,
-                     out_indptr[t])
+        _pair_fill(indptr, indices, data, first, second, scale, t, out_idx, out_val,
+                   out_indptr[t])
     return out_indptr, out_idx, out_val
+
+
+@njit(cache=True, nogil=True)
+def _pair_sources(first, second, t):
+    """Source positions ``(a, b)`` of output column ``t`` (``a = -1``: a zero
+    column, as for ``b == -2``, a source outside the store)."""
+    b = second[t]
+    return (first[t] if b != -2 else -1), b
+
+
+@njit(cache=True, nogil=True)
+def _pair_entries_of(indptr, indices, data, first, second, t):
+    """Entries of output column ``t`` of :func:`pair_columns` (nothing written)."""
+    a, b = _pair_sources(first, second, t)
+    return _pair_column(indptr, indices, data, data.shape[0] > 0, a, b, 1.0,
+                        np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float64), 0)
+
+
+@njit(cache=True, nogil=True)
+def _pair_fill(indptr, indices, data, first, second, scale, t, out_idx, out_val, at):
+    """Write output column ``t`` of :func:`pair_columns` from position ``at``."""
+    a, b = _pair_sources(first, second, t)
+    _pair_column(indptr, indices, data, data.shape[0] > 0, a, b, scale[t], out_idx,
+                 out_val, at)
+
+
+@njit(cache=True, nogil=True)
+def _pair_outputs(out_indptr, has_data):
+    """Counts (at ``out_indptr[1:]``) into pointers, in place; the output
+    arrays (values only for valued sources)."""
+    for t in range(len(out_indptr) - 1):
+        out_indptr[t + 1] += out_indptr[t]
+    total = out_indptr[-1]
+    return (np.empty(total, dtype=np.int32),
+            np.empty(total if has_data else 0, dtype=np.float64))
 
 
 @njit(cache=True, nogil=True)

@@ -291,3 +291,27 @@ def test_weights_and_k_are_checked(rng):
             worst_case_analysis(features, weights, 3)
     with pytest.raises(ParameterError, match="k must be >= 1"):
         worst_case_analysis(features, np.ones(30), 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_fused_kernels_equal_sums_then_topk_scores(rng, dtype):
+    """The fused block kernels give, bit for bit, ``topk_scores`` of the
+    squared column sums (their documented reference), with exclusions,
+    ties, a scale and K classes."""
+    X, _ = make_problem(rng, dtype=dtype)
+    indptr, indices, data = _csc_arrays(X)
+    a = rng.standard_normal(X.shape[0])
+    A = rng.standard_normal((X.shape[0], 3))
+    excluded = np.array([5, 6, 30, 31], dtype=np.int64)
+    for scale, k in ((1.0, 7), (0.3, 40)):
+        sums = column_sums(indptr, indices, data, a)
+        want = topk_scores((scale * sums) ** 2, 5, excluded, k)
+        got = score_block_topk(indptr, indices, data, a, 5, excluded, k, scale)
+        for x, y in zip(got, want):
+            np.testing.assert_array_equal(x, y)
+        sums = column_sums_multi(indptr, indices, data, A)
+        norms = np.array([sum((scale * v) ** 2 for v in row) for row in sums])
+        want = topk_scores(norms, 5, excluded, k)
+        got = score_block_topk_multi(indptr, indices, data, A, 5, excluded, k, scale)
+        for x, y in zip(got, want):
+            np.testing.assert_array_equal(x, y)

@@ -283,10 +283,7 @@ class _ChunkReader:
             return out
         c = self.chunk
         first_chunk, last_chunk = lo // c, (hi - 1) // c + 1
-        pool, workers = None, 1
-        if (last_chunk - first_chunk >= 2 * PARALLEL_READ_MIN_CHUNKS
-                and threading.current_thread() is threading.main_thread()):
-            pool, workers = _read_pool()
+        pool, workers = _driver_pool(last_chunk - first_chunk)
         if pool is None:
             self._read_chunks(lo, hi, first_chunk, last_chunk, out)
             return out
@@ -329,6 +326,17 @@ class _ChunkReader:
 PARALLEL_READ_MIN_CHUNKS = 1
 _POOL = []
 _POOL_LOCK = threading.Lock()
+
+
+def _driver_pool(n_chunks):
+    """``(pool, threads)`` for a read of ``n_chunks`` chunks: the driver's
+    read pool for a main-thread read of at least
+    ``PARALLEL_READ_MIN_CHUNKS`` chunks per thread, else ``(None, 1)``
+    (the pass's tasks, on other threads, read serially)."""
+    if (n_chunks < 2 * PARALLEL_READ_MIN_CHUNKS
+            or threading.current_thread() is not threading.main_thread()):
+        return None, 1
+    return _read_pool()
 
 
 def _all_in_order(futures):
@@ -637,7 +645,8 @@ class ZarrStore(WrittenStore):
         if (lo < 0 or hi > meta.nnz or hi < lo or (start == 0 and lo != 0)
                 or (stop == meta.n_features and hi != meta.nnz)):
             self._corrupt(where, "inconsistent column offsets (indptr)")
-        # the offsets were read into a fresh array: shift them in place
+        # the offsets were read into a fresh array or this thread's buffer:
+        # shift them in place
         indptr = offsets if offsets.flags.writeable else offsets.copy()
         indptr -= lo
         indices = self._read_array("indices", lo, hi, where,
@@ -744,12 +753,11 @@ class ZarrStore(WrittenStore):
             return indices, data
         s, e, dst = starts[nonempty], stops[nonempty], out_start[nonempty]
         spans = (s, e, dst, indices, data, len(lengths))
-        workers = self._span_workers(total)
-        if workers == 1:
+        pool, workers = _driver_pool(total // meta.entry_chunk)
+        if pool is None:
             self._gather_spans(spans, 0, total)
             self._check_span_columns(spans, 0, len(s))
             return indices, data
-        pool, _ = _read_pool()
         cuts = [total * t // workers for t in range(workers + 1)]
         _all_in_order([pool.submit(self._gather_spans, spans, cuts[t], cuts[t + 1])
                        for t in range(workers)])
@@ -758,15 +766,6 @@ class ZarrStore(WrittenStore):
         _all_in_order([pool.submit(self._check_span_columns, spans, a, b)
                        for a, b in zip(columns[:-1], columns[1:]) if a < b])
         return indices, data
-
-    def _span_workers(self, total):
-        """Threads for a read of ``total`` entries: those of the driver's
-        read pool from the main thread, for at least a chunk per thread."""
-        if threading.current_thread() is not threading.main_thread() \
-                or total < 2 * PARALLEL_READ_MIN_CHUNKS * self._meta().entry_chunk:
-            return 1
-        pool, workers = _read_pool()
-        return 1 if pool is None else workers
 
     def _gather_spans(self, spans, out_lo, out_hi):
         """Read and place the entries ``out_lo:out_hi`` of the result."""
@@ -796,19 +795,15 @@ class ZarrStore(WrittenStore):
                              src[group] - lo, span_len[group], data, d_lo[group])
 
     def _check_span_columns(self, spans, a, b):
-        """Check the nonempty spans (columns) ``a:b`` of the result."""
+        """Raise StoreFormatError unless the nonempty spans ``a:b`` of the
+        result are valid columns."""
         s, e, dst, indices, data, n_columns = spans
         out_lo, out_hi = int(dst[a]), int(dst[b - 1] + e[b - 1] - s[b - 1])
-        self._check_spans(e[a:b] - s[a:b], indices[out_lo:out_hi],
-                          None if data is None else data[out_lo:out_hi], n_columns)
-
-    def _check_spans(self, lengths, indices, data, n_columns):
-        """Raise StoreFormatError unless the spans read are valid columns."""
-        indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
-        np.cumsum(lengths, out=indptr[1:])
-        code, column = check_csc_block(indptr, indices, self._meta().n_samples)
+        indptr = np.zeros(b - a + 1, dtype=np.int64)
+        np.cumsum(e[a:b] - s[a:b], out=indptr[1:])
+        code, _ = check_csc_block(indptr, indices[out_lo:out_hi], self._meta().n_samples)
         if code != CSC_OK or (not self._meta().binary and data is not None
-                              and count_nonfinite(data)):
+                              and count_nonfinite(data[out_lo:out_hi])):
             raise StoreFormatError(
                 f"{self._path}: corrupt or truncated store: invalid row numbers or "
                 f"values among {n_columns} requested columns")
