@@ -146,9 +146,9 @@ def pieces(indptr, indices, data, y, C, block_ptr, kkt_tol, max_iter):
                             lambda: so.csc_block_matvec_into_parallel(*args))[0]
 
         def general_rmatvec():
-            args = (indptr, indices, data, np.empty(0), r)
-            return dispatch(lambda: so.csc_rmatvec_columns(*args),
-                            lambda: so.csc_rmatvec_parallel(*args))
+            args = (indptr, indices, data, np.empty(0), r, *coarse)
+            return dispatch(lambda: so.csc_rmatvec_ranges(*args),
+                            lambda: so.csc_rmatvec_ranges_parallel(*args))
 
         def general_gram():
             return dispatch(

@@ -43,8 +43,8 @@ __all__ = [
     "coarser_ranges",
     "csc_block_matvec_into_ranges",
     "csc_block_matvec_into_parallel",
-    "csc_rmatvec_columns",
-    "csc_rmatvec_parallel",
+    "csc_rmatvec_ranges",
+    "csc_rmatvec_ranges_parallel",
     "column_values",
     "combine_block_products_parallel",
     "csc_block_matmat_into_ranges",
@@ -145,7 +145,10 @@ def csc_rmatvec(indptr, indices, data, r):
     p = len(indptr) - 1
     out = np.empty(p, dtype=np.float64)
     for j in range(p):
-        out[j] = _dot_column(indptr, indices, data, _NO_COLVAL, r, j)
+        acc = 0.0
+        for k in range(indptr[j], indptr[j + 1]):
+            acc += np.float64(data[k]) * r[indices[k]]
+        out[j] = acc
     return out
 
 
@@ -567,106 +570,93 @@ def _column_groups(indptr, parts):
     return bounds
 
 
-#: entries of a column summed apart, then the partial sums added in order:
-#: the sum of a longer column is cut in fixed pieces, the same for any thread
-#: count, so that the threads can share one long column
-DOT_CHUNK = 1 << 16
-_NO_COLVAL = np.empty(0, dtype=np.float64)
+#: ranges of rows of :func:`csc_rmatvec_ranges` summed at a time (a wave's
+#: partial sums, ``wave x p`` floats, are then added in order); no result
+#: depends on it
+_RMATVEC_WAVE = 16
 
 
 @njit(cache=True, nogil=True)
-def _dot_range(indptr, indices, data, colval, r, j, lo, hi):
-    """``sum_k x_k r[i_k]`` over entries ``lo:hi`` of column ``j``, in order."""
-    acc = 0.0
-    if len(colval) > 0:
-        c = colval[j]
-        for k in range(lo, hi):
-            acc += c * r[indices[k]]
-    else:
-        for k in range(lo, hi):
-            acc += np.float64(data[k]) * r[indices[k]]
-    return acc
+def _range_dots(indices, data, colval, r, starts, rng, out):
+    """``out[j] = X[rows of range rng, j] . r`` for every column, entries in order.
+
+    ``colval``: each column's one value (``data`` unread), or empty.
+    """
+    constant = len(colval) > 0
+    for j in range(starts.shape[0]):
+        acc = 0.0
+        if constant:
+            c = colval[j]
+            for k in range(starts[j, rng], starts[j, rng + 1]):
+                acc += c * r[indices[k]]
+        else:
+            for k in range(starts[j, rng], starts[j, rng + 1]):
+                acc += np.float64(data[k]) * r[indices[k]]
+        out[j] = acc
 
 
 @njit(cache=True, nogil=True)
-def _dot_column(indptr, indices, data, colval, r, j):
-    """``X[:, j] . r``: entries in order, in pieces of :data:`DOT_CHUNK` whose
-    sums are added in order (one piece: the plain ordered sum)."""
-    lo, hi = indptr[j], indptr[j + 1]
-    total = _dot_range(indptr, indices, data, colval, r, j, lo, min(hi, lo + DOT_CHUNK))
-    for start in range(lo + DOT_CHUNK, hi, DOT_CHUNK):
-        total += _dot_range(indptr, indices, data, colval, r, j, start,
-                            min(hi, start + DOT_CHUNK))
-    return total
+def _add_partials(partial, count, first, out):
+    """Add the first ``count`` rows of ``partial`` to ``out`` in order
+    (``first``: the sums start at row 0 instead)."""
+    for j in range(partial.shape[1]):
+        acc = partial[0, j] if first else out[j] + partial[0, j]
+        for q in range(1, count):
+            acc += partial[q, j]
+        out[j] = acc
 
 
 @njit(cache=True, nogil=True)
-def _dot_columns(indptr, indices, data, colval, r, lo, hi, out):
-    """``out[j] = X[:, j] . r`` for columns ``lo:hi`` (:func:`_dot_column`;
-    see :func:`_scatter_range` for ``colval``)."""
-    for j in range(lo, hi):
-        out[j] = _dot_column(indptr, indices, data, colval, r, j)
+def csc_rmatvec_ranges(indptr, indices, data, colval, r, starts, bounds):
+    """``X.T @ r`` range of rows by range (sorted row indices).
 
+    Each range's part of every column's dot product is summed in entry
+    order, then the parts are added in range order: the bytes depend on
+    ``bounds`` (the rows only), not on threads.  A range's slice of ``r``
+    stays in a core's cache while every column reads it; the column-by-column
+    product (:func:`csc_rmatvec`) fetches a cache line from memory per entry
+    once ``r`` outgrows the caches (about 6x slower at 10**7 rows).
 
-@njit(cache=True, nogil=True)
-def csc_rmatvec_columns(indptr, indices, data, colval, r):
-    """:func:`csc_rmatvec`, with ``colval`` as in :func:`csc_block_matvec_into_ranges`
-    (the same bytes)."""
+    Parameters
+    ----------
+    indptr, indices, data : ndarray
+        CSC arrays of ``X`` (``data`` unread and may be empty when
+        ``colval`` is given).
+    colval : ndarray of float64
+        :func:`column_values` of ``X`` when every column holds one value,
+        else empty.
+    r : ndarray of float64, shape (n_rows,)
+    starts, bounds : ndarray of int64
+        :func:`csc_row_range_starts` of ``X`` and its ranges of rows.
+
+    Returns
+    -------
+    ndarray of float64, shape (p,)
+    """
     p = len(indptr) - 1
-    out = np.empty(p, dtype=np.float64)
-    _dot_columns(indptr, indices, data, colval, r, 0, p, out)
+    R = len(bounds) - 1
+    out = np.zeros(p, dtype=np.float64)
+    partial = np.empty((min(R, _RMATVEC_WAVE), p), dtype=np.float64)
+    for lo in range(0, R, _RMATVEC_WAVE):
+        count = min(R - lo, _RMATVEC_WAVE)
+        for q in range(count):
+            _range_dots(indices, data, colval, r, starts, lo + q, partial[q])
+        _add_partials(partial, count, lo == 0, out)
     return out
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def csc_rmatvec_parallel(indptr, indices, data, colval, r):
-    """:func:`csc_rmatvec_columns` over threads (the same bytes).
-
-    The columns of at most :data:`DOT_CHUNK` entries go in groups of about
-    equal entries, one dot product each; a longer column's pieces are
-    shared out one by one and their sums added in order afterwards (a
-    kddb-like cache holds a few columns with a good part of all entries,
-    which a group per column left to one thread).
-    """
+def csc_rmatvec_ranges_parallel(indptr, indices, data, colval, r, starts, bounds):
+    """:func:`csc_rmatvec_ranges` over threads (the same bytes)."""
     p = len(indptr) - 1
-    out = np.empty(p, dtype=np.float64)
-    # the long columns' pieces, and the short columns' weights for the groups
-    piece_ptr = np.zeros(p + 1, dtype=np.int64)
-    weight = np.zeros(p + 1, dtype=np.int64)
-    for j in range(p):
-        length = indptr[j + 1] - indptr[j]
-        long_column = length > DOT_CHUNK
-        piece_ptr[j + 1] = piece_ptr[j] + (-(-length // DOT_CHUNK) if long_column else 0)
-        weight[j + 1] = weight[j] + (1 if long_column else length) + 1
-    # about one piece's entries per group, so that the items (a group or a
-    # piece), split evenly among the threads, carry about equal work
-    short_entries = weight[p] - piece_ptr[p] - 2 * p
-    groups = _column_groups(weight, max(_COLUMN_GROUPS, short_entries // DOT_CHUNK))
-    n_groups = len(groups) - 1
-    n_pieces = piece_ptr[p]
-    partial = np.empty(n_pieces, dtype=np.float64)
-    piece_column = np.empty(n_pieces, dtype=np.int64)
-    for j in range(p):
-        for q in range(piece_ptr[j], piece_ptr[j + 1]):
-            piece_column[q] = j
-    for item in prange(n_groups + n_pieces):
-        if item < n_groups:
-            for j in range(groups[item], groups[item + 1]):
-                if piece_ptr[j + 1] == piece_ptr[j]:
-                    out[j] = _dot_range(indptr, indices, data, colval, r, j,
-                                        indptr[j], indptr[j + 1])
-        else:
-            q = item - n_groups
-            j = piece_column[q]
-            start = indptr[j] + (q - piece_ptr[j]) * DOT_CHUNK
-            partial[q] = _dot_range(indptr, indices, data, colval, r, j, start,
-                                    min(indptr[j + 1], start + DOT_CHUNK))
-    for j in range(p):
-        if piece_ptr[j + 1] > piece_ptr[j]:
-            total = partial[piece_ptr[j]]
-            for q in range(piece_ptr[j] + 1, piece_ptr[j + 1]):
-                total += partial[q]
-            out[j] = total
+    R = len(bounds) - 1
+    out = np.zeros(p, dtype=np.float64)
+    partial = np.empty((min(R, _RMATVEC_WAVE), p), dtype=np.float64)
+    for lo in range(0, R, _RMATVEC_WAVE):
+        count = min(R - lo, _RMATVEC_WAVE)
+        for q in prange(count):
+            _range_dots(indices, data, colval, r, starts, lo + q, partial[q])
+        _add_partials(partial, count, lo == 0, out)
     return out
 
 

@@ -397,14 +397,23 @@ def test_matvec(matrix, rng):
 
 
 def test_rmatvec(matrix, rng):
+    """X'r by ranges of rows: close to the dense product for every choice of
+    ranges, the same bytes from the serial and threaded twins (the bytes may
+    differ between choices of ranges: the parts are added range by range)."""
     n, indptr, indices, data = matrix
     X = dense(indptr, indices, data, n)
     r = rng.normal(size=n)
     out = so.csc_rmatvec(indptr, indices, data, r)
     np.testing.assert_allclose(out, X.T @ r, rtol=1e-12, atol=1e-12)
-    for twin in (so.csc_rmatvec_columns, so.csc_rmatvec_parallel):
-        same_for_all_threads(out, lambda twin=twin: twin(indptr, indices, data,
-                                                         NO_VALUES, r))
+    for starts, bounds in _range_cases(indptr, indices, n):
+        serial = so.csc_rmatvec_ranges(indptr, indices, data, NO_VALUES, r, starts, bounds)
+        np.testing.assert_allclose(serial, X.T @ r, rtol=1e-12, atol=1e-12)
+        same_for_all_threads(serial, lambda s=starts, b=bounds: so.csc_rmatvec_ranges_parallel(
+            indptr, indices, data, NO_VALUES, r, s, b))
+    # one range: every column's entries summed in order, as the plain kernel
+    starts, bounds = _range_cases(indptr, indices, n)[-1]
+    assert as_bytes(so.csc_rmatvec_ranges(indptr, indices, data, NO_VALUES, r, starts,
+                                          bounds)) == as_bytes(out)
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -427,10 +436,11 @@ def test_one_value_per_column_products(n, dtype, rng):
             same_for_all_threads(plain, lambda twin=twin, s=starts, b=bounds: twin(
                 indptr, indices, data[:0], colval, w, block_ptr, s, b,
                 np.full((2, n), np.nan)))
-    back = so.csc_rmatvec(indptr, indices, data, r)
-    for twin in (so.csc_rmatvec_columns, so.csc_rmatvec_parallel):
-        same_for_all_threads(back, lambda twin=twin: twin(indptr, indices, data[:0],
-                                                          colval, r))
+    for starts, bounds in _range_cases(indptr, indices, n)[:2]:
+        back = so.csc_rmatvec_ranges(indptr, indices, data, NO_VALUES, r, starts, bounds)
+        for twin in (so.csc_rmatvec_ranges, so.csc_rmatvec_ranges_parallel):
+            same_for_all_threads(back, lambda twin=twin, s=starts, b=bounds: twin(
+                indptr, indices, data[:0], colval, r, s, b))
 
 
 def test_column_values_compare_bits():
@@ -792,14 +802,15 @@ def test_pair_columns_parallel_same_bytes(rng, binary):
 
 
 @pytest.mark.parametrize("constant", [False, True])
-def test_rmatvec_of_long_columns_shares_them_out(rng, constant):
-    """Columns longer than ``DOT_CHUNK`` entries are summed in fixed pieces
-    (added in order): the same bytes from the plain, column and threaded
-    kernels under every thread count, close to the dense product."""
-    n = 2 * so.DOT_CHUNK + 4321
+def test_rmatvec_by_ranges_of_many_waves(rng, constant):
+    """More ranges of rows than one wave of partial sums (the parts of every
+    column still added in range order): the same bytes from the serial and
+    threaded kernels under every thread count, close to the dense product;
+    long, short and empty columns."""
+    n = 40 * 4096 + 17
     dense_rows = np.arange(n, dtype=np.int32)
     columns = [dense_rows, np.sort(rng.choice(n, 50, replace=False)).astype(np.int32),
-               dense_rows[::2], np.zeros(0, np.int32), dense_rows[: so.DOT_CHUNK]]
+               dense_rows[::2], np.zeros(0, np.int32), dense_rows[: 3 * 4096]]
     indptr = np.r_[0, np.cumsum([len(c) for c in columns])].astype(np.int64)
     indices = np.concatenate(columns)
     values = rng.choice([1.0, -2.5, 3.0], size=len(columns))
@@ -807,10 +818,12 @@ def test_rmatvec_of_long_columns_shares_them_out(rng, constant):
             else rng.normal(size=len(indices)))
     colval = values.astype(np.float64) if constant else NO_VALUES
     r = rng.normal(size=n)
-    plain = so.csc_rmatvec(indptr, indices, data, r)
-    X = dense(indptr, indices, data, n)
-    np.testing.assert_allclose(plain, X.T @ r, rtol=1e-10, atol=1e-9)
+    bounds = so.row_ranges(n)
+    starts, ok = so.csc_row_range_starts(indptr, indices, bounds)
+    assert ok and len(bounds) - 1 > so._RMATVEC_WAVE
     kernel_data = data[:0] if constant else data
-    for twin in (so.csc_rmatvec_columns, so.csc_rmatvec_parallel):
-        same_for_all_threads(plain, lambda twin=twin: twin(indptr, indices, kernel_data,
-                                                          colval, r))
+    serial = so.csc_rmatvec_ranges(indptr, indices, kernel_data, colval, r, starts, bounds)
+    X = dense(indptr, indices, data, n)
+    np.testing.assert_allclose(serial, X.T @ r, rtol=1e-10, atol=1e-9)
+    same_for_all_threads(serial, lambda: so.csc_rmatvec_ranges_parallel(
+        indptr, indices, kernel_data, colval, r, starts, bounds))
