@@ -1,0 +1,96 @@
+"""What the unpenalised intercept does to FGM's selection on a small set.
+
+Question (issue 8, the leu cells): on a set where FGM loses to l1-LR, is it
+the selection or the weights?  For each scaling (raw, unit rows) and k,
+FGM's plain defaults with and without the intercept; each selection refit
+by the same scikit-learn l2-LR (``quality_vs_l1.l2_refit``: 5-fold CV of C,
+with an intercept) and scored on the set's test part, next to l1-LR
+bisected to the same count (``quality_vs_l1.l1_bisect``) and its refit.
+Then, inside the training part only, 5-fold CV (``--repeats`` seeded
+repeats) of FGM with and without the intercept, so that the choice can be
+judged without the test rows.
+
+Usage::
+
+    cd bench && python intercept_selection.py [--set leu] [--ks 10,20,50,100,200,300]
+        [--cv-ks 10,20,50] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+import quality_vs_l1 as q
+
+
+def _budget(k):
+    B = max(k // 10, 1)
+    return B, k // B
+
+
+def test_split(X, y, Xt, yt, ks):
+    """Print, per k, test accuracies of the selections with and without intercept."""
+    from ultrafs.api import select
+    from ultrafs.store import InMemoryStore
+
+    for k in ks:
+        B, T = _budget(k)
+        cells = [f"k={k}"]
+        support = None
+        for fit_intercept in (True, False):
+            model = select(X, y, B=B, max_iter=T, fit_intercept=fit_intercept)
+            support = np.array([int(f) for f in model.features])
+            accuracy = model.evaluate_store(InMemoryStore(Xt, yt))["accuracy"]
+            refit = q.l2_refit(X, y, Xt, yt, support)
+            cells.append(f"intercept={fit_intercept}: plain {accuracy:.3f} "
+                         f"({len(support)} features), refit {refit:.3f}")
+        l1 = q.l1_bisect(X, y, Xt, yt, len(support), {})
+        cells.append(f"l1-LR {l1['accuracy']:.3f} ({l1['nnz']}), "
+                     f"its refit {l1['refit_accuracy']:.3f}")
+        print(" | ".join(cells), flush=True)
+
+
+def training_cv(X, y, ks, repeats):
+    """Print, per k, 5-fold CV accuracy on the training rows with and without."""
+    from sklearn.model_selection import StratifiedKFold
+
+    from ultrafs.api import select
+    from ultrafs.store import InMemoryStore
+
+    for k in ks:
+        B, T = _budget(k)
+        means = {}
+        for fit_intercept in (True, False):
+            scores = []
+            for seed in range(repeats):
+                folds = StratifiedKFold(5, shuffle=True, random_state=seed)
+                for train, held in folds.split(X, y):
+                    model = select(X[train], y[train], B=B, max_iter=T,
+                                   fit_intercept=fit_intercept)
+                    scores.append(model.evaluate_store(
+                        InMemoryStore(X[held], y[held]))["accuracy"])
+            means[fit_intercept] = float(np.mean(scores))
+        print(f"k={k} training-part CV: with intercept {means[True]:.3f}, "
+              f"without {means[False]:.3f}", flush=True)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--set", default="leu", choices=sorted(q.SETS))
+    parser.add_argument("--ks", default="10,20,50,100,200,300")
+    parser.add_argument("--cv-ks", default="10,20,50")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    X, y, Xt, yt = next(q.splits(args.set, 1))
+    for scaling in ("raw", "unit"):
+        A, At = (X, Xt) if scaling == "raw" else (q.unit_rows(X), q.unit_rows(Xt))
+        print(f"== {args.set}, {scaling} rows: {A.shape[0]} training, "
+              f"{At.shape[0]} test rows", flush=True)
+        test_split(A, y, At, yt, [int(k) for k in args.ks.split(",")])
+        training_cv(A, y, [int(k) for k in args.cv_ks.split(",")], args.repeats)
+
+
+if __name__ == "__main__":
+    main()
