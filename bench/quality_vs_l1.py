@@ -26,7 +26,9 @@ Usage::
     python bench/quality_vs_l1.py --combine NAME1,NAME2   # joint table of runs
 
 ``--configs`` also takes ``c=VALUE`` entries: plain FGM at
-``C = VALUE / mean ||x||^2`` (the sweep that chose ``DEFAULT_C_SCALE``).
+``C = VALUE / mean ||x||^2`` (the sweep that chose ``DEFAULT_C_SCALE``), and
+``refit``: the plain defaults plus the l2 refit at the same C (``refit=True``:
+is a loss the weights or the selection?).
 Results go to ``bench/out/NAME.json`` and a markdown table to stdout.
 """
 
@@ -196,6 +198,8 @@ def fgm_fit(config, X, y, X_test, y_test, k):
     kwargs = {}
     if config == "recommended":
         kwargs = {"C": "auto", "refit": True}
+    elif config == "refit":
+        kwargs = {"refit": True}
     elif config.startswith("c="):
         mean_sq = float(np.asarray(X.multiply(X).sum())) / X.shape[0]
         kwargs = {"C": float(config[2:]) / mean_sq}
