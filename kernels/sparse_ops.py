@@ -49,7 +49,8 @@ __all__ = [
     "combine_block_products_parallel",
     "csc_block_matmat_into_ranges",
     "csc_block_matmat_into_parallel",
-    "csc_rmatmat_parallel",
+    "csc_rmatmat_ranges",
+    "csc_rmatmat_ranges_parallel",
     "csc_to_csr",
     "csc_to_csr_parallel",
 ]
@@ -357,8 +358,10 @@ def csc_take_rows_pattern(indptr, indices, row_map):
 # matrix by :func:`csc_row_range_starts`, which needs sorted row indices), so
 # every output row is summed in column order exactly as the serial loop
 # sums it: the results are those of the serial kernels to the bit, whatever
-# the ranges and the threads.  Products over columns (``X.T @ r``) give each
-# thread whole columns, balanced by their entries.
+# the ranges and the threads.  Products over columns (``X.T @ r``) run over
+# the same ranges too, so that a range's slice of ``r`` stays in cache: each
+# range's part of every column's dot product, then the parts added in range
+# order (the bytes then depend on the ranges, which depend on the rows only).
 
 #: rows per range of the CSR copy (one range's output stays in a core's cache)
 _RANGE_ROWS = 2 ** 12
@@ -366,8 +369,6 @@ _RANGE_ROWS = 2 ** 12
 _MAX_RANGES = 1024
 #: ranges of :func:`row_ranges` per range of the products (:func:`coarser_ranges`)
 PRODUCT_RANGE_FACTOR = 16
-#: groups of columns (about equal entries) of the column-parallel products
-_COLUMN_GROUPS = 64
 
 
 @njit(cache=True, nogil=True)
@@ -553,23 +554,6 @@ def csc_block_matmat_into_parallel(indptr, indices, data, w, n_outputs, block_pt
     return out
 
 
-@njit(cache=True, nogil=True)
-def _column_groups(indptr, parts):
-    """``parts`` contiguous groups of columns with about equal entries (+1 per column)."""
-    p = len(indptr) - 1
-    bounds = np.empty(parts + 1, dtype=np.int64)
-    bounds[0] = 0
-    total = indptr[p] - indptr[0] + p
-    j = 0
-    for g in range(1, parts):
-        target = total * g // parts
-        while j < p and indptr[j + 1] - indptr[0] + j + 1 <= target:
-            j += 1
-        bounds[g] = j
-    bounds[parts] = p
-    return bounds
-
-
 #: ranges of rows of :func:`csc_rmatvec_ranges` summed at a time (a wave's
 #: partial sums, ``wave x p`` floats, are then added in order); no result
 #: depends on it
@@ -615,7 +599,7 @@ def csc_rmatvec_ranges(indptr, indices, data, colval, r, starts, bounds):
     ``bounds`` (the rows only), not on threads.  A range's slice of ``r``
     stays in a core's cache while every column reads it; the column-by-column
     product (:func:`csc_rmatvec`) fetches a cache line from memory per entry
-    once ``r`` outgrows the caches (about 6x slower at 10**7 rows).
+    once ``r`` outgrows the caches (4-7x slower at 10**7 rows).
 
     Parameters
     ----------
@@ -661,6 +645,54 @@ def csc_rmatvec_ranges_parallel(indptr, indices, data, colval, r, starts, bounds
 
 
 @njit(cache=True, nogil=True)
+def _range_dots_multi(indices, data, r, K, starts, rng, out):
+    """``out[j * K + c] = X[rows of range rng, j] . R[:, c]``, entries in order."""
+    for j in range(starts.shape[0]):
+        base = j * K
+        for c in range(K):
+            out[base + c] = 0.0
+        for q in range(starts[j, rng], starts[j, rng + 1]):
+            x = np.float64(data[q])
+            r0 = indices[q] * K
+            for c in range(K):
+                out[base + c] += x * r[r0 + c]
+
+
+@njit(cache=True, nogil=True)
+def csc_rmatmat_ranges(indptr, indices, data, r, n_outputs, starts, bounds):
+    """``X.T @ R`` (flattened row-major) range of rows by range: the K-output
+    :func:`csc_rmatvec_ranges` (each range's parts added in range order; the
+    bytes depend on ``bounds`` only)."""
+    K = n_outputs
+    p = len(indptr) - 1
+    R = len(bounds) - 1
+    out = np.zeros(p * K, dtype=np.float64)
+    partial = np.empty((min(R, _RMATVEC_WAVE), p * K), dtype=np.float64)
+    for lo in range(0, R, _RMATVEC_WAVE):
+        count = min(R - lo, _RMATVEC_WAVE)
+        for q in range(count):
+            _range_dots_multi(indices, data, r, K, starts, lo + q, partial[q])
+        _add_partials(partial, count, lo == 0, out)
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def csc_rmatmat_ranges_parallel(indptr, indices, data, r, n_outputs, starts, bounds):
+    """:func:`csc_rmatmat_ranges` over threads (the same bytes)."""
+    K = n_outputs
+    p = len(indptr) - 1
+    R = len(bounds) - 1
+    out = np.zeros(p * K, dtype=np.float64)
+    partial = np.empty((min(R, _RMATVEC_WAVE), p * K), dtype=np.float64)
+    for lo in range(0, R, _RMATVEC_WAVE):
+        count = min(R - lo, _RMATVEC_WAVE)
+        for q in prange(count):
+            _range_dots_multi(indices, data, r, K, starts, lo + q, partial[q])
+        _add_partials(partial, count, lo == 0, out)
+    return out
+
+
+@njit(cache=True, nogil=True)
 def column_values(indptr, data):
     """Each column's one value, if every column holds a single value.
 
@@ -688,24 +720,6 @@ def column_values(indptr, data):
                     return values, False
             values[j] = np.float64(v)
     return values, True
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def csc_rmatmat_parallel(indptr, indices, data, r, n_outputs):
-    """:func:`csc_rmatmat` over columns (the same bytes)."""
-    K = n_outputs
-    p = len(indptr) - 1
-    out = np.zeros(p * K, dtype=np.float64)
-    groups = _column_groups(indptr, _COLUMN_GROUPS)
-    for g in prange(len(groups) - 1):
-        for j in range(groups[g], groups[g + 1]):
-            base = j * K
-            for q in range(indptr[j], indptr[j + 1]):
-                x = np.float64(data[q])
-                r0 = indices[q] * K
-                for c in range(K):
-                    out[base + c] += x * r[r0 + c]
-    return out
 
 
 @njit(cache=True, nogil=True, parallel=True)

@@ -474,8 +474,15 @@ def test_multi_output_products(matrix, rng):
     R = rng.normal(size=(n, K))
     back = so.csc_rmatmat(indptr, indices, data, R.ravel(), K)
     np.testing.assert_allclose(back.reshape(p, K), X.T @ R, rtol=1e-12, atol=1e-12)
-    same_for_all_threads(back, lambda: so.csc_rmatmat_parallel(
-        indptr, indices, data, R.ravel(), K))
+    for starts, bounds in _range_cases(indptr, indices, n):
+        serial = so.csc_rmatmat_ranges(indptr, indices, data, R.ravel(), K, starts, bounds)
+        np.testing.assert_allclose(serial.reshape(p, K), X.T @ R, rtol=1e-12, atol=1e-12)
+        same_for_all_threads(serial, lambda s=starts, b=bounds: so.csc_rmatmat_ranges_parallel(
+            indptr, indices, data, R.ravel(), K, s, b))
+    # one range: the plain kernel's sums
+    starts, bounds = _range_cases(indptr, indices, n)[-1]
+    assert as_bytes(so.csc_rmatmat_ranges(indptr, indices, data, R.ravel(), K, starts,
+                                          bounds)) == as_bytes(back)
 
 
 @pytest.mark.parametrize("n", [0, 1, 5000, 3 * CHUNK + 5])
@@ -827,3 +834,9 @@ def test_rmatvec_by_ranges_of_many_waves(rng, constant):
     np.testing.assert_allclose(serial, X.T @ r, rtol=1e-10, atol=1e-9)
     same_for_all_threads(serial, lambda: so.csc_rmatvec_ranges_parallel(
         indptr, indices, kernel_data, colval, r, starts, bounds))
+    K = 3
+    R = rng.normal(size=(n, K))
+    multi = so.csc_rmatmat_ranges(indptr, indices, data, R.ravel(), K, starts, bounds)
+    np.testing.assert_allclose(multi.reshape(-1, K), X.T @ R, rtol=1e-10, atol=1e-9)
+    same_for_all_threads(multi, lambda: so.csc_rmatmat_ranges_parallel(
+        indptr, indices, data, R.ravel(), K, starts, bounds))
