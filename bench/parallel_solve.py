@@ -146,7 +146,7 @@ def pieces(indptr, indices, data, y, C, block_ptr, kkt_tol, max_iter):
                             lambda: so.csc_block_matvec_into_parallel(*args))[0]
 
         def general_rmatvec():
-            args = (indptr, indices, data, np.empty(0), r, *coarse)
+            args = (indptr, indices, data, np.empty(0), r, 1, *coarse)
             return dispatch(lambda: so.csc_rmatvec_ranges(*args),
                             lambda: so.csc_rmatvec_ranges_parallel(*args))
 

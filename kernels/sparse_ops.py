@@ -49,8 +49,6 @@ __all__ = [
     "combine_block_products_parallel",
     "csc_block_matmat_into_ranges",
     "csc_block_matmat_into_parallel",
-    "csc_rmatmat_ranges",
-    "csc_rmatmat_ranges_parallel",
     "csc_to_csr",
     "csc_to_csr_parallel",
 ]
@@ -555,28 +553,39 @@ def csc_block_matmat_into_parallel(indptr, indices, data, w, n_outputs, block_pt
 
 
 #: ranges of rows of :func:`csc_rmatvec_ranges` summed at a time (a wave's
-#: partial sums, ``wave x p`` floats, are then added in order); no result
+#: partial sums, ``wave x p x K`` floats, are then added in order); no result
 #: depends on it
 _RMATVEC_WAVE = 16
 
 
 @njit(cache=True, nogil=True)
-def _range_dots(indices, data, colval, r, starts, rng, out):
-    """``out[j] = X[rows of range rng, j] . r`` for every column, entries in order.
+def _range_dots(indices, data, colval, r, K, starts, rng, out):
+    """``out[j * K + c] = X[rows of range rng, j] . R[:, c]``, entries in order.
 
-    ``colval``: each column's one value (``data`` unread), or empty.
+    ``colval`` (one output only): each column's one value (``data``
+    unread), or empty.
     """
-    constant = len(colval) > 0
     for j in range(starts.shape[0]):
-        acc = 0.0
-        if constant:
-            c = colval[j]
-            for k in range(starts[j, rng], starts[j, rng + 1]):
-                acc += c * r[indices[k]]
-        else:
-            for k in range(starts[j, rng], starts[j, rng + 1]):
-                acc += np.float64(data[k]) * r[indices[k]]
-        out[j] = acc
+        lo, hi = starts[j, rng], starts[j, rng + 1]
+        if K == 1:
+            acc = 0.0
+            if len(colval) > 0:
+                c = colval[j]
+                for k in range(lo, hi):
+                    acc += c * r[indices[k]]
+            else:
+                for k in range(lo, hi):
+                    acc += np.float64(data[k]) * r[indices[k]]
+            out[j] = acc
+            continue
+        base = j * K
+        for c in range(K):
+            out[base + c] = 0.0
+        for q in range(lo, hi):
+            x = np.float64(data[q])
+            r0 = indices[q] * K
+            for c in range(K):
+                out[base + c] += x * r[r0 + c]
 
 
 @njit(cache=True, nogil=True)
@@ -591,103 +600,64 @@ def _add_partials(partial, count, first, out):
 
 
 @njit(cache=True, nogil=True)
-def csc_rmatvec_ranges(indptr, indices, data, colval, r, starts, bounds):
-    """``X.T @ r`` range of rows by range (sorted row indices).
+def _wave_arrays(indptr, n_outputs, bounds):
+    """The result (zeros) and one wave's partial sums of :func:`csc_rmatvec_ranges`."""
+    size = (len(indptr) - 1) * n_outputs
+    waves = min(len(bounds) - 1, _RMATVEC_WAVE)
+    return np.zeros(size, dtype=np.float64), np.empty((waves, size), dtype=np.float64)
 
-    Each range's part of every column's dot product is summed in entry
+
+@njit(cache=True, nogil=True)
+def csc_rmatvec_ranges(indptr, indices, data, colval, r, n_outputs, starts, bounds):
+    """``X.T @ R`` (K outputs, flattened row-major) range of rows by range.
+
+    Each range's part of every column's dot products is summed in entry
     order, then the parts are added in range order: the bytes depend on
-    ``bounds`` (the rows only), not on threads.  A range's slice of ``r``
+    ``bounds`` (the rows only), not on threads.  A range's slice of ``R``
     stays in a core's cache while every column reads it; the column-by-column
-    product (:func:`csc_rmatvec`) fetches a cache line from memory per entry
-    once ``r`` outgrows the caches (4-7x slower at 10**7 rows).
+    products (:func:`csc_rmatvec`, :func:`csc_rmatmat`) fetch a cache line
+    from memory per entry once ``R`` outgrows the caches (4-7x slower at
+    10**7 rows).
 
     Parameters
     ----------
     indptr, indices, data : ndarray
-        CSC arrays of ``X`` (``data`` unread and may be empty when
-        ``colval`` is given).
+        CSC arrays of ``X`` (sorted row indices; ``data`` unread and may be
+        empty when ``colval`` is given).
     colval : ndarray of float64
-        :func:`column_values` of ``X`` when every column holds one value,
-        else empty.
-    r : ndarray of float64, shape (n_rows,)
+        With one output, :func:`column_values` of ``X`` when every column
+        holds one value; else empty.
+    r : ndarray of float64, shape (n_rows * K,)
+        ``R`` flattened row-major (``r`` itself for K = 1).
+    n_outputs : int
+        ``K``.
     starts, bounds : ndarray of int64
         :func:`csc_row_range_starts` of ``X`` and its ranges of rows.
 
     Returns
     -------
-    ndarray of float64, shape (p,)
+    ndarray of float64, shape (p * K,)
     """
-    p = len(indptr) - 1
+    out, partial = _wave_arrays(indptr, n_outputs, bounds)
     R = len(bounds) - 1
-    out = np.zeros(p, dtype=np.float64)
-    partial = np.empty((min(R, _RMATVEC_WAVE), p), dtype=np.float64)
     for lo in range(0, R, _RMATVEC_WAVE):
         count = min(R - lo, _RMATVEC_WAVE)
         for q in range(count):
-            _range_dots(indices, data, colval, r, starts, lo + q, partial[q])
+            _range_dots(indices, data, colval, r, n_outputs, starts, lo + q, partial[q])
         _add_partials(partial, count, lo == 0, out)
     return out
 
 
 @njit(cache=True, nogil=True, parallel=True)
-def csc_rmatvec_ranges_parallel(indptr, indices, data, colval, r, starts, bounds):
+def csc_rmatvec_ranges_parallel(indptr, indices, data, colval, r, n_outputs, starts,
+                                bounds):
     """:func:`csc_rmatvec_ranges` over threads (the same bytes)."""
-    p = len(indptr) - 1
+    out, partial = _wave_arrays(indptr, n_outputs, bounds)
     R = len(bounds) - 1
-    out = np.zeros(p, dtype=np.float64)
-    partial = np.empty((min(R, _RMATVEC_WAVE), p), dtype=np.float64)
     for lo in range(0, R, _RMATVEC_WAVE):
         count = min(R - lo, _RMATVEC_WAVE)
         for q in prange(count):
-            _range_dots(indices, data, colval, r, starts, lo + q, partial[q])
-        _add_partials(partial, count, lo == 0, out)
-    return out
-
-
-@njit(cache=True, nogil=True)
-def _range_dots_multi(indices, data, r, K, starts, rng, out):
-    """``out[j * K + c] = X[rows of range rng, j] . R[:, c]``, entries in order."""
-    for j in range(starts.shape[0]):
-        base = j * K
-        for c in range(K):
-            out[base + c] = 0.0
-        for q in range(starts[j, rng], starts[j, rng + 1]):
-            x = np.float64(data[q])
-            r0 = indices[q] * K
-            for c in range(K):
-                out[base + c] += x * r[r0 + c]
-
-
-@njit(cache=True, nogil=True)
-def csc_rmatmat_ranges(indptr, indices, data, r, n_outputs, starts, bounds):
-    """``X.T @ R`` (flattened row-major) range of rows by range: the K-output
-    :func:`csc_rmatvec_ranges` (each range's parts added in range order; the
-    bytes depend on ``bounds`` only)."""
-    K = n_outputs
-    p = len(indptr) - 1
-    R = len(bounds) - 1
-    out = np.zeros(p * K, dtype=np.float64)
-    partial = np.empty((min(R, _RMATVEC_WAVE), p * K), dtype=np.float64)
-    for lo in range(0, R, _RMATVEC_WAVE):
-        count = min(R - lo, _RMATVEC_WAVE)
-        for q in range(count):
-            _range_dots_multi(indices, data, r, K, starts, lo + q, partial[q])
-        _add_partials(partial, count, lo == 0, out)
-    return out
-
-
-@njit(cache=True, nogil=True, parallel=True)
-def csc_rmatmat_ranges_parallel(indptr, indices, data, r, n_outputs, starts, bounds):
-    """:func:`csc_rmatmat_ranges` over threads (the same bytes)."""
-    K = n_outputs
-    p = len(indptr) - 1
-    R = len(bounds) - 1
-    out = np.zeros(p * K, dtype=np.float64)
-    partial = np.empty((min(R, _RMATVEC_WAVE), p * K), dtype=np.float64)
-    for lo in range(0, R, _RMATVEC_WAVE):
-        count = min(R - lo, _RMATVEC_WAVE)
-        for q in prange(count):
-            _range_dots_multi(indices, data, r, K, starts, lo + q, partial[q])
+            _range_dots(indices, data, colval, r, n_outputs, starts, lo + q, partial[q])
         _add_partials(partial, count, lo == 0, out)
     return out
 

@@ -406,13 +406,13 @@ def test_rmatvec(matrix, rng):
     out = so.csc_rmatvec(indptr, indices, data, r)
     np.testing.assert_allclose(out, X.T @ r, rtol=1e-12, atol=1e-12)
     for starts, bounds in _range_cases(indptr, indices, n):
-        serial = so.csc_rmatvec_ranges(indptr, indices, data, NO_VALUES, r, starts, bounds)
+        serial = so.csc_rmatvec_ranges(indptr, indices, data, NO_VALUES, r, 1, starts, bounds)
         np.testing.assert_allclose(serial, X.T @ r, rtol=1e-12, atol=1e-12)
         same_for_all_threads(serial, lambda s=starts, b=bounds: so.csc_rmatvec_ranges_parallel(
-            indptr, indices, data, NO_VALUES, r, s, b))
+            indptr, indices, data, NO_VALUES, r, 1, s, b))
     # one range: every column's entries summed in order, as the plain kernel
     starts, bounds = _range_cases(indptr, indices, n)[-1]
-    assert as_bytes(so.csc_rmatvec_ranges(indptr, indices, data, NO_VALUES, r, starts,
+    assert as_bytes(so.csc_rmatvec_ranges(indptr, indices, data, NO_VALUES, r, 1, starts,
                                           bounds)) == as_bytes(out)
 
 
@@ -437,10 +437,10 @@ def test_one_value_per_column_products(n, dtype, rng):
                 indptr, indices, data[:0], colval, w, block_ptr, s, b,
                 np.full((2, n), np.nan)))
     for starts, bounds in _range_cases(indptr, indices, n)[:2]:
-        back = so.csc_rmatvec_ranges(indptr, indices, data, NO_VALUES, r, starts, bounds)
+        back = so.csc_rmatvec_ranges(indptr, indices, data, NO_VALUES, r, 1, starts, bounds)
         for twin in (so.csc_rmatvec_ranges, so.csc_rmatvec_ranges_parallel):
             same_for_all_threads(back, lambda twin=twin, s=starts, b=bounds: twin(
-                indptr, indices, data[:0], colval, r, s, b))
+                indptr, indices, data[:0], colval, r, 1, s, b))
 
 
 def test_column_values_compare_bits():
@@ -475,14 +475,15 @@ def test_multi_output_products(matrix, rng):
     back = so.csc_rmatmat(indptr, indices, data, R.ravel(), K)
     np.testing.assert_allclose(back.reshape(p, K), X.T @ R, rtol=1e-12, atol=1e-12)
     for starts, bounds in _range_cases(indptr, indices, n):
-        serial = so.csc_rmatmat_ranges(indptr, indices, data, R.ravel(), K, starts, bounds)
+        serial = so.csc_rmatvec_ranges(indptr, indices, data, NO_VALUES, R.ravel(), K,
+                                       starts, bounds)
         np.testing.assert_allclose(serial.reshape(p, K), X.T @ R, rtol=1e-12, atol=1e-12)
-        same_for_all_threads(serial, lambda s=starts, b=bounds: so.csc_rmatmat_ranges_parallel(
-            indptr, indices, data, R.ravel(), K, s, b))
+        same_for_all_threads(serial, lambda s=starts, b=bounds: so.csc_rmatvec_ranges_parallel(
+            indptr, indices, data, NO_VALUES, R.ravel(), K, s, b))
     # one range: the plain kernel's sums
     starts, bounds = _range_cases(indptr, indices, n)[-1]
-    assert as_bytes(so.csc_rmatmat_ranges(indptr, indices, data, R.ravel(), K, starts,
-                                          bounds)) == as_bytes(back)
+    assert as_bytes(so.csc_rmatvec_ranges(indptr, indices, data, NO_VALUES, R.ravel(), K,
+                                          starts, bounds)) == as_bytes(back)
 
 
 @pytest.mark.parametrize("n", [0, 1, 5000, 3 * CHUNK + 5])
@@ -829,14 +830,16 @@ def test_rmatvec_by_ranges_of_many_waves(rng, constant):
     starts, ok = so.csc_row_range_starts(indptr, indices, bounds)
     assert ok and len(bounds) - 1 > so._RMATVEC_WAVE
     kernel_data = data[:0] if constant else data
-    serial = so.csc_rmatvec_ranges(indptr, indices, kernel_data, colval, r, starts, bounds)
+    serial = so.csc_rmatvec_ranges(indptr, indices, kernel_data, colval, r, 1, starts,
+                                   bounds)
     X = dense(indptr, indices, data, n)
     np.testing.assert_allclose(serial, X.T @ r, rtol=1e-10, atol=1e-9)
     same_for_all_threads(serial, lambda: so.csc_rmatvec_ranges_parallel(
-        indptr, indices, kernel_data, colval, r, starts, bounds))
+        indptr, indices, kernel_data, colval, r, 1, starts, bounds))
     K = 3
     R = rng.normal(size=(n, K))
-    multi = so.csc_rmatmat_ranges(indptr, indices, data, R.ravel(), K, starts, bounds)
+    multi = so.csc_rmatvec_ranges(indptr, indices, data, NO_VALUES, R.ravel(), K, starts,
+                                  bounds)
     np.testing.assert_allclose(multi.reshape(-1, K), X.T @ R, rtol=1e-10, atol=1e-9)
-    same_for_all_threads(multi, lambda: so.csc_rmatmat_ranges_parallel(
-        indptr, indices, data, R.ravel(), K, starts, bounds))
+    same_for_all_threads(multi, lambda: so.csc_rmatvec_ranges_parallel(
+        indptr, indices, data, NO_VALUES, R.ravel(), K, starts, bounds))

@@ -141,19 +141,18 @@ class CSCOperator:
     def rmatvec(self, r):
         """Return ``X.T @ R`` flattened, shape ``(p * K,)``."""
         ranges = self._row_ranges() if self.nnz >= MIN_PARALLEL_WORK else None
-        if self.n_outputs == 1:
-            if ranges is None:
-                return sparse_ops.csc_rmatvec(self.indptr, self.indices, self.data, r)
-            args = (self.indptr, self.indices, self._values_or_nothing(), self._colval(),
-                    r, *ranges)
-            return dispatch(lambda: sparse_ops.csc_rmatvec_ranges(*args),
-                            lambda: sparse_ops.csc_rmatvec_ranges_parallel(*args))
         if ranges is None:
+            if self.n_outputs == 1:
+                return sparse_ops.csc_rmatvec(self.indptr, self.indices, self.data, r)
             return sparse_ops.csc_rmatmat(self.indptr, self.indices, self.data, r,
                                           self.n_outputs)
-        args = (self.indptr, self.indices, self.data, r, self.n_outputs, *ranges)
-        return dispatch(lambda: sparse_ops.csc_rmatmat_ranges(*args),
-                        lambda: sparse_ops.csc_rmatmat_ranges_parallel(*args),
+        if self.n_outputs == 1:
+            head = (self.indptr, self.indices, self._values_or_nothing(), self._colval())
+        else:
+            head = (self.indptr, self.indices, self.data, _NO_VALUES)
+        args = (*head, r, self.n_outputs, *ranges)
+        return dispatch(lambda: sparse_ops.csc_rmatvec_ranges(*args),
+                        lambda: sparse_ops.csc_rmatvec_ranges_parallel(*args),
                         self.nnz * self.n_outputs)
 
     def column_blocks(self, block_ptr):
