@@ -21,6 +21,9 @@ import time
 import numpy as np
 
 from common import OUT_DIR, imdb_stores, peak_rss_mb, run_measured, write_result
+from ultrafs.allocator import map_large_allocations
+
+map_large_allocations()  # as the command line runs (its glibc setting), before any array
 from ultrafs.scoring.worst_case import worst_case_analysis
 from ultrafs.api import select
 from ultrafs.features.linear import LinearFeatures
