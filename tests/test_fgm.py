@@ -165,3 +165,35 @@ def test_C_that_overflows_is_refused(C):
     y = np.where(X[:, 0] > 0.5, 1, -1)
     with pytest.raises(ParameterError, match="overflows"):
         select(X, y, B=3, max_iter=2, C=C)
+
+
+@pytest.mark.parametrize("n_classes", [None, 3])
+def test_paper_inner_stop_is_not_taken_for_an_overflow(n_classes):
+    """``inner_kkt_tol=None`` (the paper's relative-decrease stop, CLI
+    ``--inner-kkt-tol 0``) leaves the certificate uncomputed (NaN): the fit
+    goes on, finite, instead of being refused as an overflow of C."""
+    rng = np.random.default_rng(0)
+    X = rng.random((90, 12))
+    y = (np.where(X[:, 0] > 0.5, 1, -1) if n_classes is None
+         else np.digitize(X[:, 0], [1 / 3, 2 / 3]))
+    model = select(X, y, B=2, max_iter=3, inner_kkt_tol=None)
+    assert len(model.features) > 0
+    assert np.all(np.isfinite(model.coef))
+    assert all(np.isnan(h["inner_kkt"]) for h in model.history)
+
+
+def test_apg_reports_its_certificate_when_max_iter_ends_first():
+    """APG asked for a certificate reports one even when its iterations run
+    out before the relative decrease first asks for it."""
+    from ultrafs.solvers.apg import solve
+    from ultrafs.solvers.datafits import make_datafit
+
+    rng = np.random.default_rng(1)
+    X = sp.random(80, 6, density=0.5, format="csc", random_state=1)
+    y = np.where(rng.random(80) > 0.5, 1.0, -1.0)
+    datafit = make_datafit(X.indptr, X.indices, X.data, y, 10.0)
+    result = solve(datafit, np.array([0, 3, 6]), max_iter=2, tol=0.0, kkt_tol=1e-12,
+                   solver="apg")
+    assert not result.converged
+    assert np.isfinite(result.kkt) and result.kkt > 0
+

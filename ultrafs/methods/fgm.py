@@ -169,12 +169,17 @@ def _overflow_message(C) -> str:
             "float64 (use a smaller C, or C='scale' for one fitted to the data)")
 
 
-def _require_finite(solution, C) -> None:
-    """Raise ParameterError when the subproblem overflowed (C far too large)."""
+def _require_finite(solution, C, certified=True) -> None:
+    """Raise ParameterError when the subproblem overflowed (C far too large).
+
+    ``certified``: whether the solve computed its KKT certificate (a NaN
+    one then means an overflow); under the paper's stop (``kkt_tol=None``)
+    the certificate stays NaN, not computed.
+    """
     kkt = getattr(solution, "kkt", None)
     finite = (np.isfinite(solution.objective) and np.all(np.isfinite(solution.coef))
               and np.all(np.isfinite(solution.bias))
-              and (kkt is None or not np.isnan(kkt)))
+              and (not certified or kkt is None or not np.isnan(kkt)))
     if not finite:
         raise ParameterError(_overflow_message(C))
 
@@ -389,7 +394,7 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
         solve_seconds = time.perf_counter() - started
         solve_cpu = time.process_time() - cpu_started
         solve_peak = peak_rss_mb()
-        _require_finite(solution, C)
+        _require_finite(solution, C, certified=inner_kkt_tol is not None)
         coef, bias = solution.coef, solution.bias
         decision = solution.decision
         lipschitz = None if solution.lipschitz is None else float(solution.lipschitz)

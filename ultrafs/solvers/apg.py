@@ -394,6 +394,10 @@ class APG(Solver):
                 rho, beta = 1.0, 0.0
                 v, vb = coef.copy(), bias
                 tau = tau_kept
+        if self.kkt_tol is not None and math.isnan(kkt):
+            # max_iter ran out before the relative decrease first asked for
+            # the certificate: report where the iterate stands
+            kkt, _ = self._kkt_residual(pb, ws, coef, bias)
         decision = pb.decision(coef, bias)
         return SubproblemResult(
             coef=coef,
