@@ -23,8 +23,7 @@ def main():
     rows = []
     for name, k in CASES:
         X, y, _, _ = next(protocol.splits(name, 5))
-        B = max(k // 10, 1)
-        T = k // B
+        B, T = protocol.budget(k)
         select(X, y, B=B, max_iter=T)                     # compile, warm caches
         plain = []
         for _ in range(3):

@@ -26,6 +26,8 @@ import quality_vs_l1 as q
 
 def main(argv=None):
     from ultrafs.api import select
+    from ultrafs.features.linear import LinearFeatures
+    from ultrafs.methods.validation import default_C
     from ultrafs.store import InMemoryStore
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -34,11 +36,11 @@ def main(argv=None):
     args = parser.parse_args(argv)
     X, y, Xt, yt = next(q.splits(args.set, 5))
     train, test = InMemoryStore(X, y), InMemoryStore(Xt, yt)
-    default = select(X, y, B=1, max_iter=1).params["C"]
+    default = default_C(LinearFeatures(train))  # what C="scale" fits with
     for factor in (1.0, 10 ** -1.5):
         for k in (int(k) for k in args.ks.split(",")):
-            B = max(k // 10, 1)
-            model = select(X, y, B=B, max_iter=k // B, C=default * factor)
+            B, T = q.budget(k)
+            model = select(X, y, B=B, max_iter=T, C=default * factor)
             f = np.asarray(model.decision_function_store(train), dtype=np.float64).ravel()
             a = 1.0 / (1.0 + np.exp(y * f))
             spread = a.sum() ** 2 / (a ** 2).sum()

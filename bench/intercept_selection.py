@@ -25,18 +25,13 @@ import numpy as np
 import quality_vs_l1 as q
 
 
-def _budget(k):
-    B = max(k // 10, 1)
-    return B, k // B
-
-
-def test_split(X, y, Xt, yt, ks):
+def held_out_table(X, y, Xt, yt, ks):
     """Print, per k, test accuracies of the selections with and without intercept."""
     from ultrafs.api import select
     from ultrafs.store import InMemoryStore
 
     for k in ks:
-        B, T = _budget(k)
+        B, T = q.budget(k)
         cells = [f"k={k}"]
         support = None
         for fit_intercept in (True, False):
@@ -60,7 +55,7 @@ def training_cv(X, y, ks, repeats):
     from ultrafs.store import InMemoryStore
 
     for k in ks:
-        B, T = _budget(k)
+        B, T = q.budget(k)
         means = {}
         for fit_intercept in (True, False):
             scores = []
@@ -88,7 +83,7 @@ def main(argv=None):
         A, At = (X, Xt) if scaling == "raw" else (q.unit_rows(X), q.unit_rows(Xt))
         print(f"== {args.set}, {scaling} rows: {A.shape[0]} training, "
               f"{At.shape[0]} test rows", flush=True)
-        test_split(A, y, At, yt, [int(k) for k in args.ks.split(",")])
+        held_out_table(A, y, At, yt, [int(k) for k in args.ks.split(",")])
         training_cv(A, y, [int(k) for k in args.cv_ks.split(",")], args.repeats)
 
 

@@ -190,13 +190,18 @@ def l2_refit(X, y, X_test, y_test, support):
     return float(clf.score(Xt, y_test))
 
 
+def budget(k):
+    """``(B, T)`` of a budget of ``k`` features: B = k / 10 (at least 1), B·T = k."""
+    B = max(k // 10, 1)
+    return B, k // B
+
+
 def fgm_fit(config, X, y, X_test, y_test, k):
     """One FGM fit of a configuration; test accuracy, nonzeros, seconds."""
     from ultrafs.api import select
     from ultrafs.store import InMemoryStore
 
-    B = max(k // 10, 1)
-    T = k // B
+    B, T = budget(k)
     kwargs = {}
     if config == "recommended":
         kwargs = {"C": "auto", "refit": True}

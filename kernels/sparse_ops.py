@@ -589,12 +589,15 @@ def _range_dots(indices, data, colval, r, K, starts, rng, out):
 
 
 @njit(cache=True, nogil=True)
-def _add_partials(partial, count, first, out):
-    """Add the first ``count`` rows of ``partial`` to ``out`` in order
-    (``first``: the sums start at row 0 instead)."""
+def _add_partials(partial, count, out):
+    """Add the first ``count`` rows of ``partial`` to ``out``, in order.
+
+    ``out`` starts at zeros; a part is a sum started at 0.0, never -0.0, so
+    ``0.0 + part`` is ``part`` to the bit (one range: the plain kernel's sums).
+    """
     for j in range(partial.shape[1]):
-        acc = partial[0, j] if first else out[j] + partial[0, j]
-        for q in range(1, count):
+        acc = out[j]
+        for q in range(count):
             acc += partial[q, j]
         out[j] = acc
 
@@ -644,7 +647,7 @@ def csc_rmatvec_ranges(indptr, indices, data, colval, r, n_outputs, starts, boun
         count = min(R - lo, _RMATVEC_WAVE)
         for q in range(count):
             _range_dots(indices, data, colval, r, n_outputs, starts, lo + q, partial[q])
-        _add_partials(partial, count, lo == 0, out)
+        _add_partials(partial, count, out)
     return out
 
 
@@ -658,7 +661,7 @@ def csc_rmatvec_ranges_parallel(indptr, indices, data, colval, r, n_outputs, sta
         count = min(R - lo, _RMATVEC_WAVE)
         for q in prange(count):
             _range_dots(indices, data, colval, r, n_outputs, starts, lo + q, partial[q])
-        _add_partials(partial, count, lo == 0, out)
+        _add_partials(partial, count, out)
     return out
 
 
