@@ -24,7 +24,8 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
            command=None, poly=1, gamma=1.0, coef0=1.0, checkpoint=None,
            resume=False, progress=False, refit=False, refit_C=None,
            validation_fraction=None, cv=None, seed=0, sample_weight=None,
-           class_weight=None, memory_limit=None):
+           class_weight=None, memory_limit=None, groups=None, tree=None,
+           kernel=None, kernel_params=None):
     """Select features with FGM and return the fitted :class:`Model`.
 
     Parameters
@@ -90,6 +91,24 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
         Bytes the run may hold: the loop stops before an outer iteration
         whose projected peak resident memory would exceed it (see
         :func:`ultrafs.methods.fgm.fit_fgm`); the stop reason says so.
+    groups : optional
+        Select groups of columns (paper §2.2–2.3): one group id per column
+        (an int array; negative: in no group), a mapping ``{group id:
+        [feature ids]}`` or a pair ``(feature_ids, group_ids)`` (a feature
+        may be in several groups), or a
+        :class:`~ultrafs.features.groups.GroupMap`.  ``B`` and the budget
+        then count groups; model features are ``[group id, feature id]``.
+    tree : int array, optional
+        Tree-structured groups (Definition 1): the parent of every node,
+        -1 for roots; nodes ``0..m-1`` are the columns (leaves), the others
+        inner nodes (:mod:`ultrafs.features.tree`).  Features are
+        ``[node id, feature id]``.
+    kernel : {"hik", "chi2", "intersection", "js"}, optional
+        Select the features of an additive kernel (paper §6.1): each
+        feature's explicit map is a group generated on the fly
+        (:mod:`ultrafs.features.additive`).
+    kernel_params : dict, optional
+        ``q`` (HIK levels, 100), or ``n`` and ``period`` of the other maps.
 
     Returns
     -------
@@ -100,7 +119,14 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
         (``n_nonzero``).
     """
     store = as_store(data, y)
-    features = make_feature_space(store, poly=poly, gamma=gamma, coef0=coef0)
+    features = make_feature_space(store, poly=poly, gamma=gamma, coef0=coef0,
+                                  groups=groups, tree=tree, kernel=kernel,
+                                  kernel_params=kernel_params)
+    # the structure, converted once, for the spaces of row subsets (C="auto")
+    space = {"poly": poly, "gamma": gamma, "coef0": coef0,
+             "groups": getattr(features, "groups", None) if groups is not None else None,
+             "tree": getattr(features, "tree", None),
+             "kernel": kernel, "kernel_params": kernel_params}
     y, n_classes = _classification_targets(store)
     weights, weight_params = _sample_weights(store, y, n_classes, sample_weight,
                                              class_weight)
@@ -112,7 +138,7 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
     C_rule = C if isinstance(C, str) else "given"
     C, refit_C, validation = _resolve_C(
         C, refit_C, refit, store, features, y, n_classes,
-        {"poly": poly, "gamma": gamma, "coef0": coef0}, fit_options,
+        space, fit_options,
         validation_fraction, cv, seed)
     params = {"poly": int(poly), "B": int(B), "C": float(C), "C_rule": C_rule,
               "loss": loss,
@@ -122,7 +148,10 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
               "inner_kkt_tol": None if inner_kkt_tol is None else float(inner_kkt_tol),
               "id_offset": int(store.id_offset), **weight_params}
     params.update({name: value for name, value in features.spec().items()
-                   if name != "kind"})
+                   if name not in ("kind", "scales")})
+    if features.kind != "linear" and features.poly_degree is None:
+        params["space"] = features.kind
+        params["n_candidates"] = int(features.n_candidates)
     if resume and checkpoint is None:
         raise ParameterError("resume needs a checkpoint directory")
     saver = None
@@ -166,7 +195,7 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
         refit=refitted,
         predictor="refit" if refitted is not None else "selection",
         feature_names=Model.names_from_store(
-            features.feature_ids(result.keys[nonzero]), store),
+            features.feature_ids(result.keys[nonzero]), store, features.kind),
     )
 
 

@@ -728,6 +728,26 @@ def _fgm_options(func):
                      help="γ of the degree-2 kernel (γ x'z + r)^2."),
         click.option("--coef0", type=click.FloatRange(min=0), default=1.0,
                      show_default=True, help="r of the degree-2 kernel."),
+        click.option("--groups", "groups_path", type=click.Path(dir_okay=False),
+                     default=None,
+                     help="Select groups of features (B groups per iteration): "
+                          "FEATURE_ID GROUP_ID per line (a feature may be in "
+                          "several groups), or .npy / .parquet (docs/GROUPS.md)."),
+        click.option("--tree", "tree_path", type=click.Path(dir_okay=False),
+                     default=None,
+                     help="Select nodes of a tree of groups: the parent of every "
+                          "node per line (-1: root); nodes 0..m-1 are the columns "
+                          "(docs/GROUPS.md)."),
+        click.option("--kernel", type=click.Choice(["hik", "chi2", "intersection", "js"]),
+                     default=None,
+                     help="Select features of an additive kernel: each feature's "
+                          "explicit map is a group generated on the fly "
+                          "(docs/ADDITIVE_KERNELS.md)."),
+        click.option("--q", "kernel_q", type=click.IntRange(min=1, max=10_000),
+                     default=None, help="Levels of the --kernel hik map [default: 100]."),
+        click.option("--kernel-n", type=click.IntRange(min=0, max=100), default=None,
+                     help="n of the chi2 / intersection / js maps: 2n+1 columns "
+                          "per feature [default: 5]."),
         click.option("--block-size", type=click.IntRange(min=1, max=MAX_COUNT), default=None,
                      help="Columns per scoring task (default: the store's blocks)."),
         click.option("--scheduler", type=SchedulerType(), default="threads",
@@ -788,7 +808,8 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                 gamma=1.0, coef0=1.0, checkpoint=None, resume=False, refit=False,
                 refit_C=None, validation_fraction=None, cv=None, split_seed=0,
                 connect_timeout=None, worker_timeout=None, class_weight=None,
-                memory_limit=None):
+                memory_limit=None, groups_path=None, tree_path=None, kernel=None,
+                kernel_q=None, kernel_n=None):
     from ultrafs.api import select
     from ultrafs.scoring.scheduling import WORKER_TIMEOUT_KEY
 
@@ -816,6 +837,7 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                 + ("" if left is None or left <= 0
                    else f"; run ETA {format_seconds(left)}"), err=True)
 
+    structure = _structure(store, groups_path, tree_path, kernel, kernel_q, kernel_n)
     if connect_timeout is None:
         connect_timeout = CONNECT_TIMEOUT_S
     timeouts = contextlib.nullcontext()
@@ -834,7 +856,43 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                       checkpoint=checkpoint, resume=resume, progress=show,
                       refit=refit, refit_C=refit_C,
                       validation_fraction=validation_fraction, cv=cv, seed=split_seed,
-                      class_weight=class_weight, memory_limit=memory_limit)
+                      class_weight=class_weight, memory_limit=memory_limit,
+                      **structure)
+
+
+def _structure(store, groups_path, tree_path, kernel, kernel_q, kernel_n):
+    """``select``'s groups / tree / kernel arguments from the options; a
+    malformed file or one that does not fit the data is named in one line."""
+    from ultrafs.errors import ParameterError
+
+    kernel_params = {}
+    if kernel_q is not None:
+        if kernel != "hik":
+            raise ParameterError("--q is the number of levels of --kernel hik")
+        kernel_params["q"] = kernel_q
+    if kernel_n is not None:
+        if kernel not in ("chi2", "intersection", "js"):
+            raise ParameterError("--kernel-n applies to --kernel chi2, intersection or js")
+        kernel_params["n"] = kernel_n
+    structure = {"kernel": kernel, "kernel_params": kernel_params or None}
+    if groups_path is not None:
+        from ultrafs.features.group_files import read_groups_file
+        from ultrafs.features.groups import _group_map
+
+        _, value = read_groups_file(groups_path)
+        try:
+            structure["groups"] = _group_map(store, value)
+        except ParameterError as exc:
+            raise ParameterError(f"{groups_path}: {exc}") from None
+    if tree_path is not None:
+        from ultrafs.features.group_files import read_tree_file
+        from ultrafs.features.tree import Tree
+
+        try:
+            structure["tree"] = Tree(read_tree_file(tree_path), store.n_features)
+        except ParameterError as exc:
+            raise ParameterError(f"{tree_path}: {exc}") from None
+    return structure
 
 
 @main.command("select")
@@ -999,9 +1057,22 @@ def _select_summary(model, store, scores, out, seconds):
     def add(name, text):
         lines.append((name, text))
 
-    add("features selected", f"{n_features:,} of {budget:,} "
-        f"(--B {params.get('B')} x --max-iter {params.get('max_iter')}), among "
-        f"{store.n_features:,} columns of {store.n_samples:,} rows")
+    space = params.get("space")
+    if space in ("groups", "tree") or model.feature_space.get("kind") in (
+            "hik", "chi2", "intersection", "js"):
+        unit = {"groups": "groups", "tree": "nodes"}.get(space, "kernels (features)")
+        shown = ", ".join(str(u) for u in model.selected_groups[:10])
+        more = len(model.selected_groups) - 10
+        add(f"{unit} selected", f"{len(model.selected_groups):,} of {budget:,} "
+            f"(--B {params.get('B')} x --max-iter {params.get('max_iter')}) among "
+            f"{params.get('n_candidates', 0):,}: {shown}"
+            + (f" and {more:,} more" if more > 0 else ""))
+        add("columns", f"{n_features:,} with a nonzero weight, of "
+            f"{store.n_features:,} columns of {store.n_samples:,} rows")
+    else:
+        add("features selected", f"{n_features:,} of {budget:,} "
+            f"(--B {params.get('B')} x --max-iter {params.get('max_iter')}), among "
+            f"{store.n_features:,} columns of {store.n_samples:,} rows")
     if coef.ndim == 2 and coef.shape[1] > 1:
         add("nonzero weights", f"{int(np.count_nonzero(coef)):,} of {coef.size:,} "
             f"({n_features:,} features x {coef.shape[1]} classes)")

@@ -140,10 +140,10 @@ class Model:
     feature_names: list | None = None
 
     @staticmethod
-    def names_from_store(features, store):
+    def names_from_store(features, store, kind="linear"):
         """Names of ``features`` (model ids) from ``store``: see
         :func:`feature_names_from_store`."""
-        return feature_names_from_store(features, store)
+        return feature_names_from_store(features, store, kind)
 
     def feature_labels(self) -> list:
         """Display form of each feature: ``"74 (word)"`` when named, ``"74"``,
@@ -155,6 +155,23 @@ class Model:
                     if isinstance(fid, (list, tuple)) else str(int(fid)))
             labels.append(text if name is None else f"{text} ({name})")
         return labels
+
+    @property
+    def selected_groups(self) -> list:
+        """The candidates the model holds, in selection order: group ids
+        (groups), node ids (trees), original feature ids (additive
+        kernels); the feature ids themselves for linear and degree-2 models."""
+        from ultrafs.features import FEATURE_SPACES
+
+        cls = FEATURE_SPACES[self.feature_space.get("kind", "linear")]
+        seen, units = set(), []
+        for fid in self.features:
+            unit = cls.unit_of_id(fid)
+            key = tuple(unit) if isinstance(unit, list) else unit
+            if key not in seen:
+                seen.add(key)
+                units.append(unit)
+        return units
 
     @property
     def active_coef(self) -> np.ndarray:
@@ -556,7 +573,7 @@ def _fields(obj, version) -> dict:
         raise _Invalid(f"unknown target {_show(target)} (expected "
                        f"{' or '.join(TARGETS)})")
     space = _feature_space(obj.get("feature_space", {"kind": "linear"}))
-    features = _features(obj["features"], pairs=space["kind"] != "linear")
+    features = _features(obj["features"], space["kind"])
     classes = _classes(obj["classes"], target)
     shape = (len(features),) if target == "binary" else (len(features), len(classes))
     coef = _reals(obj["coef"], "coef", shape)
@@ -595,18 +612,19 @@ def _feature_names(value, n_features):
     return list(names)
 
 
-def feature_names_from_store(features, store):
+def feature_names_from_store(features, store, kind="linear"):
     """Names of model features from a store's names, or None when it has none.
 
-    ``features`` are user-visible ids (``j``, or ``[j, k]`` for degree-2
-    terms); a cross term is named ``a*b`` and a square ``a^2`` from the
-    names of its source ids (None unless both are named).  Only the source
+    ``features`` are user-visible ids of the feature space ``kind``
+    (``j``, ``[j, k]`` for degree-2 terms...); each is named by the space's
+    ``name_of_id`` from the names of its source ids (a cross term ``a*b``,
+    a square ``a^2``; None unless its sources are named).  Only the source
     ids are looked up (:meth:`~ultrafs.store.base.ColumnStore.feature_names_of`).
     """
-    from ultrafs.store.feature_names import compose_name
+    from ultrafs.features import FEATURE_SPACES
 
-    sources = sorted({int(v) for fid in features
-                      for v in (fid if isinstance(fid, (list, tuple)) else [fid])})
+    cls = FEATURE_SPACES[kind]
+    sources = sorted({int(v) for fid in features for v in cls.source_ids(fid)})
     if not sources:
         return None
     lookup = getattr(store, "feature_names_of", None)
@@ -615,11 +633,12 @@ def feature_names_from_store(features, store):
     known = dict(zip(sources, lookup(sources)))
     if all(name is None for name in known.values()):
         return None
-    return [compose_name(fid, known.get) for fid in features]
+    return [cls.name_of_id(fid, known.get) for fid in features]
 
 
 def _feature_space(value) -> dict:
-    """``feature_space``: a registered kind and its finite numeric parameters."""
+    """``feature_space``: a registered kind and its parameters, each checked
+    by the kind's ``check_spec_value`` (finite numbers unless it says more)."""
     from ultrafs.features import FEATURE_SPACES
 
     spec = dict(_dict(value, "feature_space"))
@@ -627,34 +646,37 @@ def _feature_space(value) -> dict:
     if not isinstance(kind, str) or kind not in FEATURE_SPACES:
         raise _Invalid(f"unknown feature space kind {_show(kind)} (known: "
                        f"{', '.join(sorted(FEATURE_SPACES))})")
-    names = FEATURE_SPACES[kind].spec_params
+    cls = FEATURE_SPACES[kind]
+    names = cls.spec_params
     extra = sorted(set(spec) - set(names) - {"kind"})
     if extra:
         raise _Invalid(f"feature space {kind!r} takes no parameter {extra[0]!r}")
     for name in names:
         if name not in spec:
             raise _Invalid(f"feature space {kind!r} lacks its parameter {name!r}")
-        spec[name] = _real(spec[name], f"feature_space {name}")
+        try:
+            spec[name] = cls.check_spec_value(name, spec[name])
+        except ValueError as exc:
+            raise _Invalid(f"feature_space {name} {exc}") from None
     return spec
 
 
-def _features(value, pairs) -> list:
-    """Feature ids: integers in ``0..MAX_FEATURE_ID`` (degree 2: or ``[j, k]``)."""
+def _features(value, kind="linear") -> list:
+    """Feature ids in the form of the space ``kind`` (``FeatureSpace.id_key``:
+    integers in ``0..MAX_FEATURE_ID``, degree 2 also ``[j, k]``...), none twice."""
+    from ultrafs.features import FEATURE_SPACES
+
+    cls = FEATURE_SPACES[kind]
     features = _list(value, "features")
     seen = set()
     for k, fid in enumerate(features):
         what = f"features[{k}]"
-        if pairs and isinstance(fid, list):
-            if len(fid) != 2:
-                raise _Invalid(f"{what} must be a feature id or a pair [j, k] of "
-                               f"ids, got {_show(fid)}")
-            j, i = (_int(v, what, 0, MAX_FEATURE_ID) for v in fid)
-            key = (min(j, i), max(j, i))
-        else:
-            if not _is_int(fid):
-                kind = "an integer or a pair [j, k]" if pairs else "an integer"
-                raise _Invalid(f"{what} must be {kind}, got {_show(fid)}")
-            key = _int(fid, what, 0, MAX_FEATURE_ID)
+        try:
+            key = cls.id_key(fid)
+        except ValueError as exc:
+            raise _Invalid(f"{what} {exc}, got {_show(fid)}") from None
+        for v in cls.source_ids(fid):
+            _int(v, what, 0, MAX_FEATURE_ID)
         if key in seen:
             raise _Invalid(f"feature id {_show(fid)} appears twice")
         seen.add(key)

@@ -18,9 +18,13 @@ from ultrafs.features.base import (FEATURE_SPACES, FeatureSpace,
 from ultrafs.features.keys import PairKeys
 from ultrafs.features.linear import LinearFeatures
 from ultrafs.features.poly import PolyFeatures
+from ultrafs.features.groups import GroupFeatures
+from ultrafs.features.tree import TreeFeatures
 
 __all__ = ["FeatureSpace", "FEATURE_SPACES", "register_feature_space",
-           "LinearFeatures", "PolyFeatures", "PairKeys", "make_feature_space",
+           "LinearFeatures", "PolyFeatures", "GroupFeatures", "TreeFeatures",
+           "PairKeys",
+           "make_feature_space",
            "build_feature_space", "feature_space_from_spec"]
 
 
@@ -44,8 +48,9 @@ def build_feature_space(store, kind, **params) -> FeatureSpace:
     return feature_space_class(kind).from_params(store, **params)
 
 
-def make_feature_space(store, poly=1, gamma=1.0, coef0=1.0) -> FeatureSpace:
-    """The feature space of a store for the faces' ``poly`` parameter.
+def make_feature_space(store, poly=1, gamma=1.0, coef0=1.0, groups=None,
+                       tree=None, kernel=None, kernel_params=None) -> FeatureSpace:
+    """The feature space of a store for the faces' parameters.
 
     Parameters
     ----------
@@ -56,13 +61,47 @@ def make_feature_space(store, poly=1, gamma=1.0, coef0=1.0) -> FeatureSpace:
     gamma, coef0 : float
         Kernel parameters, passed to the spaces that record them in their
         ``spec_params`` (degree 2); unused for ``poly=1``.
+    groups : optional
+        Groups of columns (:class:`~ultrafs.features.groups.GroupFeatures`):
+        the candidates are the groups.
+    tree : optional
+        A parent list over the columns and inner nodes
+        (:class:`~ultrafs.features.tree.TreeFeatures`): the candidates are
+        the tree's nodes.
+    kernel : str, optional
+        An additive kernel whose per-feature expansions are the candidate
+        groups (:mod:`ultrafs.features.additive`): ``"hik"``, ``"chi2"``,
+        ``"intersection"`` or ``"js"``.
+    kernel_params : dict, optional
+        Parameters of ``kernel`` (``q`` for HIK; ``n``, ``period`` for the
+        others).
 
     Raises
     ------
     ParameterError
-        One line for a degree no registered space has, or parameters out
-        of their domain.
+        One line for a degree no registered space has, parameters out of
+        their domain, or structures that do not combine (degree 2 with
+        groups, a tree or a kernel; groups with a tree or a kernel).
     """
+    given_structures = [name for name, value in (("groups", groups), ("tree", tree),
+                                                 ("kernel", kernel))
+                        if value is not None]
+    if len(given_structures) > 1:
+        raise ParameterError(f"{' and '.join(given_structures)} do not combine: "
+                             "give one of them")
+    if given_structures and not (poly == 1 and not isinstance(poly, bool)):
+        raise ParameterError(f"{given_structures[0]} do not combine with poly={poly!r}: "
+                             "degree-2 candidates are single products, not groups")
+    if kernel_params and kernel is None:
+        raise ParameterError("kernel parameters given without a kernel")
+    if groups is not None:
+        return feature_space_class("groups").from_params(store, groups=groups)
+    if tree is not None:
+        return feature_space_class("tree").from_params(store, tree=tree)
+    if kernel is not None:
+        from ultrafs.features.additive import make_additive_space
+
+        return make_additive_space(store, kernel, **(kernel_params or {}))
     degrees = {cls.poly_degree: cls for cls in FEATURE_SPACES.values()
                if cls.poly_degree is not None}
     try:

@@ -74,6 +74,10 @@ def register_feature_space(cls):
     return cls
 
 
+def _is_int(value) -> bool:
+    return (isinstance(value, (int, np.integer)) and not isinstance(value, bool))
+
+
 def feature_space_class(kind) -> type["FeatureSpace"]:
     """The registered class of ``kind``.
 
@@ -186,7 +190,88 @@ class FeatureSpace(abc.ABC):
         return {"kind": self.kind,
                 **{name: getattr(self, name) for name in self.spec_params}}
 
+    # ------------------------------------------- model-file ids and specs
+    @classmethod
+    def id_key(cls, feature_id):
+        """Canonical hashable form of a model file's feature id.
+
+        Two ids with the same key are the same feature (a model lists each
+        once).  The default accepts an integer ``j`` or a pair ``[j, k]``
+        of integers (degree 2: unordered).
+
+        Raises
+        ------
+        ValueError
+            One line when ``feature_id`` is not of this space's form.
+        """
+        if isinstance(feature_id, (list, tuple)):
+            if len(feature_id) != 2 or not all(_is_int(v) for v in feature_id):
+                raise ValueError("must be a feature id or a pair [j, k] of ids")
+            j, k = (int(v) for v in feature_id)
+            return (min(j, k), max(j, k))
+        if not _is_int(feature_id):
+            raise ValueError("must be an integer or a pair [j, k]")
+        return int(feature_id)
+
+    @classmethod
+    def source_ids(cls, feature_id) -> list:
+        """The store feature ids a model feature is computed from."""
+        if isinstance(feature_id, (list, tuple)):
+            return [int(v) for v in feature_id]
+        return [int(feature_id)]
+
+    @classmethod
+    def name_of_id(cls, feature_id, name_of):
+        """Display name of a model feature from the names of its source ids
+        (``name_of(j)``: a name or None); None unless every source is named."""
+        from ultrafs.store.feature_names import compose_name
+
+        return compose_name(feature_id, name_of)
+
+    @classmethod
+    def unit_of_id(cls, feature_id):
+        """The candidate (group, node, kernel) a model feature belongs to:
+        the feature itself unless the space selects groups."""
+        return feature_id
+
+    @classmethod
+    def check_spec_value(cls, name, value):
+        """A model file's ``feature_space[name]``, checked; the default
+        accepts a finite real number.
+
+        Raises
+        ------
+        ValueError
+            One line when the value is not of the parameter's form.
+        """
+        if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                or not np.isfinite(value):
+            raise ValueError(f"must be a finite number, got {value!r}")
+        return value
+
     # ------------------------------------------------------------- sizes
+    @property
+    def n_keys(self) -> int:
+        """Keys lie in ``0 .. n_keys - 1`` (default: one key per candidate)."""
+        return self.n_candidates
+
+    def units_of(self, keys) -> np.ndarray:
+        """The candidate (selection unit) each key belongs to.
+
+        A candidate of a group space is a group of several columns (keys);
+        the budget of FGM counts candidates with a nonzero weight.  The
+        default: every key is its own candidate.
+
+        Returns
+        -------
+        int64 array, shape (len(keys),)
+        """
+        return np.asarray(keys, dtype=np.int64)
+
+    def unit_ids(self, units) -> list:
+        """User-visible ids of candidates (:meth:`units_of`'s values)."""
+        return self.feature_ids(np.asarray(units, dtype=np.int64))
+
     @property
     def n_samples(self) -> int:
         """Number of rows (samples) of every candidate column."""

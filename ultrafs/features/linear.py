@@ -83,6 +83,13 @@ class LinearFeatures(FeatureSpace):
     kind = "linear"
     poly_degree = 1
 
+    @classmethod
+    def id_key(cls, feature_id):
+        """A linear feature id is an integer (the store's id)."""
+        if isinstance(feature_id, bool) or not isinstance(feature_id, (int, np.integer)):
+            raise ValueError("must be an integer")
+        return int(feature_id)
+
     @property
     def n_candidates(self) -> int:
         """Number of candidate features: the store's m columns."""

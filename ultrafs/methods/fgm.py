@@ -301,7 +301,7 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
 
     if resume and checkpoint is not None and checkpoint.exists():
         state, decision = checkpoint.load(n_samples=n_samples, n_outputs=n_outputs,
-                                          n_candidates=features.n_candidates)
+                                          n_candidates=features.n_keys)
         keys = np.asarray(state["keys"], dtype=np.int64)
         batch_ptr = np.asarray(state.get("batch_ptr", state.get("group_ptr")),
                                dtype=np.int64)
@@ -348,7 +348,7 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
             "path": [(c.tolist(), _bias_json(b)) for c, b in path],
             "stop_reason": finished_reason}, decision)
 
-    n_nonzero = _count_nonzero(coef, n_outputs)
+    n_nonzero = _count_nonzero(coef, n_outputs, features.units_of(keys))
     memory = _MemoryGuard(memory_limit)
     for iteration in range(first_iteration, max_outer + 1):
         over = memory.exceeded(iteration, cache.nbytes)
@@ -399,7 +399,7 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
         decision = solution.decision
         lipschitz = None if solution.lipschitz is None else float(solution.lipschitz)
 
-        n_nonzero = _count_nonzero(coef, n_outputs)
+        n_nonzero = _count_nonzero(coef, n_outputs, features.units_of(keys))
         record = {
             "iteration": iteration,
             "n_features": int(len(keys)),
@@ -501,9 +501,14 @@ def _nonzero_columns(coef, n_outputs):
     return np.any(coef.reshape(-1, n_outputs) != 0, axis=1)
 
 
-def _count_nonzero(coef, n_outputs):
-    """Number of columns with a nonzero weight."""
-    return int(np.count_nonzero(_nonzero_columns(coef, n_outputs)))
+def _count_nonzero(coef, n_outputs, units=None):
+    """Number of candidates with a nonzero weight: columns, or with
+    ``units`` (the candidate of each column, ``FeatureSpace.units_of``)
+    the distinct candidates holding a nonzero column."""
+    nonzero = _nonzero_columns(coef, n_outputs)
+    if units is None:
+        return int(np.count_nonzero(nonzero))
+    return int(len(np.unique(np.asarray(units, dtype=np.int64)[nonzero])))
 
 
 def _bias_value(bias):

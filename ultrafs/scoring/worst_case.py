@@ -105,7 +105,11 @@ def worst_case_analysis(features, weights, k, *, excluded=None,
     excluded = np.unique(np.asarray(
         [] if excluded is None else excluded, dtype=np.int64))
     # never more winners than candidates: memory follows the data, not B
-    k = max(1, min(int(k), int(features.n_candidates) - len(excluded)))
+    # (a group space's keys are columns: count the candidates they belong to)
+    units = getattr(features, "units_of", None)
+    n_excluded = len(excluded) if units is None or not len(excluded) \
+        else len(np.unique(units(excluded)))
+    k = max(1, min(int(k), int(features.n_candidates) - n_excluded))
     runner = BlockRunner(scheduler, num_workers, split_every, block_size,
                          progress_label)
     started = time.perf_counter()
