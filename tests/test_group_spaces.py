@@ -380,3 +380,128 @@ def test_registered_kinds():
     assert FEATURE_SPACES["tree"] is TreeFeatures
     store = InMemoryStore(np.eye(4), np.array([1.0, -1, 1, -1]))
     assert type(make_feature_space(store, groups=[0, 0, 1, 1])) is GroupFeatures
+
+
+# ------------------------------------------------------ additive kernels
+from ultrafs.features import HIKFeatures, Chi2Features, JSFeatures  # noqa: E402
+from ultrafs.kernels.additive_maps import N_GENERATED, PHI  # noqa: E402
+
+
+def explicit_map(X, kind, scales):
+    """The dense expansion, value by value (``PHI``, itself checked against
+    NumPy formulas in tests/test_additive_maps.py)."""
+    n, m = X.shape
+    G = N_GENERATED[kind]
+    E = np.zeros((n, m * G))
+    out = np.zeros(G)
+    for j in range(m):
+        for i in range(n):
+            if X[i, j] != 0:
+                PHI[kind](X[i, j], scales[j], out)
+                E[i, j * G:(j + 1) * G] = out
+    return E
+
+
+class KernelContract(GroupContract):
+    data_kinds = ("valued", "binary")
+    space_class = HIKFeatures
+
+    def make_space(self, X, y, *, dtype, tmp_path):
+        X = abs(X)
+        if self.store_kind == "zarr":
+            store = write_store(tmp_path / "k.zarr", X, y, dtype=dtype,
+                                id_offset=ID_OFFSET, block_nnz=7, command="test")
+        else:
+            store = InMemoryStore(X, y, dtype=dtype, id_offset=ID_OFFSET)
+        return self.space_class(store)
+
+    def expand(self, X, space):
+        X = np.abs(X)
+        store_values = space.store.read_range(0, space.store.n_features)
+        data = store_values.values(np.float64)
+        dense = np.zeros_like(X)
+        for j in range(X.shape[1]):
+            rows = store_values.indices[store_values.indptr[j]:store_values.indptr[j + 1]]
+            dense[rows, j] = data[store_values.indptr[j]:store_values.indptr[j + 1]]
+        scales = dense.max(axis=0)
+        E = explicit_map(dense, space.kind, scales)
+        keys = np.arange(E.shape[1], dtype=np.int64)
+        G = N_GENERATED[space.kind]
+        ids = [[int(k // G) + ID_OFFSET, int(k % G) + 1] for k in keys]
+        return E, keys, ids
+
+    def absent_ids(self, space):
+        return [[space.store.n_features + ID_OFFSET, 1]]
+
+    def test_spec_round_trip_through_the_registry(self, case):
+        """A spec (with the scales of what was materialised) rebuilds a space
+        that scores and predicts the same."""
+        space = case.space
+        space.materialize(case.keys)
+        spec = json.loads(json.dumps(space.spec()))
+        clone = feature_space_from_spec(space.store, spec)
+        assert type(clone) is type(space) and clone.spec() == space.spec()
+        np.testing.assert_array_equal(
+            clone.materialize_ids(space.feature_ids(case.keys)).values(),
+            space.materialize(case.keys).values())
+        np.testing.assert_array_equal(self.run(SimpleNamespace(space=clone),
+                                               case.weights, 5)[0].keys,
+                                      self.run(case, case.weights, 5)[0].keys)
+
+
+class TestHIKMemory(KernelContract):
+    store_kind = "memory"
+    space_class = HIKFeatures
+
+
+class TestHIKZarr(KernelContract):
+    store_kind = "zarr"
+    space_class = HIKFeatures
+
+
+class TestChi2Zarr(KernelContract):
+    store_kind = "zarr"
+    space_class = Chi2Features
+
+
+class TestJSMemory(KernelContract):
+    store_kind = "memory"
+    space_class = JSFeatures
+
+
+def test_kernel_refuses_negative_values():
+    X = np.array([[1.0, -2.0], [0.5, 1.0], [0.0, 3.0]])
+    with pytest.raises(ParameterError, match="needs values >= 0.*-2"):
+        select(X, np.array([1, -1, 1]), kernel="hik", B=1, max_iter=1)
+
+
+@pytest.mark.parametrize("kind", ["hik", "chi2", "intersection", "js"])
+def test_kernel_model_predicts_the_explicit_expansion(kind, tmp_path):
+    """Prediction on new rows = their explicit expansion (training scales)
+    times the coefficients; the model file round-trips."""
+    rng = np.random.default_rng(3)
+    X = rng.random((120, 8)) * (rng.random((120, 8)) < 0.7) * 5
+    y = np.where(np.sin(3 * X[:, 0]) + (X[:, 1] > 2) > 0.5, 1, -1)
+    model = select(X[:80], y[:80], kernel=kind, B=2, max_iter=2, C=1.0)
+    path = tmp_path / "m.json"
+    model.save(path)
+    loaded = Model.load(path)
+    assert loaded.feature_space["kind"] == kind
+    G = N_GENERATED[kind]
+    scales = X[:80].max(axis=0)
+    E = explicit_map(X[80:], kind, scales)
+    cols = [j * G + level - 1 for j, level in loaded.features]
+    expected = E[:, cols] @ loaded.coef + loaded.intercept
+    np.testing.assert_allclose(
+        loaded.decision_function_store(InMemoryStore(X[80:], y[80:])), expected,
+        rtol=1e-10, atol=1e-12)
+    assert set(loaded.selected_groups) <= set(range(8)) and len(loaded.selected_groups) == 4
+
+
+def test_kernel_c_auto_quantises_held_out_rows_like_the_fit():
+    rng = np.random.default_rng(4)
+    X = rng.random((150, 6)) * 3
+    y = np.where(X[:, 0] > 1.5, 1, -1)
+    model = select(X, y, kernel="hik", B=1, max_iter=2, C="auto")
+    assert model.params["validation"]["points"]
+    assert model.selected_groups[0] == 0

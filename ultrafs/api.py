@@ -25,7 +25,7 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
            resume=False, progress=False, refit=False, refit_C=None,
            validation_fraction=None, cv=None, seed=0, sample_weight=None,
            class_weight=None, memory_limit=None, groups=None, tree=None,
-           kernel=None, kernel_params=None):
+           kernel=None):
     """Select features with FGM and return the fitted :class:`Model`.
 
     Parameters
@@ -106,9 +106,8 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
     kernel : {"hik", "chi2", "intersection", "js"}, optional
         Select the features of an additive kernel (paper §6.1): each
         feature's explicit map is a group generated on the fly
-        (:mod:`ultrafs.features.additive`).
-    kernel_params : dict, optional
-        ``q`` (HIK levels, 100), or ``n`` and ``period`` of the other maps.
+        (:mod:`ultrafs.features.additive`; values must be >= 0).  Model
+        features are ``[feature id, l]`` (generated column l).
 
     Returns
     -------
@@ -120,13 +119,12 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
     """
     store = as_store(data, y)
     features = make_feature_space(store, poly=poly, gamma=gamma, coef0=coef0,
-                                  groups=groups, tree=tree, kernel=kernel,
-                                  kernel_params=kernel_params)
+                                  groups=groups, tree=tree, kernel=kernel)
     # the structure, converted once, for the spaces of row subsets (C="auto")
     space = {"poly": poly, "gamma": gamma, "coef0": coef0,
              "groups": getattr(features, "groups", None) if groups is not None else None,
              "tree": getattr(features, "tree", None),
-             "kernel": kernel, "kernel_params": kernel_params}
+             "kernel": kernel}
     y, n_classes = _classification_targets(store)
     weights, weight_params = _sample_weights(store, y, n_classes, sample_weight,
                                              class_weight)
@@ -404,6 +402,8 @@ class _HeldOutScorer:
         result = fit_fgm(part, y_train, n_classes=self.n_classes, C=C,
                          sample_weight=w_train, **o)
         nonzero = result.nonzero()
+        if hasattr(held_out, "adopt"):       # quantise as the fitted space does
+            held_out.adopt(part)
         block = held_out.materialize(result.keys[nonzero])
         y_held = self.y[validation]
         n_features = int(np.count_nonzero(nonzero))

@@ -741,13 +741,8 @@ def _fgm_options(func):
         click.option("--kernel", type=click.Choice(["hik", "chi2", "intersection", "js"]),
                      default=None,
                      help="Select features of an additive kernel: each feature's "
-                          "explicit map is a group generated on the fly "
-                          "(docs/ADDITIVE_KERNELS.md)."),
-        click.option("--q", "kernel_q", type=click.IntRange(min=1, max=10_000),
-                     default=None, help="Levels of the --kernel hik map [default: 100]."),
-        click.option("--kernel-n", type=click.IntRange(min=0, max=100), default=None,
-                     help="n of the chi2 / intersection / js maps: 2n+1 columns "
-                          "per feature [default: 5]."),
+                          "explicit map is a group generated on the fly (hik: q = "
+                          "100 levels; the others: 11 columns; docs/ADDITIVE_KERNELS.md)."),
         click.option("--block-size", type=click.IntRange(min=1, max=MAX_COUNT), default=None,
                      help="Columns per scoring task (default: the store's blocks)."),
         click.option("--scheduler", type=SchedulerType(), default="threads",
@@ -808,8 +803,7 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                 gamma=1.0, coef0=1.0, checkpoint=None, resume=False, refit=False,
                 refit_C=None, validation_fraction=None, cv=None, split_seed=0,
                 connect_timeout=None, worker_timeout=None, class_weight=None,
-                memory_limit=None, groups_path=None, tree_path=None, kernel=None,
-                kernel_q=None, kernel_n=None):
+                memory_limit=None, groups_path=None, tree_path=None, kernel=None):
     from ultrafs.api import select
     from ultrafs.scoring.scheduling import WORKER_TIMEOUT_KEY
 
@@ -837,7 +831,7 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                 + ("" if left is None or left <= 0
                    else f"; run ETA {format_seconds(left)}"), err=True)
 
-    structure = _structure(store, groups_path, tree_path, kernel, kernel_q, kernel_n)
+    structure = _structure(store, groups_path, tree_path, kernel)
     if connect_timeout is None:
         connect_timeout = CONNECT_TIMEOUT_S
     timeouts = contextlib.nullcontext()
@@ -860,21 +854,12 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                       **structure)
 
 
-def _structure(store, groups_path, tree_path, kernel, kernel_q, kernel_n):
+def _structure(store, groups_path, tree_path, kernel):
     """``select``'s groups / tree / kernel arguments from the options; a
     malformed file or one that does not fit the data is named in one line."""
     from ultrafs.errors import ParameterError
 
-    kernel_params = {}
-    if kernel_q is not None:
-        if kernel != "hik":
-            raise ParameterError("--q is the number of levels of --kernel hik")
-        kernel_params["q"] = kernel_q
-    if kernel_n is not None:
-        if kernel not in ("chi2", "intersection", "js"):
-            raise ParameterError("--kernel-n applies to --kernel chi2, intersection or js")
-        kernel_params["n"] = kernel_n
-    structure = {"kernel": kernel, "kernel_params": kernel_params or None}
+    structure = {"kernel": kernel}
     if groups_path is not None:
         from ultrafs.features.group_files import read_groups_file
         from ultrafs.features.groups import _group_map

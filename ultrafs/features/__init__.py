@@ -20,9 +20,12 @@ from ultrafs.features.linear import LinearFeatures
 from ultrafs.features.poly import PolyFeatures
 from ultrafs.features.groups import GroupFeatures
 from ultrafs.features.tree import TreeFeatures
+from ultrafs.features.additive import (HIKFeatures, Chi2Features,
+                                      IntersectionFeatures, JSFeatures)
 
 __all__ = ["FeatureSpace", "FEATURE_SPACES", "register_feature_space",
            "LinearFeatures", "PolyFeatures", "GroupFeatures", "TreeFeatures",
+           "HIKFeatures", "Chi2Features", "IntersectionFeatures", "JSFeatures",
            "PairKeys",
            "make_feature_space",
            "build_feature_space", "feature_space_from_spec"]
@@ -49,7 +52,7 @@ def build_feature_space(store, kind, **params) -> FeatureSpace:
 
 
 def make_feature_space(store, poly=1, gamma=1.0, coef0=1.0, groups=None,
-                       tree=None, kernel=None, kernel_params=None) -> FeatureSpace:
+                       tree=None, kernel=None) -> FeatureSpace:
     """The feature space of a store for the faces' parameters.
 
     Parameters
@@ -72,9 +75,6 @@ def make_feature_space(store, poly=1, gamma=1.0, coef0=1.0, groups=None,
         An additive kernel whose per-feature expansions are the candidate
         groups (:mod:`ultrafs.features.additive`): ``"hik"``, ``"chi2"``,
         ``"intersection"`` or ``"js"``.
-    kernel_params : dict, optional
-        Parameters of ``kernel`` (``q`` for HIK; ``n``, ``period`` for the
-        others).
 
     Raises
     ------
@@ -92,8 +92,6 @@ def make_feature_space(store, poly=1, gamma=1.0, coef0=1.0, groups=None,
     if given_structures and not (poly == 1 and not isinstance(poly, bool)):
         raise ParameterError(f"{given_structures[0]} do not combine with poly={poly!r}: "
                              "degree-2 candidates are single products, not groups")
-    if kernel_params and kernel is None:
-        raise ParameterError("kernel parameters given without a kernel")
     if groups is not None:
         return feature_space_class("groups").from_params(store, groups=groups)
     if tree is not None:
@@ -101,7 +99,7 @@ def make_feature_space(store, poly=1, gamma=1.0, coef0=1.0, groups=None,
     if kernel is not None:
         from ultrafs.features.additive import make_additive_space
 
-        return make_additive_space(store, kernel, **(kernel_params or {}))
+        return make_additive_space(store, kernel)
     degrees = {cls.poly_degree: cls for cls in FEATURE_SPACES.values()
                if cls.poly_degree is not None}
     try:
