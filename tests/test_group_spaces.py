@@ -505,3 +505,38 @@ def test_kernel_c_auto_quantises_held_out_rows_like_the_fit():
     model = select(X, y, kernel="hik", B=1, max_iter=2, C="auto")
     assert model.params["validation"]["points"]
     assert model.selected_groups[0] == 0
+
+
+# ------------------------------------------------------------ estimator
+from ultrafs.estimator import FGMClassifier  # noqa: E402
+
+
+@pytest.mark.parametrize("structure", ["groups", "overlapping", "tree", "hik", "chi2"])
+def test_estimator_faces(structure):
+    """groups= / tree= / kernel= in FGMClassifier: the same model as select,
+    transform gives the selected (virtual or generated) columns, and they
+    times selected_coef_ plus the intercept are the decision values."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((160, 24))
+    y = (X[:, :6].sum(axis=1) > 0).astype(int)
+    kwargs = {"groups": {"groups": np.repeat(np.arange(6), 4)},
+              "overlapping": {"groups": {0: [0, 1, 2, 3], 1: [2, 3, 4, 5, 6]}},
+              "tree": {"tree": np.concatenate([np.repeat(np.arange(6), 4) + 24,
+                                               np.full(6, -1)])},
+              "hik": {"kernel": "hik"}, "chi2": {"kernel": "chi2"}}[structure]
+    if "kernel" in kwargs:
+        X = np.abs(X)
+        score = X[:, :6].sum(axis=1)
+        y = (score > np.median(score)).astype(int)
+    est = FGMClassifier(B=1, max_iter=2, C=1.0, **kwargs).fit(X, y)
+    model = select(X, np.where(y > 0, 1, -1), B=1, max_iter=2, C=1.0, **kwargs)
+    assert est.selected_features_ == model.features
+    assert est.selected_groups_ == model.selected_groups
+    Xt = est.transform(X)
+    np.testing.assert_allclose(Xt @ est.selected_coef_ + est.intercept_,
+                               est.decision_function(X), rtol=1e-10, atol=1e-12)
+    assert len(est.get_feature_names_out()) == Xt.shape[1]
+    with pytest.raises(AttributeError, match="only available for linear features"):
+        est.coef_
+    assert not hasattr(est, "inverse_transform")
+    assert est.score(X, y) > 0.6

@@ -98,6 +98,19 @@ def root(tmp_path_factory):
     os.symlink(r / "model.json", r / "model-link.json")
     os.symlink(r / "train.zarr", r / "train-link.zarr")
     os.mkfifo(r / "pipe")
+    (r / "groups_bad.txt").write_text("1 0\n2 x\n")
+    (r / "groups_three.txt").write_text("1 0 7\n")
+    (r / "groups_negative.txt").write_text("1 -3\n")
+    (r / "groups_binary.txt").write_bytes(b"\xff\xfe\x00\x01")
+    (r / "groups_empty.txt").write_text("# nothing\n")
+    (r / "tree_cycle.txt").write_text("\n".join(["40"] * 40 + ["41", "40"]) + "\n")
+    (r / "tree_short.txt").write_text("-1\n-1\n")
+    (r / "groups_ok.txt").write_text("1 0\n2 0\n3 1\n")
+    (r / "tree_ok.txt").write_text("-1\n" * 40)
+    (r / "tree_feature_parent.txt").write_text("\n".join(["0"] * 40) + "\n")
+    import numpy as np
+    np.save(r / "groups_float.npy", np.full(40, 0.5))
+    (r / "groups_bad.npy").write_bytes(b"\x93NUMPY garbage")
     return r
 
 
@@ -245,6 +258,62 @@ CASES = [
          ["--memory-budget"]),
     Case("report-huge-top", ["report", "{r}/model.json", "--out", "{r}/r.html",
                              "--top", "9" * 25], 2, ["--top"]),
+    # ---- group, tree and kernel inputs (issue 12)
+    Case("select-groups-missing", SELECT + ["--data", "{r}/train.zarr", "--groups",
+                                            "{r}/nope.txt", "--out", "{r}/g.json"], 1,
+         ["{r}/nope.txt", "no such groups file"]),
+    Case("select-groups-bad-line", SELECT + ["--data", "{r}/train.zarr", "--groups",
+                                             "{r}/groups_bad.txt", "--out", "{r}/g.json"],
+         1, ["groups_bad.txt", "line 2", "not an integer"]),
+    Case("select-groups-three-fields", SELECT + ["--data", "{r}/train.zarr", "--groups",
+                                                 "{r}/groups_three.txt", "--out",
+                                                 "{r}/g.json"], 1,
+         ["groups_three.txt", "line 1", "expected 2 integers"]),
+    Case("select-groups-negative-id", SELECT + ["--data", "{r}/train.zarr", "--groups",
+                                                "{r}/groups_negative.txt", "--out",
+                                                "{r}/g.json"], 1,
+         ["groups_negative.txt", "group ids must be >= 0"]),
+    Case("select-groups-not-text", SELECT + ["--data", "{r}/train.zarr", "--groups",
+                                             "{r}/groups_binary.txt", "--out",
+                                             "{r}/g.json"], 1,
+         ["groups_binary.txt", "not utf-8"]),
+    Case("select-groups-empty", SELECT + ["--data", "{r}/train.zarr", "--groups",
+                                          "{r}/groups_empty.txt", "--out", "{r}/g.json"],
+         1, ["groups_empty.txt", "holds no entry"]),
+    Case("select-groups-npy-floats", SELECT + ["--data", "{r}/train.zarr", "--groups",
+                                               "{r}/groups_float.npy", "--out",
+                                               "{r}/g.json"], 1,
+         ["groups_float.npy", "must hold integers"]),
+    Case("select-groups-npy-corrupt", SELECT + ["--data", "{r}/train.zarr", "--groups",
+                                                "{r}/groups_bad.npy", "--out",
+                                                "{r}/g.json"], 1,
+         ["groups_bad.npy", "not a readable .npy"]),
+    Case("select-groups-is-directory", SELECT + ["--data", "{r}/train.zarr", "--groups",
+                                                 "{r}/plain", "--out", "{r}/g.json"], 2,
+         ["--groups", "directory"]),
+    Case("select-tree-cycle", SELECT + ["--data", "{r}/train.zarr", "--tree",
+                                        "{r}/tree_cycle.txt", "--out", "{r}/g.json"], 1,
+         ["tree_cycle.txt", "cycle"]),
+    Case("select-tree-too-short", SELECT + ["--data", "{r}/train.zarr", "--tree",
+                                            "{r}/tree_short.txt", "--out", "{r}/g.json"],
+         1, ["tree_short.txt", "has 2 nodes", "40 features"]),
+    Case("select-tree-feature-as-parent", SELECT + ["--data", "{r}/train.zarr", "--tree",
+                                                    "{r}/tree_feature_parent.txt",
+                                                    "--out", "{r}/g.json"], 1,
+         ["tree_feature_parent.txt", "is a feature"]),
+    Case("select-groups-and-tree", SELECT + ["--data", "{r}/train.zarr", "--groups",
+                                             "{r}/groups_ok.txt", "--tree",
+                                             "{r}/tree_ok.txt", "--out", "{r}/g.json"],
+         1, ["groups and tree do not combine"]),
+    Case("select-kernel-unknown", SELECT + ["--data", "{r}/train.zarr", "--kernel",
+                                            "rbf"], 2, ["--kernel", "rbf"]),
+    Case("select-kernel-negative-data", SELECT + ["--data", "{r}/train.zarr", "--kernel",
+                                                  "chi2", "--out", "{r}/g.json"], 1,
+         ["chi2 kernel needs values >= 0"]),
+    Case("select-kernel-with-poly", SELECT + ["--data", "{r}/train.zarr", "--kernel",
+                                              "hik", "--poly", "2", "--out",
+                                              "{r}/g.json"], 1,
+         ["do not combine with poly=2"]),
 ]
 
 

@@ -130,6 +130,13 @@ def _poly(features):
     return forge
 
 
+def _space(spec, features):
+    def forge(model):
+        model["feature_space"] = spec
+        model["features"] = features + model["features"][len(features):]
+    return forge
+
+
 def _forge_refit(model):
     model["predictor"] = "refit"
     model["refit"] = {"coef": model["coef"][:-1], "intercept": 0.0, "C": 1.0}
@@ -188,6 +195,26 @@ MODEL_CASES = [
     ("feature space gamma text", _set("feature_space", {"kind": "poly2", "gamma": "x",
                                                         "coef0": 1.0}),
      ["feature_space gamma must be a finite number"]),
+    ("group id not a pair", _space({"kind": "groups"}, [3]),
+     ["features[0] must be a pair [group id, feature id]"]),
+    ("group id negative", _space({"kind": "groups"}, [[-4, 1]]),
+     ["features[0]", "each part must be an integer >= 0"]),
+    ("group pair repeated", _space({"kind": "groups"}, [[1, 2]] * 10), ["appears twice"]),
+    ("tree ids of strings", _space({"kind": "tree"}, [["a", 1]]), ["features[0]", '"a"']),
+    ("hik level 0", _space({"kind": "hik", "scales": [[1, 1.0]]}, [[1, 0]]),
+     ["features[0]", "l in 1..100"]),
+    ("hik level 101", _space({"kind": "hik", "scales": [[1, 1.0]]}, [[1, 101]]),
+     ["l in 1..100"]),
+    ("chi2 level 12", _space({"kind": "chi2"}, [[1, 12]]), ["l in 1..11"]),
+    ("hik scales text", _space({"kind": "hik", "scales": "x"}, [[1, 1]]),
+     ["feature_space scales must be a list of [feature id, scale] pairs"]),
+    ("hik scale NaN", _raw('{"format": "ultrafs-model", "format_version": 2, '
+                           '"features": [[1, 1]], "coef": [1.0], "classes": [0, 1], '
+                           '"intercept": 0.0, "loss": "logistic", "feature_space": '
+                           '{"kind": "hik", "scales": [[1, NaN]]}}'),
+     ["feature_space scales must be a list of [feature id, scale >= 0] pairs"]),
+    ("hik without scales", _space({"kind": "hik"}, [[1, 1]]),
+     ["feature space 'hik' lacks its parameter 'scales'"]),
     ("history non-numeric", _history_text, ["history[0] objective must be a number"]),
     ("history not a list", _set("history", "none"), ["history must be a list"]),
     ("classes NaN", _classes_nan, ["classes[0] must be a finite number", "NaN"]),

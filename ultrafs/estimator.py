@@ -159,6 +159,20 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
     verbose : int, default=0
         > 0: show the progress of every scoring pass on stderr (the
         ``progress`` option of :func:`ultrafs.api.select`).
+    groups : array-like of int, dict or None, default=None
+        Select groups of columns (paper §2.2–2.3): one group id per column
+        (negative: in no group), or a mapping ``{group id: [columns]}``
+        for overlapping groups; ``B`` and the budget count groups, and the
+        selected features are ``[group id, column]`` pairs (a column in two
+        selected groups has two weights).
+    tree : array-like of int or None, default=None
+        Tree-structured groups: the parent of every node (-1 for roots),
+        nodes ``0..n_features-1`` being the columns; features are
+        ``[node id, column]`` pairs.
+    kernel : {"hik", "chi2", "intersection", "js"} or None, default=None
+        Select the features of an additive kernel: each column's explicit
+        map (HIK: 100 levels; the others: 11 columns) is a group generated
+        on the fly; features are ``[column, l]`` pairs (values must be >= 0).
 
     Attributes
     ----------
@@ -229,7 +243,7 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
                  fit_intercept=True, inner_tol=1e-3, inner_kkt_tol=1e-4, block_size=None,
                  scheduler=None, poly=1, gamma=1.0, coef0=1.0, refit=False,
                  refit_C=None, validation_fraction=None, cv=None, random_state=0,
-                 verbose=0, class_weight=None):
+                 verbose=0, class_weight=None, groups=None, tree=None, kernel=None):
         self.B = B
         self.C = C
         self.loss = loss
@@ -243,6 +257,9 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         self.poly = poly
         self.gamma = gamma
         self.coef0 = coef0
+        self.groups = groups
+        self.tree = tree
+        self.kernel = kernel
         self.refit = refit
         self.refit_C = refit_C
         self.validation_fraction = validation_fraction
@@ -312,6 +329,7 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
                                       else float(self.inner_kkt_tol)),
                        block_size=self.block_size, scheduler=self.scheduler,
                        poly=self.poly, gamma=self.gamma, coef0=self.coef0,
+                       groups=self.groups, tree=self.tree, kernel=self.kernel,
                        refit=bool(self.refit),
                        refit_C=None if self.refit_C is None else float(self.refit_C),
                        validation_fraction=self.validation_fraction,
@@ -328,7 +346,8 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         self.C_ = float(model.params["C"])
         self.validation_ = model.params.get("validation")
         self.selected_features_ = (np.asarray(model.features, dtype=np.int64)
-                                   if self.poly == 1 else list(model.features))
+                                   if self._linear_space() else list(model.features))
+        self.selected_groups_ = list(model.selected_groups)
         self.selection_coef_ = np.asarray(model.coef, dtype=np.float64)
         self.selected_coef_ = np.asarray(model.active_coef, dtype=np.float64)
         self.intercept_ = (float(model.active_intercept) if model.n_outputs == 1
@@ -374,7 +393,7 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
             return self.model_.decision_function_store(X)
         X = validate_data(self, X, accept_sparse=("csr", "csc"),
                           dtype=(np.float64, np.float32), reset=False)
-        if self.poly != 1:
+        if not self._linear_space():
             return self.model_.decision_function_store(_unlabelled_store(
                 X, self._store_id_offset() if self._fitted_on_store else 0))
         columns = self.selected_features_
@@ -405,12 +424,15 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
             ``second`` is -1 for a linear term and equals ``first`` for a
             square.
         """
+        from ultrafs.features import FEATURE_SPACES
+
+        space = FEATURE_SPACES[self.model_.feature_space.get("kind", "linear")]
         offset = self._store_id_offset() if self._fitted_on_store else 0
         first, second = [], []
         for feature in self.model_.features:
-            pair = isinstance(feature, (list, tuple))
-            first.append(int(feature[0] if pair else feature) - offset)
-            second.append(int(feature[1]) - offset if pair else -1)
+            sources = space.source_ids(feature)
+            first.append(int(sources[0]) - offset)
+            second.append(int(sources[1]) - offset if len(sources) > 1 else -1)
         return np.asarray(first, dtype=np.int64), np.asarray(second, dtype=np.int64)
 
     def _get_support_mask(self):
@@ -431,8 +453,9 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         if not self._linear_space():
             raise AttributeError(
-                "coef_ is only available for poly=1: the weights of degree-2 "
-                "features are selected_coef_, named by get_feature_names_out()")
+                "coef_ is only available for linear features (poly=1, no groups, "
+                "tree or kernel): the weights of generated or grouped features are "
+                "selected_coef_, named by get_feature_names_out()")
         n_outputs = self.model_.n_outputs
         if n_outputs * self.n_features_in_ > DENSE_COEF_MAX_ENTRIES:
             raise ValueError(
@@ -490,7 +513,8 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         block = space.materialize_ids(ids, dtype=dtype)
         return _block_matrix(block, store.n_samples, len(ids), dtype, like)
 
-    @available_if(lambda self: self.poly == 1)
+    @available_if(lambda self: self.poly == 1 and self.groups is None
+                  and self.tree is None and self.kernel is None)
     def inverse_transform(self, X):
         """Put the selected columns back in place, zeros elsewhere (``poly=1``).
 
@@ -534,10 +558,12 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
 
             def name(column):
                 return str(names[column])
-        from ultrafs.store.feature_names import compose_name
+        from ultrafs.features import FEATURE_SPACES
 
+        space = FEATURE_SPACES[self.model_.feature_space.get("kind", "linear")]
         offset = self._store_id_offset() if self._fitted_on_store else 0
-        out = [compose_name(fid, lambda j: name(j - offset)) for fid in self.model_.features]
+        out = [space.name_of_id(fid, lambda j: name(j - offset))
+               for fid in self.model_.features]
         if stored is not None:
             out = [default if given is None else given for default, given in zip(out, stored)]
         if self._linear_space():    # the order of transform's columns
