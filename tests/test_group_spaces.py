@@ -540,3 +540,56 @@ def test_estimator_faces(structure):
         est.coef_
     assert not hasattr(est, "inverse_transform")
     assert est.score(X, y) > 0.6
+
+
+def test_checkpoint_resume_with_groups_and_refusal_of_other_groups(tmp_path):
+    from ultrafs.methods.checkpoint import CheckpointMismatchError
+
+    X, y, labels = _planted()
+    ck = tmp_path / "ck"
+    select(X, y, groups=labels, B=2, max_iter=2, C=1.0, tol=0, checkpoint=ck)
+    resumed = select(X, y, groups=labels, B=2, max_iter=4, C=1.0, tol=0,
+                     checkpoint=ck, resume=True)
+    straight = select(X, y, groups=labels, B=2, max_iter=4, C=1.0, tol=0)
+    assert resumed.selected_groups == straight.selected_groups
+    np.testing.assert_array_equal(resumed.coef, straight.coef)
+    with pytest.raises(CheckpointMismatchError, match="structure_digest"):
+        select(X, y, groups=labels[::-1].copy(), B=2, max_iter=4, C=1.0, tol=0,
+               checkpoint=ck, resume=True)
+
+
+def test_cli_groups_tree_kernel_and_report(tmp_path):
+    """The faces end to end: --groups / --tree / --kernel on a LIBSVM file,
+    the summary names the groups, evaluate and report read the models."""
+    from click.testing import CliRunner
+    from sklearn.datasets import dump_svmlight_file
+
+    from ultrafs.cli import main
+
+    X, y, labels = _planted(p=12)
+    data = tmp_path / "d.svm"
+    dump_svmlight_file(X, y, str(data), zero_based=False)
+    (tmp_path / "g.txt").write_text("".join(f"{j + 1} {g}\n" for j, g in enumerate(labels)))
+    (tmp_path / "t.txt").write_text("".join(f"{X.shape[1] + g}\n" for g in labels)
+                                    + "-1\n" * 12)
+    np.save(tmp_path / "g.npy", labels)
+    runner = CliRunner()
+    env = {"ULTRAFS_CACHE_DIR": str(tmp_path / "cache")}
+    for name, extra in (("g", ["--groups", tmp_path / "g.txt"]),
+                        ("n", ["--groups", tmp_path / "g.npy"]),
+                        ("t", ["--tree", tmp_path / "t.txt"])):
+        out = tmp_path / f"{name}.json"
+        result = runner.invoke(main, [str(a) for a in ["select", "--data", data, "--B", 2,
+                                                       "--max-iter", 2, "--C", 1.0,
+                                                       "--out", out, *extra]], env=env)
+        assert result.exit_code == 0, result.output
+        model = Model.load(out)
+        assert len(model.selected_groups) == 4
+        result = runner.invoke(main, ["evaluate", "--model", str(out), "--data", str(data)],
+                               env=env)
+        assert result.exit_code == 0 and '"accuracy"' in result.output, result.output
+    assert Model.load(tmp_path / "g.json").selected_groups == \
+        Model.load(tmp_path / "n.json").selected_groups
+    result = runner.invoke(main, ["report", str(tmp_path / "g.json"), "--out",
+                                  str(tmp_path / "r.html")], env=env)
+    assert result.exit_code == 0, result.output

@@ -150,6 +150,9 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
     if features.kind != "linear" and features.poly_degree is None:
         params["space"] = features.kind
         params["n_candidates"] = int(features.n_candidates)
+        digest = getattr(features, "structure_digest", None)
+        if digest is not None:
+            params["structure_digest"] = digest()
     if resume and checkpoint is None:
         raise ParameterError("resume needs a checkpoint directory")
     saver = None

@@ -79,6 +79,11 @@ class GroupMap:
     def n_groups(self) -> int:
         return len(self.labels)
 
+    def digest(self) -> str:
+        """SHA-256 (hex) of the map: recorded in model and checkpoint
+        parameters, so a run is never resumed with other groups."""
+        return _digest(self.labels, self.group_ptr, self.members)
+
     @classmethod
     def from_pairs(cls, columns, labels, n_columns, what="groups"):
         """From (column, group label) pairs; a column may be in several groups.
@@ -160,6 +165,17 @@ class GroupMap:
                 if hi > lo]
 
 
+def _digest(*arrays) -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for array in arrays:
+        a = np.ascontiguousarray(array, dtype="<i8")
+        h.update(len(a).to_bytes(8, "little"))
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
 def _read_members(store, members):
     """The columns ``members`` (any order, repeats allowed) of ``store``:
     a block and the row of each member in it."""
@@ -234,6 +250,10 @@ class GroupFeatures(FeatureSpace):
     def unit_of_id(cls, feature_id):
         """The group id of ``[group id, feature id]``."""
         return int(feature_id[0])
+
+    def structure_digest(self):
+        """Digest of the group map (None for a space without one)."""
+        return None if self.groups is None else self.groups.digest()
 
     def _require_groups(self):
         if self.groups is None:

@@ -78,6 +78,7 @@ class Tree:
                                  f"feature (nodes 0..{m - 1} are leaves)")
         self.n_nodes = P
         self.n_columns = m
+        self.parent = parent
         # children lists (by user node number), then an iterative preorder
         order = np.argsort(parent, kind="stable")
         sorted_parent = parent[order]
@@ -124,6 +125,13 @@ class Tree:
         sizes = leaf_hi - leaf_lo
         self.offset = np.zeros(P + 1, dtype=np.int64)
         np.cumsum(sizes, out=self.offset[1:])
+
+    def digest(self) -> str:
+        """SHA-256 (hex) of the parent list (as given): recorded in model and
+        checkpoint parameters."""
+        from ultrafs.features.groups import _digest
+
+        return _digest(self.parent)
 
     def node_of_keys(self, keys) -> np.ndarray:
         """Preorder number of the node of each augmented key."""
@@ -176,6 +184,9 @@ class TreeFeatures(GroupFeatures):
         if self.tree is not None and self.tree.n_columns != store.n_features:
             raise ParameterError(f"the tree was built for {self.tree.n_columns} "
                                  f"features; the data has {store.n_features}")
+
+    def structure_digest(self):
+        return None if self.tree is None else self.tree.digest()
 
     def _require_tree(self):
         if self.tree is None:
