@@ -1,5 +1,7 @@
 """Every registered datafit, penalty and solver runs its contract suite."""
 
+import pytest
+
 from ultrafs.solvers.apg import SOLVERS, solve
 from ultrafs.solvers.losses import _REGISTRY
 from ultrafs.solvers.penalties import PENALTIES
@@ -76,4 +78,43 @@ class TestProxNewton(SolverContract):
         return solve(datafit, block_ptr, solver="newton", **kwargs)
 
 
-SOLVER_CLASSES = [TestAPG, TestProxNewton]
+class TestSimpleMKL(SolverContract):
+    """SimpleMKL (MKL-FGM) solves the binary squared-hinge problem only."""
+
+    solver_name = "mkl"
+    cases = [("squared-hinge", 2)]  # the MKL dual of eq. 28: squared hinge, K = 2
+
+    def solve(self, datafit, block_ptr, **kwargs):
+        return solve(datafit, block_ptr, solver="mkl", **kwargs)
+
+    def test_missing_capabilities_are_named(self, rng):
+        """A penalty without a capability SimpleMKL calls is named in one line.
+
+        (The generic test removes ``prox``, which SimpleMKL never calls: its
+        penalty capability is ``subdiff_distance``, for the KKT residual.)
+        """
+        from ultrafs.errors import ParameterError
+        from ultrafs.solvers.penalties import L21Squared
+
+        class NoSubdiff(L21Squared):
+            subdiff_distance = None
+
+        datafit, block_ptr = self.problem(rng, "squared-hinge", 2)
+        with pytest.raises(ParameterError, match="subdiff_distance"):
+            self.solve(datafit, block_ptr, penalty=NoSubdiff())
+
+    def test_refuses_what_it_does_not_solve(self, rng):
+        from ultrafs.errors import ParameterError
+        from ultrafs.solvers.penalties import L1
+
+        for loss, n_classes, match in [("logistic", 2, "squared-hinge loss only"),
+                                       ("squared-hinge", 3, "binary problems only")]:
+            datafit, block_ptr = self.problem(rng, loss, n_classes)
+            with pytest.raises(ParameterError, match=match):
+                self.solve(datafit, block_ptr)
+        datafit, block_ptr = self.problem(rng, "squared-hinge", 2)
+        with pytest.raises(ParameterError, match="l2,1-squared penalty only"):
+            self.solve(datafit, block_ptr, penalty=L1(alpha=0.5))
+
+
+SOLVER_CLASSES = [TestAPG, TestProxNewton, TestSimpleMKL]

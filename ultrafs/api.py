@@ -25,7 +25,7 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
            resume=False, progress=False, refit=False, refit_C=None,
            validation_fraction=None, cv=None, seed=0, sample_weight=None,
            class_weight=None, memory_limit=None, groups=None, tree=None,
-           kernel=None):
+           kernel=None, inner_solver="auto"):
     """Select features with FGM and return the fitted :class:`Model`.
 
     Parameters
@@ -40,7 +40,7 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
         whatever the scale of the rows; "auto": chosen on held-out rows
         (see :mod:`ultrafs.methods.validation`); a number is used as is.
     B, loss, max_iter, tol, fit_intercept, inner_tol, inner_max_iter,
-    inner_kkt_tol,
+    inner_kkt_tol, inner_solver,
     block_size, scheduler, num_workers, callback
         See :func:`ultrafs.methods.fgm.fit_fgm`.
     command : str, optional
@@ -132,7 +132,8 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
                    "fit_intercept": fit_intercept, "inner_tol": inner_tol,
                    "inner_max_iter": inner_max_iter, "inner_kkt_tol": inner_kkt_tol,
                    "block_size": block_size, "scheduler": scheduler,
-                   "num_workers": num_workers, "sample_weight": weights}
+                   "num_workers": num_workers, "sample_weight": weights,
+                   "inner_solver": inner_solver}
     C_rule = C if isinstance(C, str) else "given"
     C, refit_C, validation = _resolve_C(
         C, refit_C, refit, store, features, y, n_classes,
@@ -145,6 +146,8 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
               "inner_tol": float(inner_tol), "inner_max_iter": int(inner_max_iter),
               "inner_kkt_tol": None if inner_kkt_tol is None else float(inner_kkt_tol),
               "id_offset": int(store.id_offset), **weight_params}
+    if inner_solver != "auto":        # recorded (and compared by checkpoints) when chosen
+        params["inner_solver"] = inner_solver
     params.update({name: value for name, value in features.spec().items()
                    if name not in ("kind", "scales")})
     if features.kind != "linear" and features.poly_degree is None:
@@ -165,7 +168,7 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
         block_size=block_size,
         scheduler=scheduler, num_workers=num_workers, callback=callback,
         checkpoint=saver, resume=resume, progress=progress, sample_weight=weights,
-        memory_limit=memory_limit)
+        memory_limit=memory_limit, inner_solver=inner_solver)
     if command:
         params["command"] = command
     # names the data the model was fitted on (see ultrafs/store/fingerprint.py)

@@ -719,6 +719,11 @@ def _fgm_options(func):
                      show_default=True,
                      help="Relative KKT residual that certifies each subproblem's "
                           "solution; 0 stops on --inner-tol alone (the paper's rule)."),
+        click.option("--inner-solver", type=click.Choice(["auto", "apg", "newton", "mkl"]),
+                     default="auto", show_default=True,
+                     help="Subproblem solver: auto (proximal Newton or APG), or mkl: "
+                          "MKL-FGM, SimpleMKL in the dual (the paper's reference; "
+                          "squared hinge, two classes, at most 5,000 rows)."),
         click.option("--poly", type=RegistryChoice(_poly_degrees), default="1",
                      show_default=True,
                      help="2: select among all degree-2 polynomial features "
@@ -803,7 +808,8 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                 gamma=1.0, coef0=1.0, checkpoint=None, resume=False, refit=False,
                 refit_C=None, validation_fraction=None, cv=None, split_seed=0,
                 connect_timeout=None, worker_timeout=None, class_weight=None,
-                memory_limit=None, groups_path=None, tree_path=None, kernel=None):
+                memory_limit=None, groups_path=None, tree_path=None, kernel=None,
+                inner_solver="auto"):
     from ultrafs.api import select
     from ultrafs.scoring.scheduling import WORKER_TIMEOUT_KEY
 
@@ -851,7 +857,7 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                       refit=refit, refit_C=refit_C,
                       validation_fraction=validation_fraction, cv=cv, seed=split_seed,
                       class_weight=class_weight, memory_limit=memory_limit,
-                      **structure)
+                      inner_solver=inner_solver, **structure)
 
 
 def _structure(store, groups_path, tree_path, kernel):

@@ -189,7 +189,7 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
             inner_kkt_tol=DEFAULT_KKT_TOL,
             block_size=None, scheduler=None, num_workers=None, callback=None,
             checkpoint=None, resume=False, progress=False, sample_weight=None,
-            memory_limit=None):
+            memory_limit=None, inner_solver="auto"):
     """Run FGM on a feature space.
 
     Parameters
@@ -242,6 +242,12 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
         (finite, ``>= 0``, not all zero); None for all ones.  With a
         ``checkpoint``, its ``params`` must hold ``sample_weight_digest``
         (:func:`sample_weight_digest`; None without weights).
+    inner_solver : {"auto", "apg", "newton", "mkl"}
+        The subproblem's solver (:func:`ultrafs.solvers.apg.solve`):
+        "auto" picks proximal Newton or APG; "mkl" is MKL-FGM, the
+        subproblem solved in its dual by SimpleMKL
+        (:mod:`ultrafs.solvers.simple_mkl`: the paper's reference solver,
+        squared hinge, binary, small n only).
     memory_limit : int, optional
         Bytes this process may hold.  Before each outer iteration the loop
         projects the iteration's peak resident memory (the peak so far plus
@@ -329,7 +335,8 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
                 solution = solve(resumed, batch_ptr * n_outputs,
                                  fit_intercept=fit_intercept, coef0=coef, bias0=bias,
                                  lipschitz0=lipschitz, tol=inner_tol,
-                                 max_iter=inner_max_iter, kkt_tol=inner_kkt_tol)
+                                 max_iter=inner_max_iter, kkt_tol=inner_kkt_tol,
+                                 solver=inner_solver)
                 coef, bias = solution.coef, solution.bias
             return FGMResult(keys=keys, batch_ptr=batch_ptr, coef=coef,
                              bias=_bias_value(bias), history=history,
@@ -390,7 +397,7 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
             cache.batch_ptr * n_outputs,
             fit_intercept=fit_intercept, coef0=coef, bias0=bias,
             lipschitz0=lipschitz, tol=inner_tol, max_iter=inner_max_iter,
-            kkt_tol=inner_kkt_tol)
+            kkt_tol=inner_kkt_tol, solver=inner_solver)
         solve_seconds = time.perf_counter() - started
         solve_cpu = time.process_time() - cpu_started
         solve_peak = peak_rss_mb()

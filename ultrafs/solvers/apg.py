@@ -98,6 +98,7 @@ from ultrafs.solvers.datafits import encode_classification_targets, make_datafit
 from ultrafs.solvers.losses import get_loss
 from ultrafs.solvers.penalties import L21Squared, Penalty
 from ultrafs.solvers.prox_newton import ProxNewton
+from ultrafs.solvers.simple_mkl import SimpleMKL
 from ultrafs.solvers.subproblem import (DEFAULT_KKT_TOL, SubproblemResult, _as_bias,
                                         _Problem, _sqnorm, kkt_residual)
 
@@ -115,7 +116,7 @@ DEFAULT_ETA = 0.5
 DEFAULT_MAX_ITER = 1000
 _MAX_BACKTRACKS = 64
 #: the solver choices of :func:`solve`
-SOLVER_CHOICES = ("auto", "apg", "newton")
+SOLVER_CHOICES = ("auto", "apg", "newton", "mkl")
 #: Largest number of coefficients for which ``solver="auto"`` picks proximal
 #: Newton.  A Newton step costs a dense (p+1)^2 Hessian built in
 #: O(sum_i nnz_i^2), O(p^2) per sweep of its model and O(m^3) per block of m
@@ -543,7 +544,7 @@ def solve_subproblem(indptr, indices, data, block_ptr, y, C, *, loss="logistic",
     n_classes : int or None, default None
         None or 2 for binary labels; K >= 3 for the multi-class losses
         (multinomial logistic, one-vs-rest squared hinge).
-    solver : {"auto", "apg", "newton"}, default "auto"
+    solver : {"auto", "apg", "newton", "mkl"}, default "auto"
         See :func:`solve`.
     sample_weight : array-like of shape (n,), optional
         Per-sample weights ``s_i`` (finite, ``>= 0``, not all zero); None
@@ -570,14 +571,14 @@ def solve_subproblem(indptr, indices, data, block_ptr, y, C, *, loss="logistic",
 
 
 def choose_solver(datafit, penalty=None, kkt_tol=DEFAULT_KKT_TOL, solver="auto"):
-    """Return ``"apg"`` or ``"newton"``: the solver :func:`solve` runs.
+    """Return the name of the solver :func:`solve` runs.
 
     ``"auto"`` picks proximal Newton (:mod:`ultrafs.solvers.prox_newton`)
     for a binary datafit (one output) whose loss is
     :attr:`~ultrafs.solvers.losses.Loss.second_order`, the l2,1-squared penalty, a
     certified stop (``kkt_tol`` not None: the uncertified stop is eq. 40 of
     APG, kept as it was) and at most :data:`NEWTON_MAX_COEF` coefficients;
-    APG otherwise.  ``"apg"`` and ``"newton"`` force one.
+    APG otherwise.  ``"apg"``, ``"newton"`` and ``"mkl"`` force one.
     """
     if solver not in SOLVER_CHOICES:
         raise ParameterError(f"solver must be one of {SOLVER_CHOICES}, got {solver!r}")
@@ -608,12 +609,15 @@ def solve(datafit, block_ptr, *, penalty=None, fit_intercept=True, coef0=None,
     penalty, fit_intercept, coef0, bias0, lipschitz0, eta, tol, max_iter, block_cache, kkt_tol
         As in :func:`solve_subproblem` (``eta`` and ``block_cache`` are
         APG's; proximal Newton counts its own iterations in ``max_iter``).
-    solver : {"auto", "apg", "newton"}, default "auto"
+    solver : {"auto", "apg", "newton", "mkl"}, default "auto"
         ``"auto"``: :func:`choose_solver`; when it picks proximal Newton,
         at most :data:`AUTO_NEWTON_MAX_ITER` Newton iterations are run and,
         should they all run uncertified, APG goes on from their point for
         the rest of ``max_iter`` (the iterations and histories of both are
-        returned together).
+        returned together).  ``"mkl"``: :class:`~ultrafs.solvers.simple_mkl.SimpleMKL`
+        (binary squared hinge, l2,1-squared penalty only), stopping when the
+        relative duality gap is at most ``tol`` and the KKT residual at most
+        ``kkt_tol``; ``max_iter`` counts its reduced-gradient iterations.
 
     Returns
     -------
@@ -629,6 +633,10 @@ def solve(datafit, block_ptr, *, penalty=None, fit_intercept=True, coef0=None,
         datafit.optimal_bias()  # rejects problems without a minimiser
     bias = _initial_bias(bias0, fit_intercept, datafit.n_outputs)
     lipschitz = _initial_lipschitz(lipschitz0, pb)
+    if chosen == "mkl":  # refuses what it does not solve; handles p == 0 itself
+        return SimpleMKL(tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,
+                         fit_intercept=fit_intercept).solve(
+            pb, _initial_coef(coef0, pb.p), bias)
     if pb.p == 0:
         return _bias_only_result(pb, fit_intercept, lipschitz)
     coef = _initial_coef(coef0, pb.p)
@@ -783,5 +791,5 @@ def fit_bias_only(y, C, *, loss="logistic", fit_intercept=True):
     return -float(get_loss(loss).optimal_constant(y))
 
 
-SOLVERS = {"apg": APG, "newton": ProxNewton}
+SOLVERS = {"apg": APG, "newton": ProxNewton, "mkl": SimpleMKL}
 """Registry of solver classes by name."""
