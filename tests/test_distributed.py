@@ -32,6 +32,29 @@ def test_cluster_result_identical_to_local(store_path, local_cluster_client):
     np.testing.assert_array_equal(remote.coef, local.coef)
 
 
+@pytest.mark.parametrize("structure", ["groups", "tree", "hik"])
+def test_cluster_group_spaces_identical_to_local(store_path, local_cluster_client,
+                                                 structure):
+    """Groups, tree nodes and HIK kernels on the cluster: the local model."""
+    if structure == "hik":                  # histograms: values >= 0
+        problem = make_planted_problem(n_samples=300, n_features=200, n_relevant=10,
+                                       n_test=10, seed=8)
+        store_path = store_path.parent / "nonnegative.zarr"
+        if not store_path.exists():
+            write_store(store_path, abs(problem.X_train), problem.y_train)
+    m = open_store(store_path).n_features
+    groups = np.arange(m) // 8
+    kwargs = {"groups": {"groups": groups},
+              "tree": {"tree": np.concatenate([groups + m, np.full(m // 8, -1)])},
+              "hik": {"kernel": "hik"}}[structure]
+    local = select(str(store_path), B=3, max_iter=2, tol=0.0, C=1.0,
+                   scheduler="threads", **kwargs)
+    remote = select(str(store_path), B=3, max_iter=2, tol=0.0, C=1.0,
+                    scheduler=local_cluster_client, block_size=64, **kwargs)
+    assert remote.features == local.features
+    np.testing.assert_array_equal(remote.coef, local.coef)
+
+
 def test_worker_killed_mid_pass(store_path):
     """SIGKILL one of two worker processes during a pass: same selection."""
     from distributed import Client, LocalCluster
