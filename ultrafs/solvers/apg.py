@@ -93,7 +93,7 @@ import math
 import numpy as np
 
 from ultrafs.errors import ParameterError
-from ultrafs.solvers.base import Solver
+from ultrafs.solvers.base import Solver, set_stop_params
 from ultrafs.solvers.datafits import encode_classification_targets, make_datafit
 from ultrafs.solvers.losses import get_loss
 from ultrafs.solvers.penalties import L21Squared, Penalty
@@ -201,17 +201,8 @@ class APG(Solver):
                  fit_intercept=True, block_cache=None, kkt_tol=DEFAULT_KKT_TOL):
         if not 0.0 < eta < 1.0:
             raise ParameterError(f"eta must lie in (0, 1), got {eta!r}")
-        if not tol >= 0.0:
-            raise ParameterError(f"tol must be >= 0, got {tol!r}")
-        if int(max_iter) < 1:
-            raise ParameterError(f"max_iter must be >= 1, got {max_iter!r}")
+        set_stop_params(self, tol, kkt_tol, max_iter, fit_intercept)
         self.eta = float(eta)
-        self.tol = float(tol)
-        if kkt_tol is not None and not (np.isfinite(kkt_tol) and kkt_tol > 0):
-            raise ParameterError(f"kkt_tol must be > 0 or None, got {kkt_tol!r}")
-        self.kkt_tol = None if kkt_tol is None else float(kkt_tol)
-        self.max_iter = int(max_iter)
-        self.fit_intercept = bool(fit_intercept)
         self.block_cache = block_cache
 
     def _uses_cache(self, pb):

@@ -13,12 +13,35 @@ from __future__ import annotations
 
 from ultrafs.errors import ParameterError
 
-__all__ = ["Solver", "missing_capabilities"]
+__all__ = ["Solver", "missing_capabilities", "set_stop_params"]
 
 
 def missing_capabilities(obj, required):
     """Names of ``required`` that ``obj`` does not provide (callable or attribute)."""
     return [name for name in required if getattr(obj, name, None) is None]
+
+
+def set_stop_params(solver, tol, kkt_tol, max_iter, fit_intercept) -> None:
+    """Check and set the stop parameters every solver shares: ``tol`` (>= 0),
+    ``kkt_tol`` (> 0 or None), ``max_iter`` (>= 1), ``fit_intercept``.
+
+    Raises
+    ------
+    ParameterError
+        One line naming the parameter out of its domain.
+    """
+    import math
+
+    if not tol >= 0.0:
+        raise ParameterError(f"tol must be >= 0, got {tol!r}")
+    if kkt_tol is not None and not (math.isfinite(kkt_tol) and kkt_tol > 0):
+        raise ParameterError(f"kkt_tol must be > 0 or None, got {kkt_tol!r}")
+    if int(max_iter) < 1:
+        raise ParameterError(f"max_iter must be >= 1, got {max_iter!r}")
+    solver.tol = float(tol)
+    solver.kkt_tol = None if kkt_tol is None else float(kkt_tol)
+    solver.max_iter = int(max_iter)
+    solver.fit_intercept = bool(fit_intercept)
 
 
 class Solver:

@@ -58,7 +58,7 @@ from ultrafs.errors import ParameterError
 from ultrafs.kernels.prox import block_norms as _block_norms
 from ultrafs.kernels.prox_newton import (eigen_workspace, l21sq_model_bcd,
                                          l21sq_model_polish)
-from ultrafs.solvers.base import Solver
+from ultrafs.solvers.base import Solver, set_stop_params
 from ultrafs.solvers.penalties import L21Squared
 from ultrafs.solvers.subproblem import DEFAULT_KKT_TOL, SubproblemResult, kkt_residual
 
@@ -101,18 +101,9 @@ class ProxNewton(Solver):
 
     def __init__(self, *, tol=1e-3, kkt_tol=DEFAULT_KKT_TOL, max_iter=DEFAULT_MAX_ITER,
                  fit_intercept=True, max_sweeps=DEFAULT_MAX_SWEEPS):
-        if not tol >= 0.0:
-            raise ParameterError(f"tol must be >= 0, got {tol!r}")
-        if kkt_tol is not None and not (np.isfinite(kkt_tol) and kkt_tol > 0):
-            raise ParameterError(f"kkt_tol must be > 0 or None, got {kkt_tol!r}")
-        if int(max_iter) < 1:
-            raise ParameterError(f"max_iter must be >= 1, got {max_iter!r}")
+        set_stop_params(self, tol, kkt_tol, max_iter, fit_intercept)
         if int(max_sweeps) < 1:
             raise ParameterError(f"max_sweeps must be >= 1, got {max_sweeps!r}")
-        self.tol = float(tol)
-        self.kkt_tol = None if kkt_tol is None else float(kkt_tol)
-        self.max_iter = int(max_iter)
-        self.fit_intercept = bool(fit_intercept)
         self.max_sweeps = int(max_sweeps)
 
     def check_capabilities(self, datafit, penalty) -> None:

@@ -116,7 +116,7 @@ import scipy.linalg
 import scipy.sparse as sp
 
 from ultrafs.errors import ParameterError
-from ultrafs.solvers.base import Solver
+from ultrafs.solvers.base import Solver, set_stop_params
 from ultrafs.solvers.losses import SquaredHinge
 from ultrafs.solvers.penalties import L21Squared
 from ultrafs.solvers.prox_newton import _single_threaded_blas
@@ -435,16 +435,7 @@ class SimpleMKL(Solver):
     def __init__(self, *, tol=DEFAULT_GAP_TOL, kkt_tol=DEFAULT_KKT_TOL,
                  max_iter=DEFAULT_MAX_ITER, fit_intercept=True,
                  max_samples=MAX_SAMPLES):
-        if not tol >= 0.0:
-            raise ParameterError(f"tol must be >= 0, got {tol!r}")
-        if kkt_tol is not None and not (np.isfinite(kkt_tol) and kkt_tol > 0):
-            raise ParameterError(f"kkt_tol must be > 0 or None, got {kkt_tol!r}")
-        if int(max_iter) < 1:
-            raise ParameterError(f"max_iter must be >= 1, got {max_iter!r}")
-        self.tol = float(tol)
-        self.kkt_tol = None if kkt_tol is None else float(kkt_tol)
-        self.max_iter = int(max_iter)
-        self.fit_intercept = bool(fit_intercept)
+        set_stop_params(self, tol, kkt_tol, max_iter, fit_intercept)
         self.max_samples = int(max_samples)
 
     def check_problem(self, pb):
