@@ -76,6 +76,7 @@ from .scoring import _heap_push, _ranks_before, _skip_to, _sorted_heap
 
 __all__ = [
     "HIK_LEVELS",
+    "ROW_MAX_SQUARES",
     "VZ_ORDER",
     "VZ_STEPS",
     "MAPS",
@@ -838,6 +839,62 @@ def score_block_topk_multi_js(indptr, indices, data, scale, weights, first_key,
                           _JS_STEP)
 
 
+@njit(cache=True, nogil=True)
+def _vz_row_max_squares(indices, data, out, coef, step):
+    buf = np.empty(2 * len(coef) - 1, dtype=np.float64)
+    for p in range(indices.shape[0]):
+        _vz_fill(np.float64(data[p]), coef, step, buf)
+        best = 0.0
+        for l in range(buf.shape[0]):
+            v = buf[l] * buf[l]
+            if v > best:
+                best = v
+        i = indices[p]
+        if best > out[i]:
+            out[i] = best
+
+
+@njit(cache=True, nogil=True)
+def row_max_squares_hik(indices, data, out):
+    """``out[i] = max(out[i], max_l phi_l(x)**2)`` over a block's stored
+    values x of row i: ``1/q`` for any ``x > 0`` (every level's value is
+    ``1/sqrt(q)``).  O(nnz) time, no expansion.
+
+    Parameters
+    ----------
+    indices : int32 array, shape (nnz,)
+    data : float32 or float64 array, shape (nnz,)
+    out : float64 array, shape (n_rows,), updated in place
+    """
+    top = _HIK_VALUE * _HIK_VALUE
+    for p in range(indices.shape[0]):
+        if data[p] > 0.0 and top > out[indices[p]]:
+            out[indices[p]] = top
+
+
+@njit(cache=True, nogil=True)
+def row_max_squares_chi2(indices, data, out):
+    """:func:`row_max_squares_hik` for the chi2 map (each value's 11 map
+    values computed in turn; O(nnz) time, O(1) scratch)."""
+    _vz_row_max_squares(indices, data, out, _CHI2, _CHI2_STEP)
+
+
+@njit(cache=True, nogil=True)
+def row_max_squares_intersection(indices, data, out):
+    """:func:`row_max_squares_chi2` for the intersection map."""
+    _vz_row_max_squares(indices, data, out, _INTERSECTION, _INTERSECTION_STEP)
+
+
+@njit(cache=True, nogil=True)
+def row_max_squares_js(indices, data, out):
+    """:func:`row_max_squares_chi2` for the Jensen-Shannon map."""
+    _vz_row_max_squares(indices, data, out, _JS, _JS_STEP)
+
+
+#: ``row_max_squares_<map>(indices, data, out)`` by map name
+ROW_MAX_SQUARES = {"hik": row_max_squares_hik, "chi2": row_max_squares_chi2,
+                   "intersection": row_max_squares_intersection,
+                   "js": row_max_squares_js}
 #: ``phi_<map>(x, scale, out)`` by map name
 PHI = {"hik": phi_hik, "chi2": phi_chi2, "intersection": phi_intersection,
        "js": phi_js}

@@ -31,9 +31,9 @@ import numpy as np
 
 from ultrafs.errors import ParameterError
 from ultrafs.features.base import FeatureSpace, _is_int, register_feature_space
-from ultrafs.features.groups import expand_groups
-from ultrafs.kernels.additive_maps import (EXPAND_BLOCK, EXPAND_COLUMNS, MAPS,
-                                           N_GENERATED, SCORE_BLOCK_TOPK,
+from ultrafs.features.groups import expand_groups, sorted_unique
+from ultrafs.kernels.additive_maps import (EXPAND_COLUMNS, MAPS, N_GENERATED,
+                                           ROW_MAX_SQUARES, SCORE_BLOCK_TOPK,
                                            SCORE_BLOCK_TOPK_MULTI)
 from ultrafs.scoring.topk import TopK
 from ultrafs.store.base import ColumnBlock
@@ -92,17 +92,15 @@ def _score_kernel_block(block, store, weights, excluded, k, kind):
 
 
 def _row_max_block(block, store, kind):
-    """Task: ``max_l φ_l(x_ij)²`` over the block's generated columns, per row."""
+    """Task: ``max_l φ_l(x_ij)²`` over the block's generated columns, per row
+    (value by value, without expanding the block)."""
     start, stop = block
     cols = store.read_range_transient(start, stop)
     out = np.zeros(store.n_samples, dtype=np.float64)
     if cols.nnz:
         data = _values(cols)
         _check_nonnegative(cols, data, kind, store)
-        indptr, indices, values = EXPAND_BLOCK[kind](
-            cols.indptr, cols.indices, np.asarray(data, dtype=np.float64),
-            column_max(cols.indptr, data))
-        np.maximum.at(out, indices, values * values)
+        ROW_MAX_SQUARES[kind](cols.indices, data, out)
     return out
 
 
@@ -180,8 +178,7 @@ class AdditiveKernelFeatures(FeatureSpace):
     def find_candidates(self, weights, k, excluded, run):
         """The ``k`` best features by ``||Σ_i a_i φ(x_ij)||²``; returns the
         keys of their generated columns (counter ``nnz``)."""
-        excluded_units = np.unique(self.units_of(excluded)) if len(excluded) \
-            else _EMPTY_KEYS
+        excluded_units = sorted_unique(self.units_of(excluded))
         blocks = self.candidate_blocks(run.block_size)
         best = run.topk(blocks, _score_kernel_block, k,
                         shared={"store": self.store, "weights": weights,

@@ -33,7 +33,7 @@ from ultrafs.kernels.scoring import (column_sums, column_sums_binary,
 from ultrafs.scoring.topk import TopK
 from ultrafs.store.base import ColumnBlock
 
-__all__ = ["GroupMap", "GroupFeatures", "column_correlations"]
+__all__ = ["GroupMap", "GroupFeatures", "column_correlations", "sorted_unique"]
 
 _EMPTY_KEYS = np.zeros(0, dtype=np.int64)
 _EMPTY_SCORES = np.zeros(0, dtype=np.float64)
@@ -202,6 +202,18 @@ def _score_groups(block, store, weights, group_ptr, members, excluded, k):
     return TopK(groups, scores, {"nnz": cols.nnz, "groups_scored": g1 - g0})
 
 
+def sorted_unique(values) -> np.ndarray:
+    """The distinct values of a sorted int64 array (no sort: ``excluded``
+    keys come sorted and their units are non-decreasing in the key)."""
+    values = np.asarray(values, dtype=np.int64)
+    if len(values) < 2:
+        return values
+    keep = np.empty(len(values), dtype=bool)
+    keep[0] = True
+    np.not_equal(values[1:], values[:-1], out=keep[1:])
+    return values[keep]
+
+
 def check_nonnegative_id(value, what) -> int:
     if not _is_int(value) or int(value) < 0:
         raise ValueError(f"{what} must be an integer >= 0")
@@ -313,8 +325,7 @@ class GroupFeatures(FeatureSpace):
         for each of its columns); counters ``nnz`` and ``groups_scored``.
         """
         groups = self._require_groups()
-        excluded_groups = np.unique(groups.group_of(excluded)) if len(excluded) \
-            else _EMPTY_KEYS
+        excluded_groups = sorted_unique(groups.group_of(excluded))
         target = run.block_size
         if target is None:
             bounds = self.store.block_bounds(None)

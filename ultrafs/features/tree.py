@@ -29,7 +29,7 @@ import numpy as np
 from ultrafs.errors import ParameterError
 from ultrafs.features.base import FeatureSpace, register_feature_space
 from ultrafs.features.groups import (GroupFeatures, column_correlations,
-                                     expand_groups)
+                                     expand_groups, sorted_unique)
 from ultrafs.kernels.group_scores import tree_topk, tree_topk_exhaustive
 from ultrafs.scoring.topk import TopK
 from ultrafs.store.base import ColumnBlock
@@ -248,8 +248,7 @@ class TreeFeatures(GroupFeatures):
             column_scores[start:start + len(scores)] = scores
             nnz += int(block_nnz)
         leaf_scores = column_scores[tree.leaf_columns]
-        excluded_nodes = np.unique(tree.node_of_keys(excluded)) if len(excluded) \
-            else np.zeros(0, dtype=np.int64)
+        excluded_nodes = sorted_unique(tree.node_of_keys(excluded))
         if self.prune:
             nodes, scores, evaluated = tree_topk(
                 leaf_scores, tree.leaf_lo, tree.leaf_hi, tree.child_ptr,

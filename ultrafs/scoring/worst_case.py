@@ -105,10 +105,14 @@ def worst_case_analysis(features, weights, k, *, excluded=None,
     excluded = np.unique(np.asarray(
         [] if excluded is None else excluded, dtype=np.int64))
     # never more winners than candidates: memory follows the data, not B
-    # (a group space's keys are columns: count the candidates they belong to)
+    # (a group space's keys are columns: count the candidates they belong to;
+    # units_of is non-decreasing in the key, so the sorted keys' units are
+    # sorted and counted by their changes, without another sort)
     units = getattr(features, "units_of", None)
-    n_excluded = len(excluded) if units is None or not len(excluded) \
-        else len(np.unique(units(excluded)))
+    n_excluded = len(excluded)
+    if units is not None and len(excluded):
+        owners = units(excluded)
+        n_excluded = 1 + int(np.count_nonzero(owners[1:] != owners[:-1]))
     k = max(1, min(int(k), int(features.n_candidates) - n_excluded))
     runner = BlockRunner(scheduler, num_workers, split_every, block_size,
                          progress_label)
