@@ -100,6 +100,11 @@ __all__ = [
     "score_block_topk_chi2",
     "score_block_topk_intersection",
     "score_block_topk_js",
+    "score_block_topk_vz",
+    "score_block_topk_multi_vz",
+    "expand_columns_vz",
+    "expand_block_vz",
+    "row_max_squares_vz",
     "score_block_topk_multi_hik",
     "score_block_topk_multi_chi2",
     "score_block_topk_multi_intersection",
@@ -184,7 +189,7 @@ _JS_STEP = VZ_STEPS["js"]
 # --------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True)
-def hik_level(x, scale):
+def hik_level(x, scale, q=HIK_LEVELS):
     """The HIK level of a value: 0 for ``x <= 0``, else ``ceil(x/scale*q)`` in ``[1, q]``.
 
     Exactly: the smallest ``v`` in ``1 .. q`` with ``x <= fl(v * scale) / q``
@@ -204,7 +209,6 @@ def hik_level(x, scale):
     -------
     level : int
     """
-    q = HIK_LEVELS
     if not x > 0.0:
         return 0
     if not scale > 0.0 or x >= scale:
@@ -225,9 +229,11 @@ def hik_level(x, scale):
 @njit(cache=True, nogil=True)
 def phi_hik(x, scale, out):
     """Write the q HIK generated values of ``x`` into ``out`` (float64, (q,))."""
-    v = hik_level(x, scale)
-    for l in range(out.shape[0]):
-        out[l] = _HIK_VALUE if l < v else 0.0
+    q = out.shape[0]
+    v = hik_level(x, scale, q)
+    value = 1.0 / math.sqrt(q)
+    for l in range(q):
+        out[l] = value if l < v else 0.0
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -278,15 +284,14 @@ def phi_js(x, scale, out):
 # --------------------------------------------------------------------------
 
 @njit(cache=True, nogil=True)
-def _hik_expand_block(indptr, indices, data, scale):
-    q = HIK_LEVELS
+def _hik_expand_block(indptr, indices, data, scale, q):
     n_columns = indptr.shape[0] - 1
     out_indptr = np.zeros(n_columns * q + 1, dtype=np.int64)
     hist = np.zeros(q + 1, dtype=np.int64)
     for j in range(n_columns):
         hist[:] = 0
         for p in range(indptr[j], indptr[j + 1]):
-            hist[hik_level(np.float64(data[p]), scale[j])] += 1
+            hist[hik_level(np.float64(data[p]), scale[j], q)] += 1
         above = 0                      # entries of level >= l
         for l in range(q, 0, -1):
             above += hist[l]
@@ -297,13 +302,13 @@ def _hik_expand_block(indptr, indices, data, scale):
     out_indices = np.empty(nnz, dtype=indices.dtype)
     out_data = np.empty(nnz, dtype=data.dtype)
     value = np.empty(1, dtype=data.dtype)
-    value[0] = _HIK_VALUE
+    value[0] = 1.0 / math.sqrt(q)
     cursor = np.empty(q, dtype=np.int64)
     for j in range(n_columns):
         for l in range(q):
             cursor[l] = out_indptr[j * q + l]
         for p in range(indptr[j], indptr[j + 1]):
-            v = hik_level(np.float64(data[p]), scale[j])
+            v = hik_level(np.float64(data[p]), scale[j], q)
             row = indices[p]
             for l in range(v):
                 pos = cursor[l]
@@ -350,7 +355,7 @@ def _vz_expand_block(indptr, indices, data, coef, step):
 
 
 @njit(cache=True, nogil=True)
-def expand_block_hik(indptr, indices, data, scale):
+def expand_block_hik(indptr, indices, data, scale, q=HIK_LEVELS):
     """The HIK expansion of every column of a CSC block.
 
     Parameters
@@ -373,7 +378,7 @@ def expand_block_hik(indptr, indices, data, scale):
         l, each with value ``1/sqrt(q)``, rows increasing.
         ``out_nnz`` is the sum of the levels.
     """
-    return _hik_expand_block(indptr, indices, data, scale)
+    return _hik_expand_block(indptr, indices, data, scale, q)
 
 
 @njit(cache=True, nogil=True)
@@ -431,8 +436,7 @@ def _check_requests(n_columns, g, source, level):
 
 
 @njit(cache=True, nogil=True)
-def _hik_expand_columns(indptr, indices, data, scale, source, level):
-    q = HIK_LEVELS
+def _hik_expand_columns(indptr, indices, data, scale, source, level, q):
     n_out = source.shape[0]
     _check_requests(indptr.shape[0] - 1, q, source, level)
     out_indptr = np.zeros(n_out + 1, dtype=np.int64)
@@ -440,19 +444,19 @@ def _hik_expand_columns(indptr, indices, data, scale, source, level):
         j = source[o]
         count = 0
         for p in range(indptr[j], indptr[j + 1]):
-            if hik_level(np.float64(data[p]), scale[j]) >= level[o]:
+            if hik_level(np.float64(data[p]), scale[j], q) >= level[o]:
                 count += 1
         out_indptr[o + 1] = out_indptr[o] + count
     nnz = out_indptr[n_out]
     out_indices = np.empty(nnz, dtype=indices.dtype)
     out_data = np.empty(nnz, dtype=data.dtype)
     value = np.empty(1, dtype=data.dtype)
-    value[0] = _HIK_VALUE
+    value[0] = 1.0 / math.sqrt(q)
     for o in range(n_out):
         j = source[o]
         pos = out_indptr[o]
         for p in range(indptr[j], indptr[j + 1]):
-            if hik_level(np.float64(data[p]), scale[j]) >= level[o]:
+            if hik_level(np.float64(data[p]), scale[j], q) >= level[o]:
                 out_indices[pos] = indices[p]
                 out_data[pos] = value[0]
                 pos += 1
@@ -495,7 +499,7 @@ def _vz_expand_columns(indptr, indices, data, source, level, coef, step):
 
 
 @njit(cache=True, nogil=True)
-def expand_columns_hik(indptr, indices, data, scale, source, level):
+def expand_columns_hik(indptr, indices, data, scale, source, level, q=HIK_LEVELS):
     """Selected HIK generated columns of a block of source columns.
 
     Parameters
@@ -523,7 +527,7 @@ def expand_columns_hik(indptr, indices, data, scale, source, level):
     ValueError
         ``source`` and ``level`` of different lengths, or out of range.
     """
-    return _hik_expand_columns(indptr, indices, data, scale, source, level)
+    return _hik_expand_columns(indptr, indices, data, scale, source, level, q)
 
 
 @njit(cache=True, nogil=True)
@@ -583,8 +587,7 @@ def _offer_group(heap_scores, heap_keys, size, k, score, key, excluded, ex):
 
 
 @njit(cache=True, nogil=True)
-def _hik_topk(indptr, indices, data, scale, weights, first_key, excluded, k):
-    q = HIK_LEVELS
+def _hik_topk(indptr, indices, data, scale, weights, first_key, excluded, k, q):
     n = k if k > 0 else 0
     heap_scores = np.empty(n, dtype=np.float64)
     heap_keys = np.empty(n, dtype=np.int64)
@@ -598,7 +601,7 @@ def _hik_topk(indptr, indices, data, scale, weights, first_key, excluded, k):
             continue                                 # empty column: score 0
         bucket[:] = 0.0
         for p in range(indptr[j], indptr[j + 1]):
-            bucket[hik_level(np.float64(data[p]), scale[j])] += weights[indices[p]]
+            bucket[hik_level(np.float64(data[p]), scale[j], q)] += weights[indices[p]]
         # sum_i a_i phi_l(x_ij) = (sum over levels >= l of the buckets) / sqrt(q)
         suffix = 0.0
         total = 0.0
@@ -611,8 +614,8 @@ def _hik_topk(indptr, indices, data, scale, weights, first_key, excluded, k):
 
 
 @njit(cache=True, nogil=True)
-def _hik_topk_multi(indptr, indices, data, scale, weights, first_key, excluded, k):
-    q = HIK_LEVELS
+def _hik_topk_multi(indptr, indices, data, scale, weights, first_key, excluded, k,
+                    q):
     n_classes = weights.shape[1]
     n = k if k > 0 else 0
     heap_scores = np.empty(n, dtype=np.float64)
@@ -628,7 +631,7 @@ def _hik_topk_multi(indptr, indices, data, scale, weights, first_key, excluded, 
             continue
         bucket[:] = 0.0
         for p in range(indptr[j], indptr[j + 1]):
-            v = hik_level(np.float64(data[p]), scale[j])
+            v = hik_level(np.float64(data[p]), scale[j], q)
             row = weights[indices[p]]
             for c in range(n_classes):
                 bucket[v, c] += row[c]
@@ -707,7 +710,7 @@ def _vz_topk_multi(indptr, indices, data, weights, first_key, excluded, k, coef,
 
 @njit(cache=True, nogil=True)
 def score_block_topk_hik(indptr, indices, data, scale, weights, first_key, excluded,
-                         k):
+                         k, q=HIK_LEVELS):
     """Score every column of a block as a HIK group and keep the ``k`` best.
 
     ``s_j = sum_l (sum_i a_i phi_l(x_ij))**2`` without expanding: the
@@ -739,12 +742,12 @@ def score_block_topk_hik(indptr, indices, data, scale, weights, first_key, exclu
         Ranked by score decreasing, ties by key increasing; only scores
         strictly greater than zero (as :func:`scoring.topk_scores`).
     """
-    return _hik_topk(indptr, indices, data, scale, weights, first_key, excluded, k)
+    return _hik_topk(indptr, indices, data, scale, weights, first_key, excluded, k, q)
 
 
 @njit(cache=True, nogil=True)
 def score_block_topk_multi_hik(indptr, indices, data, scale, weights, first_key,
-                               excluded, k):
+                               excluded, k, q=HIK_LEVELS):
     """:func:`score_block_topk_hik` with K classes.
 
     Parameters
@@ -760,7 +763,7 @@ def score_block_topk_multi_hik(indptr, indices, data, scale, weights, first_key,
     keys, scores : see :func:`score_block_topk_hik`
     """
     return _hik_topk_multi(indptr, indices, data, scale, weights, first_key, excluded,
-                           k)
+                           k, q)
 
 
 @njit(cache=True, nogil=True)
@@ -855,7 +858,7 @@ def _vz_row_max_squares(indices, data, out, coef, step):
 
 
 @njit(cache=True, nogil=True)
-def row_max_squares_hik(indices, data, out):
+def row_max_squares_hik(indices, data, out, q=HIK_LEVELS):
     """``out[i] = max(out[i], max_l phi_l(x)**2)`` over a block's stored
     values x of row i: ``1/q`` for any ``x > 0`` (every level's value is
     ``1/sqrt(q)``).  O(nnz) time, no expansion.
@@ -866,7 +869,8 @@ def row_max_squares_hik(indices, data, out):
     data : float32 or float64 array, shape (nnz,)
     out : float64 array, shape (n_rows,), updated in place
     """
-    top = _HIK_VALUE * _HIK_VALUE
+    value = 1.0 / math.sqrt(q)
+    top = value * value
     for p in range(indices.shape[0]):
         if data[p] > 0.0 and top > out[indices[p]]:
             out[indices[p]] = top
@@ -889,6 +893,44 @@ def row_max_squares_intersection(indices, data, out):
 def row_max_squares_js(indices, data, out):
     """:func:`row_max_squares_chi2` for the Jensen-Shannon map."""
     _vz_row_max_squares(indices, data, out, _JS, _JS_STEP)
+
+
+# The Vedaldi-Zisserman maps of any order n and period L: the same kernels
+# with the amplitudes ``coef = vz_coefficients(name, n, L)`` (float64,
+# (n + 1,)) and the step L as arguments (the per-map kernels above freeze
+# the defaults).  G = 2n + 1.
+
+@njit(cache=True, nogil=True)
+def score_block_topk_vz(indptr, indices, data, weights, first_key, excluded, k, coef,
+                        step):
+    """:func:`score_block_topk_chi2` for the map of amplitudes ``coef`` and step."""
+    return _vz_topk(indptr, indices, data, weights, first_key, excluded, k, coef, step)
+
+
+@njit(cache=True, nogil=True)
+def score_block_topk_multi_vz(indptr, indices, data, weights, first_key, excluded, k,
+                              coef, step):
+    """:func:`score_block_topk_multi_chi2` for the map of amplitudes ``coef``."""
+    return _vz_topk_multi(indptr, indices, data, weights, first_key, excluded, k, coef,
+                          step)
+
+
+@njit(cache=True, nogil=True)
+def expand_columns_vz(indptr, indices, data, source, level, coef, step):
+    """:func:`expand_columns_chi2` for the map of amplitudes ``coef`` and step."""
+    return _vz_expand_columns(indptr, indices, data, source, level, coef, step)
+
+
+@njit(cache=True, nogil=True)
+def expand_block_vz(indptr, indices, data, coef, step):
+    """:func:`expand_block_chi2` for the map of amplitudes ``coef`` and step."""
+    return _vz_expand_block(indptr, indices, data, coef, step)
+
+
+@njit(cache=True, nogil=True)
+def row_max_squares_vz(indices, data, out, coef, step):
+    """:func:`row_max_squares_chi2` for the map of amplitudes ``coef`` and step."""
+    _vz_row_max_squares(indices, data, out, coef, step)
 
 
 #: ``row_max_squares_<map>(indices, data, out)`` by map name

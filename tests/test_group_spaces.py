@@ -626,3 +626,68 @@ def test_group_files_in_every_format(tmp_path):
     pq.write_table(pa.table({"feature": [1.5], "group": [0]}), tmp_path / "bad.parquet")
     with pytest.raises(Exception, match="bad.parquet: the feature array must hold integers"):
         read_groups_file(tmp_path / "bad.parquet")
+
+
+@pytest.mark.parametrize("kind, params", [("hik", {"q": 7}), ("hik", {"q": 1}),
+                                          ("chi2", {"n": 2, "period": 0.5}),
+                                          ("js", {"n": 0}), ("intersection", {"n": 8})])
+def test_kernel_parameters(kind, params, tmp_path):
+    """q, n and the period reach the scores, the model file and prediction:
+    the decision values equal the explicit expansion with those parameters."""
+    from ultrafs.kernels.additive_maps import VZ_STEPS, vz_coefficients
+
+    rng = np.random.default_rng(9)
+    X = rng.random((100, 6)) * (rng.random((100, 6)) < 0.8) * 3
+    y = np.where(X[:, 0] + (X[:, 2] > 1.5) > 1.5, 1, -1)
+    model = select(X[:70], y[:70], kernel=kind, kernel_params=params, B=2, max_iter=2,
+                   C=1.0)
+    path = tmp_path / "m.json"
+    model.save(path)
+    loaded = Model.load(path)
+    for name, value in params.items():
+        assert loaded.feature_space[name] == value
+    Xt = X[70:]
+    if kind == "hik":
+        q = params["q"]
+        G = q
+        E = np.zeros((len(Xt), 6 * G))
+        scales = X[:70].max(axis=0)
+        out = np.zeros(q)
+        for j in range(6):
+            for i in range(len(Xt)):
+                if Xt[i, j] != 0:
+                    PHI["hik"](Xt[i, j], scales[j], out)
+                    E[i, j * G:(j + 1) * G] = out
+    else:
+        n = params.get("n", 5)
+        L = params.get("period", VZ_STEPS[kind])
+        coef = vz_coefficients(kind, n, L)
+        G = 2 * n + 1
+        E = np.zeros((len(Xt), 6 * G))
+        for j in range(6):
+            x = Xt[:, j]
+            pos = x > 0
+            r = np.sqrt(np.where(pos, x, 0))
+            logx = np.log(np.where(pos, x, 1))
+            E[:, j * G] = coef[0] * r
+            for k in range(1, n + 1):
+                E[:, j * G + 2 * k - 1] = coef[k] * r * np.cos(k * L * logx)
+                E[:, j * G + 2 * k] = coef[k] * r * np.sin(k * L * logx)
+    cols = [j * G + level - 1 for j, level in loaded.features]
+    assert max(level for _, level in loaded.features) <= G
+    np.testing.assert_allclose(loaded.decision_function_store(InMemoryStore(Xt, y[70:])),
+                               E[:, cols] @ loaded.coef + loaded.intercept,
+                               rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"kernel": "hik", "kernel_params": {"q": 0}}, "q .HIK levels. must be an integer"),
+    ({"kernel": "chi2", "kernel_params": {"n": -1}}, "order. must be an integer"),
+    ({"kernel": "js", "kernel_params": {"period": 0.0}}, "period .* must be > 0"),
+    ({"kernel": "hik", "kernel_params": {"n": 3}}, "takes no parameter 'n'"),
+    ({"kernel_params": {"q": 3}}, "kernel parameters given without a kernel"),
+])
+def test_bad_kernel_parameters(kwargs, message):
+    X = np.random.default_rng(0).random((20, 3))
+    with pytest.raises(ParameterError, match=message):
+        select(X, np.where(X[:, 0] > 0.5, 1, -1), B=1, max_iter=1, **kwargs)

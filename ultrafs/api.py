@@ -25,7 +25,7 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
            resume=False, progress=False, refit=False, refit_C=None,
            validation_fraction=None, cv=None, seed=0, sample_weight=None,
            class_weight=None, memory_limit=None, groups=None, tree=None,
-           kernel=None, inner_solver="auto"):
+           kernel=None, kernel_params=None, inner_solver="auto"):
     """Select features with FGM and return the fitted :class:`Model`.
 
     Parameters
@@ -108,6 +108,9 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
         feature's explicit map is a group generated on the fly
         (:mod:`ultrafs.features.additive`; values must be >= 0).  Model
         features are ``[feature id, l]`` (generated column l).
+    kernel_params : dict, optional
+        ``{"q": 100}`` (HIK levels), or ``{"n": 5, "period": L}`` (order and
+        sampling step of the chi2 / intersection / JS maps).
 
     Returns
     -------
@@ -119,12 +122,13 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
     """
     store = as_store(data, y)
     features = make_feature_space(store, poly=poly, gamma=gamma, coef0=coef0,
-                                  groups=groups, tree=tree, kernel=kernel)
+                                  groups=groups, tree=tree, kernel=kernel,
+                                  kernel_params=kernel_params)
     # the structure, converted once, for the spaces of row subsets (C="auto")
     space = {"poly": poly, "gamma": gamma, "coef0": coef0,
              "groups": getattr(features, "groups", None) if groups is not None else None,
              "tree": getattr(features, "tree", None),
-             "kernel": kernel}
+             "kernel": kernel, "kernel_params": kernel_params}
     y, n_classes = _classification_targets(store)
     weights, weight_params = _sample_weights(store, y, n_classes, sample_weight,
                                              class_weight)

@@ -748,6 +748,15 @@ def _fgm_options(func):
                      help="Select features of an additive kernel: each feature's "
                           "explicit map is a group generated on the fly (hik: q = "
                           "100 levels; the others: 11 columns; docs/ADDITIVE_KERNELS.md)."),
+        click.option("--q", "kernel_q", type=click.IntRange(min=1, max=10_000),
+                     default=None, help="Levels of the --kernel hik map [default: 100]."),
+        click.option("--kernel-n", type=click.IntRange(min=0, max=50), default=None,
+                     help="Order n of the --kernel chi2 / intersection / js maps: "
+                          "2n+1 columns per feature [default: 5]."),
+        click.option("--kernel-period", type=click.FloatRange(min=0, min_open=True),
+                     default=None, help="Sampling period L of the chi2 / "
+                                        "intersection / js maps [default: 0.315 / "
+                                        "0.34 / 0.25, docs/ADDITIVE_KERNELS.md]."),
         click.option("--block-size", type=click.IntRange(min=1, max=MAX_COUNT), default=None,
                      help="Columns per scoring task (default: the store's blocks)."),
         click.option("--scheduler", type=SchedulerType(), default="threads",
@@ -809,7 +818,7 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                 refit_C=None, validation_fraction=None, cv=None, split_seed=0,
                 connect_timeout=None, worker_timeout=None, class_weight=None,
                 memory_limit=None, groups_path=None, tree_path=None, kernel=None,
-                inner_solver="auto"):
+                inner_solver="auto", kernel_q=None, kernel_n=None, kernel_period=None):
     from ultrafs.api import select
     from ultrafs.scoring.scheduling import WORKER_TIMEOUT_KEY
 
@@ -837,7 +846,8 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                 + ("" if left is None or left <= 0
                    else f"; run ETA {format_seconds(left)}"), err=True)
 
-    structure = _structure(store, groups_path, tree_path, kernel)
+    structure = _structure(store, groups_path, tree_path, kernel, kernel_q, kernel_n,
+                           kernel_period)
     if connect_timeout is None:
         connect_timeout = CONNECT_TIMEOUT_S
     timeouts = contextlib.nullcontext()
@@ -860,12 +870,24 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                       inner_solver=inner_solver, **structure)
 
 
-def _structure(store, groups_path, tree_path, kernel):
+def _structure(store, groups_path, tree_path, kernel, kernel_q=None, kernel_n=None,
+               kernel_period=None):
     """``select``'s groups / tree / kernel arguments from the options; a
     malformed file or one that does not fit the data is named in one line."""
     from ultrafs.errors import ParameterError
 
-    structure = {"kernel": kernel}
+    kernel_params = {}
+    if kernel_q is not None:
+        if kernel != "hik":
+            raise ParameterError("--q is the number of levels of --kernel hik")
+        kernel_params["q"] = kernel_q
+    for name, value in (("n", kernel_n), ("period", kernel_period)):
+        if value is not None:
+            if kernel not in ("chi2", "intersection", "js"):
+                raise ParameterError(f"--kernel-{name} applies to --kernel chi2, "
+                                     "intersection or js")
+            kernel_params[name] = value
+    structure = {"kernel": kernel, "kernel_params": kernel_params or None}
     if groups_path is not None:
         from ultrafs.features.group_files import read_groups_file
         from ultrafs.features.groups import _group_map

@@ -173,6 +173,9 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         Select the features of an additive kernel: each column's explicit
         map (HIK: 100 levels; the others: 11 columns) is a group generated
         on the fly; features are ``[column, l]`` pairs (values must be >= 0).
+    kernel_params : dict or None, default=None
+        ``{"q": levels}`` for HIK (100), ``{"n": order, "period": L}`` for
+        the others (5 and the documented L).
 
     Attributes
     ----------
@@ -243,7 +246,8 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
                  fit_intercept=True, inner_tol=1e-3, inner_kkt_tol=1e-4, block_size=None,
                  scheduler=None, poly=1, gamma=1.0, coef0=1.0, refit=False,
                  refit_C=None, validation_fraction=None, cv=None, random_state=0,
-                 verbose=0, class_weight=None, groups=None, tree=None, kernel=None):
+                 verbose=0, class_weight=None, groups=None, tree=None, kernel=None,
+                 kernel_params=None):
         self.B = B
         self.C = C
         self.loss = loss
@@ -260,6 +264,7 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         self.groups = groups
         self.tree = tree
         self.kernel = kernel
+        self.kernel_params = kernel_params
         self.refit = refit
         self.refit_C = refit_C
         self.validation_fraction = validation_fraction
@@ -330,6 +335,7 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
                        block_size=self.block_size, scheduler=self.scheduler,
                        poly=self.poly, gamma=self.gamma, coef0=self.coef0,
                        groups=self.groups, tree=self.tree, kernel=self.kernel,
+                       kernel_params=self.kernel_params,
                        refit=bool(self.refit),
                        refit_C=None if self.refit_C is None else float(self.refit_C),
                        validation_fraction=self.validation_fraction,

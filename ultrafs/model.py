@@ -574,6 +574,10 @@ def _fields(obj, version) -> dict:
                        f"{' or '.join(TARGETS)})")
     space = _feature_space(obj.get("feature_space", {"kind": "linear"}))
     features = _features(obj["features"], space["kind"])
+    try:
+        FEATURE_SPACES_OF(space["kind"]).check_feature_ids(space, features)
+    except ValueError as exc:
+        raise _Invalid(str(exc)) from None
     classes = _classes(obj["classes"], target)
     shape = (len(features),) if target == "binary" else (len(features), len(classes))
     coef = _reals(obj["coef"], "coef", shape)
@@ -634,6 +638,13 @@ def feature_names_from_store(features, store, kind="linear"):
     if all(name is None for name in known.values()):
         return None
     return [cls.name_of_id(fid, known.get) for fid in features]
+
+
+def FEATURE_SPACES_OF(kind):
+    """The registered feature-space class of ``kind``."""
+    from ultrafs.features import FEATURE_SPACES
+
+    return FEATURE_SPACES[kind]
 
 
 def _feature_space(value) -> dict:

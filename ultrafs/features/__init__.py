@@ -52,7 +52,7 @@ def build_feature_space(store, kind, **params) -> FeatureSpace:
 
 
 def make_feature_space(store, poly=1, gamma=1.0, coef0=1.0, groups=None,
-                       tree=None, kernel=None) -> FeatureSpace:
+                       tree=None, kernel=None, kernel_params=None) -> FeatureSpace:
     """The feature space of a store for the faces' parameters.
 
     Parameters
@@ -75,6 +75,9 @@ def make_feature_space(store, poly=1, gamma=1.0, coef0=1.0, groups=None,
         An additive kernel whose per-feature expansions are the candidate
         groups (:mod:`ultrafs.features.additive`): ``"hik"``, ``"chi2"``,
         ``"intersection"`` or ``"js"``.
+    kernel_params : dict, optional
+        Parameters of ``kernel``: ``q`` (HIK levels, 100), or ``n`` (order,
+        5: 2n + 1 columns) and ``period`` (L) of the other maps.
 
     Raises
     ------
@@ -89,6 +92,8 @@ def make_feature_space(store, poly=1, gamma=1.0, coef0=1.0, groups=None,
     if len(given_structures) > 1:
         raise ParameterError(f"{' and '.join(given_structures)} do not combine: "
                              "give one of them")
+    if kernel_params and kernel is None:
+        raise ParameterError("kernel parameters given without a kernel")
     if given_structures and not (poly == 1 and not isinstance(poly, bool)):
         raise ParameterError(f"{given_structures[0]} do not combine with poly={poly!r}: "
                              "degree-2 candidates are single products, not groups")
@@ -99,7 +104,7 @@ def make_feature_space(store, poly=1, gamma=1.0, coef0=1.0, groups=None,
     if kernel is not None:
         from ultrafs.features.additive import make_additive_space
 
-        return make_additive_space(store, kernel)
+        return make_additive_space(store, kernel, **(kernel_params or {}))
     degrees = {cls.poly_degree: cls for cls in FEATURE_SPACES.values()
                if cls.poly_degree is not None}
     try:

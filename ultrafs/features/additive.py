@@ -18,9 +18,11 @@ map.  Maps, their parameters and their approximation error:
   homogeneous χ², intersection and Jensen–Shannon kernels, n = 5
   (2n + 1 = 11 columns per feature).
 
-The parameters (q, n, the sampling period) are the paper's values, fixed
-in the kernels.  Values must be >= 0 (histograms); a negative value is
-refused in one line.  Keys: ``j * G + (l - 1)`` for generated column l of
+Parameters: ``q`` (HIK levels, 100 as in the paper), ``n`` (order of the
+other maps, 5: 2n + 1 = 11 columns) and ``period`` (their sampling step
+L, defaults in ``kernels/additive_maps.py: VZ_STEPS``); recorded in the
+model's ``feature_space``.  Values must be >= 0 (histograms); a negative
+value is refused in one line.  Keys: ``j * G + (l - 1)`` for generated column l of
 column j; model ids ``[feature id, l]``.  Memory: one block's expansion
 per task at most (the scores need none); nothing in proportion to m or m·G.
 """
@@ -32,9 +34,13 @@ import numpy as np
 from ultrafs.errors import ParameterError
 from ultrafs.features.base import FeatureSpace, _is_int, register_feature_space
 from ultrafs.features.groups import expand_groups, sorted_unique
-from ultrafs.kernels.additive_maps import (EXPAND_COLUMNS, MAPS, N_GENERATED,
-                                           ROW_MAX_SQUARES, SCORE_BLOCK_TOPK,
-                                           SCORE_BLOCK_TOPK_MULTI)
+from ultrafs.kernels.additive_maps import (HIK_LEVELS, MAPS, VZ_ORDER, VZ_STEPS,
+                                           expand_columns_hik, expand_columns_vz,
+                                           row_max_squares_hik, row_max_squares_vz,
+                                           score_block_topk_hik,
+                                           score_block_topk_multi_hik,
+                                           score_block_topk_multi_vz,
+                                           score_block_topk_vz, vz_coefficients)
 from ultrafs.scoring.topk import TopK
 from ultrafs.store.base import ColumnBlock
 
@@ -76,7 +82,24 @@ def column_max(indptr, data) -> np.ndarray:
     return out
 
 
-def _score_kernel_block(block, store, weights, excluded, k, kind):
+#: largest q (HIK) and n (the other maps) accepted
+MAX_HIK_LEVELS = 10_000
+MAX_VZ_ORDER = 50
+
+
+def _score(cols, data, scale, weights, first, excluded, k, kmap):
+    """The fused scoring kernel of map ``kmap`` (``("hik", q)`` or
+    ``("vz", coef, step)``) on one block."""
+    if kmap[0] == "hik":
+        score = score_block_topk_multi_hik if weights.ndim == 2 else score_block_topk_hik
+        return score(cols.indptr, cols.indices, data, scale, weights, first, excluded,
+                     k, kmap[1])
+    score = score_block_topk_multi_vz if weights.ndim == 2 else score_block_topk_vz
+    return score(cols.indptr, cols.indices, data, weights, first, excluded, k,
+                 kmap[1], kmap[2])
+
+
+def _score_kernel_block(block, store, weights, excluded, k, kind, kmap):
     """Task: the ``k`` best feature groups of one column range."""
     start, stop = block
     cols = store.read_range_transient(start, stop)
@@ -85,13 +108,12 @@ def _score_kernel_block(block, store, weights, excluded, k, kind):
     data = _values(cols)
     _check_nonnegative(cols, data, kind, store)
     scale = column_max(cols.indptr, data)
-    score = SCORE_BLOCK_TOPK_MULTI[kind] if weights.ndim == 2 else SCORE_BLOCK_TOPK[kind]
-    keys, scores = score(cols.indptr, cols.indices, data, scale, weights, start,
-                         excluded, min(int(k), stop - start))
+    keys, scores = _score(cols, data, scale, weights, start, excluded,
+                          min(int(k), stop - start), kmap)
     return TopK(keys, scores, {"nnz": cols.nnz})
 
 
-def _row_max_block(block, store, kind):
+def _row_max_block(block, store, kind, kmap):
     """Task: ``max_l φ_l(x_ij)²`` over the block's generated columns, per row
     (value by value, without expanding the block)."""
     start, stop = block
@@ -100,7 +122,10 @@ def _row_max_block(block, store, kind):
     if cols.nnz:
         data = _values(cols)
         _check_nonnegative(cols, data, kind, store)
-        ROW_MAX_SQUARES[kind](cols.indices, data, out)
+        if kmap[0] == "hik":
+            row_max_squares_hik(cols.indices, data, out, kmap[1])
+        else:
+            row_max_squares_vz(cols.indices, data, out, kmap[1], kmap[2])
     return out
 
 
@@ -119,7 +144,6 @@ class AdditiveKernelFeatures(FeatureSpace):
 
     def __init__(self, store, scales=None):
         super().__init__(store)
-        self.n_generated = N_GENERATED[self.kind]
         self._scales = {}
         if scales is not None:
             self._scales = {int(fid): float(s) for fid, s in _scale_pairs(scales)}
@@ -127,15 +151,24 @@ class AdditiveKernelFeatures(FeatureSpace):
     # ------------------------------------------------------------- ids
     @classmethod
     def id_key(cls, feature_id):
-        """``[feature id, l]`` with ``1 <= l <= G``."""
+        """``[feature id, l]`` with ``l >= 1`` (:meth:`check_feature_ids`
+        bounds l by the map's G)."""
         if not isinstance(feature_id, (list, tuple)) or len(feature_id) != 2 \
                 or not all(_is_int(v) for v in feature_id):
             raise ValueError("must be a pair [feature id, generated column]")
         fid, level = (int(v) for v in feature_id)
-        G = N_GENERATED[cls.kind]
-        if fid < 0 or not 1 <= level <= G:
-            raise ValueError(f"must be [feature id >= 0, l in 1..{G}]")
+        if fid < 0 or level < 1:
+            raise ValueError("must be [feature id >= 0, l >= 1]")
         return (fid, level)
+
+    @classmethod
+    def check_feature_ids(cls, spec, feature_ids) -> None:
+        """Every ``[feature id, l]`` has ``l <= G`` of the map ``spec`` names."""
+        G = cls.generated_of_spec(spec)
+        for k, fid in enumerate(feature_ids):
+            if int(fid[1]) > G:
+                raise ValueError(f"features[{k}] must be [feature id, l in 1..{G}] "
+                                 f"(the {cls.kind} map has {G} columns)")
 
     @classmethod
     def source_ids(cls, feature_id) -> list:
@@ -175,6 +208,12 @@ class AdditiveKernelFeatures(FeatureSpace):
         return self.store.columns_of(pairs[:, 0]) * self.n_generated + pairs[:, 1] - 1
 
     # ---------------------------------------------------------- scoring
+    def _kmap(self):
+        if self.kind == "hik":
+            return ("hik", int(self.q))
+        return ("vz", vz_coefficients(self.kind, int(self.n), float(self.period)),
+                float(self.period))
+
     def find_candidates(self, weights, k, excluded, run):
         """The ``k`` best features by ``||Σ_i a_i φ(x_ij)||²``; returns the
         keys of their generated columns (counter ``nnz``)."""
@@ -182,7 +221,8 @@ class AdditiveKernelFeatures(FeatureSpace):
         blocks = self.candidate_blocks(run.block_size)
         best = run.topk(blocks, _score_kernel_block, k,
                         shared={"store": self.store, "weights": weights,
-                                "excluded": excluded_units, "k": k, "kind": self.kind})
+                                "excluded": excluded_units, "k": k, "kind": self.kind,
+                                "kmap": self._kmap()})
         G = self.n_generated
         ptr = np.arange(0, (self.store.n_features + 1) * G, G, dtype=np.int64)
         return expand_groups(best, ptr)
@@ -196,7 +236,8 @@ class AdditiveKernelFeatures(FeatureSpace):
         if not blocks:
             return np.zeros(self.n_samples)
         return run_block_tasks(blocks, _row_max_block, _maximum,
-                               shared={"store": self.store, "kind": self.kind},
+                               shared={"store": self.store, "kind": self.kind,
+                                       "kmap": self._kmap()},
                                scheduler=scheduler, num_workers=num_workers)
 
     # ------------------------------------------------------ materialize
@@ -217,9 +258,20 @@ class AdditiveKernelFeatures(FeatureSpace):
             for t, fid in enumerate(ids):
                 if unique[t] < self.store.n_features and int(fid) not in self._scales:
                     self._scales[int(fid)] = float(scale[t])
-        indptr, indices, values = EXPAND_COLUMNS[self.kind](
-            cols.indptr, cols.indices, np.asarray(data, dtype=np.float64), scale,
-            source.astype(np.int64), np.asarray(levels, dtype=np.int64))
+        levels = np.asarray(levels, dtype=np.int64)
+        if len(levels) and (levels.min() < 1 or levels.max() > self.n_generated):
+            raise ParameterError(f"generated column {int(levels.max())} of the "
+                                 f"{self.kind} map, which has {self.n_generated}")
+        kmap = self._kmap()
+        values64 = np.asarray(data, dtype=np.float64)
+        if kmap[0] == "hik":
+            indptr, indices, values = expand_columns_hik(
+                cols.indptr, cols.indices, values64, scale, source.astype(np.int64),
+                levels, kmap[1])
+        else:
+            indptr, indices, values = expand_columns_vz(
+                cols.indptr, cols.indices, values64, source.astype(np.int64), levels,
+                kmap[1], kmap[2])
         return ColumnBlock(-1, indptr.astype(np.int64), indices.astype(np.int32),
                            values.astype(dtype))
 
@@ -266,17 +318,34 @@ class HIKFeatures(AdditiveKernelFeatures):
     """Histogram intersection kernel: q = 100 unary levels per feature."""
 
     kind = "hik"
-    spec_params = ("scales",)
+    spec_params = ("q", "scales")
+
+    def __init__(self, store, q=HIK_LEVELS, scales=None):
+        if isinstance(q, bool) or not isinstance(q, (int, np.integer, float)) \
+                or q != int(q) or not 1 <= int(q) <= MAX_HIK_LEVELS:
+            raise ParameterError(f"q (HIK levels) must be an integer in "
+                                 f"1..{MAX_HIK_LEVELS}, got {q!r}")
+        self.q = int(q)
+        self.n_generated = self.q
+        super().__init__(store, scales)
+
+    @classmethod
+    def generated_of_spec(cls, spec) -> int:
+        return int(spec.get("q", HIK_LEVELS))
 
     def spec(self) -> dict:
-        """``{"kind": "hik", "scales": [[feature id, scale], ...]}``: the scale
-        of every feature materialised so far (the model's features)."""
-        return {"kind": self.kind,
+        """``{"kind": "hik", "q": q, "scales": [[feature id, scale], ...]}``:
+        the scale of every feature materialised so far (the model's features)."""
+        return {"kind": self.kind, "q": self.q,
                 "scales": [[fid, s] for fid, s in sorted(self._scales.items())]}
 
     @classmethod
     def check_spec_value(cls, name, value):
-        if name != "scales" or not isinstance(value, list):
+        if name == "q":
+            if not _is_int(value) or not 1 <= value <= MAX_HIK_LEVELS:
+                raise ValueError(f"must be an integer in 1..{MAX_HIK_LEVELS}")
+            return value
+        if not isinstance(value, list):
             raise ValueError("must be a list of [feature id, scale] pairs")
         for pair in value:
             if not (isinstance(pair, list) and len(pair) == 2 and _is_int(pair[0])
@@ -288,10 +357,29 @@ class HIKFeatures(AdditiveKernelFeatures):
 
 
 class _HomogeneousMap(AdditiveKernelFeatures):
-    """A Vedaldi–Zisserman map: no per-feature parameter."""
+    """A Vedaldi–Zisserman map of order n (2n + 1 columns) and period L: no
+    per-feature parameter."""
 
-    def __init__(self, store):
+    spec_params = ("n", "period")
+
+    def __init__(self, store, n=VZ_ORDER, period=None):
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer, float)) \
+                or n != int(n) or not 0 <= int(n) <= MAX_VZ_ORDER:
+            raise ParameterError(f"n (the {self.kind} map's order) must be an integer "
+                                 f"in 0..{MAX_VZ_ORDER}, got {n!r}")
+        period = VZ_STEPS[self.kind] if period is None else period
+        if isinstance(period, bool) or not isinstance(period, (int, float, np.floating)) \
+                or not np.isfinite(period) or not period > 0:
+            raise ParameterError(f"period (the {self.kind} map's sampling step L) must "
+                                 f"be > 0, got {period!r}")
+        self.n = int(n)
+        self.period = float(period)
+        self.n_generated = 2 * self.n + 1
         super().__init__(store)
+
+    @classmethod
+    def generated_of_spec(cls, spec) -> int:
+        return 2 * int(spec.get("n", VZ_ORDER)) + 1
 
 
 @register_feature_space
@@ -321,10 +409,11 @@ ADDITIVE_KERNELS = {cls.kind: cls for cls in (HIKFeatures, Chi2Features,
 assert set(ADDITIVE_KERNELS) == set(MAPS)
 
 
-def make_additive_space(store, kernel):
-    """The feature space of an additive ``kernel`` over ``store``."""
+def make_additive_space(store, kernel, **params):
+    """The feature space of an additive ``kernel`` over ``store``, with its
+    parameters (``q`` for HIK; ``n``, ``period`` for the others)."""
     cls = ADDITIVE_KERNELS.get(kernel) if isinstance(kernel, str) else None
     if cls is None:
         raise ParameterError(f"kernel must be one of {', '.join(ADDITIVE_KERNELS)}, "
                              f"got {kernel!r}")
-    return cls(store)
+    return cls.from_params(store, **params)

@@ -229,6 +229,18 @@ class FeatureSpace(abc.ABC):
         return compose_name(feature_id, name_of)
 
     @classmethod
+    def check_feature_ids(cls, spec, feature_ids) -> None:
+        """Check a model file's feature ids against its ``feature_space``
+        spec (e.g. a generated column within the map's width); the default
+        checks nothing.
+
+        Raises
+        ------
+        ValueError
+            One line naming the first feature out of range.
+        """
+
+    @classmethod
     def unit_of_id(cls, feature_id):
         """The candidate (group, node, kernel) a model feature belongs to:
         the feature itself unless the space selects groups."""
