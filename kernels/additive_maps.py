@@ -76,7 +76,7 @@ from .scoring import _heap_push, _ranks_before, _skip_to, _sorted_heap
 
 __all__ = [
     "HIK_LEVELS",
-    "ROW_MAX_SQUARES",
+    "row_max_squares_hik",
     "VZ_ORDER",
     "VZ_STEPS",
     "MAPS",
@@ -876,25 +876,6 @@ def row_max_squares_hik(indices, data, out, q=HIK_LEVELS):
             out[indices[p]] = top
 
 
-@njit(cache=True, nogil=True)
-def row_max_squares_chi2(indices, data, out):
-    """:func:`row_max_squares_hik` for the chi2 map (each value's 11 map
-    values computed in turn; O(nnz) time, O(1) scratch)."""
-    _vz_row_max_squares(indices, data, out, _CHI2, _CHI2_STEP)
-
-
-@njit(cache=True, nogil=True)
-def row_max_squares_intersection(indices, data, out):
-    """:func:`row_max_squares_chi2` for the intersection map."""
-    _vz_row_max_squares(indices, data, out, _INTERSECTION, _INTERSECTION_STEP)
-
-
-@njit(cache=True, nogil=True)
-def row_max_squares_js(indices, data, out):
-    """:func:`row_max_squares_chi2` for the Jensen-Shannon map."""
-    _vz_row_max_squares(indices, data, out, _JS, _JS_STEP)
-
-
 # The Vedaldi-Zisserman maps of any order n and period L: the same kernels
 # with the amplitudes ``coef = vz_coefficients(name, n, L)`` (float64,
 # (n + 1,)) and the step L as arguments (the per-map kernels above freeze
@@ -929,14 +910,11 @@ def expand_block_vz(indptr, indices, data, coef, step):
 
 @njit(cache=True, nogil=True)
 def row_max_squares_vz(indices, data, out, coef, step):
-    """:func:`row_max_squares_chi2` for the map of amplitudes ``coef`` and step."""
+    """Per row, the largest squared value of the map of amplitudes ``coef`` and
+    step over a block's stored values (as :func:`row_max_squares_hik`)."""
     _vz_row_max_squares(indices, data, out, coef, step)
 
 
-#: ``row_max_squares_<map>(indices, data, out)`` by map name
-ROW_MAX_SQUARES = {"hik": row_max_squares_hik, "chi2": row_max_squares_chi2,
-                   "intersection": row_max_squares_intersection,
-                   "js": row_max_squares_js}
 #: ``phi_<map>(x, scale, out)`` by map name
 PHI = {"hik": phi_hik, "chi2": phi_chi2, "intersection": phi_intersection,
        "js": phi_js}

@@ -25,8 +25,7 @@ parent) rank the parent first in both the pruned and the exhaustive order.
 import numpy as np
 from numba import njit
 
-from .scoring import (_heap_push, _is_excluded, _ranks_before,
-                      _sorted_heap)
+from .scoring import _is_excluded, _ranks_before, topk_scores
 
 __all__ = ["group_scores", "group_topk", "tree_node_scores", "tree_topk",
            "tree_topk_exhaustive"]
@@ -84,20 +83,16 @@ def group_topk(sums, group_ptr, member_pos, first_group, stop_group, excluded, k
         Ranked by score decreasing, then group number increasing; only
         positive scores.
     """
-    scores = group_scores(sums, group_ptr, member_pos, first_group, stop_group)
-    heap_scores = np.empty(k, dtype=np.float64)
-    heap_keys = np.empty(k, dtype=np.int64)
-    size = 0
-    for g in range(first_group, stop_group):
-        s = scores[g - first_group]
-        if not s > 0.0:
-            continue
-        if size == k and not _ranks_before(s, g, heap_scores[0], heap_keys[0]):
-            continue
-        if _is_excluded(excluded, g):
-            continue
-        size = _heap_push(heap_scores, heap_keys, size, s, g)
-    return _sorted_heap(heap_scores, heap_keys, size)
+    return topk_scores(group_scores(sums, group_ptr, member_pos, first_group,
+                                    stop_group), first_group, excluded, k)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _node_score(leaf_scores, lo, hi):
+    s = 0.0
+    for j in range(lo, hi):
+        s += leaf_scores[j]
+    return s
 
 
 @njit(cache=True, nogil=True)
@@ -120,19 +115,8 @@ def tree_node_scores(leaf_scores, leaf_lo, leaf_hi):
     n = leaf_lo.shape[0]
     scores = np.zeros(n, dtype=np.float64)
     for v in range(n):
-        s = 0.0
-        for j in range(leaf_lo[v], leaf_hi[v]):
-            s += leaf_scores[j]
-        scores[v] = s
+        scores[v] = _node_score(leaf_scores, leaf_lo[v], leaf_hi[v])
     return scores
-
-
-@njit(cache=True, nogil=True, inline="always")
-def _node_score(leaf_scores, lo, hi):
-    s = 0.0
-    for j in range(lo, hi):
-        s += leaf_scores[j]
-    return s
 
 
 @njit(cache=True, nogil=True)
@@ -235,17 +219,5 @@ def tree_topk(leaf_scores, leaf_lo, leaf_hi, child_ptr, children, roots, exclude
 def tree_topk_exhaustive(leaf_scores, leaf_lo, leaf_hi, excluded, k):
     """:func:`tree_topk` without pruning: every node scored, bounded heap."""
     scores = tree_node_scores(leaf_scores, leaf_lo, leaf_hi)
-    heap_scores = np.empty(k, dtype=np.float64)
-    heap_keys = np.empty(k, dtype=np.int64)
-    size = 0
-    for v in range(scores.shape[0]):
-        s = scores[v]
-        if not s > 0.0:
-            continue
-        if size == k and not _ranks_before(s, v, heap_scores[0], heap_keys[0]):
-            continue
-        if _is_excluded(excluded, v):
-            continue
-        size = _heap_push(heap_scores, heap_keys, size, s, v)
-    keys, best = _sorted_heap(heap_scores, heap_keys, size)
+    keys, best = topk_scores(scores, 0, excluded, k)
     return keys, best, scores.shape[0]

@@ -432,7 +432,9 @@ def test_vz_coefficients():
 def test_row_max_squares_equals_the_expanded_block(name, dtype):
     """The per-row largest squared generated value, value by value, equals
     the one read from the explicit expansion (and never expands)."""
-    from ultrafs.kernels.additive_maps import EXPAND_BLOCK, ROW_MAX_SQUARES
+    from ultrafs.kernels.additive_maps import (EXPAND_BLOCK, VZ_STEPS,
+                                               row_max_squares_hik, row_max_squares_vz,
+                                               vz_coefficients)
 
     rng = np.random.default_rng(5)
     dense = rng.random((30, 9)) * (rng.random((30, 9)) < 0.5) * 4
@@ -445,6 +447,10 @@ def test_row_max_squares_equals_the_expanded_block(name, dtype):
     expected = np.zeros(30)
     np.maximum.at(expected, indices, values.astype(np.float64) ** 2)
     out = np.zeros(30)
-    ROW_MAX_SQUARES[name](X.indices, X.data, out)
+    if name == "hik":
+        row_max_squares_hik(X.indices, X.data, out)
+    else:
+        row_max_squares_vz(X.indices, X.data, out, vz_coefficients(name),
+                           VZ_STEPS[name])
     np.testing.assert_allclose(out, expected, rtol=1e-6 if dtype == np.float32 else 1e-12)
     assert out[7] == 0.0

@@ -573,11 +573,7 @@ def _fields(obj, version) -> dict:
         raise _Invalid(f"unknown target {_show(target)} (expected "
                        f"{' or '.join(TARGETS)})")
     space = _feature_space(obj.get("feature_space", {"kind": "linear"}))
-    features = _features(obj["features"], space["kind"])
-    try:
-        FEATURE_SPACES_OF(space["kind"]).check_feature_ids(space, features)
-    except ValueError as exc:
-        raise _Invalid(str(exc)) from None
+    features = _features(obj["features"], space)
     classes = _classes(obj["classes"], target)
     shape = (len(features),) if target == "binary" else (len(features), len(classes))
     coef = _reals(obj["coef"], "coef", shape)
@@ -640,13 +636,6 @@ def feature_names_from_store(features, store, kind="linear"):
     return [cls.name_of_id(fid, known.get) for fid in features]
 
 
-def FEATURE_SPACES_OF(kind):
-    """The registered feature-space class of ``kind``."""
-    from ultrafs.features import FEATURE_SPACES
-
-    return FEATURE_SPACES[kind]
-
-
 def _feature_space(value) -> dict:
     """``feature_space``: a registered kind and its parameters, each checked
     by the kind's ``check_spec_value`` (finite numbers unless it says more)."""
@@ -672,12 +661,14 @@ def _feature_space(value) -> dict:
     return spec
 
 
-def _features(value, kind="linear") -> list:
-    """Feature ids in the form of the space ``kind`` (``FeatureSpace.id_key``:
-    integers in ``0..MAX_FEATURE_ID``, degree 2 also ``[j, k]``...), none twice."""
+def _features(value, space) -> list:
+    """Feature ids in the form of the space ``space`` (a checked
+    ``feature_space``; ``FeatureSpace.id_key``: integers in
+    ``0..MAX_FEATURE_ID``, degree 2 also ``[j, k]``...), none twice, and
+    within what its spec allows (``check_feature_ids``)."""
     from ultrafs.features import FEATURE_SPACES
 
-    cls = FEATURE_SPACES[kind]
+    cls = FEATURE_SPACES[space["kind"]]
     features = _list(value, "features")
     seen = set()
     for k, fid in enumerate(features):
@@ -691,6 +682,10 @@ def _features(value, kind="linear") -> list:
         if key in seen:
             raise _Invalid(f"feature id {_show(fid)} appears twice")
         seen.add(key)
+    try:
+        cls.check_feature_ids(space, features)
+    except ValueError as exc:
+        raise _Invalid(str(exc)) from None
     return list(features)
 
 

@@ -248,16 +248,16 @@ class AdditiveKernelFeatures(FeatureSpace):
         cols = self.store.read_columns(unique)
         data = _values(cols)
         _check_nonnegative(cols, data, self.kind, self.store)
-        own = column_max(cols.indptr, data)
-        ids = self.store.feature_ids(np.minimum(unique, max(self.store.n_features - 1, 0))) \
-            if len(unique) else unique
-        scale = np.array([self._scales.get(int(fid), own[t]) if unique[t] <
-                          self.store.n_features else 0.0
-                          for t, fid in enumerate(ids)], dtype=np.float64)
-        if record:
-            for t, fid in enumerate(ids):
-                if unique[t] < self.store.n_features and int(fid) not in self._scales:
-                    self._scales[int(fid)] = float(scale[t])
+        # a column's scale: recorded (the fitted space's), else its own
+        # largest value; absent columns (beyond the store) are empty
+        scale = column_max(cols.indptr, data)
+        present = np.flatnonzero(unique < self.store.n_features)
+        for t, fid in zip(present, self.store.feature_ids(unique[present])):
+            fid = int(fid)
+            if fid in self._scales:
+                scale[t] = self._scales[fid]
+            elif record:
+                self._scales[fid] = float(scale[t])
         levels = np.asarray(levels, dtype=np.int64)
         if len(levels) and (levels.min() < 1 or levels.max() > self.n_generated):
             raise ParameterError(f"generated column {int(levels.max())} of the "

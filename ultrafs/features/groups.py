@@ -340,11 +340,12 @@ class GroupFeatures(FeatureSpace):
 
     def row_max_squares(self, *, block_size=None, scheduler=None,
                         num_workers=None) -> np.ndarray:
-        """``max_j x_ij²`` over the store's columns (the members' values)."""
-        from ultrafs.scoring.row_norms import row_top2
+        """``max_j x_ij²`` over the store's columns (the members' values):
+        the linear space's."""
+        from ultrafs.features.linear import LinearFeatures
 
-        return row_top2(self.store, block_size=block_size, scheduler=scheduler,
-                        num_workers=num_workers)[:, 0]
+        return LinearFeatures(self.store).row_max_squares(
+            block_size=block_size, scheduler=scheduler, num_workers=num_workers)
 
     # ------------------------------------------------------ materialize
     def materialize(self, keys, dtype=np.float64, payload=None) -> ColumnBlock:
