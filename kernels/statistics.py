@@ -14,8 +14,8 @@ Weighted sums ``Σ_i w_i x_ij`` are the scoring kernels'
 import numpy as np
 from numba import njit
 
-__all__ = ["column_moments", "column_moments_binary", "row_top2_squares",
-           "merge_row_top2"]
+__all__ = ["column_moments", "column_moments_binary", "column_centred_squares",
+           "column_centred_squares_binary", "row_top2_squares", "merge_row_top2"]
 
 
 @njit(cache=True, nogil=True)
@@ -102,6 +102,70 @@ def column_moments_binary(indptr, n_rows):
                 mins[j] = 1.0
     return nnz, sums, sum_squares, mins, maxs
 
+
+
+@njit(cache=True, nogil=True)
+def column_centred_squares(indptr, data, n_rows):
+    """Centred sum of squares ``Σ_i (x_ij − x̄_j)²`` of every column.
+
+    Two passes over each column's stored values (the mean first), so a
+    column with a large offset keeps its accuracy, where ``Σ x² − (Σ x)²/n``
+    cancels catastrophically.  Implicit zeros contribute ``x̄_j²`` each.
+
+    Parameters
+    ----------
+    indptr : int64 array, shape (n_columns + 1,)
+    data : float32 or float64 array, shape (nnz,)
+    n_rows : int
+
+    Returns
+    -------
+    float64 array, shape (n_columns,)
+        0 for every column when ``n_rows == 0``; exactly 0 for a constant
+        column whose values are all stored or all implicit.
+    """
+    n_columns = indptr.shape[0] - 1
+    out = np.zeros(n_columns, dtype=np.float64)
+    if n_rows == 0:
+        return out
+    for j in range(n_columns):
+        acc = 0.0
+        for p in range(indptr[j], indptr[j + 1]):
+            acc += np.float64(data[p])
+        mean = acc / n_rows
+        acc2 = 0.0
+        for p in range(indptr[j], indptr[j + 1]):
+            d = np.float64(data[p]) - mean
+            acc2 += d * d
+        implicit = n_rows - (indptr[j + 1] - indptr[j])
+        out[j] = acc2 + implicit * mean * mean
+    return out
+
+
+@njit(cache=True, nogil=True)
+def column_centred_squares_binary(indptr, n_rows):
+    """:func:`column_centred_squares` of a block whose stored values are one.
+
+    A column of ``k`` ones among ``n`` rows: ``k (1 − k/n)² + (n − k)(k/n)²``,
+    accumulated term by term as :func:`column_centred_squares` does, so a
+    store that writes the ones and one that does not give the same bits.
+    """
+    n_columns = indptr.shape[0] - 1
+    out = np.zeros(n_columns, dtype=np.float64)
+    if n_rows == 0:
+        return out
+    for j in range(n_columns):
+        k = indptr[j + 1] - indptr[j]
+        acc = 0.0
+        for _ in range(k):
+            acc += 1.0
+        mean = acc / n_rows
+        d = 1.0 - mean
+        acc2 = 0.0
+        for _ in range(k):
+            acc2 += d * d
+        out[j] = acc2 + (n_rows - k) * mean * mean
+    return out
 
 
 @njit(cache=True, nogil=True)

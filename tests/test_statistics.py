@@ -46,7 +46,9 @@ def dense_reference(D, weights=None):
     D = D.astype(np.float64)
     ref = {"nnz": (D != 0).sum(axis=0), "sum": D.sum(axis=0),
            "sum_squares": (D ** 2).sum(axis=0), "min": D.min(axis=0),
-           "max": D.max(axis=0)}
+           "max": D.max(axis=0),
+           "centred_sum_squares": ((D - D.mean(axis=0)) ** 2).sum(axis=0)
+           if D.shape[0] else np.zeros(D.shape[1])}
     if weights is not None:
         ref["weighted_sum"] = D.T @ weights
     return ref
@@ -93,6 +95,29 @@ def test_column_moments_empty_blocks_and_no_rows():
                 np.testing.assert_array_equal(value, np.zeros(n_columns))
     moments = column_moments(np.zeros(3, np.int64), np.zeros(0, np.float32), 0)
     np.testing.assert_array_equal(moments[3], [0.0, 0.0])
+
+
+def test_centred_squares_keep_accuracy_with_large_offsets():
+    """``Σx² − (Σx)²/n`` loses every digit here; the two-pass kernel does not."""
+    from ultrafs.kernels.statistics import (column_centred_squares,
+                                            column_centred_squares_binary)
+
+    col = 1e8 + np.array([0.0, 1.0, 2.0, 3.0])
+    const = np.full(4, 7.3)
+    data = np.concatenate([col, const])
+    indptr = np.array([0, 4, 8, 8], dtype=np.int64)
+    out = column_centred_squares(indptr, data, 4)
+    assert out[0] == 5.0 and out[1] == 0.0 and out[2] == 0.0
+    naive = (col ** 2).sum() - col.sum() ** 2 / 4
+    assert naive != 5.0
+    # implicit zeros: column (3, 0, 0) of 3 rows, and the binary form
+    np.testing.assert_allclose(
+        column_centred_squares(np.array([0, 1], dtype=np.int64), np.array([3.0]), 3),
+        [np.var([3.0, 0, 0]) * 3], rtol=1e-15)
+    np.testing.assert_allclose(
+        column_centred_squares_binary(np.array([0, 2, 5, 5], dtype=np.int64), 5),
+        [2 * 3 / 5, 3 * 2 / 5, 0.0])
+    assert column_centred_squares(indptr, data, 0).tolist() == [0.0, 0.0, 0.0]
 
 
 # ---------------------------------------------------------------- pass

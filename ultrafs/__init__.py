@@ -19,11 +19,12 @@ CLI's ``--help``) stays instant.
 
 __version__ = "0.1.0"
 
-__all__ = ["FGMClassifier", "Model", "InMemoryStore", "open_store", "select",
+__all__ = ["FGMClassifier", "L1LogisticRegression", "Model", "InMemoryStore", "open_store", "select",
            "__version__"]
 
 _LAZY = {
     "FGMClassifier": ("ultrafs.estimator", "FGMClassifier"),
+    "L1LogisticRegression": ("ultrafs.l1_estimator", "L1LogisticRegression"),
     "Model": ("ultrafs.model", "Model"),
     "InMemoryStore": ("ultrafs.store", "InMemoryStore"),
     "open_store": ("ultrafs.store", "open_store"),

@@ -14,7 +14,8 @@ from ultrafs.errors import ParameterError
 from ultrafs.model import Model
 from ultrafs.store import as_store
 
-__all__ = ["select", "class_weight_values"]
+__all__ = ["select", "class_weight_values", "l1_path", "select_l1", "l1_model",
+           "path_to_dict"]
 
 
 def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
@@ -468,3 +469,161 @@ def _held_out_scores(block, coef, bias, y, n_classes, loss, sample_weight=None):
         return {"accuracy": float(np.dot(sample_weight, correct) / total),
                 "loss": float(weighted.value(decision) / total)}
     return {"accuracy": float(np.mean(correct)), "loss": float(mean_loss)}
+
+
+# --------------------------------------------------------------- ℓ1 paths
+def l1_path(data, y=None, *, screening="slores", sequential=True, lambdas=None,
+            n_lambdas=None, lambda_min_ratio=None, lambda_max_ratio=None,
+            tol=None, max_iter=500, stop_at_nnz=None, block_size=None,
+            scheduler=None, num_workers=None, callback=None):
+    """The ℓ1-logistic regression path of ``data`` (seed 004).
+
+    ``min (1/n) Σ log(1 + exp(−y_i (x_i'β + c))) + λ ||β||_1`` with an
+    unpenalised intercept, on a decreasing grid of λ, screened by Slores
+    (or the strong rule, or nothing) and certified on every column by a
+    KKT pass: see :func:`ultrafs.methods.l1_path.fit_l1_path`, whose
+    defaults apply to the arguments left None.
+
+    Parameters
+    ----------
+    data : ColumnStore, path of a store, ndarray or scipy.sparse matrix
+    y : array-like, optional
+        Two classes when ``data`` is an array.
+
+    Returns
+    -------
+    path : L1Path
+    """
+    from ultrafs.methods import l1_path as lp
+
+    store = as_store(data, y)
+    labels = _binary_labels(store)
+    options = {"n_lambdas": n_lambdas, "lambda_min_ratio": lambda_min_ratio,
+               "lambda_max_ratio": lambda_max_ratio, "tol": tol}
+    options = {name: value for name, value in options.items() if value is not None}
+    return lp.fit_l1_path(store, labels, screening=screening, sequential=sequential,
+                          lambdas=lambdas, max_iter=max_iter, stop_at_nnz=stop_at_nnz,
+                          block_size=block_size, scheduler=scheduler,
+                          num_workers=num_workers, callback=callback, **options)
+
+
+def _binary_labels(store):
+    """±1 labels of a binary store; one line for anything else."""
+    y, n_classes = _classification_targets(store)
+    if n_classes is not None:
+        raise ParameterError(
+            f"ℓ1 logistic regression needs two classes; the data has {n_classes}")
+    return np.asarray(y, dtype=np.float64)
+
+
+def select_l1(data, y=None, *, features=None, C=None, command=None, **path_options):
+    """One ℓ1-LR model from the screened path: by feature count or by C.
+
+    Exactly one of:
+
+    * ``features=K``: the model at the first λ of the path (the grid of
+      ``path_options``) with at least K nonzero weights; the path stops
+      there, and is refused in one line when even its smallest λ holds
+      fewer;
+    * ``C``: scikit-learn's ``C`` (``λ = 1/(n C)``), reached by a short
+      warm-started path: ``L1_C_PATH_POINTS`` values from 0.95 λ_max down
+      to λ, geometrically spaced (λ >= λ_max: the all-zero model).
+
+    Returns
+    -------
+    model : Model
+        ``params["method"] == "l1"``, with λ, λ/λ_max, ``C = 1/(n λ)`` and
+        the screening recorded; ``history`` holds the path's records up to
+        that λ.
+    """
+    from ultrafs.methods.slores import slores_statistics
+
+    if (features is None) == (C is None):
+        raise ParameterError("give exactly one of features (a count) and C")
+    store = as_store(data, y)
+    if features is not None:
+        if not (isinstance(features, (int, np.integer)) and features >= 1):
+            raise ParameterError(
+                f"features must be a positive integer, got {features!r}")
+        path = l1_path(store, stop_at_nnz=int(features), **path_options)
+        index = path.first_with(int(features))
+        if index < 0:
+            last = path.records[-1]
+            raise ParameterError(
+                f"the path reaches {last['nnz']} nonzero weights at its smallest λ "
+                f"(λ/λ_max = {last['ratio']:.3g}), fewer than the {features} asked "
+                "for; lower the smallest λ (lambda_min_ratio, --lambda-min-ratio)")
+        return l1_model(path, index, store, command=command, requested=int(features))
+    if isinstance(C, bool) or not isinstance(C, (int, float, np.integer, np.floating)) \
+            or not np.isfinite(C) or C <= 0:
+        raise ParameterError(f"C must be a finite number > 0, got {C!r}")
+    labels = _binary_labels(store)
+    run = {name: path_options[name] for name in ("block_size", "scheduler", "num_workers")
+           if name in path_options}
+    stats = slores_statistics(store, labels, **run)
+    lam = 1.0 / (store.n_samples * float(C))
+    top = stats.lambda_max * path_options.get("lambda_max_ratio", 0.95)
+    grid = (np.geomspace(top, lam, L1_C_PATH_POINTS) if lam < top else np.array([lam]))
+    options = {name: value for name, value in path_options.items()
+               if name not in ("n_lambdas", "lambda_min_ratio", "lambda_max_ratio")}
+    from ultrafs.methods.l1_path import fit_l1_path
+
+    options.setdefault("screening", "slores")
+    path = fit_l1_path(store, labels, lambdas=grid, statistics=stats, **options)
+    return l1_model(path, len(path.records) - 1, store, command=command)
+
+
+#: λ values of the warm-started path that reaches a given C
+L1_C_PATH_POINTS = 10
+
+
+def l1_model(path, index, store, *, command=None, requested=None):
+    """:class:`Model` of the ``index``-th λ of an :class:`L1Path` on ``store``."""
+    columns = path.columns[index]
+    record = path.records[index]
+    ids = store.feature_ids(columns)
+    params = {"method": "l1", "lambda": record["lambda"],
+              "lambda_ratio": record["ratio"], "lambda_max": path.lambda_max,
+              "C": record["C"], "C_rule": "path", "loss": "logistic",
+              "fit_intercept": True, "screening": path.screening,
+              "sequential": path.sequential, "id_offset": int(store.id_offset),
+              "data_fingerprint": getattr(store, "fingerprint", None)}
+    if requested is not None:
+        params["features_requested"] = requested
+    if command:
+        params["command"] = command
+    return Model(
+        features=[int(v) for v in ids],
+        coef=np.asarray(path.coefs[index], dtype=np.float64),
+        intercept=float(path.intercepts[index]),
+        batches=[0, len(columns)],
+        loss="logistic",
+        classes=[float(c) for c in store.classes],
+        target="binary",
+        params=params,
+        history=[dict(r) for r in path.records[:index + 1]],
+        stop_reason=(f"first λ of the path with at least {requested} nonzero weights"
+                     if requested is not None else f"λ/λ_max = {record['ratio']:.4g}"),
+        feature_names=Model.names_from_store(list(ids), store, "linear"),
+    )
+
+
+def path_to_dict(path, store, *, command=None) -> dict:
+    """The JSON form of an :class:`L1Path` (``ultrafs path --out``)."""
+    steps = []
+    for record, columns, coef, intercept in zip(path.records, path.columns,
+                                                 path.coefs, path.intercepts):
+        step = dict(record)
+        step["intercept"] = intercept
+        step["features"] = [int(v) for v in store.feature_ids(columns)]
+        step["coef"] = [float(v) for v in coef]
+        steps.append(step)
+    out = {"method": "l1", "screening": path.screening,
+           "sequential": path.sequential, "lambda_max": path.lambda_max,
+           "n_samples": path.n_samples, "n_features": path.n_features,
+           "statistics_seconds": path.statistics_seconds,
+           "data_fingerprint": getattr(store, "fingerprint", None),
+           "path": steps}
+    if command:
+        out["command"] = command
+    return out

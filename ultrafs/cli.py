@@ -667,6 +667,31 @@ def info(store_path, label):
                           default=str))
 
 
+def _run_options():
+    """Options of the block passes: block size, scheduler and its timeouts."""
+    return [
+        click.option("--block-size", type=click.IntRange(min=1, max=MAX_COUNT), default=None,
+                     help="Columns per scoring task (default: the store's blocks)."),
+        click.option("--scheduler", type=SchedulerType(), default="threads",
+                     show_default=True, envvar="ULTRAFS_SCHEDULER",
+                     help="threads, processes, synchronous or a dask.distributed "
+                          "scheduler address tcp://HOST:PORT (env ULTRAFS_SCHEDULER)."),
+        click.option("--workers", type=click.IntRange(min=1, max=MAX_WORKERS), default=None,
+                     help="Threads/processes of a local scheduler."),
+        click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True,
+                                                                max=MAX_SECONDS),
+                     default=None, envvar="ULTRAFS_CONNECT_TIMEOUT",
+                     help="Seconds a tcp:// scheduler may take to answer "
+                          "(default 10; env ULTRAFS_CONNECT_TIMEOUT)."),
+        click.option("--worker-timeout", type=click.FloatRange(min=0, min_open=True,
+                                                               max=MAX_SECONDS),
+                     default=None, envvar="ULTRAFS_WORKER_TIMEOUT",
+                     help="Seconds a tcp:// run waits while its cluster has no "
+                          "worker, or its scheduler is unreachable, before it "
+                          "fails (default 60; env ULTRAFS_WORKER_TIMEOUT)."),
+    ]
+
+
 def _fgm_options(func):
     options = [
         click.option("--B", "B", type=click.IntRange(min=1, max=MAX_COUNT), default=50,
@@ -757,25 +782,7 @@ def _fgm_options(func):
                      default=None, help="Sampling period L of the chi2 / "
                                         "intersection / js maps [default: 0.315 / "
                                         "0.34 / 0.25, docs/ADDITIVE_KERNELS.md]."),
-        click.option("--block-size", type=click.IntRange(min=1, max=MAX_COUNT), default=None,
-                     help="Columns per scoring task (default: the store's blocks)."),
-        click.option("--scheduler", type=SchedulerType(), default="threads",
-                     show_default=True, envvar="ULTRAFS_SCHEDULER",
-                     help="threads, processes, synchronous or a dask.distributed "
-                          "scheduler address tcp://HOST:PORT (env ULTRAFS_SCHEDULER)."),
-        click.option("--workers", type=click.IntRange(min=1, max=MAX_WORKERS), default=None,
-                     help="Threads/processes of a local scheduler."),
-        click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True,
-                                                                max=MAX_SECONDS),
-                     default=None, envvar="ULTRAFS_CONNECT_TIMEOUT",
-                     help="Seconds a tcp:// scheduler may take to answer "
-                          "(default 10; env ULTRAFS_CONNECT_TIMEOUT)."),
-        click.option("--worker-timeout", type=click.FloatRange(min=0, min_open=True,
-                                                               max=MAX_SECONDS),
-                     default=None, envvar="ULTRAFS_WORKER_TIMEOUT",
-                     help="Seconds a tcp:// run waits while its cluster has no "
-                          "worker, or its scheduler is unreachable, before it "
-                          "fails (default 60; env ULTRAFS_WORKER_TIMEOUT)."),
+        *_run_options(),
         click.option("--refit", is_flag=True,
                      help="Refit an l2-regularised model of the same loss on the "
                           "selected columns only and predict with it."),
@@ -792,6 +799,22 @@ def _fgm_options(func):
     for option in reversed(options):
         func = option(func)
     return func
+
+
+@contextlib.contextmanager
+def _scheduler_for_run(scheduler, connect_timeout=None, worker_timeout=None):
+    """The Dask scheduler of ``--scheduler``, with the run's timeouts set."""
+    from ultrafs.scoring.scheduling import WORKER_TIMEOUT_KEY
+
+    if connect_timeout is None:
+        connect_timeout = CONNECT_TIMEOUT_S
+    timeouts = contextlib.nullcontext()
+    if worker_timeout is not None:
+        import dask
+
+        timeouts = dask.config.set({WORKER_TIMEOUT_KEY: worker_timeout})
+    with timeouts, _open_scheduler(scheduler, connect_timeout) as dask_scheduler:
+        yield dask_scheduler
 
 
 @contextlib.contextmanager
@@ -820,7 +843,6 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
                 memory_limit=None, groups_path=None, tree_path=None, kernel=None,
                 inner_solver="auto", kernel_q=None, kernel_n=None, kernel_period=None):
     from ultrafs.api import select
-    from ultrafs.scoring.scheduling import WORKER_TIMEOUT_KEY
 
     from ultrafs.scoring.progress import format_seconds, run_clock
 
@@ -848,15 +870,9 @@ def _run_select(store, B, C, loss, max_iter, tol, no_intercept, inner_tol,
 
     structure = _structure(store, groups_path, tree_path, kernel, kernel_q, kernel_n,
                            kernel_period)
-    if connect_timeout is None:
-        connect_timeout = CONNECT_TIMEOUT_S
-    timeouts = contextlib.nullcontext()
-    if worker_timeout is not None:
-        import dask
-
-        timeouts = dask.config.set({WORKER_TIMEOUT_KEY: worker_timeout})
-    with timeouts, _too_large_C(C), run_clock(max_iter) as clock, \
-            _open_scheduler(scheduler, connect_timeout) as dask_scheduler:
+    with _too_large_C(C), run_clock(max_iter) as clock, \
+            _scheduler_for_run(scheduler, connect_timeout,
+                               worker_timeout) as dask_scheduler:
         return select(store, B=B, C=C, loss=loss, max_iter=max_iter, tol=tol,
                       fit_intercept=not no_intercept, inner_tol=inner_tol,
                       inner_kkt_tol=inner_kkt_tol or None,
@@ -908,6 +924,59 @@ def _structure(store, groups_path, tree_path, kernel, kernel_q=None, kernel_n=No
     return structure
 
 
+def _l1_path_options():
+    """Options of the ℓ1-LR path (``path``, ``select --method l1``)."""
+    return [
+        click.option("--screening", type=click.Choice(["slores", "strong", "none"]),
+                     default="slores", show_default=True,
+                     help="Rule that discards features before each solve: Slores "
+                          "(safe), the strong rule (unsafe; KKT violators are "
+                          "re-added) or none. Every model is checked on all "
+                          "features by a KKT pass."),
+        click.option("--basic", is_flag=True,
+                     help="Screen with λ_max as the reference (the paper's basic "
+                          "rule) instead of the previous λ's solution."),
+        click.option("--n-lambdas", type=click.IntRange(min=1, max=100_000), default=86,
+                     show_default=True, help="Values of λ on the path."),
+        click.option("--lambda-min-ratio", type=click.FloatRange(0, 1, min_open=True),
+                     default=0.1, show_default=True, help="Smallest λ / λ_max."),
+        click.option("--lambda-max-ratio", type=click.FloatRange(0, 1, min_open=True),
+                     default=0.95, show_default=True,
+                     help="Largest λ / λ_max (the grid is linear between the two)."),
+    ]
+
+
+def _with_options(options):
+    def decorate(func):
+        for option in reversed(options):
+            func = option(func)
+        return func
+    return decorate
+
+
+#: FGM options that mean nothing to ``select --method l1``
+_FGM_ONLY = ("B", "C", "validation_fraction", "cv", "class_weight", "max_iter", "tol",
+             "no_intercept", "inner_tol", "inner_kkt_tol", "inner_solver", "poly",
+             "gamma", "coef0", "groups_path", "tree_path", "kernel", "kernel_q",
+             "kernel_n", "kernel_period", "refit", "refit_C", "memory_limit",
+             "checkpoint", "resume", "loss")
+_L1_ONLY = ("features", "screening", "basic", "n_lambdas", "lambda_min_ratio",
+            "lambda_max_ratio")
+
+
+def _given(name):
+    """Whether option ``name`` was set on the command line or by environment."""
+    from click.core import ParameterSource
+
+    source = click.get_current_context().get_parameter_source(name)
+    return source not in (None, ParameterSource.DEFAULT)
+
+
+def _option_text(name):
+    return "--" + {"B": "B", "C": "C", "groups_path": "groups", "tree_path": "tree",
+                   "kernel_q": "q", "refit_C": "refit-C"}.get(name, name).replace("_", "-")
+
+
 @main.command("select")
 @click.option("--data", "data_path", required=True, type=click.Path(),
               help="Training data: a store (Zarr or Parquet, see `ultrafs ingest`) "
@@ -930,13 +999,27 @@ def _structure(store, groups_path, tree_path, kernel, kernel_q=None, kernel_n=No
 @click.option("--overwrite", is_flag=True,
               help="Replace an existing NAME.model.json (the default --out on a "
                    "terminal).")
+@click.option("--method", type=click.Choice(["fgm", "l1"]), default="fgm",
+              show_default=True,
+              help="fgm: the Feature Generating Machine; l1: ℓ1-logistic "
+                   "regression, the model at the first λ of the screened path "
+                   "with at least --features nonzero weights.")
+@click.option("--features", type=click.IntRange(min=1, max=MAX_COUNT), default=None,
+              help="--method l1: number of nonzero weights wanted.")
+@_with_options(_l1_path_options())
 @_one_line_errors
-def select_command(data_path, label, out, test_path, overwrite, **params):
-    """Select features with FGM and write the model as JSON."""
+def select_command(data_path, label, out, test_path, overwrite, method, **params):
+    """Select features with FGM (or ℓ1-LR) and write the model as JSON."""
     from ultrafs.locks import folder_lock
     from ultrafs.outputs import check_output_dir, check_output_file
     from ultrafs.store import open_store
 
+    l1 = {name: params.pop(name) for name in _L1_ONLY}
+    if method == "l1":
+        return _select_l1(data_path, label, out, test_path, overwrite, l1, params)
+    for name in _L1_ONLY:
+        if _given(name):
+            raise click.UsageError(f"{_option_text(name)} applies to --method l1")
     started = time.perf_counter()
     summary = out is None and _stdout_is_terminal()
     if out is None:
@@ -972,6 +1055,121 @@ def select_command(data_path, label, out, test_path, overwrite, **params):
         for name, text in lines:
             if name.endswith("accuracy"):
                 click.echo(f"{name}: {text}", err=True)
+
+
+def _select_l1(data_path, label, out, test_path, overwrite, l1, params):
+    """``select --method l1``: the ℓ1-LR model with --features nonzero weights."""
+    from ultrafs.api import select_l1
+    from ultrafs.outputs import check_output_file
+    from ultrafs.store import open_store
+
+    for name in _FGM_ONLY:
+        if _given(name):
+            raise click.UsageError(f"{_option_text(name)} does not apply to --method l1")
+    if l1["features"] is None:
+        raise click.UsageError("--method l1 needs --features K")
+    started = time.perf_counter()
+    summary = out is None and _stdout_is_terminal()
+    if out is None:
+        out = _default_model_path(data_path, overwrite) if summary else "-"
+    summary = summary or (_stdout_is_terminal() and out != "-")
+    check_output_file(out, "--out", [("--data store", data_path),
+                                     ("--test store", test_path)])
+    store = open_store(_data_path(data_path), label=label)
+    test_store = None
+    if test_path is not None:
+        test_store = open_store(_data_path(test_path), label=label)
+    fit_store, held_out = store, None
+    if params["validation_fraction"] is not None:
+        fit_store, held_out = _held_out_split(store, params["validation_fraction"],
+                                              params["split_seed"])
+    with _scheduler_for_run(params["scheduler"], params["connect_timeout"],
+                            params["worker_timeout"]) as dask_scheduler:
+        model = select_l1(
+            fit_store, features=l1["features"], screening=l1["screening"],
+            sequential=not l1["basic"], n_lambdas=l1["n_lambdas"],
+            lambda_min_ratio=l1["lambda_min_ratio"],
+            lambda_max_ratio=l1["lambda_max_ratio"], block_size=params["block_size"],
+            scheduler=dask_scheduler, num_workers=params["workers"],
+            command=" ".join(["ultrafs"] + sys.argv[1:]))
+    scores = _held_out_scores(model, held_out, test_store, test_path)
+    _emit_json(model.to_dict(), out)
+    p = model.params
+    lines = [("features selected", f"{len(model.features):,} with a nonzero weight "
+              f"(--features {l1['features']}), among {store.n_features:,} columns of "
+              f"{store.n_samples:,} rows"),
+             ("λ", f"{p['lambda']:.6g} = {p['lambda_ratio']:.4g} λ_max "
+              f"(scikit-learn C = {p['C']:.6g})"),
+             ("screening", f"{p['screening']} ({'sequential' if p['sequential'] else 'basic'}); "
+              f"{sum(r['kkt_violations_found'] for r in model.history)} KKT "
+              "violators re-added along the path")]
+    for name, record in scores.items():
+        where = record.get("data", "held-out rows")
+        lines.append((f"{name.replace('_', '-')} accuracy",
+                      f"{record['accuracy']:.4f} on {where}"))
+    lines.append(("time", format_seconds(time.perf_counter() - started)))
+    if out != "-":
+        lines.append(("model", os.fspath(out)))
+    if summary:
+        width = max(len(name) for name, _ in lines) + 2
+        click.echo("\n".join(f"{name:<{width}}{text}" for name, text in lines))
+    else:
+        for name, text in lines:
+            if name.endswith("accuracy"):
+                click.echo(f"{name}: {text}", err=True)
+
+
+@main.command("path")
+@click.option("--data", "data_path", required=True, type=click.Path(),
+              help="Training data: a store or a LIBSVM file (ingested once into "
+                   "the cache, as for select).")
+@LABEL_OPTION
+@click.option("--method", type=click.Choice(["l1"]), default="l1", show_default=True,
+              help="l1: ℓ1-logistic regression with an unpenalised intercept.")
+@_with_options(_l1_path_options())
+@click.option("--tol", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=1e-6, show_default=True,
+              help="Relative KKT tolerance of every model on the path.")
+@_with_options(_run_options())
+@click.option("--out", default="-", show_default=True,
+              help="Path file (JSON) to write, or - for stdout.")
+@click.option("--progress/--no-progress", default=None,
+              help="One line per λ on stderr (default: when a terminal).")
+@_one_line_errors
+def path_command(data_path, label, method, screening, basic, n_lambdas,
+                 lambda_min_ratio, lambda_max_ratio, tol, block_size, scheduler,
+                 workers, connect_timeout, worker_timeout, out, progress):
+    """Solve the ℓ1-LR path with safe screening and write it as JSON.
+
+    Per λ: λ, λ/λ_max, nonzeros, objective, features kept by screening,
+    rejection ratio, KKT violators found and left (always 0), seconds of
+    screening / solving / the KKT pass, and the model's features and weights.
+    """
+    from ultrafs.api import l1_path, path_to_dict
+    from ultrafs.outputs import check_output_file
+    from ultrafs.store import open_store
+
+    check_output_file(out, "--out", [("--data store", data_path)])
+    store = open_store(_data_path(data_path), label=label)
+    show = _progress_enabled(progress)
+
+    def report(record):
+        if show:
+            click.echo(f"λ/λ_max {record['ratio']:.3f}: {record['nnz']:,} nonzero, "
+                       f"{record['kept']:,} kept of {store.n_features:,}, "
+                       f"objective {record['objective']:.6g}, "
+                       f"{record['kkt_violations_found']} violators re-added, "
+                       f"{format_seconds(record['seconds_solving'] + record['seconds_kkt'])}",
+                       err=True)
+
+    with _scheduler_for_run(scheduler, connect_timeout, worker_timeout) as dask_scheduler:
+        path = l1_path(store, screening=screening, sequential=not basic,
+                       n_lambdas=n_lambdas, lambda_min_ratio=lambda_min_ratio,
+                       lambda_max_ratio=lambda_max_ratio, tol=tol,
+                       block_size=block_size, scheduler=dask_scheduler,
+                       num_workers=workers, callback=report)
+    _emit_json(path_to_dict(path, store, command=" ".join(["ultrafs"] + sys.argv[1:])),
+               out)
 
 
 #: suffixes dropped from a data file's name to name its model file

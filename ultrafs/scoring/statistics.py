@@ -8,6 +8,9 @@ computes, per column, the statistics asked for by name:
 * ``nnz``: number of nonzero values (int64), shape (p,);
 * ``sum``: ``Σ_i x_ij``, shape (p,);
 * ``sum_squares``: ``Σ_i x_ij²`` (the squared Euclidean norm), shape (p,);
+* ``centred_sum_squares``: ``Σ_i (x_ij − x̄_j)²``, two passes over each
+  column inside its task (no cancellation for columns with large offsets;
+  Slores's projected norms), shape (p,);
 * ``min`` / ``max``: smallest / largest of the column's n values, implicit
   zeros included (0 for an empty column), shape (p,);
 * ``weighted_sum``: ``Σ_i w_i x_ij`` for the ``weights`` given, shape (p,)
@@ -41,14 +44,17 @@ import numpy as np
 from ultrafs.errors import ParameterError
 from ultrafs.kernels.scoring import (column_sums, column_sums_binary,
                                      column_sums_multi, column_sums_multi_binary)
-from ultrafs.kernels.statistics import column_moments, column_moments_binary
+from ultrafs.kernels.statistics import (column_centred_squares,
+                                        column_centred_squares_binary,
+                                        column_moments, column_moments_binary)
 from ultrafs.scoring.runner import BlockRunner
 
 __all__ = ["STATISTICS", "DEFAULT_STATISTICS", "FeatureStatistics",
            "feature_statistics"]
 
 #: statistics the pass can compute, by name
-STATISTICS = ("nnz", "sum", "sum_squares", "min", "max", "weighted_sum")
+STATISTICS = ("nnz", "sum", "sum_squares", "min", "max", "weighted_sum",
+              "centred_sum_squares")
 #: those computed when none are named (all but the weighted sums)
 DEFAULT_STATISTICS = ("nnz", "sum", "sum_squares", "min", "max")
 _MOMENTS = ("nnz", "sum", "sum_squares", "min", "max")
@@ -113,6 +119,11 @@ def _block_statistics(block, store, names, weights, keep, output):
         for name, value in zip(_MOMENTS, moments):
             if name in names:
                 stats[name] = value
+    if "centred_sum_squares" in names:
+        stats["centred_sum_squares"] = (
+            column_centred_squares_binary(cols.indptr, store.n_samples)
+            if cols.data is None else
+            column_centred_squares(cols.indptr, cols.data, store.n_samples))
     if "weighted_sum" in names:
         if weights.ndim == 2:
             stats["weighted_sum"] = (

@@ -1,0 +1,221 @@
+"""The faces of the screened ℓ1-LR path (issue 13): ``ultrafs path``,
+``select --method l1``, :class:`~ultrafs.l1_estimator.L1LogisticRegression`,
+the API, and a real ``dask.distributed`` cluster.
+
+The rule and the solver are tested in ``test_slores.py`` and
+``test_l1_logistic.py``; here the faces must give the models of the
+in-memory path, certified on every column, and refuse bad input in one line.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
+
+from tests.cli_tools import assert_one_line_error, run
+from ultrafs.api import l1_path, select_l1
+from ultrafs.errors import ParameterError
+from ultrafs.l1_estimator import L1LogisticRegression
+from ultrafs.model import Model
+from ultrafs.store import open_store
+from ultrafs.store.writers.zarr_writer import write_store
+from ultrafs.store.memory import InMemoryStore
+
+
+def _problem(seed=0, n=120, m=300, density=0.05):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, m, density=density, format="csr", random_state=seed,
+                  data_rvs=lambda k: rng.random(k) + 0.5)
+    w = np.zeros(m)
+    w[rng.choice(m, 10, replace=False)] = rng.standard_normal(10) * 3
+    y = np.where(X @ w + 0.3 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    y[:2] = [1.0, -1.0]
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def zarr_store(tmp_path_factory):
+    X, y = _problem()
+    path = tmp_path_factory.mktemp("l1") / "train.zarr"
+    write_store(path, X, y, block_nnz=200, command="test")
+    return path, X, y
+
+
+def _objective_sklearn(X, y, coef, intercept, C):
+    f = X @ coef + intercept
+    return np.abs(coef).sum() + C * np.logaddexp(0, -y * f).sum()
+
+
+# ------------------------------------------------------------------ API
+def test_path_certified_and_equal_to_the_unscreened_path(zarr_store):
+    path, X, y = zarr_store
+    store = open_store(path)
+    screened = l1_path(store, n_lambdas=12, scheduler="threads")
+    plain = l1_path(store, n_lambdas=12, screening="none", scheduler="synchronous")
+    assert len(screened.records) == 12
+    for a, b in zip(screened.records, plain.records):
+        assert a["kkt_violations_left"] == 0 and a["kkt"] <= 1e-6
+        assert a["nnz"] == b["nnz"]
+        assert a["objective"] == pytest.approx(b["objective"], rel=1e-9)
+        assert a["kept"] <= b["kept"]
+        assert 0.0 <= a["rejection_ratio"] <= 1.0
+    for cols_a, cols_b in zip(screened.columns, plain.columns):
+        np.testing.assert_array_equal(cols_a, cols_b)
+
+
+def test_models_match_scikit_learn_saga_with_an_unpenalised_intercept():
+    X, y = _problem(1)
+    for C in (0.2, 1.0):
+        model = L1LogisticRegression(C=C).fit(X, y)
+        ours = _objective_sklearn(X, y, model.coef_.ravel(), model.intercept_[0], C)
+        saga = LogisticRegression(C=C, l1_ratio=1.0, solver="saga", tol=1e-10,
+                                  max_iter=100_000).fit(X, y)
+        theirs = _objective_sklearn(X, y, saga.coef_.ravel(), saga.intercept_[0], C)
+        assert ours <= theirs * (1 + 1e-7)
+        assert ours == pytest.approx(theirs, rel=1e-6)
+
+
+def test_select_by_feature_count_stops_at_the_first_lambda():
+    X, y = _problem(2)
+    model = select_l1(X, y, features=5, n_lambdas=40)
+    assert len(model.features) >= 5
+    assert model.params["method"] == "l1"
+    assert all(r["nnz"] < 5 for r in model.history[:-1])
+    assert model.history[-1]["nnz"] == len(model.features)
+    restored = Model.from_dict(json.loads(json.dumps(model.to_dict())))
+    np.testing.assert_array_equal(restored.coef, model.coef)
+    with pytest.raises(ParameterError, match="fewer than the 10000 asked for"):
+        select_l1(X, y, features=10_000, n_lambdas=5)
+    with pytest.raises(ParameterError, match="exactly one of features"):
+        select_l1(X, y, features=5, C=1.0)
+
+
+def test_refused_in_one_line():
+    X, y = _problem(3)
+    with pytest.raises(ParameterError, match="two classes; the data has 3"):
+        l1_path(X, np.arange(X.shape[0]) % 3)
+    with pytest.raises(ParameterError, match="screening must be one of"):
+        l1_path(X, y, screening="safe")
+    with pytest.raises(ParameterError, match="λ/λ_max ratios"):
+        l1_path(X, y, lambda_min_ratio=1.5)
+    with pytest.raises(ParameterError, match="lambdas must be finite and positive"):
+        l1_path(X, y, lambdas=[0.1, -1.0])
+    with pytest.raises(ParameterError, match="C must be a finite number"):
+        select_l1(X, y, C=float("nan"))
+
+
+def test_lambdas_above_lambda_max_give_the_null_model():
+    X, y = _problem(4)
+    path = l1_path(X, y, n_lambdas=3)
+    lam_max = path.lambda_max
+    above = l1_path(X, y, lambdas=[2 * lam_max, 1.01 * lam_max])
+    n_pos = (y > 0).sum()
+    for record, intercept in zip(above.records, above.intercepts):
+        assert record["nnz"] == 0
+        assert intercept == pytest.approx(np.log(n_pos / (len(y) - n_pos)), abs=1e-12)
+    model = select_l1(X, y, C=1.0 / (len(y) * 1.5 * lam_max))
+    assert model.features == [] and model.coef.shape == (0,)
+
+
+# ------------------------------------------------------------ estimator
+def test_estimator_selector_contract():
+    X, y = _problem(5)
+    labels = np.where(y > 0, "spam", "ham")
+    est = L1LogisticRegression(n_features=8, n_lambdas=30)
+    assert clone(est).get_params() == est.get_params()
+    est.fit(X, labels)
+    assert list(est.classes_) == ["ham", "spam"]
+    support = est.get_support()
+    assert support.sum() == len(est.selected_features_) >= 8
+    np.testing.assert_array_equal(np.flatnonzero(support), est.selected_features_)
+    assert est.transform(X).shape == (X.shape[0], support.sum())
+    dense = est.decision_function(X.toarray())
+    np.testing.assert_allclose(est.decision_function(X), dense, rtol=1e-12)
+    assert set(est.predict(X)) <= {"ham", "spam"}
+    np.testing.assert_allclose(est.predict_proba(X).sum(axis=1), 1.0)
+    assert est.coef_.shape == (1, X.shape[1])
+    assert est.path_[-1]["nnz"] == support.sum()
+    with pytest.raises(ValueError, match="exactly 2 classes"):
+        L1LogisticRegression().fit(X, np.arange(X.shape[0]) % 3)
+
+
+def test_estimator_on_a_store_equals_the_matrix_fit(zarr_store):
+    path, X, y = zarr_store
+    on_store = L1LogisticRegression(C=0.5).fit(open_store(path))
+    on_matrix = L1LogisticRegression(C=0.5).fit(X, y)
+    np.testing.assert_array_equal(on_store.selected_features_,
+                                  on_matrix.selected_features_)
+    np.testing.assert_allclose(on_store.coef_, on_matrix.coef_, rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("screening", ["slores", "strong", "none"])
+@pytest.mark.parametrize("sequential", [True, False])
+def test_block_size_and_rules_give_the_same_models(screening, sequential):
+    X, y = _problem(6)
+    ref = l1_path(InMemoryStore(X.tocsc(), y), n_lambdas=8, screening="none")
+    for block_size in (1, 7, X.shape[1]):
+        path = l1_path(InMemoryStore(X.tocsc(), y, block_size=block_size), n_lambdas=8,
+                       screening=screening, sequential=sequential)
+        for a, b, ca, cb in zip(path.records, ref.records, path.columns, ref.columns):
+            np.testing.assert_array_equal(ca, cb)
+            assert a["objective"] == pytest.approx(b["objective"], rel=1e-9)
+
+
+# ------------------------------------------------------------------ CLI
+def test_cli_path_writes_the_records(zarr_store, tmp_path):
+    path, X, y = zarr_store
+    out = tmp_path / "path.json"
+    run("path", "--data", path, "--n-lambdas", 6, "--out", out)
+    doc = json.loads(out.read_text())
+    assert doc["method"] == "l1" and doc["screening"] == "slores" and doc["sequential"]
+    assert len(doc["path"]) == 6
+    for step in doc["path"]:
+        for key in ("lambda", "ratio", "nnz", "objective", "kept", "rejection_ratio",
+                    "kkt_violations_found", "kkt_violations_left",
+                    "seconds_screening", "seconds_solving", "seconds_kkt",
+                    "features", "coef", "intercept"):
+            assert key in step
+        assert step["kkt_violations_left"] == 0
+        assert len(step["features"]) == len(step["coef"]) == step["nnz"]
+    basic = json.loads(run("path", "--data", path, "--n-lambdas", 6, "--basic",
+                           "--screening", "strong").stdout)
+    assert not basic["sequential"] and basic["screening"] == "strong"
+    assert [s["nnz"] for s in basic["path"]] == [s["nnz"] for s in doc["path"]]
+
+
+def test_cli_select_l1_model_predicts(zarr_store, tmp_path):
+    path, X, y = zarr_store
+    out = tmp_path / "l1.json"
+    result = run("select", "--method", "l1", "--features", 4, "--data", path,
+                 "--test", path, "--out", out)
+    assert "test accuracy" in result.output
+    model = Model.load(out)
+    assert model.params["method"] == "l1" and len(model.features) >= 4
+    assert model.params["test"]["accuracy"] > 0.5
+    preds = run("predict", "--model", out, "--data", path).stdout.splitlines()
+    assert len(preds) == X.shape[0] + 1
+
+
+def test_cli_select_l1_refuses_fgm_options(zarr_store):
+    path, _, _ = zarr_store
+    result = run("select", "--method", "l1", "--features", 3, "--poly", 2,
+                 "--data", path, ok=False)
+    assert_one_line_error(result, "--poly does not apply to --method l1")
+
+
+# ------------------------------------------------------- distributed
+def test_path_on_a_local_cluster_equals_synchronous(zarr_store, local_cluster_client):
+    path, _, _ = zarr_store
+    store = open_store(path)
+    local = l1_path(store, n_lambdas=6, scheduler="synchronous")
+    remote = l1_path(store, n_lambdas=6, scheduler=local_cluster_client, block_size=37)
+    for a, b, ca, cb, wa, wb in zip(local.records, remote.records, local.columns,
+                                    remote.columns, local.coefs, remote.coefs):
+        assert a["objective"] == b["objective"]
+        np.testing.assert_array_equal(ca, cb)
+        np.testing.assert_array_equal(wa, wb)

@@ -1,0 +1,392 @@
+"""Out-of-core ℓ1-logistic regression paths with safe screening (seed 004).
+
+For a decreasing grid of λ, solve::
+
+    min_{β, c}  (1/n) Σ_i log(1 + exp(−y_i (x_i'β + c)))  +  λ ||β||_1
+
+(unpenalised intercept c; scikit-learn's ``C = 1/(n λ)``) on the columns
+a screening rule keeps, with only those columns in memory, then certify
+the result on **every** column with one streamed KKT pass:
+
+1. screening (O(p) vector operations on the statistics of
+   :func:`ultrafs.methods.slores.slores_statistics`): Slores, basic
+   (reference λ_max, the paper's rule) or sequential (reference: the
+   previous λ's solution, with the gap-based radius that is safe for an
+   inexact solution; intersected with the basic rule's keep set, both
+   being safe), the strong rule (unsafe heuristic), or none;
+2. the kept columns not yet in memory are read from the store
+   (:class:`~ultrafs.methods.column_cache.ColumnCache`: the union of the
+   columns kept so far, nothing else);
+3. :func:`ultrafs.solvers.l1_logistic.solve_l1_logistic` on the kept
+   columns, warm-started from the previous λ, stopping on its KKT residual;
+4. the KKT pass (:func:`ultrafs.scoring.statistics.feature_statistics`,
+   one Dask task per block): ``x̄_j'θ̂`` for every column; a discarded
+   column with ``|x̄_j'θ̂| > nλ(1 + tol)`` violates the optimality
+   conditions: it is added and the problem solved again, until none is
+   left.  In the same pass, the sequential rule gets the products with the
+   column that cuts its next region.
+
+Every model on the path therefore satisfies the KKT conditions on all p
+features to the solver's tolerance, whatever the rule; the per-λ record
+says how many violators the check found (``kkt_violations_found``: always
+0 for a safe rule in exact arithmetic) and how many remain
+(``kkt_violations_left``: 0 by construction).  Everything the path keeps
+in memory beyond the kept columns is O(p) statistics vectors.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ultrafs.errors import ParameterError
+from ultrafs.methods.column_cache import ColumnCache
+from ultrafs.methods.slores import (basic_region, centred_column, dual_objective,
+                                    labels_pm1, sequential_region, slores_keep,
+                                    slores_statistics, theta_max)
+from ultrafs.methods.strong_rule import strong_keep
+from ultrafs.solvers.l1_logistic import solve_l1_logistic
+
+__all__ = ["SCREENINGS", "L1Path", "lambda_grid", "fit_l1_path",
+           "DEFAULT_N_LAMBDAS", "DEFAULT_LAMBDA_MIN_RATIO",
+           "DEFAULT_LAMBDA_MAX_RATIO", "DEFAULT_TOL"]
+
+SCREENINGS = ("slores", "strong", "none")
+#: the paper's grid: λ/λ_max = 0.95, 0.94, …, 0.10 (86 values)
+DEFAULT_N_LAMBDAS = 86
+DEFAULT_LAMBDA_MIN_RATIO = 0.1
+DEFAULT_LAMBDA_MAX_RATIO = 0.95
+#: relative KKT tolerance: |∇_j| <= λ (1 + tol) on zero weights, etc.
+DEFAULT_TOL = 1e-6
+#: rounds of "add the violators and solve again" before giving up
+MAX_KKT_ROUNDS = 50
+
+
+def lambda_grid(lambda_max, n_lambdas=DEFAULT_N_LAMBDAS,
+                min_ratio=DEFAULT_LAMBDA_MIN_RATIO,
+                max_ratio=DEFAULT_LAMBDA_MAX_RATIO) -> np.ndarray:
+    """The paper's linear grid ``λ_max · linspace(max_ratio, min_ratio, n)``.
+
+    With the defaults: λ/λ_max = 0.95, 0.94, …, 0.10.
+    """
+    if not (isinstance(n_lambdas, (int, np.integer)) and n_lambdas >= 1):
+        raise ParameterError(f"n_lambdas must be a positive integer, got {n_lambdas!r}")
+    if not 0.0 < min_ratio <= 1.0 or not 0.0 < max_ratio <= 1.0:
+        raise ParameterError(
+            f"λ/λ_max ratios must be in (0, 1], got {min_ratio!r} and {max_ratio!r}")
+    if min_ratio > max_ratio:
+        raise ParameterError(
+            f"the smallest λ/λ_max ({min_ratio:g}) exceeds the largest ({max_ratio:g}) "
+            "(lambda_min_ratio, lambda_max_ratio)")
+    if n_lambdas == 1:
+        return np.array([lambda_max * max_ratio])
+    return lambda_max * np.linspace(max_ratio, min_ratio, int(n_lambdas))
+
+
+@dataclass
+class L1Path:
+    """Result of :func:`fit_l1_path`.
+
+    Attributes
+    ----------
+    lambdas : float64 array
+        The λ solved, decreasing.
+    lambda_max : float
+    records : list of dict
+        One per λ: ``lambda``, ``ratio`` (λ/λ_max), ``C`` (scikit-learn's
+        1/(nλ)), ``nnz``, ``objective``, ``kkt`` (largest relative KKT
+        residual over all columns after the check), ``kept`` (columns the
+        rule kept), ``rejection_ratio`` (discarded / zero-weight columns of
+        the certified solution), ``kkt_violations_found``,
+        ``kkt_violations_left``, ``solves``, ``seconds_screening``,
+        ``seconds_fetch``, ``seconds_solving``, ``seconds_kkt``,
+        ``cached_columns``.
+    columns : list of int64 arrays
+        Per λ, the store columns with a nonzero weight (increasing).
+    coefs : list of float64 arrays
+        Per λ, their weights.
+    intercepts : list of float
+    screening : str
+    sequential : bool
+    statistics_seconds : float
+    n_features, n_samples : int
+    """
+
+    lambdas: np.ndarray
+    lambda_max: float
+    records: list = field(default_factory=list)
+    columns: list = field(default_factory=list)
+    coefs: list = field(default_factory=list)
+    intercepts: list = field(default_factory=list)
+    screening: str = "slores"
+    sequential: bool = True
+    statistics_seconds: float = 0.0
+    n_features: int = 0
+    n_samples: int = 0
+
+    def first_with(self, k) -> int:
+        """Index of the first λ with at least ``k`` nonzero weights (-1: none)."""
+        for index, record in enumerate(self.records):
+            if record["nnz"] >= k:
+                return index
+        return -1
+
+
+class _Cache:
+    """The kept columns in memory: a ColumnCache plus store column -> position."""
+
+    def __init__(self, store):
+        self.store = store
+        self.cache = ColumnCache(store.n_samples, store.dtype)
+        self.position = np.full(store.n_features, -1, dtype=np.int64)
+        self.coef = np.zeros(0)
+        self._arrays = None
+
+    def ensure(self, columns):
+        missing = columns[self.position[columns] < 0]
+        if missing.size:
+            block = self.store.read_columns(missing)
+            first = self.cache.n_columns
+            self.cache.append_batch(block)
+            self.position[missing] = np.arange(first, first + missing.size)
+            self.coef = np.concatenate([self.coef, np.zeros(missing.size)])
+            self._arrays = None
+        return self.position[columns]
+
+    def arrays(self):
+        if self._arrays is None:
+            self._arrays = (self.cache.indptr, self.cache.indices, self.cache.data)
+        return self._arrays
+
+    def dense_column(self, position):
+        indptr, indices, data = self.arrays()
+        lo, hi = indptr[position], indptr[position + 1]
+        return indices[lo:hi], np.asarray(data[lo:hi], dtype=np.float64)
+
+
+def _check_options(screening, tol, max_iter):
+    if screening not in SCREENINGS:
+        raise ParameterError(f"screening must be one of {', '.join(SCREENINGS)}, "
+                             f"got {screening!r}")
+    if not (isinstance(tol, (float, int)) and 0.0 < tol < 1.0):
+        raise ParameterError(f"tol must be in (0, 1), got {tol!r}")
+    if not (isinstance(max_iter, (int, np.integer)) and max_iter >= 1):
+        raise ParameterError(f"max_iter must be a positive integer, got {max_iter!r}")
+
+
+def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
+                lambda_min_ratio=DEFAULT_LAMBDA_MIN_RATIO,
+                lambda_max_ratio=DEFAULT_LAMBDA_MAX_RATIO, screening="slores",
+                sequential=True, tol=DEFAULT_TOL, max_iter=500, stop_at_nnz=None,
+                block_size=None, scheduler=None, num_workers=None,
+                statistics=None, callback=None) -> L1Path:
+    """The ℓ1-logistic regression path of a store, screened and certified.
+
+    Parameters
+    ----------
+    store : ColumnStore
+    y : array of ±1, optional
+        Labels (default: the store's).
+    lambdas : array-like, optional
+        The λ to solve (solved in decreasing order); default
+        :func:`lambda_grid` with ``n_lambdas``, ``lambda_min_ratio``,
+        ``lambda_max_ratio``.
+    screening : {"slores", "strong", "none"}
+    sequential : bool
+        Reference point of the rule: the previous λ's solution (True) or
+        λ_max (False: the paper's basic rule).
+    tol : float
+        Relative KKT tolerance of every model (solver and check).
+    max_iter : int
+        Outer iterations of the solver per solve.
+    stop_at_nnz : int, optional
+        Stop after the first λ whose model has at least this many nonzero
+        weights.
+    block_size, scheduler, num_workers
+        As for the scoring passes (the statistics and KKT passes).
+    statistics : SloresStatistics, optional
+        Reuse statistics computed before (same store and labels).
+    callback : callable, optional
+        ``callback(record)`` after every λ.
+
+    Returns
+    -------
+    L1Path
+    """
+    _check_options(screening, tol, max_iter)
+    y = labels_pm1(store.read_labels() if y is None else y)
+    n, p = store.n_samples, store.n_features
+    run = dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers)
+    stats = statistics if statistics is not None else slores_statistics(store, y, **run)
+    lam_max = stats.lambda_max
+    if lambdas is None:
+        grid = lambda_grid(lam_max, n_lambdas, lambda_min_ratio, lambda_max_ratio)
+    else:
+        grid = np.sort(np.asarray(lambdas, dtype=np.float64).ravel())[::-1]
+        if grid.size == 0 or not np.all(np.isfinite(grid)) or grid[-1] <= 0:
+            raise ParameterError("lambdas must be finite and positive")
+    path = L1Path(lambdas=grid, lambda_max=lam_max, screening=screening,
+                  sequential=bool(sequential), statistics_seconds=stats.seconds,
+                  n_features=p, n_samples=n)
+    cache = _Cache(store)
+    n_pos = stats.n_pos
+    intercept = float(np.log(n_pos / (n - n_pos)))
+    decision = np.full(n, intercept)
+    prev = {"lam": lam_max, "s": stats.s_max, "decision": decision,
+            "coef_l1": 0.0, "cut": None}
+    for lam in grid:
+        lam = float(lam)
+        if lam >= lam_max:
+            record = _null_record(lam, lam_max, n, dual_objective(theta_max(y)),
+                                  intercept)
+            path.records.append(record)
+            path.columns.append(np.zeros(0, dtype=np.int64))
+            path.coefs.append(np.zeros(0))
+            path.intercepts.append(intercept)
+            if callback is not None:
+                callback(record)
+            continue
+        started = time.perf_counter()
+        keep = _screen(screening, sequential, stats, lam, y, prev)
+        kept = int(keep.sum())
+        seconds_screening = time.perf_counter() - started
+        found = solves = 0
+        seconds = {"fetch": 0.0, "solve": 0.0, "kkt": 0.0}
+        warm_intercept = intercept
+        for _ in range(MAX_KKT_ROUNDS):
+            columns = np.flatnonzero(keep)
+            t0 = time.perf_counter()
+            positions = cache.ensure(columns)
+            t1 = time.perf_counter()
+            indptr, indices, data = cache.arrays()
+            result = solve_l1_logistic(indptr, indices, data, y, lam, n_rows=n,
+                                       columns=positions, coef0=cache.coef[positions],
+                                       intercept0=warm_intercept, tol=tol,
+                                       max_iter=max_iter)
+            t2 = time.perf_counter()
+            solves += 1
+            seconds["fetch"] += t1 - t0
+            seconds["solve"] += t2 - t1
+            cache.coef[:] = 0.0
+            cache.coef[positions] = result.coef
+            warm_intercept = result.intercept
+            if screening == "none":
+                s_all, cut = None, None
+                violators = np.zeros(0, dtype=np.int64)
+                break
+            s_all, cut = _kkt_pass(store, result.theta * y, cache, columns, positions,
+                                   result.coef, sequential and screening == "slores",
+                                   n, run)
+            seconds["kkt"] += time.perf_counter() - t2
+            violators = np.flatnonzero(~keep & (np.abs(s_all) > n * lam * (1.0 + tol)))
+            if violators.size == 0:
+                break
+            found += int(violators.size)
+            keep[violators] = True
+        else:
+            raise ParameterError(
+                f"the KKT check still finds {violators.size} violators at λ = "
+                f"{lam:.6g} after {MAX_KKT_ROUNDS} solves")
+        nonzero = np.flatnonzero(result.coef)
+        nz_columns = columns[nonzero]
+        order = np.argsort(nz_columns, kind="stable")
+        zero_total = p - nonzero.size
+        discarded = p - kept
+        if s_all is not None:
+            residual = _kkt_all(s_all, keep, result.kkt, lam, n)
+        else:
+            residual = result.kkt / lam
+        record = {
+            "lambda": lam, "ratio": lam / lam_max, "C": 1.0 / (n * lam),
+            "nnz": int(nonzero.size), "objective": float(result.objective),
+            "intercept": float(result.intercept), "kkt": float(residual),
+            "converged": bool(result.converged), "kept": kept,
+            "rejection_ratio": (discarded / zero_total) if zero_total else None,
+            "kkt_violations_found": found, "kkt_violations_left": 0,
+            "solves": solves, "seconds_screening": seconds_screening,
+            "seconds_fetch": seconds["fetch"], "seconds_solving": seconds["solve"],
+            "seconds_kkt": seconds["kkt"], "cached_columns": cache.cache.n_columns,
+            "solver_iterations": int(result.n_iter),
+        }
+        path.records.append(record)
+        path.columns.append(nz_columns[order].astype(np.int64))
+        path.coefs.append(np.asarray(result.coef[nonzero][order], dtype=np.float64))
+        path.intercepts.append(float(result.intercept))
+        intercept = float(result.intercept)
+        prev = {"lam": lam, "s": s_all, "decision": result.decision,
+                "coef_l1": float(np.abs(result.coef).sum()), "cut": cut}
+        if callback is not None:
+            callback(record)
+        if stop_at_nnz is not None and nonzero.size >= stop_at_nnz:
+            path.lambdas = grid[:len(path.records)]
+            break
+    return path
+
+
+def _null_record(lam, lam_max, n, objective, intercept):
+    """λ >= λ_max: β* = 0 and c* = log(n⁺/n⁻) (Theorem 9.1), no solve."""
+    return {"lambda": lam, "ratio": lam / lam_max, "C": 1.0 / (n * lam), "nnz": 0,
+            "objective": float(objective), "intercept": float(intercept), "kkt": 0.0,
+            "converged": True, "kept": 0, "rejection_ratio": 1.0,
+            "kkt_violations_found": 0, "kkt_violations_left": 0, "solves": 0,
+            "seconds_screening": 0.0, "seconds_fetch": 0.0, "seconds_solving": 0.0,
+            "seconds_kkt": 0.0, "cached_columns": 0, "solver_iterations": 0}
+
+
+def _screen(screening, sequential, stats, lam, y, prev):
+    """The keep-mask of the rule at ``lam`` (a fresh, writable array)."""
+    p = stats.n_features
+    if screening == "none":
+        return np.ones(p, dtype=bool)
+    if screening == "strong":
+        if sequential and prev["s"] is not None:
+            keep = strong_keep(prev["s"], lam, prev["lam"], stats.n_samples,
+                               stats.constant)
+        else:
+            keep = strong_keep(stats.s_max, lam, stats.lambda_max, stats.n_samples,
+                               stats.constant)
+        keep[stats.j0] = True
+        return keep
+    keep = slores_keep(stats, basic_region(stats, lam), lam)
+    if sequential and prev["lam"] < stats.lambda_max and prev["s"] is not None:
+        cut = prev["cut"] or {}
+        region = sequential_region(stats, lam, decision=prev["decision"], y=y,
+                                   coef_l1=prev["coef_l1"], s0=prev["s"], **cut)
+        keep &= slores_keep(stats, region, lam)
+        keep[region.j0] = not stats.constant[region.j0]
+    return keep
+
+
+def _kkt_pass(store, weights, cache, columns, positions, coef, with_cut, n, run):
+    """One streamed pass: ``x̄_j'θ̂`` for every column (and the next cut's B)."""
+    from ultrafs.scoring.statistics import feature_statistics
+
+    cut = None
+    if with_cut:
+        active = np.flatnonzero(coef)
+        if active.size:
+            best = active[np.argmax(np.abs(coef[active]))]
+            rows, values = cache.dense_column(positions[best])
+            sign = 1.0 if coef[best] > 0 else -1.0
+            cut_weights = centred_column(values, rows, n, sign)
+            if cut_weights @ cut_weights > 0:
+                both = np.column_stack([weights, cut_weights])
+                stats = feature_statistics(store, ("weighted_sum",), weights=both, **run)
+                sums = stats["weighted_sum"]
+                cut = {"cut": np.ascontiguousarray(sums[:, 1]),
+                       "cut_norm2": float(cut_weights @ cut_weights),
+                       "cut_weights_norm": float(np.linalg.norm(cut_weights)),
+                       "j0": int(columns[best]), "j0_sign": sign}
+                return np.ascontiguousarray(sums[:, 0]), cut
+    stats = feature_statistics(store, ("weighted_sum",), weights=weights, **run)
+    return stats["weighted_sum"], None
+
+
+def _kkt_all(s_all, keep, solver_kkt, lam, n):
+    """Largest relative KKT residual over all columns: the solver's on the
+    kept ones, ``(|x̄_j'θ̂|/n − λ)_+ / λ`` on the others."""
+    outside = np.abs(s_all[~keep]) / n - lam
+    worst = float(outside.max()) if outside.size else 0.0
+    return max(solver_kkt / lam, worst / lam, 0.0)

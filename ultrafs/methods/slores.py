@@ -1,0 +1,451 @@
+"""Slores: safe screening for ℓ1-regularised logistic regression (seed 004).
+
+Wang, Zhou, Liu, Wonka & Ye, "A Safe Screening Rule for Sparse Logistic
+Regression", NIPS 2013; the formulas as rebuilt and checked in
+``shared/notes/mslr-slores.md`` Part B (the paper's text is a broken
+extraction).  The problem, with n samples, labels ``y`` in {±1} and an
+unpenalised intercept ``c``::
+
+    min_{β, c}  (1/n) Σ_i log(1 + exp(−y_i (x_i'β + c)))  +  λ ||β||_1
+
+and its dual over θ ∈ (0, 1)^n, ``<θ, y> = 0``, ``|x̄_j'θ| <= nλ`` with
+``x̄_j = y ⊙ x_j`` (θ_i is the predicted probability of the wrong label).
+Slores bounds ``|x̄_j'θ*_λ|`` over a region that provably holds θ*_λ
+(a ball around a reference dual point, cut by ``<θ, y> = 0`` and by the
+constraint of one active column j0) and discards feature j when the bound
+is below nλ: then β*_j = 0.
+
+What this module holds, all O(p) vector operations once the statistics
+are known (no pass over the data):
+
+* :class:`SloresStatistics` and :func:`slores_statistics`: the per-feature
+  quantities of the rule, from two streamed passes over a store plus the
+  fetch of column j0 (:func:`ultrafs.scoring.statistics.feature_statistics`,
+  so identical for any block size and scheduler);
+* :class:`DualRegion`: a region 𝒜 (centre correlations, radius, the cut of
+  column j0) with the rounding bounds of its sums;
+* :func:`basic_region` (Theorem 2 at λ0 = λ_max, the paper's rule) and
+  :func:`sequential_region` (any primal point: the digest's inexact-safe
+  radius, which is the duality-gap sphere ``r² = (n/2)·gap``, so it stays
+  safe when the previous solution is only approximate);
+* :func:`region_bounds` (Theorem 8 in the digest's stable form: no division
+  by a2 → 0 as d → 1) and :func:`slores_keep` (Algorithm 1, with the tie
+  tolerance, constant columns dropped by Theorem 4 and j0 always kept).
+
+The rule is safe in exact arithmetic; rounding is covered by a tie
+tolerance (``rtol``) and a priori bounds of the summation errors, and the
+path solver (:mod:`ultrafs.methods.l1_path`) checks the KKT conditions of
+every discarded feature after each solve anyway.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ultrafs.errors import ParameterError
+
+__all__ = ["SloresStatistics", "DualRegion", "slores_statistics",
+           "basic_region", "sequential_region", "region_bounds",
+           "slores_keep", "labels_pm1", "theta_max", "dual_objective",
+           "radius_at_lambda_max", "primal_objective", "DEFAULT_RTOL"]
+
+#: relative tie tolerance of the keep test (digest B8-1)
+DEFAULT_RTOL = 1e-9
+_EPS = np.finfo(np.float64).eps
+
+
+def labels_pm1(y) -> np.ndarray:
+    """Labels as float64 ±1, refusing anything else or a single class."""
+    y = np.asarray(y, dtype=np.float64).ravel()
+    if y.size == 0:
+        raise ParameterError("ℓ1 logistic regression needs at least one sample")
+    if not np.all((y == 1.0) | (y == -1.0)):
+        raise ParameterError("labels must be -1 or +1 for ℓ1 logistic regression")
+    n_pos = int((y > 0).sum())
+    if n_pos == 0 or n_pos == y.size:
+        raise ParameterError(
+            "ℓ1 logistic regression needs both classes; the labels hold only "
+            + ("+1" if n_pos else "-1"))
+    return y
+
+
+def theta_max(y) -> np.ndarray:
+    """θ*_{λ_max} (eq. 2): n⁻/n on positive samples, n⁺/n on negative ones."""
+    n = y.size
+    n_pos = float((y > 0).sum())
+    return np.where(y > 0, (n - n_pos) / n, n_pos / n)
+
+
+def _entropy_terms(theta) -> np.ndarray:
+    """``f(θ) = θ log θ + (1 − θ) log(1 − θ)`` per element (0 log 0 = 0)."""
+    theta = np.asarray(theta, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = np.where(theta > 0, theta * np.log(theta), 0.0)
+        b = np.where(theta < 1, (1.0 - theta) * np.log1p(-theta), 0.0)
+    return a + b
+
+
+def dual_objective(theta) -> float:
+    """The dual value ``−g(θ) = −(1/n) Σ_i f(θ_i)`` (to be maximised)."""
+    return float(-_entropy_terms(theta).sum() / theta.size)
+
+
+def primal_objective(decision, y, lam, l1_norm) -> float:
+    """``(1/n) Σ log(1 + exp(−y_i f_i)) + λ ||β||_1``, overflow-free."""
+    return float(np.logaddexp(0.0, -y * decision).mean() + lam * l1_norm)
+
+
+def _kl_bernoulli(p, q) -> np.ndarray:
+    """``KL(Bern(p) || Bern(q))`` for p = s·q with 0 < s <= 1 (log1p form)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        first = np.where(p > 0, p * np.log(p / q), 0.0)
+        second = (1.0 - p) * np.log1p((q - p) / (1.0 - q))
+    return first + second
+
+
+def radius_at_lambda_max(n_pos, n_neg, ratio) -> float:
+    """Theorem 2's radius at λ0 = λ_max for ``ratio = λ/λ_max`` in (0, 1].
+
+    ``r² = ½ [n⁺ KL(s a || a) + n⁻ KL(s (1−a) || 1−a)]`` with a = n⁻/n:
+    the closed form of the digest with the first-order terms (which cancel
+    exactly, ``<∇g(θ_max), θ_max> = 0``) removed, so it keeps its relative
+    accuracy as ratio → 1 (pitfall B8-7).
+    """
+    n = n_pos + n_neg
+    a = np.array([n_neg / n, n_pos / n])
+    kl = _kl_bernoulli(ratio * a, a)
+    r2 = 0.5 * (n_pos * kl[0] + n_neg * kl[1])
+    return float(np.sqrt(max(r2, 0.0)))
+
+
+@dataclass(frozen=True)
+class SloresStatistics:
+    """Per-feature quantities of the rule (digest B4), p = store columns.
+
+    Attributes
+    ----------
+    n_samples, n_pos, n_neg : int
+    lambda_max : float
+        ``max_j |x̄_j'θ_max| / n`` (eq. 1).
+    s_max : float64 array, shape (p,)
+        ``x̄_j'θ_max``, the dual correlations at λ_max.
+    colsum : float64 array, shape (p,)
+        ``Σ_i x_ij`` (``<x̄_j, y>``, for moving a centre into y^⊥).
+    sum_squares : float64 array, shape (p,)
+        ``Σ_i x_ij²`` (the a priori bounds of the summation errors).
+    norm2 : float64 array, shape (p,)
+        ``||P x̄_j||² = Σ_i (x_ij − x̄_j)²``, centred in two passes.
+    constant : bool array, shape (p,)
+        Columns whose n values are all equal (min == max, decided exactly):
+        β*_j = 0 for every λ (Theorem 4; all-zero columns included).
+    j0 : int
+        ``argmax_j |s_max_j|`` (the first feature to enter; ties by column
+        number).
+    j0_sign : float
+        ``sign(s_max[j0])``.
+    cut : float64 array, shape (p,)
+        ``B_j = <P x̄_j, P x̄*>`` with ``x̄* = sign · x̄_{j0}`` (eq. 8).
+    cut_norm2 : float
+        ``A = ||P x̄*||²``.
+    cut_weights_norm : float
+        ``||y ⊙ P x̄*||`` (rounding bounds of ``cut``).
+    theta_max_norm : float
+    seconds : float
+        Time of the two passes and the fetch.
+    n_passes : int
+    """
+
+    n_samples: int
+    n_pos: int
+    n_neg: int
+    lambda_max: float
+    s_max: np.ndarray
+    colsum: np.ndarray
+    sum_squares: np.ndarray
+    norm2: np.ndarray
+    constant: np.ndarray
+    j0: int
+    j0_sign: float
+    cut: np.ndarray
+    cut_norm2: float
+    cut_weights_norm: float
+    theta_max_norm: float
+    seconds: float = 0.0
+    n_passes: int = 2
+
+    @property
+    def n_features(self) -> int:
+        return int(self.s_max.shape[0])
+
+    def summation_error(self, weights_norm) -> np.ndarray:
+        """A priori bound of ``|fl(Σ_i w_i x_ij) − Σ_i w_i x_ij|`` per column:
+        ``γ_n · ||x_j|| · ||w||`` with ``γ_n = (n + 2) ε`` (Higham, with
+        Cauchy–Schwarz for ``Σ |w_i x_ij|``)."""
+        gamma = (self.n_samples + 2) * _EPS
+        return gamma * np.sqrt(self.sum_squares) * float(weights_norm)
+
+
+def centred_column(values, rows, n_samples, sign=1.0):
+    """``sign · (x_j − mean(x_j))`` as a dense (n,) vector from CSC pieces."""
+    column = np.zeros(n_samples, dtype=np.float64)
+    column[rows] = values
+    return sign * (column - column.sum() / n_samples)
+
+
+def slores_statistics(store, y=None, *, block_size=None, scheduler=None,
+                      num_workers=None, progress_label=None) -> SloresStatistics:
+    """The statistics of the rule, in two streamed passes and one fetch.
+
+    Pass 1: ``s_max = X̄'θ_max``, column sums, sums of squares, centred
+    sums of squares and min/max; then j0 = argmax |s_max| and the fetch of
+    its column; pass 2: ``B = X̄' P x̄*``.  Both passes are
+    :func:`~ultrafs.scoring.statistics.feature_statistics`: the same bits
+    for any block size, scheduler and worker count.
+
+    Parameters
+    ----------
+    store : ColumnStore
+    y : array of ±1, optional
+        Labels (default: the store's).
+    block_size, scheduler, num_workers, progress_label
+        As for the scoring passes.
+
+    Raises
+    ------
+    ParameterError
+        One line for labels that are not ±1 or hold one class, or a store
+        without columns.
+    """
+    import time
+
+    from ultrafs.scoring.statistics import feature_statistics
+
+    started = time.perf_counter()
+    y = labels_pm1(store.read_labels() if y is None else y)
+    n = y.size
+    if n != store.n_samples:
+        raise ParameterError(f"{n} labels for a store of {store.n_samples} rows")
+    if store.n_features == 0:
+        raise ParameterError("the store has no columns to screen")
+    t_max = theta_max(y)
+    run = dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers,
+               progress_label=progress_label)
+    first = feature_statistics(
+        store, ("sum", "sum_squares", "centred_sum_squares", "min", "max",
+                "weighted_sum"), weights=t_max * y, **run)
+    s_max = first["weighted_sum"]
+    j0 = int(np.argmax(np.abs(s_max)))
+    sign = 1.0 if s_max[j0] >= 0 else -1.0
+    col = store.read_columns(np.array([j0], dtype=np.int64))
+    # y ⊙ P x̄* = sign · (x_j0 − mean): the projection is the centring
+    cut_weights = centred_column(col.values(np.float64), col.indices, n, sign)
+    second = feature_statistics(store, ("weighted_sum",), weights=cut_weights, **run)
+    cut = second["weighted_sum"]
+    n_pos = int((y > 0).sum())
+    return SloresStatistics(
+        n_samples=n, n_pos=n_pos, n_neg=n - n_pos,
+        lambda_max=float(np.abs(s_max[j0]) / n), s_max=s_max,
+        colsum=first["sum"], sum_squares=first["sum_squares"],
+        norm2=np.maximum(first["centred_sum_squares"], 0.0),
+        constant=first["min"] == first["max"], j0=j0, j0_sign=sign, cut=cut,
+        cut_norm2=float(cut_weights @ cut_weights),
+        cut_weights_norm=float(np.linalg.norm(cut_weights)),
+        theta_max_norm=float(np.linalg.norm(t_max)),
+        seconds=time.perf_counter() - started, n_passes=2)
+
+
+@dataclass(frozen=True)
+class DualRegion:
+    """A region 𝒜 holding θ*_λ (digest B2, B5), for :func:`region_bounds`.
+
+    ``𝒜 = {θ : ||θ − θc|| <= radius, <θ, y> = 0, <θ, x̄*> <= nλ}`` with the
+    centre θc in y^⊥.
+
+    Attributes
+    ----------
+    lam : float
+    radius : float
+    s : float64 array, shape (p,)
+        ``x̄_j'θc``.
+    s_error : float64 array, shape (p,)
+        Bound of the rounding error of ``s``.
+    cut : float64 array, shape (p,)
+        ``B_j = <P x̄_j, P x̄*>``.
+    cut_error : float64 array, shape (p,)
+    cut_norm2 : float
+        ``A = ||P x̄*||²``.
+    d : float
+        ``(<θc, x̄*> − nλ) / (radius · √A)``; d >= 1 means a (numerically)
+        single point, d <= −1 a cut that misses the ball.
+    j0 : int
+        The cut's column, always kept.
+    """
+
+    lam: float
+    radius: float
+    s: np.ndarray
+    s_error: np.ndarray
+    cut: np.ndarray
+    cut_error: np.ndarray
+    cut_norm2: float
+    d: float
+    j0: int
+
+
+def basic_region(stats: SloresStatistics, lam) -> DualRegion:
+    """The paper's region at λ0 = λ_max (Theorem 2, closed-form radius).
+
+    Valid for ``0 < lam < stats.lambda_max``.
+    """
+    lam = float(lam)
+    if not 0.0 < lam < stats.lambda_max:
+        raise ParameterError(f"the basic rule needs 0 < λ < λ_max = "
+                             f"{stats.lambda_max:.6g}, got {lam!r}")
+    r = radius_at_lambda_max(stats.n_pos, stats.n_neg, lam / stats.lambda_max)
+    n = stats.n_samples
+    A = stats.cut_norm2
+    d = (n * (stats.lambda_max - lam) / (r * np.sqrt(A))
+         if r > 0 and A > 0 else np.inf)
+    return DualRegion(lam=lam, radius=r, s=stats.s_max,
+                      s_error=stats.summation_error(stats.theta_max_norm),
+                      cut=stats.cut,
+                      cut_error=stats.summation_error(stats.cut_weights_norm),
+                      cut_norm2=A, d=float(d), j0=stats.j0)
+
+
+def sequential_region(stats: SloresStatistics, lam, *, decision, y, coef_l1,
+                      s0, cut=None, cut_norm2=None,
+                      cut_weights_norm=None, j0=None, j0_sign=1.0) -> DualRegion:
+    """A region around any primal point (β0, c0): the inexact-safe radius.
+
+    With θ0 = σ(−y ⊙ f0) for the decision values ``f0 = Xβ0 + c0`` and any
+    dual-feasible θ̂ for λ, ``||θ*_λ − θ0||² <= (n/2)·gap`` where
+    ``gap = P_λ(β0, c0) + g(θ̂)`` (digest B5: the inexact-safe radius equals
+    the duality-gap sphere); the centre moves to ``P θ0`` with radius²
+    reduced by ``<θ0, y>²/n``.  θ̂ is the better of ``(λ/λ_max) θ_max`` and
+    ``P θ0`` scaled into the feasible set.  Safe for any (β0, c0), exact
+    or not; the tighter the point, the smaller the region.
+
+    Parameters
+    ----------
+    stats : SloresStatistics
+    lam : float
+        The new λ (``0 < lam < λ_max``).
+    decision : float64 array, shape (n,)
+        ``f0 = Xβ0 + c0``.
+    y : float64 array of ±1
+    coef_l1 : float
+        ``||β0||_1``.
+    s0 : float64 array, shape (p,)
+        ``x̄_j'θ0`` for every column (a KKT pass).
+    cut, cut_norm2, cut_weights_norm, j0, j0_sign : optional
+        The column that cuts the ball, ``B_j = <P x̄_j, P x̄*>`` computed in
+        the same pass as ``s0`` (default: the statistics' j0 and ``B``).
+    """
+    lam = float(lam)
+    if not 0.0 < lam < stats.lambda_max:
+        raise ParameterError(f"the sequential rule needs 0 < λ < λ_max = "
+                             f"{stats.lambda_max:.6g}, got {lam!r}")
+    n = stats.n_samples
+    decision = np.asarray(decision, dtype=np.float64)
+    theta0 = 0.5 * (1.0 - np.tanh(0.5 * y * decision))   # σ(−y f), overflow-free
+    off = float(theta0 @ y)
+    centre = theta0 - (off / n) * y
+    s = s0 - (off / n) * stats.colsum
+    s_error = stats.summation_error(np.linalg.norm(theta0)) \
+        + abs(off / n) * (n + 2) * _EPS * np.abs(stats.colsum)
+    # a feasible dual point for λ: the better of two candidates (the second
+    # scaled by the correlations' upper bounds, so rounding keeps it feasible)
+    candidates = [(lam / stats.lambda_max) * theta_max(y)]
+    if np.all((centre > 0) & (centre < 1)):
+        top = float(np.max(np.abs(s) + s_error))
+        scale = 1.0 if top <= n * lam else n * lam / top
+        candidates.append(scale * centre)
+    best = max(dual_objective(t) for t in candidates)
+    gap = primal_objective(decision, y, lam, coef_l1) - best
+    r2 = 0.5 * n * max(gap, 0.0) - off * off / n
+    # rounding of the gap's two sums (each O(1) per sample, relative ε n)
+    r2 += 0.5 * n * (n + 2) * _EPS * (abs(primal_objective(decision, y, lam, coef_l1))
+                                      + abs(best) + 1.0)
+    r = float(np.sqrt(max(r2, 0.0)))
+    if cut is None:
+        cut, cut_norm2, cut_weights_norm = (stats.cut, stats.cut_norm2,
+                                            stats.cut_weights_norm)
+        j0, j0_sign = stats.j0, stats.j0_sign
+    A = float(cut_norm2)
+    inner = j0_sign * s[j0]                    # <θc, x̄*>
+    d = (inner - n * lam) / (r * np.sqrt(A)) if r > 0 and A > 0 else np.inf
+    return DualRegion(lam=lam, radius=r, s=s, s_error=s_error, cut=cut,
+                      cut_error=stats.summation_error(cut_weights_norm),
+                      cut_norm2=A, d=float(d), j0=int(j0))
+
+
+def region_bounds(region: DualRegion, norm2) -> np.ndarray:
+    """``T_j >= max_{θ∈𝒜} |x̄_j'θ|`` for every column (Theorem 8, stable form).
+
+    For ξ = ±1 with ``B = −ξ B_j``, ``cos = B / (N_j √A)`` and
+    ``D = N_j² A − B²``: case (a) ``cos >= d``: ``T_ξ = r N_j + ξ s_j``;
+    case (b): ``T_ξ = (r/√A)(√((1 − d²) D) + d B) + ξ s_j``.  Case (b) grows
+    with B, so the rounding error of B is added to B before the bound
+    (an upper bound stays an upper bound); ``d >= 1`` (the region is a
+    point through rounding) and ``d <= −1`` (the cut misses the ball) fall
+    back to the ball-and-hyperplane bound, always valid.  The bound never
+    exceeds the ball's ``r N_j + |s_j|`` (plus the rounding of s).
+    """
+    norm2 = np.asarray(norm2, dtype=np.float64)
+    N = np.sqrt(norm2)
+    r = region.radius
+    ball = r * N
+    pad = region.s_error
+    if r == 0.0:
+        return np.abs(region.s) + pad
+    A = region.cut_norm2
+    d = region.d
+    if not (-1.0 < d < 1.0 - 1e-12) or A <= 0.0:
+        return ball + np.abs(region.s) + pad
+    sqrtA = np.sqrt(A)
+    limit = N * sqrtA
+    out = np.full(N.shape, -np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for xi in (1.0, -1.0):
+            B = np.minimum(-xi * region.cut + region.cut_error, limit)
+            cos = np.where(limit > 0, B / limit, 1.0)
+            D = np.maximum(norm2 * A - B * B, 0.0)
+            tb = (r / sqrtA) * (np.sqrt((1.0 - d * d) * D) + d * B)
+            t = np.where(cos >= d, ball, np.minimum(tb, ball))
+            out = np.maximum(out, t + xi * region.s)
+    return out + pad
+
+
+def slores_keep(stats: SloresStatistics, region: DualRegion | None, lam,
+                rtol=DEFAULT_RTOL) -> np.ndarray:
+    """Algorithm 1: the columns that must enter the solver at ``lam``.
+
+    Parameters
+    ----------
+    stats : SloresStatistics
+    region : DualRegion or None
+        From :func:`basic_region` or :func:`sequential_region`; None for
+        λ >= λ_max (nothing is kept: β* = 0, Theorem 9.1).
+    lam : float
+    rtol : float
+        Tie tolerance: keep j when
+        ``T_j >= nλ − rtol (nλ + r N_j + |s_j|)`` (pitfall B8-1).
+
+    Returns
+    -------
+    keep : bool array, shape (p,)
+        False for constant columns (Theorem 4) and wherever the bound is
+        below nλ; True for the region's j0 whenever λ < λ_max.
+    """
+    p = stats.n_features
+    if lam >= stats.lambda_max or region is None:
+        return np.zeros(p, dtype=bool)
+    n = stats.n_samples
+    T = region_bounds(region, stats.norm2)
+    slack = rtol * (n * lam + region.radius * np.sqrt(stats.norm2) + np.abs(region.s))
+    keep = (T >= n * lam - slack) & ~stats.constant
+    keep[region.j0] = not stats.constant[region.j0]
+    return keep
