@@ -98,11 +98,13 @@ class L1Path:
         One per λ: ``lambda``, ``ratio`` (λ/λ_max), ``C`` (scikit-learn's
         1/(nλ)), ``nnz``, ``objective``, ``kkt`` (largest relative KKT
         residual over all columns after the check), ``kept`` (columns the
-        rule kept), ``rejection_ratio`` (discarded / zero-weight columns of
-        the certified solution), ``kkt_violations_found``,
+        rule kept), ``rejection_ratio`` (see below), ``kkt_violations_found``,
         ``kkt_violations_left``, ``solves``, ``seconds_screening``,
         ``seconds_fetch``, ``seconds_solving``, ``seconds_kkt``,
-        ``cached_columns``.
+        ``cached_columns``.  ``kept`` is the rule's keep set before the KKT
+        check; ``rejection_ratio`` is the share of the certified model's
+        zero weights that the rule discarded (<= 1 for any rule; an unsafe
+        rule's wrong discards are counted in ``kkt_violations_found``).
     columns : list of int64 arrays
         Per λ, the store columns with a nonzero weight (increasing).
     coefs : list of float64 arrays
@@ -221,6 +223,10 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
     run = dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers)
     stats = statistics if statistics is not None else slores_statistics(store, y, **run)
     lam_max = stats.lambda_max
+    if lam_max == 0.0 and lambdas is None:
+        raise ParameterError(
+            "every column is constant: λ_max = 0 and the model is the intercept "
+            "alone at every λ")
     if lambdas is None:
         grid = lambda_grid(lam_max, n_lambdas, lambda_min_ratio, lambda_max_ratio)
     else:
@@ -250,6 +256,7 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
             continue
         started = time.perf_counter()
         keep = _screen(screening, sequential, stats, lam, y, prev)
+        first_keep = keep.copy()
         kept = int(keep.sum())
         seconds_screening = time.perf_counter() - started
         found = solves = 0
@@ -293,7 +300,9 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
         nz_columns = columns[nonzero]
         order = np.argsort(nz_columns, kind="stable")
         zero_total = p - nonzero.size
-        discarded = p - kept
+        # the rule's discards that the certified model confirms (zero weight);
+        # an unsafe rule's wrong discards are the violators found instead
+        discarded = p - kept - int(np.count_nonzero(~first_keep[nz_columns]))
         if s_all is not None:
             residual = _kkt_all(s_all, keep, result.kkt, lam, n)
         else:

@@ -142,7 +142,7 @@ class SloresStatistics:
         β*_j = 0 for every λ (Theorem 4; all-zero columns included).
     j0 : int
         ``argmax_j |s_max_j|`` (the first feature to enter; ties by column
-        number).
+        number).  ``s_max`` and ``cut`` are exactly 0 on constant columns.
     j0_sign : float
         ``sign(s_max[j0])``.
     cut : float64 array, shape (p,)
@@ -235,21 +235,25 @@ def slores_statistics(store, y=None, *, block_size=None, scheduler=None,
     first = feature_statistics(
         store, ("sum", "sum_squares", "centred_sum_squares", "min", "max",
                 "weighted_sum"), weights=t_max * y, **run)
-    s_max = first["weighted_sum"]
+    constant = first["min"] == first["max"]
+    # a constant column's correlation with any θ in y^⊥ is exactly 0
+    # (Theorem 4); its computed value is rounding noise of size n ε |x|,
+    # which must neither become j0 nor set λ_max
+    s_max = np.where(constant, 0.0, first["weighted_sum"])
     j0 = int(np.argmax(np.abs(s_max)))
     sign = 1.0 if s_max[j0] >= 0 else -1.0
     col = store.read_columns(np.array([j0], dtype=np.int64))
     # y ⊙ P x̄* = sign · (x_j0 − mean): the projection is the centring
     cut_weights = centred_column(col.values(np.float64), col.indices, n, sign)
     second = feature_statistics(store, ("weighted_sum",), weights=cut_weights, **run)
-    cut = second["weighted_sum"]
+    cut = np.where(constant, 0.0, second["weighted_sum"])
     n_pos = int((y > 0).sum())
     return SloresStatistics(
         n_samples=n, n_pos=n_pos, n_neg=n - n_pos,
         lambda_max=float(np.abs(s_max[j0]) / n), s_max=s_max,
         colsum=first["sum"], sum_squares=first["sum_squares"],
         norm2=np.maximum(first["centred_sum_squares"], 0.0),
-        constant=first["min"] == first["max"], j0=j0, j0_sign=sign, cut=cut,
+        constant=constant, j0=j0, j0_sign=sign, cut=cut,
         cut_norm2=float(cut_weights @ cut_weights),
         cut_weights_norm=float(np.linalg.norm(cut_weights)),
         theta_max_norm=float(np.linalg.norm(t_max)),
