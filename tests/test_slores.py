@@ -849,3 +849,39 @@ def test_constant_columns_neither_set_lambda_max_nor_j0():
     assert path.records[0]["nnz"] >= 1
     with pytest.raises(ParameterError, match="every column is constant"):
         fit_l1_path(InMemoryStore(np.full((n, 2), 3.0), y), y)
+
+
+def _numpy_bounds(s, s_error, cut, cut_error, norm2, r, A, d):
+    """Dense NumPy reference of kernels/slores.py: the stable form, per side."""
+    N = np.sqrt(norm2)
+    ball = r * N
+    limit = N * np.sqrt(A)
+    out = np.full(N.shape, -np.inf)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for xi in (1.0, -1.0):
+            B = np.minimum(-xi * cut + cut_error, limit)
+            cos = np.where(limit > 0, B / limit, 1.0)
+            D = np.maximum(norm2 * A - B * B, 0.0)
+            tb = (r / np.sqrt(A)) * (np.sqrt((1.0 - d * d) * D) + d * B)
+            t = np.where(cos >= d, ball, np.minimum(tb, ball))
+            out = np.maximum(out, t + xi * s)
+    return out + s_error
+
+
+@pytest.mark.parametrize("d", [-0.9, -0.2, 0.0, 0.3, 0.95])
+def test_bounds_kernel_matches_numpy(d):
+    from ultrafs.kernels.slores import slores_bounds
+
+    rng = np.random.default_rng(7)
+    p = 500
+    norm2 = rng.random(p) * 4
+    norm2[:5] = 0.0                                   # constant / empty columns
+    A = 2.5
+    cut = rng.uniform(-1, 1, p) * np.sqrt(norm2 * A)  # |B| <= N √A
+    cut[5], cut[6] = np.sqrt(norm2[5] * A), -np.sqrt(norm2[6] * A)   # cos = ±1
+    s = rng.standard_normal(p)
+    s_error = rng.random(p) * 1e-12
+    cut_error = rng.random(p) * 1e-12
+    got = slores_bounds(s, s_error, cut, cut_error, norm2, 0.7, A, d, np.empty(p))
+    ref = _numpy_bounds(s, s_error, cut, cut_error, norm2, 0.7, A, d)
+    np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-15)

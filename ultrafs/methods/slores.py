@@ -40,11 +40,13 @@ every discarded feature after each solve anyway.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
 from ultrafs.errors import ParameterError
+from ultrafs.kernels.slores import slores_bounds
 
 __all__ = ["SloresStatistics", "DualRegion", "slores_statistics",
            "basic_region", "sequential_region", "region_bounds",
@@ -184,7 +186,12 @@ class SloresStatistics:
         ``γ_n · ||x_j|| · ||w||`` with ``γ_n = (n + 2) ε`` (Higham, with
         Cauchy–Schwarz for ``Σ |w_i x_ij|``)."""
         gamma = (self.n_samples + 2) * _EPS
-        return gamma * np.sqrt(self.sum_squares) * float(weights_norm)
+        return (gamma * float(weights_norm)) * self.column_norms
+
+    @functools.cached_property
+    def column_norms(self) -> np.ndarray:
+        """``||x_j||`` (computed once)."""
+        return np.sqrt(self.sum_squares)
 
 
 def centred_column(values, rows, n_samples, sign=1.0):
@@ -396,7 +403,8 @@ def region_bounds(region: DualRegion, norm2) -> np.ndarray:
     (an upper bound stays an upper bound); ``d >= 1`` (the region is a
     point through rounding) and ``d <= −1`` (the cut misses the ball) fall
     back to the ball-and-hyperplane bound, always valid.  The bound never
-    exceeds the ball's ``r N_j + |s_j|`` (plus the rounding of s).
+    exceeds the ball's ``r N_j + |s_j|`` (plus the rounding of s).  The
+    general case is one fused loop, :func:`ultrafs.kernels.slores.slores_bounds`.
     """
     norm2 = np.asarray(norm2, dtype=np.float64)
     N = np.sqrt(norm2)
@@ -409,18 +417,12 @@ def region_bounds(region: DualRegion, norm2) -> np.ndarray:
     d = region.d
     if not (-1.0 < d < 1.0 - 1e-12) or A <= 0.0:
         return ball + np.abs(region.s) + pad
-    sqrtA = np.sqrt(A)
-    limit = N * sqrtA
-    out = np.full(N.shape, -np.inf)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        for xi in (1.0, -1.0):
-            B = np.minimum(-xi * region.cut + region.cut_error, limit)
-            cos = np.where(limit > 0, B / limit, 1.0)
-            D = np.maximum(norm2 * A - B * B, 0.0)
-            tb = (r / sqrtA) * (np.sqrt((1.0 - d * d) * D) + d * B)
-            t = np.where(cos >= d, ball, np.minimum(tb, ball))
-            out = np.maximum(out, t + xi * region.s)
-    return out + pad
+    out = np.empty(N.shape)
+    return slores_bounds(np.ascontiguousarray(region.s, dtype=np.float64),
+                         np.ascontiguousarray(pad, dtype=np.float64),
+                         np.ascontiguousarray(region.cut, dtype=np.float64),
+                         np.ascontiguousarray(region.cut_error, dtype=np.float64),
+                         np.ascontiguousarray(norm2), float(r), float(A), float(d), out)
 
 
 def slores_keep(stats: SloresStatistics, region: DualRegion | None, lam,
