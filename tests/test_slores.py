@@ -165,8 +165,7 @@ def paper_T_xi(region, norm2, xi):
 
 def exact(region):
     """The region with its rounding pads removed."""
-    return dataclasses.replace(region, s_error=np.zeros_like(region.s_error),
-                               cut_error=np.zeros_like(region.cut_error))
+    return dataclasses.replace(region, s_gamma=0.0, shift_gamma=0.0, cut_gamma=0.0)
 
 
 # ----------------------------------------------------------------- data
@@ -870,7 +869,10 @@ def _numpy_bounds(s, s_error, cut, cut_error, norm2, r, A, d):
 
 @pytest.mark.parametrize("d", [-0.9, -0.2, 0.0, 0.3, 0.95])
 def test_bounds_kernel_matches_numpy(d):
-    from ultrafs.kernels.slores import slores_bounds
+    """kernels/slores.py against the NumPy stable form, column by column,
+    with the centre's shift and the rounding pads formed as the kernel does."""
+    from ultrafs.kernels.slores import (BALL, GENERAL, POINT, slores_bounds,
+                                        slores_keep_columns)
 
     rng = np.random.default_rng(7)
     p = 500
@@ -879,9 +881,43 @@ def test_bounds_kernel_matches_numpy(d):
     A = 2.5
     cut = rng.uniform(-1, 1, p) * np.sqrt(norm2 * A)  # |B| <= N √A
     cut[5], cut[6] = np.sqrt(norm2[5] * A), -np.sqrt(norm2[6] * A)   # cos = ±1
-    s = rng.standard_normal(p)
-    s_error = rng.random(p) * 1e-12
-    cut_error = rng.random(p) * 1e-12
-    got = slores_bounds(s, s_error, cut, cut_error, norm2, 0.7, A, d, np.empty(p))
+    s0 = rng.standard_normal(p)
+    colsum = rng.standard_normal(p) * 3
+    norms = np.sqrt(norm2) + rng.random(p)
+    shift, s_gamma, shift_gamma, cut_gamma = 0.01, 1e-12, 1e-13, 2e-12
+    s = s0 - shift * colsum
+    s_error = s_gamma * norms + shift_gamma * np.abs(colsum)
+    cut_error = cut_gamma * norms
+    args = (s0, colsum, norms, norm2, cut, shift, s_gamma, shift_gamma, cut_gamma)
+    got = slores_bounds(*args, 0.7, A, d, GENERAL, np.empty(p))
     ref = _numpy_bounds(s, s_error, cut, cut_error, norm2, 0.7, A, d)
     np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-15)
+    ball = slores_bounds(*args, 0.7, A, d, BALL, np.empty(p))
+    np.testing.assert_allclose(ball, 0.7 * np.sqrt(norm2) + np.abs(s) + s_error,
+                               rtol=1e-15)
+    point = slores_bounds(*args, 0.0, A, d, POINT, np.empty(p))
+    np.testing.assert_allclose(point, np.abs(s) + s_error, rtol=1e-15)
+    # the keep test on a subset of the columns leaves the others alone
+    constant = norm2 == 0
+    keep = np.zeros(p, dtype=bool)
+    columns = np.arange(0, p, 3, dtype=np.int64)
+    n_lam = float(np.median(ref))
+    slores_keep_columns(columns, False, s0, colsum, norms, norm2, constant, cut, shift,
+                        s_gamma, shift_gamma, cut_gamma, 0.7, A, d, GENERAL, n_lam,
+                        1e-9, keep)
+    slack = 1e-9 * (n_lam + 0.7 * np.sqrt(norm2) + np.abs(s))
+    expect = np.zeros(p, dtype=bool)
+    expect[columns] = (ref[columns] >= n_lam - slack[columns]) & ~constant[columns]
+    np.testing.assert_array_equal(keep, expect)
+
+
+def test_discarded_violators_kernel():
+    from ultrafs.kernels.slores import discarded_violators
+
+    s = np.array([0.5, -3.0, 2.0, 0.1, -2.5])
+    keep = np.array([False, False, True, False, False])
+    found, largest = discarded_violators(s, keep, 1.0)
+    np.testing.assert_array_equal(found, [1, 4])
+    assert largest == 3.0
+    found, largest = discarded_violators(s, np.ones(5, dtype=bool), 1.0)
+    assert found.size == 0 and largest == 0.0

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ultrafs.errors import ParameterError
+from ultrafs.kernels.slores import discarded_violators
 from ultrafs.methods.column_cache import ColumnCache
 from ultrafs.methods.slores import (basic_region, centred_column, dual_objective,
                                     labels_pm1, sequential_region, slores_keep,
@@ -287,7 +288,7 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
                                    result.coef, sequential and screening == "slores",
                                    n, run)
             seconds["kkt"] += time.perf_counter() - t2
-            violators = np.flatnonzero(~keep & (np.abs(s_all) > n * lam * (1.0 + tol)))
+            violators, outside = discarded_violators(s_all, keep, n * lam * (1.0 + tol))
             if violators.size == 0:
                 break
             found += int(violators.size)
@@ -303,10 +304,9 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
         # the rule's discards that the certified model confirms (zero weight);
         # an unsafe rule's wrong discards are the violators found instead
         discarded = p - kept - int(np.count_nonzero(~first_keep[nz_columns]))
-        if s_all is not None:
-            residual = _kkt_all(s_all, keep, result.kkt, lam, n)
-        else:
-            residual = result.kkt / lam
+        residual = result.kkt / lam
+        if s_all is not None:   # the discarded columns: (|x̄_j'θ̂|/n − λ)_+ / λ
+            residual = max(residual, (outside / n - lam) / lam, 0.0)
         record = {
             "lambda": lam, "ratio": lam / lam_max, "C": 1.0 / (n * lam),
             "nnz": int(nonzero.size), "objective": float(result.objective),
@@ -358,14 +358,16 @@ def _screen(screening, sequential, stats, lam, y, prev):
                                stats.constant)
         keep[stats.j0] = True
         return keep
-    keep = slores_keep(stats, basic_region(stats, lam), lam)
+    basic = basic_region(stats, lam)
     if sequential and prev["lam"] < stats.lambda_max and prev["s"] is not None:
         cut = prev["cut"] or {}
         region = sequential_region(stats, lam, decision=prev["decision"], y=y,
                                    coef_l1=prev["coef_l1"], s0=prev["s"], **cut)
-        keep &= slores_keep(stats, region, lam)
-        keep[region.j0] = not stats.constant[region.j0]
-    return keep
+        # both rules are safe: the basic one is tested on the (usually far
+        # smaller) keep set of the sequential one, and the intersection kept
+        keep = slores_keep(stats, region, lam)
+        return slores_keep(stats, basic, lam, candidates=keep)
+    return slores_keep(stats, basic, lam)
 
 
 def _kkt_pass(store, weights, cache, columns, positions, coef, with_cut, n, run):
@@ -391,11 +393,3 @@ def _kkt_pass(store, weights, cache, columns, positions, coef, with_cut, n, run)
                 return np.ascontiguousarray(sums[:, 0]), cut
     stats = feature_statistics(store, ("weighted_sum",), weights=weights, **run)
     return stats["weighted_sum"], None
-
-
-def _kkt_all(s_all, keep, solver_kkt, lam, n):
-    """Largest relative KKT residual over all columns: the solver's on the
-    kept ones, ``(|x̄_j'θ̂|/n − λ)_+ / λ`` on the others."""
-    outside = np.abs(s_all[~keep]) / n - lam
-    worst = float(outside.max()) if outside.size else 0.0
-    return max(solver_kkt / lam, worst / lam, 0.0)

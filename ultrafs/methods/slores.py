@@ -46,7 +46,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ultrafs.errors import ParameterError
-from ultrafs.kernels.slores import slores_bounds
+from ultrafs.kernels.slores import (BALL, GENERAL, POINT,
+                                    largest_shifted_correlation, slores_bounds,
+                                    slores_keep_columns)
 
 __all__ = ["SloresStatistics", "DualRegion", "slores_statistics",
            "basic_region", "sequential_region", "region_bounds",
@@ -272,19 +274,28 @@ class DualRegion:
     """A region 𝒜 holding θ*_λ (digest B2, B5), for :func:`region_bounds`.
 
     ``𝒜 = {θ : ||θ − θc|| <= radius, <θ, y> = 0, <θ, x̄*> <= nλ}`` with the
-    centre θc in y^⊥.
+    centre ``θc = θ0 − shift·y`` in y^⊥.  The per-column quantities are
+    formed from the statistics column by column (:mod:`ultrafs.kernels.slores`),
+    never as p-sized temporaries; :attr:`s`, :attr:`s_error` and
+    :attr:`cut_error` build them as arrays for inspection.
 
     Attributes
     ----------
     lam : float
     radius : float
-    s : float64 array, shape (p,)
-        ``x̄_j'θc``.
-    s_error : float64 array, shape (p,)
-        Bound of the rounding error of ``s``.
+    s0 : float64 array, shape (p,)
+        ``x̄_j'θ0``.
+    colsum, norms : float64 arrays, shape (p,)
+        ``Σ_i x_ij`` and ``||x_j||`` (the statistics').
+    shift : float
+        ``<θ0, y>/n``: ``x̄_j'θc = s0_j − shift·colsum_j``.
+    s_gamma, shift_gamma : float
+        ``s_error_j = s_gamma ||x_j|| + shift_gamma |colsum_j|`` bounds the
+        rounding error of ``x̄_j'θc``.
     cut : float64 array, shape (p,)
         ``B_j = <P x̄_j, P x̄*>``.
-    cut_error : float64 array, shape (p,)
+    cut_gamma : float
+        ``cut_error_j = cut_gamma ||x_j||``.
     cut_norm2 : float
         ``A = ||P x̄*||²``.
     d : float
@@ -296,13 +307,44 @@ class DualRegion:
 
     lam: float
     radius: float
-    s: np.ndarray
-    s_error: np.ndarray
+    s0: np.ndarray
+    colsum: np.ndarray
+    norms: np.ndarray
+    shift: float
+    s_gamma: float
+    shift_gamma: float
     cut: np.ndarray
-    cut_error: np.ndarray
+    cut_gamma: float
     cut_norm2: float
     d: float
     j0: int
+
+    @property
+    def s(self) -> np.ndarray:
+        """``x̄_j'θc`` for every column."""
+        return self.s0 - self.shift * self.colsum
+
+    @property
+    def s_error(self) -> np.ndarray:
+        return self.s_gamma * self.norms + self.shift_gamma * np.abs(self.colsum)
+
+    @property
+    def cut_error(self) -> np.ndarray:
+        return self.cut_gamma * self.norms
+
+    @property
+    def case(self) -> int:
+        """Which bound applies (:mod:`ultrafs.kernels.slores`)."""
+        if self.radius == 0.0:
+            return POINT
+        if not (-1.0 < self.d < 1.0 - 1e-12) or self.cut_norm2 <= 0.0:
+            return BALL
+        return GENERAL
+
+
+def _gamma(n):
+    """``γ_n = (n + 2) ε``: relative bound of a streamed sum of n products."""
+    return (n + 2) * _EPS
 
 
 def basic_region(stats: SloresStatistics, lam) -> DualRegion:
@@ -319,10 +361,10 @@ def basic_region(stats: SloresStatistics, lam) -> DualRegion:
     A = stats.cut_norm2
     d = (n * (stats.lambda_max - lam) / (r * np.sqrt(A))
          if r > 0 and A > 0 else np.inf)
-    return DualRegion(lam=lam, radius=r, s=stats.s_max,
-                      s_error=stats.summation_error(stats.theta_max_norm),
-                      cut=stats.cut,
-                      cut_error=stats.summation_error(stats.cut_weights_norm),
+    return DualRegion(lam=lam, radius=r, s0=stats.s_max, colsum=stats.colsum,
+                      norms=stats.column_norms, shift=0.0,
+                      s_gamma=_gamma(n) * stats.theta_max_norm, shift_gamma=0.0,
+                      cut=stats.cut, cut_gamma=_gamma(n) * stats.cut_weights_norm,
                       cut_norm2=A, d=float(d), j0=stats.j0)
 
 
@@ -361,36 +403,40 @@ def sequential_region(stats: SloresStatistics, lam, *, decision, y, coef_l1,
                              f"{stats.lambda_max:.6g}, got {lam!r}")
     n = stats.n_samples
     decision = np.asarray(decision, dtype=np.float64)
+    s0 = np.ascontiguousarray(s0, dtype=np.float64)
     theta0 = 0.5 * (1.0 - np.tanh(0.5 * y * decision))   # σ(−y f), overflow-free
     off = float(theta0 @ y)
-    centre = theta0 - (off / n) * y
-    s = s0 - (off / n) * stats.colsum
-    s_error = stats.summation_error(np.linalg.norm(theta0)) \
-        + abs(off / n) * (n + 2) * _EPS * np.abs(stats.colsum)
+    shift = off / n
+    centre = theta0 - shift * y
+    s_gamma = _gamma(n) * float(np.linalg.norm(theta0))
+    shift_gamma = abs(shift) * _gamma(n)
     # a feasible dual point for λ: the better of two candidates (the second
     # scaled by the correlations' upper bounds, so rounding keeps it feasible)
     candidates = [(lam / stats.lambda_max) * theta_max(y)]
     if np.all((centre > 0) & (centre < 1)):
-        top = float(np.max(np.abs(s) + s_error))
+        top = largest_shifted_correlation(s0, stats.colsum, stats.column_norms,
+                                          shift, s_gamma, shift_gamma)
         scale = 1.0 if top <= n * lam else n * lam / top
         candidates.append(scale * centre)
     best = max(dual_objective(t) for t in candidates)
-    gap = primal_objective(decision, y, lam, coef_l1) - best
-    r2 = 0.5 * n * max(gap, 0.0) - off * off / n
+    primal = primal_objective(decision, y, lam, coef_l1)
+    r2 = 0.5 * n * max(primal - best, 0.0) - off * off / n
     # rounding of the gap's two sums (each O(1) per sample, relative ε n)
-    r2 += 0.5 * n * (n + 2) * _EPS * (abs(primal_objective(decision, y, lam, coef_l1))
-                                      + abs(best) + 1.0)
+    r2 += 0.5 * n * _gamma(n) * (abs(primal) + abs(best) + 1.0)
     r = float(np.sqrt(max(r2, 0.0)))
     if cut is None:
         cut, cut_norm2, cut_weights_norm = (stats.cut, stats.cut_norm2,
                                             stats.cut_weights_norm)
         j0, j0_sign = stats.j0, stats.j0_sign
     A = float(cut_norm2)
-    inner = j0_sign * s[j0]                    # <θc, x̄*>
+    inner = j0_sign * (s0[j0] - shift * stats.colsum[j0])      # <θc, x̄*>
     d = (inner - n * lam) / (r * np.sqrt(A)) if r > 0 and A > 0 else np.inf
-    return DualRegion(lam=lam, radius=r, s=s, s_error=s_error, cut=cut,
-                      cut_error=stats.summation_error(cut_weights_norm),
-                      cut_norm2=A, d=float(d), j0=int(j0))
+    return DualRegion(lam=lam, radius=r, s0=s0, colsum=stats.colsum,
+                      norms=stats.column_norms, shift=shift, s_gamma=s_gamma,
+                      shift_gamma=shift_gamma,
+                      cut=np.ascontiguousarray(cut, dtype=np.float64),
+                      cut_gamma=_gamma(n) * float(cut_weights_norm), cut_norm2=A,
+                      d=float(d), j0=int(j0))
 
 
 def region_bounds(region: DualRegion, norm2) -> np.ndarray:
@@ -403,30 +449,19 @@ def region_bounds(region: DualRegion, norm2) -> np.ndarray:
     (an upper bound stays an upper bound); ``d >= 1`` (the region is a
     point through rounding) and ``d <= −1`` (the cut misses the ball) fall
     back to the ball-and-hyperplane bound, always valid.  The bound never
-    exceeds the ball's ``r N_j + |s_j|`` (plus the rounding of s).  The
-    general case is one fused loop, :func:`ultrafs.kernels.slores.slores_bounds`.
+    exceeds the ball's ``r N_j + |s_j|`` (plus the rounding of s).  One
+    fused loop: :func:`ultrafs.kernels.slores.slores_bounds`.
     """
-    norm2 = np.asarray(norm2, dtype=np.float64)
-    N = np.sqrt(norm2)
-    r = region.radius
-    ball = r * N
-    pad = region.s_error
-    if r == 0.0:
-        return np.abs(region.s) + pad
-    A = region.cut_norm2
-    d = region.d
-    if not (-1.0 < d < 1.0 - 1e-12) or A <= 0.0:
-        return ball + np.abs(region.s) + pad
-    out = np.empty(N.shape)
-    return slores_bounds(np.ascontiguousarray(region.s, dtype=np.float64),
-                         np.ascontiguousarray(pad, dtype=np.float64),
-                         np.ascontiguousarray(region.cut, dtype=np.float64),
-                         np.ascontiguousarray(region.cut_error, dtype=np.float64),
-                         np.ascontiguousarray(norm2), float(r), float(A), float(d), out)
+    norm2 = np.ascontiguousarray(norm2, dtype=np.float64)
+    out = np.empty(norm2.shape)
+    return slores_bounds(region.s0, region.colsum, region.norms, norm2, region.cut,
+                         region.shift, region.s_gamma, region.shift_gamma,
+                         region.cut_gamma, float(region.radius),
+                         float(region.cut_norm2), float(region.d), region.case, out)
 
 
 def slores_keep(stats: SloresStatistics, region: DualRegion | None, lam,
-                rtol=DEFAULT_RTOL) -> np.ndarray:
+                rtol=DEFAULT_RTOL, candidates=None) -> np.ndarray:
     """Algorithm 1: the columns that must enter the solver at ``lam``.
 
     Parameters
@@ -439,19 +474,28 @@ def slores_keep(stats: SloresStatistics, region: DualRegion | None, lam,
     rtol : float
         Tie tolerance: keep j when
         ``T_j >= nλ − rtol (nλ + r N_j + |s_j|)`` (pitfall B8-1).
+    candidates : bool array, shape (p,), optional
+        Test only these columns (e.g. another safe rule's keep set); the
+        others are discarded.
 
     Returns
     -------
     keep : bool array, shape (p,)
         False for constant columns (Theorem 4) and wherever the bound is
-        below nλ; True for the region's j0 whenever λ < λ_max.
+        below nλ; True for the region's j0 whenever λ < λ_max (unless
+        constant).
     """
     p = stats.n_features
+    keep = np.zeros(p, dtype=bool)
     if lam >= stats.lambda_max or region is None:
-        return np.zeros(p, dtype=bool)
-    n = stats.n_samples
-    T = region_bounds(region, stats.norm2)
-    slack = rtol * (n * lam + region.radius * np.sqrt(stats.norm2) + np.abs(region.s))
-    keep = (T >= n * lam - slack) & ~stats.constant
+        return keep
+    every = candidates is None
+    columns = (np.zeros(0, dtype=np.int64) if every
+               else np.flatnonzero(candidates).astype(np.int64))
+    slores_keep_columns(columns, every, region.s0, region.colsum, region.norms, stats.norm2,
+                        stats.constant, region.cut, region.shift, region.s_gamma,
+                        region.shift_gamma, region.cut_gamma, float(region.radius),
+                        float(region.cut_norm2), float(region.d), region.case,
+                        stats.n_samples * float(lam), float(rtol), keep)
     keep[region.j0] = not stats.constant[region.j0]
     return keep

@@ -110,7 +110,9 @@ def _block_statistics(block, store, names, weights, keep, output):
     """Task: the statistics (and keep-mask) of one column range."""
     start, stop = block
     cols = store.read_range(start, stop)
-    stats = {"columns": np.arange(start, stop, dtype=np.int64)}
+    stats = {}
+    if keep is not None:        # the rule sees its block's column numbers
+        stats["columns"] = np.arange(start, stop, dtype=np.int64)
     if any(name in _MOMENTS for name in names):
         if cols.data is None:
             moments = column_moments_binary(cols.indptr, store.n_samples)
@@ -275,7 +277,10 @@ def _assemble(merged, names, weights, keep, output, n_features, n_blocks, second
         shape = (0,) if name != "weighted_sum" or n_classes is None else (0, n_classes)
         return np.zeros(shape, dtype=dtype)
 
-    columns = joined("columns", np.int64)
+    if keep is None:            # every column, in order
+        columns = np.arange(n_features, dtype=np.int64)
+    else:
+        columns = joined("columns", np.int64)
     values = {name: joined(name, np.int64 if name == "nnz" else np.float64)
               for name in names}
     mask = None
