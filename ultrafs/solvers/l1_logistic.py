@@ -34,8 +34,8 @@ import numpy as np
 
 from ultrafs.errors import ParameterError
 from ultrafs.kernels.csc_check import CSC_OK, check_csc_block
-from ultrafs.kernels.l1_logistic import (STATUS_CONVERGED, l1_logistic_dual_gap,
-                                         l1_logistic_gradient, l1_logistic_solve)
+from ultrafs.kernels.l1_logistic import (STATUS_CONVERGED, l1_logistic_gradient,
+                                         l1_logistic_solve)
 
 __all__ = ["L1LogisticResult", "solve_l1_logistic", "l1_logistic_lam_max"]
 
@@ -62,7 +62,8 @@ class L1LogisticResult:
         Proximal Newton steps (0 when the start already satisfies the
         certificate).
     n_cd_sweeps : int
-        Coordinate-descent sweeps of the Newton steps' inner solves.
+        Coordinate-descent sweeps of the Newton steps' inner solves (over a
+        whole working set, or over its nonzero coordinates).
     decision : float64 array, shape (n,)
         ``x_i' coef + intercept``.
     theta : float64 array, shape (n,)
@@ -256,11 +257,9 @@ def solve_l1_logistic(indptr, indices, data, y, lam, *, n_rows, columns=None,
             raise ParameterError(f"intercept0 must be a number, got {intercept0!r}") from None
         if not math.isfinite(intercept0):
             raise ParameterError("intercept0 must be finite")
-    coef, intercept, decision, theta, kkt, n_iter, n_sweeps, _, status = l1_logistic_solve(
-        indptr, indices, data, columns, y, s, lam, coef0, intercept0, tol, int(max_iter),
-        WS_START)
-    objective, _, gap = l1_logistic_dual_gap(indptr, indices, data, columns, y, s, lam,
-                                             coef, decision, theta)
+    (coef, intercept, decision, theta, kkt, objective, _, gap, n_iter, n_sweeps, _,
+     status) = l1_logistic_solve(indptr, indices, data, columns, y, s, lam, coef0, intercept0,
+                                 tol, int(max_iter), WS_START)
     return L1LogisticResult(coef=coef, intercept=float(intercept), objective=float(objective),
                             kkt=float(kkt), converged=bool(status == STATUS_CONVERGED),
                             n_iter=int(n_iter), n_cd_sweeps=int(n_sweeps), decision=decision,
