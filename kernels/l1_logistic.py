@@ -80,6 +80,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .losses import _softplus
+
 __all__ = ["l1_logistic_solve", "l1_logistic_gradient", "l1_logistic_kkt",
            "l1_logistic_dual_gap", "STATUS_CONVERGED", "STATUS_MAX_ITER",
            "STATUS_STALLED"]
@@ -102,14 +104,6 @@ _MAX_SWEEPS = 200
 _ETA = 0.1
 # |delta| up to which the loss change is log1p(theta expm1(delta)).
 _SMALL_DELTA = 1.0
-
-
-@njit(cache=True, nogil=True)
-def _softplus(z):
-    """Return ``log(1 + exp(z))`` without overflow."""
-    if z > 0.0:
-        return z + math.log1p(math.exp(-z))
-    return math.log1p(math.exp(z))
 
 
 @njit(cache=True, nogil=True)

@@ -1021,10 +1021,7 @@ def select_command(data_path, label, out, test_path, overwrite, method, **params
         if _given(name):
             raise click.UsageError(f"{_option_text(name)} applies to --method l1")
     started = time.perf_counter()
-    summary = out is None and _stdout_is_terminal()
-    if out is None:
-        out = _default_model_path(data_path, overwrite) if summary else "-"
-    summary = summary or (_stdout_is_terminal() and out != "-")
+    out, summary = _model_output(out, data_path, overwrite)
     check_output_file(out, "--out", [("--data store", data_path),
                                      ("--test store", test_path),
                                      ("--checkpoint folder", params["checkpoint"])])
@@ -1057,6 +1054,16 @@ def select_command(data_path, label, out, test_path, overwrite, method, **params
                 click.echo(f"{name}: {text}", err=True)
 
 
+def _model_output(out, data_path, overwrite):
+    """Where ``select`` writes its model and whether it prints a summary:
+    ``--out``; else on a terminal NAME.model.json (and the summary), else
+    stdout (``-``)."""
+    summary = out is None and _stdout_is_terminal()
+    if out is None:
+        out = _default_model_path(data_path, overwrite) if summary else "-"
+    return out, summary or (_stdout_is_terminal() and out != "-")
+
+
 def _select_l1(data_path, label, out, test_path, overwrite, l1, params):
     """``select --method l1``: the ℓ1-LR model with --features nonzero weights."""
     from ultrafs.api import select_l1
@@ -1069,10 +1076,7 @@ def _select_l1(data_path, label, out, test_path, overwrite, l1, params):
     if l1["features"] is None:
         raise click.UsageError("--method l1 needs --features K")
     started = time.perf_counter()
-    summary = out is None and _stdout_is_terminal()
-    if out is None:
-        out = _default_model_path(data_path, overwrite) if summary else "-"
-    summary = summary or (_stdout_is_terminal() and out != "-")
+    out, summary = _model_output(out, data_path, overwrite)
     check_output_file(out, "--out", [("--data store", data_path),
                                      ("--test store", test_path)])
     store = open_store(_data_path(data_path), label=label)
