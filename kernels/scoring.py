@@ -96,15 +96,12 @@ def column_sums_multi(indptr, indices, data, weights):
     n_columns = indptr.shape[0] - 1
     n_classes = weights.shape[1]
     sums = np.zeros((n_columns, n_classes), dtype=np.float64)
-    acc = np.zeros(n_classes, dtype=np.float64)
-    for j in range(n_columns):
-        acc[:] = 0.0
+    for j in range(n_columns):      # accumulated in place: no per-column copies
         for p in range(indptr[j], indptr[j + 1]):
             x = np.float64(data[p])
-            row = weights[indices[p]]
+            i = indices[p]
             for c in range(n_classes):
-                acc[c] += row[c] * x
-        sums[j] = acc
+                sums[j, c] += weights[i, c] * x
     return sums
 
 
@@ -114,14 +111,11 @@ def column_sums_multi_binary(indptr, indices, weights):
     n_columns = indptr.shape[0] - 1
     n_classes = weights.shape[1]
     sums = np.zeros((n_columns, n_classes), dtype=np.float64)
-    acc = np.zeros(n_classes, dtype=np.float64)
     for j in range(n_columns):
-        acc[:] = 0.0
         for p in range(indptr[j], indptr[j + 1]):
-            row = weights[indices[p]]
+            i = indices[p]
             for c in range(n_classes):
-                acc[c] += row[c]
-        sums[j] = acc
+                sums[j, c] += weights[i, c]
     return sums
 
 

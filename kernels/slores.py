@@ -97,7 +97,9 @@ def slores_keep_columns(columns, every, s0, colsum, norms, norm2, constant, cut,
     """Algorithm 1's test on ``columns``: ``keep[j]`` for each of them.
 
     ``keep[j] = T_j >= nλ − rtol (nλ + r N_j + |s_j|)`` and the column is
-    not constant (other entries of ``keep`` are left as they are).
+    not constant (other entries of ``keep`` are left as they are).  The
+    ball's bound ``r N_j + |s_j|`` is at least ``T_j``: a column it already
+    discards skips Theorem 8.
 
     Parameters
     ----------
@@ -115,12 +117,20 @@ def slores_keep_columns(columns, every, s0, colsum, norms, norm2, constant, cut,
     count = s0.shape[0] if columns.shape[0] == 0 and every else columns.shape[0]
     for k in range(count):
         j = k if every else columns[k]
+        if constant[j]:
+            keep[j] = False
+            continue
         a = abs(colsum[j])
         s = s0[j] - shift * colsum[j]
-        t = _bound(s, s_gamma * norms[j] + shift_gamma * a, cut[j],
-                   cut_gamma * norms[j], norm2[j], radius, cut_norm2, d, case)
-        slack = rtol * (n_lam + radius * np.sqrt(norm2[j]) + abs(s))
-        keep[j] = (t >= n_lam - slack) and not constant[j]
+        s_err = s_gamma * norms[j] + shift_gamma * a
+        ball = radius * np.sqrt(norm2[j])
+        threshold = n_lam - rtol * (n_lam + ball + abs(s))
+        if ball + abs(s) + s_err < threshold:   # the ball alone discards it
+            keep[j] = False
+            continue
+        t = _bound(s, s_err, cut[j], cut_gamma * norms[j], norm2[j], radius,
+                   cut_norm2, d, case)
+        keep[j] = t >= threshold
     return keep
 
 

@@ -324,8 +324,13 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
         path.coefs.append(np.asarray(result.coef[nonzero][order], dtype=np.float64))
         path.intercepts.append(float(result.intercept))
         intercept = float(result.intercept)
+        largest = None
+        if s_all is not None:   # max |x̄_j'θ̂|: the discarded ones' and the kept ones'
+            inside = s_all[columns]
+            largest = max(outside, float(np.abs(inside).max()) if inside.size else 0.0)
         prev = {"lam": lam, "s": s_all, "decision": result.decision,
-                "coef_l1": float(np.abs(result.coef).sum()), "cut": cut}
+                "coef_l1": float(np.abs(result.coef).sum()), "cut": cut,
+                "s_largest": largest}
         if callback is not None:
             callback(record)
         if stop_at_nnz is not None and nonzero.size >= stop_at_nnz:
@@ -362,7 +367,8 @@ def _screen(screening, sequential, stats, lam, y, prev):
     if sequential and prev["lam"] < stats.lambda_max and prev["s"] is not None:
         cut = prev["cut"] or {}
         region = sequential_region(stats, lam, decision=prev["decision"], y=y,
-                                   coef_l1=prev["coef_l1"], s0=prev["s"], **cut)
+                                   coef_l1=prev["coef_l1"], s0=prev["s"],
+                                   s0_largest=prev.get("s_largest"), **cut)
         # both rules are safe: the basic one is tested on the (usually far
         # smaller) keep set of the sequential one, and the intersection kept
         keep = slores_keep(stats, region, lam)
@@ -382,13 +388,14 @@ def _kkt_pass(store, weights, cache, columns, positions, coef, with_cut, n, run)
             rows, values = cache.dense_column(positions[best])
             sign = 1.0 if coef[best] > 0 else -1.0
             cut_weights = centred_column(values, rows, n, sign)
-            if cut_weights @ cut_weights > 0:
+            cut_norm2 = float(np.sum(cut_weights * cut_weights))
+            if cut_norm2 > 0:
                 both = np.column_stack([weights, cut_weights])
                 stats = feature_statistics(store, ("weighted_sum",), weights=both, **run)
                 sums = stats["weighted_sum"]
                 cut = {"cut": np.ascontiguousarray(sums[:, 1]),
-                       "cut_norm2": float(cut_weights @ cut_weights),
-                       "cut_weights_norm": float(np.linalg.norm(cut_weights)),
+                       "cut_norm2": cut_norm2,
+                       "cut_weights_norm": float(np.sqrt(cut_norm2)),
                        "j0": int(columns[best]), "j0_sign": sign}
                 return np.ascontiguousarray(sums[:, 0]), cut
     stats = feature_statistics(store, ("weighted_sum",), weights=weights, **run)

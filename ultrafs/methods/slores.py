@@ -195,6 +195,16 @@ class SloresStatistics:
         """``||x_j||`` (computed once)."""
         return np.sqrt(self.sum_squares)
 
+    @functools.cached_property
+    def largest_colsum(self) -> float:
+        """``max_j |Σ_i x_ij|`` (computed once)."""
+        return float(np.abs(self.colsum).max()) if self.colsum.size else 0.0
+
+    @functools.cached_property
+    def largest_norm(self) -> float:
+        """``max_j ||x_j||`` (computed once)."""
+        return float(self.column_norms.max()) if self.colsum.size else 0.0
+
 
 def centred_column(values, rows, n_samples, sign=1.0):
     """``sign · (x_j − mean(x_j))`` as a dense (n,) vector from CSC pieces."""
@@ -263,9 +273,9 @@ def slores_statistics(store, y=None, *, block_size=None, scheduler=None,
         colsum=first["sum"], sum_squares=first["sum_squares"],
         norm2=np.maximum(first["centred_sum_squares"], 0.0),
         constant=constant, j0=j0, j0_sign=sign, cut=cut,
-        cut_norm2=float(cut_weights @ cut_weights),
-        cut_weights_norm=float(np.linalg.norm(cut_weights)),
-        theta_max_norm=float(np.linalg.norm(t_max)),
+        cut_norm2=_sum_of_squares(cut_weights),
+        cut_weights_norm=float(np.sqrt(_sum_of_squares(cut_weights))),
+        theta_max_norm=float(np.sqrt(_sum_of_squares(t_max))),
         seconds=time.perf_counter() - started, n_passes=2)
 
 
@@ -342,6 +352,12 @@ class DualRegion:
         return GENERAL
 
 
+def _sum_of_squares(v) -> float:
+    """``Σ v_i²`` without BLAS (its threads stall the driver on a busy
+    machine; these vectors are O(n), summed once per λ)."""
+    return float(np.sum(v * v))
+
+
 def _gamma(n):
     """``γ_n = (n + 2) ε``: relative bound of a streamed sum of n products."""
     return (n + 2) * _EPS
@@ -370,7 +386,8 @@ def basic_region(stats: SloresStatistics, lam) -> DualRegion:
 
 def sequential_region(stats: SloresStatistics, lam, *, decision, y, coef_l1,
                       s0, cut=None, cut_norm2=None,
-                      cut_weights_norm=None, j0=None, j0_sign=1.0) -> DualRegion:
+                      cut_weights_norm=None, j0=None, j0_sign=1.0,
+                      s0_largest=None) -> DualRegion:
     """A region around any primal point (β0, c0): the inexact-safe radius.
 
     With θ0 = σ(−y ⊙ f0) for the decision values ``f0 = Xβ0 + c0`` and any
@@ -396,6 +413,11 @@ def sequential_region(stats: SloresStatistics, lam, *, decision, y, coef_l1,
     cut, cut_norm2, cut_weights_norm, j0, j0_sign : optional
         The column that cuts the ball, ``B_j = <P x̄_j, P x̄*>`` computed in
         the same pass as ``s0`` (default: the statistics' j0 and ``B``).
+    s0_largest : float, optional
+        ``max_j |s0_j|`` when the caller knows it: the feasible dual point
+        is then scaled by an upper bound of ``||X̄'θc||_∞`` formed from
+        scalars (``|shift|`` is tiny near an optimum) instead of a pass over
+        the p columns.
     """
     lam = float(lam)
     if not 0.0 < lam < stats.lambda_max:
@@ -405,17 +427,21 @@ def sequential_region(stats: SloresStatistics, lam, *, decision, y, coef_l1,
     decision = np.asarray(decision, dtype=np.float64)
     s0 = np.ascontiguousarray(s0, dtype=np.float64)
     theta0 = 0.5 * (1.0 - np.tanh(0.5 * y * decision))   # σ(−y f), overflow-free
-    off = float(theta0 @ y)
+    off = float(np.sum(theta0 * y))
     shift = off / n
     centre = theta0 - shift * y
-    s_gamma = _gamma(n) * float(np.linalg.norm(theta0))
+    s_gamma = _gamma(n) * float(np.sqrt(_sum_of_squares(theta0)))
     shift_gamma = abs(shift) * _gamma(n)
     # a feasible dual point for λ: the better of two candidates (the second
     # scaled by the correlations' upper bounds, so rounding keeps it feasible)
     candidates = [(lam / stats.lambda_max) * theta_max(y)]
     if np.all((centre > 0) & (centre < 1)):
-        top = largest_shifted_correlation(s0, stats.colsum, stats.column_norms,
-                                          shift, s_gamma, shift_gamma)
+        if s0_largest is None:
+            top = largest_shifted_correlation(s0, stats.colsum, stats.column_norms,
+                                              shift, s_gamma, shift_gamma)
+        else:   # an upper bound of the same maximum
+            top = (float(s0_largest) + (abs(shift) + shift_gamma) * stats.largest_colsum
+                   + s_gamma * stats.largest_norm)
         scale = 1.0 if top <= n * lam else n * lam / top
         candidates.append(scale * centre)
     best = max(dual_objective(t) for t in candidates)
