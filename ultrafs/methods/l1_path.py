@@ -395,7 +395,6 @@ def _kkt_pass(store, weights, cache, columns, positions, coef, with_cut, n, run)
                 sums = stats["weighted_sum"]
                 cut = {"cut": np.ascontiguousarray(sums[:, 1]),
                        "cut_norm2": cut_norm2,
-                       "cut_weights_norm": float(np.sqrt(cut_norm2)),
                        "j0": int(columns[best]), "j0_sign": sign}
                 return np.ascontiguousarray(sums[:, 0]), cut
     stats = feature_statistics(store, ("weighted_sum",), weights=weights, **run)

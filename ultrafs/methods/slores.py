@@ -153,8 +153,6 @@ class SloresStatistics:
         ``B_j = <P x̄_j, P x̄*>`` with ``x̄* = sign · x̄_{j0}`` (eq. 8).
     cut_norm2 : float
         ``A = ||P x̄*||²``.
-    cut_weights_norm : float
-        ``||y ⊙ P x̄*||`` (rounding bounds of ``cut``).
     theta_max_norm : float
     seconds : float
         Time of the two passes and the fetch.
@@ -174,7 +172,6 @@ class SloresStatistics:
     j0_sign: float
     cut: np.ndarray
     cut_norm2: float
-    cut_weights_norm: float
     theta_max_norm: float
     seconds: float = 0.0
     n_passes: int = 2
@@ -183,12 +180,10 @@ class SloresStatistics:
     def n_features(self) -> int:
         return int(self.s_max.shape[0])
 
-    def summation_error(self, weights_norm) -> np.ndarray:
-        """A priori bound of ``|fl(Σ_i w_i x_ij) − Σ_i w_i x_ij|`` per column:
-        ``γ_n · ||x_j|| · ||w||`` with ``γ_n = (n + 2) ε`` (Higham, with
-        Cauchy–Schwarz for ``Σ |w_i x_ij|``)."""
-        gamma = (self.n_samples + 2) * _EPS
-        return (gamma * float(weights_norm)) * self.column_norms
+    @property
+    def cut_weights_norm(self) -> float:
+        """``||y ⊙ P x̄*|| = √A`` (the weights of the cut's pass)."""
+        return float(np.sqrt(self.cut_norm2))
 
     @functools.cached_property
     def column_norms(self) -> np.ndarray:
@@ -274,7 +269,6 @@ def slores_statistics(store, y=None, *, block_size=None, scheduler=None,
         norm2=np.maximum(first["centred_sum_squares"], 0.0),
         constant=constant, j0=j0, j0_sign=sign, cut=cut,
         cut_norm2=_sum_of_squares(cut_weights),
-        cut_weights_norm=float(np.sqrt(_sum_of_squares(cut_weights))),
         theta_max_norm=float(np.sqrt(_sum_of_squares(t_max))),
         seconds=time.perf_counter() - started, n_passes=2)
 
@@ -385,8 +379,7 @@ def basic_region(stats: SloresStatistics, lam) -> DualRegion:
 
 
 def sequential_region(stats: SloresStatistics, lam, *, decision, y, coef_l1,
-                      s0, cut=None, cut_norm2=None,
-                      cut_weights_norm=None, j0=None, j0_sign=1.0,
+                      s0, cut=None, cut_norm2=None, j0=None, j0_sign=1.0,
                       s0_largest=None) -> DualRegion:
     """A region around any primal point (β0, c0): the inexact-safe radius.
 
@@ -410,7 +403,7 @@ def sequential_region(stats: SloresStatistics, lam, *, decision, y, coef_l1,
         ``||β0||_1``.
     s0 : float64 array, shape (p,)
         ``x̄_j'θ0`` for every column (a KKT pass).
-    cut, cut_norm2, cut_weights_norm, j0, j0_sign : optional
+    cut, cut_norm2, j0, j0_sign : optional
         The column that cuts the ball, ``B_j = <P x̄_j, P x̄*>`` computed in
         the same pass as ``s0`` (default: the statistics' j0 and ``B``).
     s0_largest : float, optional
@@ -451,8 +444,7 @@ def sequential_region(stats: SloresStatistics, lam, *, decision, y, coef_l1,
     r2 += 0.5 * n * _gamma(n) * (abs(primal) + abs(best) + 1.0)
     r = float(np.sqrt(max(r2, 0.0)))
     if cut is None:
-        cut, cut_norm2, cut_weights_norm = (stats.cut, stats.cut_norm2,
-                                            stats.cut_weights_norm)
+        cut, cut_norm2 = stats.cut, stats.cut_norm2
         j0, j0_sign = stats.j0, stats.j0_sign
     A = float(cut_norm2)
     inner = j0_sign * (s0[j0] - shift * stats.colsum[j0])      # <θc, x̄*>
@@ -461,7 +453,7 @@ def sequential_region(stats: SloresStatistics, lam, *, decision, y, coef_l1,
                       norms=stats.column_norms, shift=shift, s_gamma=s_gamma,
                       shift_gamma=shift_gamma,
                       cut=np.ascontiguousarray(cut, dtype=np.float64),
-                      cut_gamma=_gamma(n) * float(cut_weights_norm), cut_norm2=A,
+                      cut_gamma=_gamma(n) * float(np.sqrt(A)), cut_norm2=A,
                       d=float(d), j0=int(j0))
 
 
