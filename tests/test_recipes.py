@@ -380,7 +380,7 @@ ALLOWED = {
                 "scoring", "features", "solvers"},
     "datasets": {"errors", "kernels", "store"},
 }
-FACES = {"api", "cli", "estimator", "l1_estimator", "model", "report"}
+FACES = {"api", "cli", "estimator", "l1_estimator", "mslr_estimator", "model", "report"}
 
 
 def _imported_units(path):

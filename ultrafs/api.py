@@ -647,7 +647,11 @@ def select_mslr(data, y=None, *, B=10, C=10.0, max_iter=10, tol=1e-3,
     data : ColumnStore, path of a store, ndarray or scipy.sparse matrix
     y : array-like, optional
         Two classes when ``data`` is an array.
-    B, C, max_iter, tol, subproblem_tol, block_size, scheduler,
+    C : float or "scale"
+        The loss weight (the paper's 10); "scale": FGM's data-scaled
+        default (:func:`ultrafs.methods.validation.default_C`, 10 on 0/1
+        data).
+    B, max_iter, tol, subproblem_tol, block_size, scheduler,
     num_workers, callback, progress, seed
         See :func:`ultrafs.methods.mslr.fit_mslr`.
     retrain : bool
@@ -677,9 +681,18 @@ def select_mslr(data, y=None, *, B=10, C=10.0, max_iter=10, tol=1e-3,
     """
     from ultrafs.methods.mslr import fit_mslr, retrain as retrain_model
 
+    from ultrafs.methods.validation import default_C
+
     store = as_store(data, y)
     labels = _mslr_labels(store)
     features = make_feature_space(store, poly=poly, gamma=gamma, coef0=coef0)
+    C_rule = "given"
+    if isinstance(C, str):
+        if C != "scale":
+            raise ParameterError(f"C must be a number > 0 or 'scale', got {C!r}")
+        C_rule = "scale"
+        C = default_C(features, block_size=block_size, scheduler=scheduler,
+                      num_workers=num_workers)
     if retrain and not (retrain_C == "auto" or (
             isinstance(retrain_C, (int, float, np.integer, np.floating))
             and not isinstance(retrain_C, bool) and np.isfinite(retrain_C)
@@ -692,6 +705,7 @@ def select_mslr(data, y=None, *, B=10, C=10.0, max_iter=10, tol=1e-3,
                       progress=progress, seed=seed)
     ids = features.feature_ids(result.keys)
     params = {"method": "mslr", "poly": int(poly), "B": int(B), "C": float(C),
+              "C_rule": C_rule,
               "max_iter": int(max_iter), "tol": float(tol),
               "subproblem_tol": float(subproblem_tol), "seed": int(seed),
               "loss": "logistic", "id_offset": int(store.id_offset),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import math
 import os
 import re
 import sys
@@ -962,6 +963,31 @@ _FGM_ONLY = ("B", "C", "validation_fraction", "cv", "class_weight", "max_iter", 
              "checkpoint", "resume", "loss")
 _L1_ONLY = ("features", "screening", "basic", "n_lambdas", "lambda_min_ratio",
             "lambda_max_ratio")
+_MSLR_ONLY = ("retrain_C", "no_retrain")
+#: FGM options that mean nothing to ``select --method mslr`` (it keeps --B,
+#: --C, --max-iter, --tol, --no-intercept (of the retraining), --poly,
+#: --gamma, --coef0, --validation-fraction and the run options)
+_NOT_MSLR = ("cv", "class_weight", "inner_tol", "inner_kkt_tol", "inner_solver",
+             "groups_path", "tree_path", "kernel", "kernel_q", "kernel_n",
+             "kernel_period", "refit", "refit_C", "memory_limit", "checkpoint",
+             "resume", "loss")
+
+
+class RetrainCType(click.ParamType):
+    """``--retrain-C``: a finite number > 0 or ``auto``."""
+
+    name = "number|auto"
+
+    def convert(self, value, param, ctx):
+        if value == "auto":
+            return value
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = float("nan")
+        if not (math.isfinite(number) and number > 0):
+            self.fail(f"{value!r} is not a number > 0 or 'auto'", param, ctx)
+        return number
 
 
 def _given(name):
@@ -974,7 +1000,7 @@ def _given(name):
 
 def _option_text(name):
     return "--" + {"B": "B", "C": "C", "groups_path": "groups", "tree_path": "tree",
-                   "kernel_q": "q", "refit_C": "refit-C"}.get(name, name).replace("_", "-")
+                   "kernel_q": "q", "refit_C": "refit-C", "retrain_C": "retrain-C"}.get(name, name).replace("_", "-")
 
 
 @main.command("select")
@@ -999,27 +1025,46 @@ def _option_text(name):
 @click.option("--overwrite", is_flag=True,
               help="Replace an existing NAME.model.json (the default --out on a "
                    "terminal).")
-@click.option("--method", type=click.Choice(["fgm", "l1"]), default="fgm",
+@click.option("--method", type=click.Choice(["fgm", "l1", "mslr"]), default="fgm",
               show_default=True,
               help="fgm: the Feature Generating Machine; l1: ℓ1-logistic "
                    "regression, the model at the first λ of the screened path "
-                   "with at least --features nonzero weights.")
+                   "with at least --features nonzero weights; mslr: minimax "
+                   "sparse logistic regression (r = --B features per constraint, "
+                   "T_m = --max-iter constraints at most, no bias), retrained by "
+                   "ℓ2-LR on its selection.")
 @click.option("--features", type=click.IntRange(min=1, max=MAX_COUNT), default=None,
               help="--method l1: number of nonzero weights wanted.")
 @_with_options(_l1_path_options())
+@click.option("--retrain-C", "retrain_C", type=RetrainCType(), default=None,
+              help="--method mslr: C of the ℓ2-LR retraining on the selected "
+                   "features (a number > 0, or 'auto': chosen on 20% of the rows "
+                   "held out) [default: 5, the paper's].")
+@click.option("--no-retrain", is_flag=True,
+              help="--method mslr: predict with MSLR's own weights (no bias) "
+                   "instead of the ℓ2-LR retraining.")
 @_one_line_errors
 def select_command(data_path, label, out, test_path, overwrite, method, **params):
-    """Select features with FGM (or ℓ1-LR) and write the model as JSON."""
+    """Select features with FGM (or ℓ1-LR, or MSLR) and write the model as JSON."""
     from ultrafs.locks import folder_lock
     from ultrafs.outputs import check_output_dir, check_output_file
     from ultrafs.store import open_store
 
     l1 = {name: params.pop(name) for name in _L1_ONLY}
+    mslr = {name: params.pop(name) for name in _MSLR_ONLY}
     if method == "l1":
+        for name in _MSLR_ONLY:
+            if _given(name):
+                raise click.UsageError(f"{_option_text(name)} applies to --method mslr")
         return _select_l1(data_path, label, out, test_path, overwrite, l1, params)
     for name in _L1_ONLY:
         if _given(name):
             raise click.UsageError(f"{_option_text(name)} applies to --method l1")
+    if method == "mslr":
+        return _select_mslr(data_path, label, out, test_path, overwrite, mslr, params)
+    for name in _MSLR_ONLY:
+        if _given(name):
+            raise click.UsageError(f"{_option_text(name)} applies to --method mslr")
     started = time.perf_counter()
     out, summary = _model_output(out, data_path, overwrite)
     check_output_file(out, "--out", [("--data store", data_path),
@@ -1107,6 +1152,93 @@ def _select_l1(data_path, label, out, test_path, overwrite, l1, params):
              ("screening", f"{p['screening']} ({'sequential' if p['sequential'] else 'basic'}); "
               f"{sum(r['kkt_violations_found'] for r in model.history)} KKT "
               "violators re-added along the path")]
+    for name, record in scores.items():
+        where = record.get("data", "held-out rows")
+        lines.append((f"{name.replace('_', '-')} accuracy",
+                      f"{record['accuracy']:.4f} on {where}"))
+    lines.append(("time", format_seconds(time.perf_counter() - started)))
+    if out != "-":
+        lines.append(("model", os.fspath(out)))
+    if summary:
+        width = max(len(name) for name, _ in lines) + 2
+        click.echo("\n".join(f"{name:<{width}}{text}" for name, text in lines))
+    else:
+        for name, text in lines:
+            if name.endswith("accuracy"):
+                click.echo(f"{name}: {text}", err=True)
+
+
+def _select_mslr(data_path, label, out, test_path, overwrite, mslr, params):
+    """``select --method mslr``: minimax sparse LR, retrained by ℓ2-LR."""
+    from ultrafs.api import select_mslr
+    from ultrafs.outputs import check_output_file
+    from ultrafs.store import open_store
+
+    for name in _NOT_MSLR:
+        if _given(name):
+            raise click.UsageError(f"{_option_text(name)} does not apply to --method mslr")
+    if params["C"] == "auto":
+        raise click.UsageError("--method mslr takes --C as a number or 'scale' (the "
+                               "retraining's C can be chosen: --retrain-C auto)")
+    if mslr["no_retrain"] and mslr["retrain_C"] is not None:
+        raise click.UsageError("--retrain-C and --no-retrain exclude each other")
+    started = time.perf_counter()
+    out, summary = _model_output(out, data_path, overwrite)
+    check_output_file(out, "--out", [("--data store", data_path),
+                                     ("--test store", test_path)])
+    store = open_store(_data_path(data_path), label=label)
+    test_store = None
+    if test_path is not None:
+        test_store = open_store(_data_path(test_path), label=label)
+    fit_store, held_out = store, None
+    if params["validation_fraction"] is not None:
+        fit_store, held_out = _held_out_split(store, params["validation_fraction"],
+                                              params["split_seed"])
+    show = _progress_enabled(params["progress"])
+
+    def report(record):
+        if show:
+            click.echo(
+                f"iteration {record['iteration']}: {record['n_features']:,} features in "
+                f"{record['n_constraints']} constraints, P(v) {record['objective']:.6g} "
+                f"(relative gap {record['rel_gap']:.2g}, q {record['q']:.3g}, "
+                f"{record['sweeps']:,} sweeps), scoring "
+                f"{format_seconds(record['score_seconds'])}, solving "
+                f"{format_seconds(record['solve_seconds'])}", err=True)
+
+    C = 10.0 if not _given("C") else params["C"]
+    with _scheduler_for_run(params["scheduler"], params["connect_timeout"],
+                            params["worker_timeout"]) as dask_scheduler:
+        model = select_mslr(
+            fit_store, B=params["B"], C=C, max_iter=params["max_iter"],
+            tol=params["tol"], retrain=not mslr["no_retrain"],
+            retrain_C=5.0 if mslr["retrain_C"] is None else mslr["retrain_C"],
+            retrain_intercept=not params["no_intercept"], poly=int(params["poly"]),
+            gamma=params["gamma"], coef0=params["coef0"],
+            block_size=params["block_size"], scheduler=dask_scheduler,
+            num_workers=params["workers"], callback=report, progress=show,
+            seed=params["split_seed"], command=" ".join(["ultrafs"] + sys.argv[1:]))
+    scores = _held_out_scores(model, held_out, test_store, test_path)
+    _emit_json(model.to_dict(), out)
+    p = model.params
+    last = model.history[-1] if model.history else {}
+    lines = [("features selected",
+              f"{len(model.features):,} of {p['B'] * p['max_iter']:,} (--B {p['B']} x "
+              f"--max-iter {p['max_iter']}) in {len(p['constraints'])} constraints, "
+              f"{p['n_active']:,} in constraints of weight > 1e-6; among "
+              f"{store.n_features:,} columns of {store.n_samples:,} rows"),
+             ("C", f"{p['C']:g} ({p.get('C_rule', 'given')})")]
+    if last:
+        lines.append(("subproblem", f"P(v) {last['objective']:.6g}, relative duality "
+                      f"gap {last['rel_gap']:.2g} "
+                      f"({'certified' if last['certified'] else 'NOT certified'})"))
+    lines.append(("stopped because", model.stop_reason))
+    if model.refit is not None:
+        chosen = p.get("retrain_validation")
+        lines.append(("retrained", f"ℓ2-LR, C = {p['refit_C']:g}"
+                      + (" (chosen on held-out rows)" if chosen else "")
+                      + (", with an intercept" if p.get("fit_intercept") else
+                         ", no intercept") + "; it predicts"))
     for name, record in scores.items():
         where = record.get("data", "held-out rows")
         lines.append((f"{name.replace('_', '-')} accuracy",

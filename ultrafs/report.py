@@ -471,6 +471,9 @@ def _plot_features(path, top_rows, n_classes=1):
     fig.savefig(path, format="png")
 
 
+#: how the report names the method that made a model (``params["method"]``)
+METHOD_NAMES = {"fgm": "FGM", "mslr": "MSLR", "l1": "l1-LR (ultrafs path)"}
+
 #: the accuracy curves: data key, legend, marker, line style, colour
 CURVES = (("accuracy", "FGM, first k iterations (final weights)", "o", "-", "tab:blue"),
           ("accuracy_refit", "FGM, refit on those features (l2)", "s", "-", "tab:green"),
@@ -487,6 +490,7 @@ def _plot_accuracy(path, data):
             if not rows:
                 continue
             x = [r.get("nnz", r["n_features"]) for r in rows]
+            label = label.replace("FGM", data.get("method", "FGM"))
             ax_acc.plot(x, [r["accuracy"] for r in rows], marker=marker,
                         linestyle=style, color=color, label=label)
             ax_auc.plot(x, [r["auc"] for r in rows], marker=marker,
@@ -672,6 +676,8 @@ def _accuracy_section(figures, data, test_info) -> list[str]:
     if not refit:
         text += (". Give the training store (<code>--train</code>) to add the "
                  "refitted prefixes and scikit-learn's l1-LR at the same counts")
+    method = data.get("method", "FGM")
+    text = text.replace("FGM", html.escape(method))
     parts = ['<h2 id="accuracy">Test accuracy vs number of features</h2>',
              "<p>" + text + ".</p>"]
     for note in data.get("accuracy_notes") or []:
@@ -684,7 +690,8 @@ def _accuracy_section(figures, data, test_info) -> list[str]:
     for i, plain in enumerate(data["accuracy"]):
         for key in curves:
             r = data[key][i]
-            rows.append({"k (iterations)": r["n_batches"], "model": MODEL_LABELS[key],
+            rows.append({"k (iterations)": r["n_batches"],
+                         "model": MODEL_LABELS[key].replace("FGM", method),
                          "features": r.get("nnz", r["n_features"]),
                          "accuracy": f"{r['accuracy']:.4f}",
                          "AUC": f"{r['auc']:.4f}", "log loss": r.get("log_loss"),
@@ -735,6 +742,7 @@ def _figure_data(model, top):
         "absent_warning": None,
         "train_info": None,
         "validation": model.params.get("validation"),
+        "method": METHOD_NAMES.get(model.params.get("method"), "FGM"),
     }
 
 

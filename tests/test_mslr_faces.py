@@ -1,0 +1,213 @@
+"""The faces of minimax sparse LR (issue 14): ``select --method mslr``,
+:class:`~ultrafs.mslr_estimator.MSLRClassifier`, :func:`ultrafs.api.select_mslr`,
+model files, the report, and a real ``dask.distributed`` cluster.
+
+The solver and the cutting plane are tested in ``test_mslr.py`` (T1–T9);
+here the faces must give the API's model bit for bit, on every scheduler
+and block size, and refuse bad input in one line.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.linear_model import LogisticRegression
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from tests.cli_tools import assert_one_line_error, run
+from ultrafs.api import select_mslr
+from ultrafs.errors import ParameterError
+from ultrafs.model import Model
+from ultrafs.mslr_estimator import MSLRClassifier
+from ultrafs.store import open_store
+from ultrafs.store.memory import InMemoryStore
+from ultrafs.store.writers.zarr_writer import write_store
+
+
+def _problem(seed=0, n=150, m=400, density=0.05):
+    rng = np.random.default_rng(seed)
+    X = sp.random(n, m, density=density, format="csr", random_state=seed,
+                  data_rvs=lambda k: rng.random(k) + 0.5)
+    w = np.zeros(m)
+    w[rng.choice(m, 12, replace=False)] = rng.standard_normal(12) * 3
+    y = np.where(X @ w + 0.3 * rng.standard_normal(n) > 0, 1.0, -1.0)
+    y[:2] = [1.0, -1.0]
+    return X, y
+
+
+@pytest.fixture(scope="module")
+def zarr_store(tmp_path_factory):
+    X, y = _problem()
+    path = tmp_path_factory.mktemp("mslr") / "train.zarr"
+    write_store(path, X, y, block_nnz=300, command="test")
+    return path, X, y
+
+
+def _same(a, b):
+    assert a.features == b.features
+    np.testing.assert_array_equal(a.coef, b.coef)
+    np.testing.assert_array_equal(a.refit["coef"], b.refit["coef"])
+    assert a.refit["intercept"] == b.refit["intercept"]
+    assert a.params["constraints"] == b.params["constraints"]
+
+
+# ------------------------------------------------------------------ API
+def test_select_mslr_model(zarr_store):
+    path, X, y = zarr_store
+    model = select_mslr(open_store(path), B=3, max_iter=4)
+    p = model.params
+    assert p["method"] == "mslr" and p["C"] == 10.0 and p["refit_C"] == 5.0
+    assert len(model.features) <= 12 and len(p["constraints"]) == len(model.history)
+    assert all(len(s) == 3 for s in p["constraints"])
+    assert set(model.features) == {f for s in p["constraints"] for f in s}
+    assert abs(sum(p["mu"]) - 1) < 1e-12
+    assert all(r["certified"] for r in model.history)
+    assert model.predictor == "refit" and model.intercept == 0.0
+    # the retraining is scikit-learn's ℓ2-LR with C = 5 on the selected columns
+    columns = np.asarray(model.features) - p["id_offset"]
+    reference = LogisticRegression(C=5.0, tol=1e-12, max_iter=10000).fit(
+        X[:, columns], y)
+    np.testing.assert_allclose(model.refit["coef"], reference.coef_.ravel(),
+                               rtol=1e-4, atol=1e-5)
+
+
+def test_block_size_and_schedulers_give_the_same_model(zarr_store):
+    path, X, y = zarr_store
+    store = open_store(path)
+    base = select_mslr(store, B=3, max_iter=3, scheduler="synchronous")
+    for block_size, scheduler in ((1, "threads"), (7, "processes"), (400, "threads")):
+        _same(base, select_mslr(store, B=3, max_iter=3, block_size=block_size,
+                                scheduler=scheduler))
+    _same(base, select_mslr(X, y, B=3, max_iter=3))
+    _same(base, select_mslr(X.toarray(), y, B=3, max_iter=3))
+    _same(base, select_mslr(InMemoryStore(X.tocsc(), y, block_size=5), B=3, max_iter=3))
+
+
+def test_mslr_on_a_local_cluster_equals_synchronous(zarr_store, local_cluster_client):
+    path, _, _ = zarr_store
+    store = open_store(path)
+    _same(select_mslr(store, B=3, max_iter=3, scheduler="synchronous"),
+          select_mslr(store, B=3, max_iter=3, scheduler=local_cluster_client,
+                      block_size=37))
+
+
+def test_retrain_options(zarr_store):
+    path, X, y = zarr_store
+    store = open_store(path)
+    plain = select_mslr(store, B=3, max_iter=2, retrain=False)
+    assert plain.refit is None and plain.predictor == "selection"
+    assert plain.params["fit_intercept"] is False
+    auto = select_mslr(store, B=3, max_iter=2, retrain_C="auto")
+    curve = auto.params["retrain_validation"]
+    assert curve["C"] == auto.refit["C"] and len(curve["points"]) == 8
+    assert auto.refit["C"] == select_mslr(store, B=3, max_iter=2,
+                                          retrain_C="auto").refit["C"]
+    no_bias = select_mslr(store, B=3, max_iter=2, retrain_intercept=False)
+    assert no_bias.refit["intercept"] == 0.0
+    scaled = select_mslr(store, B=3, max_iter=2, C="scale")
+    assert scaled.params["C_rule"] == "scale"
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"B": 0}, "B (r) must be an integer >= 1"),
+    ({"C": -1.0}, "C must be a finite number > 0"),
+    ({"C": "auto"}, "C must be a number > 0 or 'scale'"),
+    ({"max_iter": 0}, "max_iter (T_m) must be an integer >= 1"),
+    ({"retrain_C": 0.0}, "retrain_C must be a number > 0 or 'auto'"),
+    ({"retrain_C": "best"}, "retrain_C must be a number > 0 or 'auto'"),
+    ({"subproblem_tol": 0.0}, "subproblem_tol must be > 0"),
+])
+def test_bad_parameters_are_refused(zarr_store, kwargs, message):
+    path, _, _ = zarr_store
+    with pytest.raises(ParameterError, match=message.replace("(", r"\(").replace(
+            ")", r"\)")):
+        select_mslr(open_store(path), **{"B": 2, "max_iter": 2, **kwargs})
+
+
+def test_multiclass_data_is_refused():
+    X = np.random.default_rng(0).random((30, 5))
+    with pytest.raises(ParameterError, match="needs two classes; the data has 3"):
+        select_mslr(X, np.arange(30) % 3, B=2, max_iter=2)
+
+
+def test_poly_2_candidates():
+    rng = np.random.default_rng(3)
+    X = (rng.random((200, 12)) < 0.3).astype(float)
+    y = np.where(X[:, 2] * X[:, 5] + 0.1 * rng.standard_normal(200) > 0.5, 1.0, -1.0)
+    model = select_mslr(X, y, B=2, max_iter=2, poly=2)
+    assert model.feature_space["kind"] == "poly2"
+    assert [2, 5] in model.features
+    decision = model.decision_function_store(InMemoryStore(X, y))
+    assert np.mean((decision > 0) == (y > 0)) > 0.9
+
+
+# ------------------------------------------------------------ estimator
+@parametrize_with_checks([MSLRClassifier(B=2, max_iter=2, scheduler="synchronous")])
+def test_scikit_learn_contract(estimator, check):
+    check(estimator)
+
+
+def test_estimator_selector_and_store(zarr_store):
+    path, X, y = zarr_store
+    est = MSLRClassifier(B=3, max_iter=3).fit(X, y)
+    model = select_mslr(open_store(path), B=3, max_iter=3)
+    columns = np.sort(np.asarray(model.features) - model.params["id_offset"])
+    np.testing.assert_array_equal(est.selected_features_, columns)
+    assert est.transform(X).shape == (X.shape[0], len(columns))
+    np.testing.assert_array_equal(np.flatnonzero(est.get_support()), columns)
+    assert est.coef_.shape == (1, X.shape[1]) and est.mslr_coef_.shape == (1, X.shape[1])
+    np.testing.assert_allclose(est.decision_function(X),
+                               model.decision_function_store(open_store(path)),
+                               rtol=1e-12, atol=1e-12)
+    on_store = MSLRClassifier(B=3, max_iter=3).fit(open_store(path))
+    np.testing.assert_array_equal(on_store.selected_features_, columns + 1 - 1)
+    assert abs(est.mu_.sum() - 1) < 1e-12 and len(est.constraints_) == len(est.mu_)
+
+
+# ------------------------------------------------------------------ CLI
+def test_cli_select_mslr_writes_a_model_that_predicts(zarr_store, tmp_path):
+    path, X, y = zarr_store
+    out = tmp_path / "mslr.json"
+    result = run("select", "--method", "mslr", "--B", 3, "--max-iter", 3, "--data", path,
+                 "--test", path, "--out", out)
+    assert "test accuracy" in result.output
+    model = Model.load(out)
+    _same(model, select_mslr(open_store(path), B=3, max_iter=3))
+    assert model.params["method"] == "mslr" and model.params["test"]["accuracy"] > 0.7
+    assert model.params["command"].startswith("ultrafs")
+    preds = run("predict", "--model", out, "--data", path).stdout.splitlines()
+    assert len(preds) == X.shape[0] + 1
+    evaluated = json.loads(run("evaluate", "--model", out, "--data", path).stdout)
+    assert evaluated["predictor"] == "refit"
+    report = tmp_path / "r.html"
+    run("report", out, "--train", path, "--test", path, "--out", report)
+    text = report.read_text()
+    assert "MSLR refit (l2)" in text and "FGM" not in text.split("Parameters")[1]
+
+
+def test_cli_options(zarr_store, tmp_path):
+    path, _, _ = zarr_store
+    out = tmp_path / "a.json"
+    run("select", "--method", "mslr", "--B", 2, "--max-iter", 2, "--data", path,
+        "--retrain-C", "auto", "--no-intercept", "--out", out)
+    model = Model.load(out)
+    assert model.params["retrain_C"] == "auto" and model.refit["intercept"] == 0.0
+    run("select", "--method", "mslr", "--B", 2, "--max-iter", 2, "--data", path,
+        "--no-retrain", "--C", 3, "--out", out, "--overwrite")
+    model = Model.load(out)
+    assert model.refit is None and model.params["C"] == 3.0
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--refit"], "--refit does not apply to --method mslr"),
+    (["--C", "auto"], "--method mslr takes --C as a number or 'scale'"),
+    (["--retrain-C", "2", "--no-retrain"], "--retrain-C and --no-retrain exclude"),
+    (["--features", "3"], "--features applies to --method l1"),
+])
+def test_cli_refusals(zarr_store, argv, message):
+    path, _, _ = zarr_store
+    result = run("select", "--method", "mslr", "--data", path, *argv, ok=False)
+    assert_one_line_error(result, message)

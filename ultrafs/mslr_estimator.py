@@ -1,0 +1,195 @@
+"""scikit-learn face of minimax sparse logistic regression (seed 000)."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.feature_selection import SelectorMixin
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ultrafs.api import select_mslr
+from ultrafs.store.base import ColumnStore
+
+__all__ = ["MSLRClassifier"]
+
+
+class MSLRClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
+    """Minimax sparse logistic regression (Tan, Tsang & Wang, TNNLS 2013).
+
+    The cutting plane of :mod:`ultrafs.methods.mslr`: each iteration adds
+    the constraint of the ``B`` (r) features with the largest
+    ``(Σ_i α_i y_i x_ij)²`` (one streamed pass over the columns) and solves
+    the reduced minimax by smoothing and coordinate descent, certified by
+    its duality gap; at most ``max_iter`` (T_m) iterations, so at most
+    ``B · max_iter`` features.  The selected features are then retrained
+    by ℓ2-regularised logistic regression (``retrain_C``, the paper's 5),
+    which predicts; with ``retrain=False`` MSLR's own weights (no bias) do.
+
+    Parameters
+    ----------
+    B : int, default=10
+        r: features per constraint.
+    C : float or "scale", default=10.0
+        The loss weight of MSLR (the paper's 10).
+    max_iter : int, default=10
+        T_m.
+    tol : float, default=1e-3
+        ε of the cutting plane's violation test (0: run T_m iterations
+        unless a constraint repeats).
+    subproblem_tol : float, default=1e-4
+        Relative duality gap certifying each reduced problem.
+    retrain : bool, default=True
+    retrain_C : float or "auto", default=5.0
+    retrain_intercept : bool, default=True
+    block_size : int, optional
+        Columns per task of the scoring passes.
+    scheduler : optional
+        Dask scheduler of the scoring passes.
+    seed : int, default=0
+        Seed of the sweeps' row orders and of ``retrain_C="auto"``'s split.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+    coef_ : ndarray of shape (1, n_features_in_)
+        Weights of the predicting model (the retraining's, else MSLR's).
+    intercept_ : ndarray of shape (1,)
+    mslr_coef_ : ndarray of shape (1, n_features_in_)
+        MSLR's own classifier ``v = d ⊙ c(α)`` (no bias).
+    selected_features_ : int64 ndarray
+        Columns of the union of the constraints, increasing.
+    constraints_ : list of int64 arrays
+        The columns of every constraint ``S_t``, in selection order.
+    mu_ : ndarray of shape (n_constraints,)
+        The constraints' weights (sum 1).
+    history_ : list of dict
+        Per-iteration records (objective, duality gap, q, sweeps, seconds).
+    stop_reason_ : str
+    model_ : ultrafs.model.Model
+    n_features_in_ : int
+    """
+
+    def __init__(self, B=10, C=10.0, *, max_iter=10, tol=1e-3, subproblem_tol=1e-4,
+                 retrain=True, retrain_C=5.0, retrain_intercept=True, block_size=None,
+                 scheduler=None, seed=0):
+        self.B = B
+        self.C = C
+        self.max_iter = max_iter
+        self.tol = tol
+        self.subproblem_tol = subproblem_tol
+        self.retrain = retrain
+        self.retrain_C = retrain_C
+        self.retrain_intercept = retrain_intercept
+        self.block_size = block_size
+        self.scheduler = scheduler
+        self.seed = seed
+
+    def fit(self, X, y=None):
+        """Fit on a matrix (two classes) or an opened binary ColumnStore.
+
+        Returns
+        -------
+        self : MSLRClassifier
+        """
+        if isinstance(X, ColumnStore):
+            store = X
+            self.classes_ = np.asarray(store.classes)
+            self.n_features_in_ = int(store.id_space)
+            self._offset = int(store.id_offset)
+        else:
+            X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"),
+                                 dtype=(np.float64, np.float32))
+            check_classification_targets(y)
+            kind = type_of_target(y, input_name="y", raise_unknown=True)
+            if kind != "binary":
+                raise ValueError("Only binary classification is supported. The type of "
+                                 f"the target is {kind}.")
+            self.classes_, index = np.unique(y, return_inverse=True)
+            if len(self.classes_) != 2:
+                raise ValueError("MSLRClassifier needs 2 classes; y has 1 class")
+            from ultrafs.store.memory import InMemoryStore
+
+            kwargs = {} if self.block_size is None else {"block_size": self.block_size}
+            store = InMemoryStore(X, index.astype(np.float64), **kwargs)
+            self._offset = 0
+        model = select_mslr(store, B=self.B, C=self.C, max_iter=self.max_iter,
+                            tol=self.tol, subproblem_tol=self.subproblem_tol,
+                            retrain=bool(self.retrain), retrain_C=self.retrain_C,
+                            retrain_intercept=bool(self.retrain_intercept),
+                            block_size=self.block_size, scheduler=self.scheduler,
+                            seed=self.seed)
+        self.model_ = model
+        columns = np.asarray(model.features, dtype=np.int64) - self._offset
+        order = np.argsort(columns, kind="stable")
+        self.selected_features_ = columns[order]
+        self._mslr_coef = np.asarray(model.coef, dtype=np.float64)[order]
+        if model.refit is not None:
+            self._coef = np.asarray(model.refit["coef"], dtype=np.float64)[order]
+            self.intercept_ = np.array([float(model.refit["intercept"])])
+        else:
+            self._coef = self._mslr_coef
+            self.intercept_ = np.array([0.0])
+        self.constraints_ = [np.asarray(s, dtype=np.int64) - self._offset
+                             for s in model.params["constraints"]]
+        self.mu_ = np.asarray(model.params["mu"], dtype=np.float64)
+        self.history_ = list(model.history)
+        self.stop_reason_ = model.stop_reason
+        self.n_iter_ = len(self.history_)
+        return self
+
+    def _dense(self, selected):
+        check_is_fitted(self)
+        coef = np.zeros((1, self.n_features_in_))
+        coef[0, self.selected_features_] = selected
+        return coef
+
+    @property
+    def coef_(self):
+        """Weights of the predicting model over every input column."""
+        return self._dense(self._coef)
+
+    @property
+    def mslr_coef_(self):
+        """MSLR's own weights over every input column (no bias)."""
+        return self._dense(self._mslr_coef)
+
+    def _get_support_mask(self):
+        check_is_fitted(self)
+        mask = np.zeros(self.n_features_in_, dtype=bool)
+        mask[self.selected_features_] = True
+        return mask
+
+    def decision_function(self, X):
+        """``X @ coef_ + intercept_``; positive values predict ``classes_[1]``."""
+        check_is_fitted(self)
+        if isinstance(X, ColumnStore):
+            return self.model_.decision_function_store(X)
+        X = validate_data(self, X, accept_sparse=("csr", "csc"),
+                          dtype=(np.float64, np.float32), reset=False)
+        columns = self.selected_features_
+        if sp.issparse(X):
+            decision = (np.zeros(X.shape[0]) if not len(columns)
+                        else np.asarray(X.tocsc()[:, columns] @ self._coef).ravel())
+        else:
+            decision = np.asarray(X[:, columns], dtype=np.float64) @ self._coef
+        return decision + self.intercept_[0]
+
+    def predict(self, X):
+        """Predicted class labels."""
+        decision = self.decision_function(X)
+        return self.classes_[(decision > 0).astype(int)]
+
+    def predict_proba(self, X):
+        """Probabilities of ``classes_`` (columns), shape (n_samples, 2)."""
+        from scipy.special import expit
+
+        positive = expit(self.decision_function(X))
+        return np.column_stack([1.0 - positive, positive])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.classifier_tags.multi_class = False
+        return tags
