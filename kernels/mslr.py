@@ -122,11 +122,13 @@ def newton_bisection(a, b, sq, c1, c2, q, eps, max_iter, lam):
     ``Z = c2 − z`` (right), ``Z`` in ``(0, s/2]``, ``s = c1 + c2``: the
     variable that is small near the bound it approaches, so it keeps its
     relative accuracy there (eq. 14).  A Newton step that leaves the
-    bracket is replaced by bisection, or, towards 0 from an unbounded
-    bracket, by Newton's step in ``log Z`` (``Z exp(δ/Z)``, which is
-    nearly exact where ``Z log Z`` dominates): the iterate reaches values
-    like 1e-300 (margins of hundreds, as C = 10 gives on the first
-    constraints) in a few steps and never 0.  Logarithms are taken of
+    bracket is replaced by bisection.  Where ``Z ≤ s/10`` the step is
+    taken in ``log Z`` (``Z exp(δ/Z)``: Newton's step on ``p̂'`` as a
+    function of ``log Z``, nearly exact where ``Z log Z`` dominates), and
+    bisection of a bracket spanning orders of magnitude is geometric: the
+    iterate reaches values like 1e-300 (margins of hundreds, as C = 10
+    gives on the first constraints) and climbs back from them in a few
+    steps, and never reaches 0.  Logarithms are taken of
     ``Z`` and ``s − Z`` apart: their ratio would underflow.
 
     Parameters
@@ -203,16 +205,19 @@ def newton_bisection(a, b, sq, c1, c2, q, eps, max_iter, lam):
         if hi - lo <= 1e-15 * Z:
             break
         new = Z + step
+        # Newton's step on p̂' in log Z: where Z is small p̂' is nearly
+        # linear in log Z (Z log Z dominates), so this step is nearly exact
+        # both ways, where the step in Z only moves by a factor |log Z|
+        small = Z <= 0.1 * s
+        if small:
+            new = Z * math.exp(min(max(step / Z, -700.0), 700.0))
         if not (new > lo and new < hi):
-            new = 0.5 * (lo + hi)
-            if step < 0.0:
-                # Newton's step in log Z: near 0 the objective is about
-                # Z log Z, whose log-space Newton step is nearly exact
-                shrunk = Z * math.exp(max(step / Z, -700.0))
-                if shrunk > lo and shrunk < hi:
-                    new = shrunk
-                elif lo == floor:
-                    new = floor             # the root lies at or below the floor
+            if step < 0.0 and lo == floor:
+                new = floor                 # the root lies at or below the floor
+            elif lo > 0.0 and hi > 4.0 * lo:
+                new = math.sqrt(lo) * math.sqrt(hi)   # bisection in log Z
+            else:
+                new = 0.5 * (lo + hi)
         if new == Z:                       # no representable progress left
             break
         Z = new

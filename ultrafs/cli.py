@@ -1109,18 +1109,13 @@ def _model_output(out, data_path, overwrite):
     return out, summary or (_stdout_is_terminal() and out != "-")
 
 
-def _select_l1(data_path, label, out, test_path, overwrite, l1, params):
-    """``select --method l1``: the ℓ1-LR model with --features nonzero weights."""
-    from ultrafs.api import select_l1
+def _select_inputs(data_path, label, out, test_path, overwrite, params):
+    """What ``select --method l1|mslr`` open before fitting: the output (and
+    whether a summary is printed), the stores, and the held-out split of
+    ``--validation-fraction``."""
     from ultrafs.outputs import check_output_file
     from ultrafs.store import open_store
 
-    for name in _FGM_ONLY:
-        if _given(name):
-            raise click.UsageError(f"{_option_text(name)} does not apply to --method l1")
-    if l1["features"] is None:
-        raise click.UsageError("--method l1 needs --features K")
-    started = time.perf_counter()
     out, summary = _model_output(out, data_path, overwrite)
     check_output_file(out, "--out", [("--data store", data_path),
                                      ("--test store", test_path)])
@@ -1132,6 +1127,40 @@ def _select_l1(data_path, label, out, test_path, overwrite, l1, params):
     if params["validation_fraction"] is not None:
         fit_store, held_out = _held_out_split(store, params["validation_fraction"],
                                               params["split_seed"])
+    return out, summary, store, test_store, fit_store, held_out
+
+
+def _print_summary(lines, scores, out, summary, started):
+    """The scores, time and model path after ``lines``: as a table on a
+    terminal, else the accuracies alone on stderr."""
+    for name, record in scores.items():
+        where = record.get("data", "held-out rows")
+        lines.append((f"{name.replace('_', '-')} accuracy",
+                      f"{record['accuracy']:.4f} on {where}"))
+    lines.append(("time", format_seconds(time.perf_counter() - started)))
+    if out != "-":
+        lines.append(("model", os.fspath(out)))
+    if summary:
+        width = max(len(name) for name, _ in lines) + 2
+        click.echo("\n".join(f"{name:<{width}}{text}" for name, text in lines))
+    else:
+        for name, text in lines:
+            if name.endswith("accuracy"):
+                click.echo(f"{name}: {text}", err=True)
+
+
+def _select_l1(data_path, label, out, test_path, overwrite, l1, params):
+    """``select --method l1``: the ℓ1-LR model with --features nonzero weights."""
+    from ultrafs.api import select_l1
+
+    for name in _FGM_ONLY:
+        if _given(name):
+            raise click.UsageError(f"{_option_text(name)} does not apply to --method l1")
+    if l1["features"] is None:
+        raise click.UsageError("--method l1 needs --features K")
+    started = time.perf_counter()
+    out, summary, store, test_store, fit_store, held_out = _select_inputs(
+        data_path, label, out, test_path, overwrite, params)
     with _scheduler_for_run(params["scheduler"], params["connect_timeout"],
                             params["worker_timeout"]) as dask_scheduler:
         model = select_l1(
@@ -1152,27 +1181,12 @@ def _select_l1(data_path, label, out, test_path, overwrite, l1, params):
              ("screening", f"{p['screening']} ({'sequential' if p['sequential'] else 'basic'}); "
               f"{sum(r['kkt_violations_found'] for r in model.history)} KKT "
               "violators re-added along the path")]
-    for name, record in scores.items():
-        where = record.get("data", "held-out rows")
-        lines.append((f"{name.replace('_', '-')} accuracy",
-                      f"{record['accuracy']:.4f} on {where}"))
-    lines.append(("time", format_seconds(time.perf_counter() - started)))
-    if out != "-":
-        lines.append(("model", os.fspath(out)))
-    if summary:
-        width = max(len(name) for name, _ in lines) + 2
-        click.echo("\n".join(f"{name:<{width}}{text}" for name, text in lines))
-    else:
-        for name, text in lines:
-            if name.endswith("accuracy"):
-                click.echo(f"{name}: {text}", err=True)
+    _print_summary(lines, scores, out, summary, started)
 
 
 def _select_mslr(data_path, label, out, test_path, overwrite, mslr, params):
     """``select --method mslr``: minimax sparse LR, retrained by ℓ2-LR."""
     from ultrafs.api import select_mslr
-    from ultrafs.outputs import check_output_file
-    from ultrafs.store import open_store
 
     for name in _NOT_MSLR:
         if _given(name):
@@ -1183,17 +1197,8 @@ def _select_mslr(data_path, label, out, test_path, overwrite, mslr, params):
     if mslr["no_retrain"] and mslr["retrain_C"] is not None:
         raise click.UsageError("--retrain-C and --no-retrain exclude each other")
     started = time.perf_counter()
-    out, summary = _model_output(out, data_path, overwrite)
-    check_output_file(out, "--out", [("--data store", data_path),
-                                     ("--test store", test_path)])
-    store = open_store(_data_path(data_path), label=label)
-    test_store = None
-    if test_path is not None:
-        test_store = open_store(_data_path(test_path), label=label)
-    fit_store, held_out = store, None
-    if params["validation_fraction"] is not None:
-        fit_store, held_out = _held_out_split(store, params["validation_fraction"],
-                                              params["split_seed"])
+    out, summary, store, test_store, fit_store, held_out = _select_inputs(
+        data_path, label, out, test_path, overwrite, params)
     show = _progress_enabled(params["progress"])
 
     def report(record):
@@ -1239,20 +1244,7 @@ def _select_mslr(data_path, label, out, test_path, overwrite, mslr, params):
                       + (" (chosen on held-out rows)" if chosen else "")
                       + (", with an intercept" if p.get("fit_intercept") else
                          ", no intercept") + "; it predicts"))
-    for name, record in scores.items():
-        where = record.get("data", "held-out rows")
-        lines.append((f"{name.replace('_', '-')} accuracy",
-                      f"{record['accuracy']:.4f} on {where}"))
-    lines.append(("time", format_seconds(time.perf_counter() - started)))
-    if out != "-":
-        lines.append(("model", os.fspath(out)))
-    if summary:
-        width = max(len(name) for name, _ in lines) + 2
-        click.echo("\n".join(f"{name:<{width}}{text}" for name, text in lines))
-    else:
-        for name, text in lines:
-            if name.endswith("accuracy"):
-                click.echo(f"{name}: {text}", err=True)
+    _print_summary(lines, scores, out, summary, started)
 
 
 @main.command("path")

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from ultrafs.api import select_l1
+from ultrafs.binary_linear import BinaryLinearMixin
 from ultrafs.errors import ParameterError
 from ultrafs.methods.l1_path import SCREENINGS
 from ultrafs.store.base import ColumnStore
@@ -17,7 +17,8 @@ from ultrafs.store.base import ColumnStore
 __all__ = ["L1LogisticRegression"]
 
 
-class L1LogisticRegression(SelectorMixin, ClassifierMixin, BaseEstimator):
+class L1LogisticRegression(BinaryLinearMixin, SelectorMixin, ClassifierMixin,
+                           BaseEstimator):
     """ℓ1-regularised logistic regression, screened by Slores, out of core.
 
     Minimises ``||β||_1 + C Σ_i log(1 + exp(−y_i (x_i'β + c)))`` with an
@@ -122,7 +123,7 @@ class L1LogisticRegression(SelectorMixin, ClassifierMixin, BaseEstimator):
         columns = np.asarray(model.features, dtype=np.int64) - self._offset
         order = np.argsort(columns, kind="stable")
         self.selected_features_ = columns[order]
-        self._selected_coef = np.asarray(model.coef, dtype=np.float64)[order]
+        self._predict_coef = np.asarray(model.coef, dtype=np.float64)[order]
         self.intercept_ = np.array([float(model.intercept)])
         self.lambda_ = float(model.params["lambda"])
         self.lambda_max_ = float(model.params["lambda_max"])
@@ -134,45 +135,4 @@ class L1LogisticRegression(SelectorMixin, ClassifierMixin, BaseEstimator):
     @property
     def coef_(self):
         """Weights over every input column, shape (1, n_features_in_)."""
-        check_is_fitted(self)
-        coef = np.zeros((1, self.n_features_in_))
-        coef[0, self.selected_features_] = self._selected_coef
-        return coef
-
-    def _get_support_mask(self):
-        check_is_fitted(self)
-        mask = np.zeros(self.n_features_in_, dtype=bool)
-        mask[self.selected_features_] = True
-        return mask
-
-    def decision_function(self, X):
-        """``X @ coef_ + intercept_``; positive values predict ``classes_[1]``."""
-        check_is_fitted(self)
-        if isinstance(X, ColumnStore):
-            return self.model_.decision_function_store(X)
-        X = validate_data(self, X, accept_sparse=("csr", "csc"),
-                          dtype=(np.float64, np.float32), reset=False)
-        columns = self.selected_features_
-        if sp.issparse(X):
-            part = X.tocsc()[:, columns] if len(columns) else None
-            decision = (np.zeros(X.shape[0]) if part is None
-                        else np.asarray(part @ self._selected_coef).ravel())
-        else:
-            decision = np.asarray(X[:, columns], dtype=np.float64) @ self._selected_coef
-        return decision + self.intercept_[0]
-
-    def predict(self, X):
-        """Predicted class labels."""
-        return self.classes_[(self.decision_function(X) > 0).astype(int)]
-
-    def predict_proba(self, X):
-        """Probabilities of ``classes_`` (columns), shape (n_samples, 2)."""
-        from scipy.special import expit
-
-        positive = expit(self.decision_function(X))
-        return np.column_stack([1.0 - positive, positive])
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        return tags
+        return self._dense_coef(self._predict_coef)

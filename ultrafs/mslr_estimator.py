@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import validate_data
 
 from ultrafs.api import select_mslr
+from ultrafs.binary_linear import BinaryLinearMixin
 from ultrafs.store.base import ColumnStore
 
 __all__ = ["MSLRClassifier"]
 
 
-class MSLRClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
+class MSLRClassifier(BinaryLinearMixin, SelectorMixin, ClassifierMixin, BaseEstimator):
     """Minimax sparse logistic regression (Tan, Tsang & Wang, TNNLS 2013).
 
     The cutting plane of :mod:`ultrafs.methods.mslr`: each iteration adds
@@ -126,10 +126,10 @@ class MSLRClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         self.selected_features_ = columns[order]
         self._mslr_coef = np.asarray(model.coef, dtype=np.float64)[order]
         if model.refit is not None:
-            self._coef = np.asarray(model.refit["coef"], dtype=np.float64)[order]
+            self._predict_coef = np.asarray(model.refit["coef"], dtype=np.float64)[order]
             self.intercept_ = np.array([float(model.refit["intercept"])])
         else:
-            self._coef = self._mslr_coef
+            self._predict_coef = self._mslr_coef
             self.intercept_ = np.array([0.0])
         self.constraints_ = [np.asarray(s, dtype=np.int64) - self._offset
                              for s in model.params["constraints"]]
@@ -139,57 +139,12 @@ class MSLRClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         self.n_iter_ = len(self.history_)
         return self
 
-    def _dense(self, selected):
-        check_is_fitted(self)
-        coef = np.zeros((1, self.n_features_in_))
-        coef[0, self.selected_features_] = selected
-        return coef
-
     @property
     def coef_(self):
         """Weights of the predicting model over every input column."""
-        return self._dense(self._coef)
+        return self._dense_coef(self._predict_coef)
 
     @property
     def mslr_coef_(self):
         """MSLR's own weights over every input column (no bias)."""
-        return self._dense(self._mslr_coef)
-
-    def _get_support_mask(self):
-        check_is_fitted(self)
-        mask = np.zeros(self.n_features_in_, dtype=bool)
-        mask[self.selected_features_] = True
-        return mask
-
-    def decision_function(self, X):
-        """``X @ coef_ + intercept_``; positive values predict ``classes_[1]``."""
-        check_is_fitted(self)
-        if isinstance(X, ColumnStore):
-            return self.model_.decision_function_store(X)
-        X = validate_data(self, X, accept_sparse=("csr", "csc"),
-                          dtype=(np.float64, np.float32), reset=False)
-        columns = self.selected_features_
-        if sp.issparse(X):
-            decision = (np.zeros(X.shape[0]) if not len(columns)
-                        else np.asarray(X.tocsc()[:, columns] @ self._coef).ravel())
-        else:
-            decision = np.asarray(X[:, columns], dtype=np.float64) @ self._coef
-        return decision + self.intercept_[0]
-
-    def predict(self, X):
-        """Predicted class labels."""
-        decision = self.decision_function(X)
-        return self.classes_[(decision > 0).astype(int)]
-
-    def predict_proba(self, X):
-        """Probabilities of ``classes_`` (columns), shape (n_samples, 2)."""
-        from scipy.special import expit
-
-        positive = expit(self.decision_function(X))
-        return np.column_stack([1.0 - positive, positive])
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
-        tags.classifier_tags.multi_class = False
-        return tags
+        return self._dense_coef(self._mslr_coef)

@@ -214,7 +214,6 @@ def solve_minimax_smoothing(indptr, indices, data, y, constraints, C, *, alpha0=
     violation = np.inf
     while True:
         levels += 1
-        newton_tol = max(1e-3 * cd_tol, 1e-13)
         while sweeps < max_sweeps:
             # sq from c afresh each sweep: the in-place updates drift
             sq = constraint_halves(c, member_ptr, member_idx, T)

@@ -1,0 +1,68 @@
+"""What the binary linear estimators share (ℓ1-LR, MSLR): prediction from
+the selected columns, the selector mask and scikit-learn's tags."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ultrafs.store.base import ColumnStore
+
+__all__ = ["BinaryLinearMixin"]
+
+
+class BinaryLinearMixin:
+    """Prediction and selection for a fitted binary linear model.
+
+    A subclass sets, in ``fit``: ``classes_`` (2), ``n_features_in_``,
+    ``selected_features_`` (increasing columns), ``_predict_coef`` (their
+    weights), ``intercept_`` (shape (1,)) and ``model_`` (the
+    :class:`~ultrafs.model.Model`, which predicts on stores).
+    """
+
+    def _dense_coef(self, selected):
+        """``selected`` weights spread over every input column, shape (1, n)."""
+        check_is_fitted(self)
+        coef = np.zeros((1, self.n_features_in_))
+        coef[0, self.selected_features_] = selected
+        return coef
+
+    def _get_support_mask(self):
+        check_is_fitted(self)
+        mask = np.zeros(self.n_features_in_, dtype=bool)
+        mask[self.selected_features_] = True
+        return mask
+
+    def decision_function(self, X):
+        """``X @ coef_ + intercept_``; positive values predict ``classes_[1]``."""
+        check_is_fitted(self)
+        if isinstance(X, ColumnStore):
+            return self.model_.decision_function_store(X)
+        X = validate_data(self, X, accept_sparse=("csr", "csc"),
+                          dtype=(np.float64, np.float32), reset=False)
+        columns = self.selected_features_
+        if sp.issparse(X):
+            decision = (np.zeros(X.shape[0]) if not len(columns)
+                        else np.asarray(X.tocsc()[:, columns] @ self._predict_coef).ravel())
+        else:
+            decision = np.asarray(X[:, columns], dtype=np.float64) @ self._predict_coef
+        return decision + self.intercept_[0]
+
+    def predict(self, X):
+        """Predicted class labels."""
+        decision = self.decision_function(X)
+        return self.classes_[(decision > 0).astype(int)]
+
+    def predict_proba(self, X):
+        """Probabilities of ``classes_`` (columns), shape (n_samples, 2)."""
+        from scipy.special import expit
+
+        positive = expit(self.decision_function(X))
+        return np.column_stack([1.0 - positive, positive])
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.classifier_tags.multi_class = False
+        return tags
