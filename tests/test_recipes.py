@@ -380,7 +380,8 @@ ALLOWED = {
                 "scoring", "features", "solvers"},
     "datasets": {"errors", "kernels", "store"},
 }
-FACES = {"api", "cli", "estimator", "l1_estimator", "mslr_estimator", "model", "report"}
+FACES = {"api", "binary_linear", "cli", "estimator", "l1_estimator", "mslr_estimator", "model",
+         "report"}
 
 
 def _imported_units(path):
