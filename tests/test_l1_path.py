@@ -18,6 +18,7 @@ from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 
 from tests.cli_tools import assert_one_line_error, run
+from tests.sparse_problems import sparse_binary_problem
 from ultrafs.api import l1_path, select_l1
 from ultrafs.errors import ParameterError
 from ultrafs.l1_estimator import L1LogisticRegression
@@ -28,14 +29,7 @@ from ultrafs.store.memory import InMemoryStore
 
 
 def _problem(seed=0, n=120, m=300, density=0.05):
-    rng = np.random.default_rng(seed)
-    X = sp.random(n, m, density=density, format="csr", random_state=seed,
-                  data_rvs=lambda k: rng.random(k) + 0.5)
-    w = np.zeros(m)
-    w[rng.choice(m, 10, replace=False)] = rng.standard_normal(10) * 3
-    y = np.where(X @ w + 0.3 * rng.standard_normal(n) > 0, 1.0, -1.0)
-    y[:2] = [1.0, -1.0]
-    return X, y
+    return sparse_binary_problem(seed, n, m, density)
 
 
 @pytest.fixture(scope="module")
