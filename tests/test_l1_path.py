@@ -13,7 +13,6 @@ import json
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.linear_model import LogisticRegression
 

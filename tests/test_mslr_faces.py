@@ -13,7 +13,6 @@ import json
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from sklearn.linear_model import LogisticRegression
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
