@@ -114,7 +114,7 @@ def box_floor(s):
 
 
 @njit(cache=True, nogil=True)
-def newton_bisection(a, b, sq, c1, c2, q, eps, max_iter, lam):
+def newton_bisection(a, b, sq, c1, c2, q, eps, max_iter, lam, g0=np.nan):
     """Minimise ``p`` over ``(−c1, c2)`` (Algorithm 3, safeguarded Newton).
 
     The root of ``p'`` is bracketed on the side of the midpoint ``z_m``
@@ -147,6 +147,10 @@ def newton_bisection(a, b, sq, c1, c2, q, eps, max_iter, lam):
         Newton / bisection steps at most.
     lam : float64 array, shape (T,)
         Scratch.
+    g0 : float, optional
+        ``p'(0)`` when the caller has it (:func:`cd_sweep` does): below
+        ``eps`` nothing moves, and its sign with the side of 0 from ``z_m``
+        often tells the side of the root without evaluating ``p'(z_m)``.
 
     Returns
     -------
@@ -162,11 +166,18 @@ def newton_bisection(a, b, sq, c1, c2, q, eps, max_iter, lam):
     """
     T = sq.shape[0]
     s = c1 + c2
+    if abs(g0) < eps:                # p'(0) given and small: stay
+        return c1, c2, 0.0, 0
     zm = 0.5 * (c2 - c1)
-    softmax_weights(q, sq, a, b, zm, lam)
-    slope = 0.0
-    for t in range(T):
-        slope += lam[t] * (a[t] * zm + b[t])
+    if g0 >= 0.0 and zm >= 0.0:      # root in (−c1, 0] ⊂ (−c1, z_m]
+        slope = 1.0
+    elif g0 < 0.0 and zm <= 0.0:     # root in (0, c2) ⊂ [z_m, c2)
+        slope = -1.0
+    else:                            # p'(z_m): its log term is 0
+        softmax_weights(q, sq, a, b, zm, lam)
+        slope = 0.0
+        for t in range(T):
+            slope += lam[t] * (a[t] * zm + b[t])
     if slope >= 0.0:                 # root in (−c1, z_m]: Z = c1 + z
         sigma = 1.0
         co = c1
@@ -267,6 +278,8 @@ def cd_sweep(indptr, indices, data, y, member_ptr, member_idx, alpha, alpha_c, c
     a = np.zeros(T)
     b = np.zeros(T)
     lam = np.empty(T)
+    lam0 = np.empty(T)
+    stale = True
     violation = 0.0
     newton = 0
     for k in range(order.shape[0]):
@@ -285,16 +298,18 @@ def cd_sweep(indptr, indices, data, y, member_ptr, member_idx, alpha, alpha_c, c
         yi = y[i]
         for t in range(T):
             b[t] *= yi
-        softmax_weights(q, sq, a, b, 0.0, lam)
+        if stale:                    # λ at z = 0 depends on sq alone
+            softmax_weights(q, sq, a, b, 0.0, lam0)
+            stale = False
         g = math.log(alpha[i]) - math.log(alpha_c[i])
         for t in range(T):
-            g += lam[t] * b[t]
+            g += lam0[t] * b[t]
         floor = box_floor(alpha[i] + alpha_c[i])
         if not ((g > 0.0 and alpha[i] <= floor) or (g < 0.0 and alpha_c[i] <= floor)):
             if abs(g) > violation:
                 violation = abs(g)
         new, new_c, z, n_it = newton_bisection(a, b, sq, alpha[i], alpha_c[i], q, eps,
-                                               max_newton, lam)
+                                               max_newton, lam, g)
         newton += n_it
         if z == 0.0:
             continue
@@ -305,6 +320,7 @@ def cd_sweep(indptr, indices, data, y, member_ptr, member_idx, alpha, alpha_c, c
             c[indices[e]] += step * data[e]
         for t in range(T):
             sq[t] += (0.5 * a[t] * z + b[t]) * z
+        stale = True
     return violation, newton
 
 
