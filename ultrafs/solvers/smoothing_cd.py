@@ -46,7 +46,7 @@ from ultrafs.errors import ParameterError
 from ultrafs.kernels.mslr import constraint_halves, cd_sweep, entropy, primal_value
 
 __all__ = ["MinimaxSolution", "solve_minimax_smoothing", "constraint_membership",
-           "Q0", "BETA"]
+           "smoothed_value", "Q0", "BETA"]
 
 #: the paper's initial smoothing parameter and its growth factor
 Q0 = 0.01
