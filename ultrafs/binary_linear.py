@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ultrafs.store.base import ColumnStore
@@ -20,6 +21,32 @@ class BinaryLinearMixin:
     weights), ``intercept_`` (shape (1,)) and ``model_`` (the
     :class:`~ultrafs.model.Model`, which predicts on stores).
     """
+
+    def _training_store(self, X, y):
+        """The store ``fit`` selects from: ``X`` itself when it is an opened
+        binary ColumnStore, else an in-memory store of the matrix with the
+        class indices of ``y``; sets ``classes_``, ``n_features_in_`` and
+        the store's id offset (``_offset``)."""
+        if isinstance(X, ColumnStore):
+            self.classes_ = np.asarray(X.classes)
+            self.n_features_in_ = int(X.id_space)
+            self._offset = int(X.id_offset)
+            return X
+        X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"),
+                             dtype=(np.float64, np.float32))
+        check_classification_targets(y)
+        kind = type_of_target(y, input_name="y", raise_unknown=True)
+        if kind != "binary":
+            raise ValueError("Only binary classification is supported. The type of "
+                             f"the target is {kind}.")
+        self.classes_, index = np.unique(y, return_inverse=True)
+        if len(self.classes_) != 2:
+            raise ValueError(f"{type(self).__name__} needs 2 classes; y has 1 class")
+        from ultrafs.store.memory import InMemoryStore
+
+        kwargs = {} if self.block_size is None else {"block_size": self.block_size}
+        self._offset = 0
+        return InMemoryStore(X, index.astype(np.float64), **kwargs)
 
     def _dense_coef(self, selected):
         """``selected`` weights spread over every input column, shape (1, n)."""

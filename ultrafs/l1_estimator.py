@@ -5,14 +5,11 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.feature_selection import SelectorMixin
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import validate_data
 
 from ultrafs.api import select_l1
 from ultrafs.binary_linear import BinaryLinearMixin
 from ultrafs.errors import ParameterError
 from ultrafs.methods.l1_path import SCREENINGS
-from ultrafs.store.base import ColumnStore
 
 __all__ = ["L1LogisticRegression"]
 
@@ -91,24 +88,7 @@ class L1LogisticRegression(BinaryLinearMixin, SelectorMixin, ClassifierMixin,
         if self.screening not in SCREENINGS:
             raise ParameterError(f"screening must be one of {', '.join(SCREENINGS)}, "
                                  f"got {self.screening!r}")
-        if isinstance(X, ColumnStore):
-            store = X
-            self.classes_ = np.asarray(store.classes)
-            self.n_features_in_ = int(store.id_space)
-            self._offset = int(store.id_offset)
-        else:
-            X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"),
-                                 dtype=(np.float64, np.float32))
-            check_classification_targets(y)
-            self.classes_, index = np.unique(y, return_inverse=True)
-            if len(self.classes_) != 2:
-                raise ValueError("L1LogisticRegression needs exactly 2 classes, y has "
-                                 f"{len(self.classes_)}")
-            from ultrafs.store.memory import InMemoryStore
-
-            kwargs = {} if self.block_size is None else {"block_size": self.block_size}
-            store = InMemoryStore(X, index.astype(np.float64), **kwargs)
-            self._offset = 0
+        store = self._training_store(X, y)
         options = {"screening": self.screening, "sequential": bool(self.sequential),
                    "tol": float(self.tol), "max_iter": int(self.max_iter),
                    "block_size": self.block_size, "scheduler": self.scheduler,

@@ -5,12 +5,9 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.feature_selection import SelectorMixin
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import validate_data
 
 from ultrafs.api import select_mslr
 from ultrafs.binary_linear import BinaryLinearMixin
-from ultrafs.store.base import ColumnStore
 
 __all__ = ["MSLRClassifier"]
 
@@ -93,27 +90,7 @@ class MSLRClassifier(BinaryLinearMixin, SelectorMixin, ClassifierMixin, BaseEsti
         -------
         self : MSLRClassifier
         """
-        if isinstance(X, ColumnStore):
-            store = X
-            self.classes_ = np.asarray(store.classes)
-            self.n_features_in_ = int(store.id_space)
-            self._offset = int(store.id_offset)
-        else:
-            X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"),
-                                 dtype=(np.float64, np.float32))
-            check_classification_targets(y)
-            kind = type_of_target(y, input_name="y", raise_unknown=True)
-            if kind != "binary":
-                raise ValueError("Only binary classification is supported. The type of "
-                                 f"the target is {kind}.")
-            self.classes_, index = np.unique(y, return_inverse=True)
-            if len(self.classes_) != 2:
-                raise ValueError("MSLRClassifier needs 2 classes; y has 1 class")
-            from ultrafs.store.memory import InMemoryStore
-
-            kwargs = {} if self.block_size is None else {"block_size": self.block_size}
-            store = InMemoryStore(X, index.astype(np.float64), **kwargs)
-            self._offset = 0
+        store = self._training_store(X, y)
         model = select_mslr(store, B=self.B, C=self.C, max_iter=self.max_iter,
                             tol=self.tol, subproblem_tol=self.subproblem_tol,
                             retrain=bool(self.retrain), retrain_C=self.retrain_C,
