@@ -679,7 +679,7 @@ def select_mslr(data, y=None, *, B=10, C=10.0, max_iter=10, tol=1e-3,
         the retrained model, ``params["constraints"]`` the feature ids of
         every ``S_t`` and ``params["mu"]`` their weights.
     """
-    from ultrafs.methods.mslr import fit_mslr, retrain as retrain_model
+    from ultrafs.methods.mslr import check_retrain_C, fit_mslr, retrain as retrain_model
 
     from ultrafs.methods.validation import default_C
 
@@ -693,12 +693,8 @@ def select_mslr(data, y=None, *, B=10, C=10.0, max_iter=10, tol=1e-3,
         C_rule = "scale"
         C = default_C(features, block_size=block_size, scheduler=scheduler,
                       num_workers=num_workers)
-    if retrain and not (retrain_C == "auto" or (
-            isinstance(retrain_C, (int, float, np.integer, np.floating))
-            and not isinstance(retrain_C, bool) and np.isfinite(retrain_C)
-            and retrain_C > 0)):
-        raise ParameterError(f"retrain_C must be a number > 0 or 'auto', got "
-                             f"{retrain_C!r}")
+    if retrain:
+        retrain_C = check_retrain_C(retrain_C)      # before the selection's passes
     result = fit_mslr(features, labels, B=B, C=C, max_iter=max_iter, tol=tol,
                       subproblem_tol=subproblem_tol, block_size=block_size,
                       scheduler=scheduler, num_workers=num_workers, callback=callback,
@@ -722,7 +718,7 @@ def select_mslr(data, y=None, *, B=10, C=10.0, max_iter=10, tol=1e-3,
                                  fit_intercept=retrain_intercept, seed=seed)
         # what refit_prefix (the report's curves) reads: the retraining's C
         # and intercept setting; MSLR itself has no intercept
-        params.update(retrain_C=retrain_C if retrain_C == "auto" else float(retrain_C),
+        params.update(retrain_C=retrain_C,
                       refit_C=float(refitted["C"]),
                       fit_intercept=bool(retrain_intercept))
         if "validation" in refitted:

@@ -49,7 +49,7 @@ from ultrafs.rss import peak_rss_mb
 from ultrafs.scoring.worst_case import worst_case_analysis
 from ultrafs.solvers.smoothing_cd import BETA, Q0, solve_minimax_smoothing
 
-__all__ = ["MSLRResult", "fit_mslr", "validate_mslr_params", "retrain",
+__all__ = ["MSLRResult", "fit_mslr", "validate_mslr_params", "retrain", "check_retrain_C",
            "DEFAULT_RETRAIN_C", "RETRAIN_VALIDATION_FRACTION"]
 
 #: C of the ℓ2-LR retraining (the paper's value for its synthetic study)
@@ -180,6 +180,7 @@ def fit_mslr(features, y, *, B=10, C=10.0, max_iter=10, tol=1e-3, subproblem_tol
     alpha_c = np.full(n, C - start)
     cache = ColumnCache(n)
     keys = np.zeros(0, dtype=np.int64)
+    batch_ptr = [0]             # first-selection boundaries (an iteration may add none)
     position = {}
     constraints = []
     seen = set()
@@ -222,8 +223,7 @@ def fit_mslr(features, y, *, B=10, C=10.0, max_iter=10, tol=1e-3, subproblem_tol
             for k in new:
                 position[int(k)] = len(position)
             keys = np.concatenate([keys, new])
-        else:
-            cache.batch_ptr = np.append(cache.batch_ptr, cache.batch_ptr[-1])
+        batch_ptr.append(len(keys))
         constraints.append(np.array([position[int(k)] for k in chosen], dtype=np.int64))
         materialize_seconds = time.perf_counter() - started
         materialize_peak = peak_rss_mb()
@@ -269,7 +269,7 @@ def fit_mslr(features, y, *, B=10, C=10.0, max_iter=10, tol=1e-3, subproblem_tol
                           constraints=[], mu=np.zeros(0), d=np.zeros(0),
                           coef=np.zeros(0), alpha=alpha, history=history,
                           stop_reason=stop_reason)
-    return MSLRResult(keys=keys, batch_ptr=cache.batch_ptr.copy(),
+    return MSLRResult(keys=keys, batch_ptr=np.asarray(batch_ptr, dtype=np.int64),
                       constraints=constraints, mu=solution.mu, d=solution.d,
                       coef=solution.coef, alpha=alpha, history=history,
                       stop_reason=stop_reason, block=_block(cache))
@@ -297,14 +297,27 @@ def _block(cache):
 
 
 def _row_subset(block, rows, n):
-    """The block's columns (``n`` rows) restricted to ``rows``, renumbered."""
+    """The block's columns (``n`` rows) restricted to ``rows`` (increasing),
+    renumbered (:func:`ultrafs.kernels.sparse_ops.csc_take_rows`)."""
+    from ultrafs.kernels.sparse_ops import csc_take_rows
     from ultrafs.store.base import ColumnBlock
 
-    csc = sp.csc_matrix((block.values(np.float64), block.indices, block.indptr),
-                        shape=(n, block.n_columns))[rows, :].tocsc()
-    csc.sort_indices()
-    return ColumnBlock(0, csc.indptr.astype(np.int64), csc.indices.astype(np.int32),
-                       csc.data.astype(np.float64))
+    row_map = np.full(n, -1, dtype=np.int64)
+    row_map[rows] = np.arange(len(rows), dtype=np.int64)
+    indptr, indices, data = csc_take_rows(np.asarray(block.indptr, dtype=np.int64),
+                                          block.indices, block.values(np.float64),
+                                          row_map)
+    return ColumnBlock(0, indptr, indices, data)
+
+
+def check_retrain_C(C):
+    """The retraining's C: ``"auto"``, or a float (finite, > 0); else one line."""
+    if C == "auto":
+        return C
+    if isinstance(C, bool) or not isinstance(C, (int, float, np.integer, np.floating)) \
+            or not (np.isfinite(C) and C > 0):
+        raise ParameterError(f"retrain_C must be a number > 0 or 'auto', got {C!r}")
+    return float(C)
 
 
 def retrain(block, y, *, C=DEFAULT_RETRAIN_C, fit_intercept=True, seed=0,
@@ -340,14 +353,12 @@ def retrain(block, y, *, C=DEFAULT_RETRAIN_C, fit_intercept=True, seed=0,
         also ``validation``: ``{"method": "holdout", "fraction", "seed",
         "C", "points": [{"C", "accuracy", "loss"}, ...]}``.
     """
-    from ultrafs.methods.refit import check_refit_C, refit_block
+    from ultrafs.methods.refit import refit_block
     from ultrafs.methods.validation import c_grid, stratified_split
 
     y = np.asarray(y, dtype=np.float64)
-    if isinstance(C, str):
-        if C != "auto":
-            raise ParameterError(f"the retraining's C must be a number > 0 or 'auto', "
-                                 f"got {C!r}")
+    C = check_retrain_C(C)
+    if C == "auto":
         train, held = stratified_split(y > 0, fraction, seed)
         fit_part = _row_subset(block, train, len(y))
         score_part = _row_subset(block, held, len(y))
@@ -367,8 +378,7 @@ def retrain(block, y, *, C=DEFAULT_RETRAIN_C, fit_intercept=True, seed=0,
         result["validation"] = {"method": "holdout", "fraction": float(fraction),
                                 "seed": int(seed), "C": best["C"], "points": points}
         return result
-    return refit_block(block, y, loss="logistic", C=check_refit_C(C),
-                       fit_intercept=fit_intercept)
+    return refit_block(block, y, loss="logistic", C=C, fit_intercept=fit_intercept)
 
 
 def _decision(block, coef, intercept, n):
