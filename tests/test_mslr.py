@@ -369,11 +369,16 @@ def test_t5_reduced_problem_equals_fgm_subproblem():
     print(f"T5: |P(v) − F_FGM| / F_FGM = {rel_primal:.2e}, "
           f"|−upper − F_FGM| / F_FGM = {rel_upper:.2e}")
     assert rel_primal <= 1e-4 and rel_upper <= 1e-4
+    _assert_same_model_and_next_set(X, y, r, union, sol.coef, sol.alpha, v_fgm, dual)
+
+
+def _assert_same_model_and_next_set(X, y, r, columns, coef, alpha, v_fgm, dual):
+    """MSLR's v equals FGM's (to 1e-3 of its largest weight) and both pick
+    the same next constraint."""
     v = np.zeros(X.shape[1])
-    v[union] = sol.coef
+    v[columns] = coef
     assert np.abs(v - v_fgm).max() <= 1e-3 * np.abs(v_fgm).max()
-    # both pick the same next constraint
-    next_mslr = top_r(correlations(X, y, sol.alpha) ** 2, r)
+    next_mslr = top_r(correlations(X, y, alpha) ** 2, r)
     next_fgm = top_r((X.T @ dual) ** 2, r)
     assert set(next_mslr) == set(next_fgm)
 
@@ -390,12 +395,7 @@ def test_t5_cutting_plane_subproblems_equal_fgm():
     objective = result.history[-1]["objective"]
     assert objective == pytest.approx(fgm.objective, rel=1e-4)
     assert -result.history[-1]["upper"] == pytest.approx(fgm.objective, rel=1e-4)
-    v = np.zeros(X.shape[1])
-    v[ids] = result.coef
-    assert np.abs(v - v_fgm).max() <= 1e-3 * np.abs(v_fgm).max()
-    next_mslr = top_r(correlations(X, y, result.alpha) ** 2, r)
-    next_fgm = top_r((X.T @ dual) ** 2, r)
-    assert set(next_mslr) == set(next_fgm)
+    _assert_same_model_and_next_set(X, y, r, ids, result.coef, result.alpha, v_fgm, dual)
 
 
 # ============================================== T6: the worst-case analysis
