@@ -22,10 +22,13 @@ from ultrafs.features.groups import GroupFeatures
 from ultrafs.features.tree import TreeFeatures
 from ultrafs.features.additive import (HIKFeatures, Chi2Features,
                                       IntersectionFeatures, JSFeatures)
+from ultrafs.features.rff import RandomFourierFeatures
+from ultrafs.features.rbf import RBFKernelFeatures
 
 __all__ = ["FeatureSpace", "FEATURE_SPACES", "register_feature_space",
            "LinearFeatures", "PolyFeatures", "GroupFeatures", "TreeFeatures",
            "HIKFeatures", "Chi2Features", "IntersectionFeatures", "JSFeatures",
+           "RandomFourierFeatures", "RBFKernelFeatures",
            "PairKeys",
            "make_feature_space",
            "build_feature_space", "feature_space_from_spec"]
