@@ -375,7 +375,7 @@ ALLOWED = {
     "store": {"errors", "atomic", "kernels", "ultrafs"},
     "scoring": {"errors", "kernels", "store"},
     "solvers": {"errors", "kernels"},
-    "features": {"errors", "kernels", "store", "scoring"},
+    "features": {"errors", "kernels", "store", "scoring", "solvers"},
     "methods": {"errors", "atomic", "json_fields", "rss", "kernels", "store",
                 "scoring", "features", "solvers"},
     "datasets": {"errors", "kernels", "store"},

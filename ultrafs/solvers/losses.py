@@ -413,6 +413,40 @@ class Logistic(Loss):
             )
         return math.log(n_pos / n_neg)
 
+    def dual_value(self, y, f, theta, C, weights=None):
+        """Return the Fenchel dual objective at the dual point ``theta * alpha(f)``.
+
+        For ``P = C sum_i s_i l(y_i, f_i) + lam ||w||_1`` the dual point
+        ``u_i = -theta C s_i dl/df_i`` has value ``-sum_i l_i^*(-u_i) = C
+        sum_i s_i H(a_i)`` with ``a_i = theta sigma(-y_i f_i)`` and ``H(a) =
+        -a log a - (1 - a) log(1 - a)`` (Koh, Kim & Boyd; the digest's
+        §A1).  ``1 - a`` is ``sigma(y f)`` itself when ``theta = 1`` (never a
+        subtraction that cancels).
+
+        Parameters
+        ----------
+        y, f : ndarray of float64, shape (n,)
+        theta : float
+            Scaling in ``[0, 1]`` that makes the dual point feasible.
+        C : float
+        weights : ndarray of float64, shape (n,), optional
+
+        Returns
+        -------
+        float
+        """
+        from scipy.special import expit, log_expit
+
+        margin = y * f
+        a = theta * expit(-margin)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_a = np.log(theta) + log_expit(-margin) if theta > 0 else np.full_like(a, -np.inf)
+            log_rest = log_expit(margin) if theta == 1.0 else np.log1p(-a)
+            terms = -np.where(a > 0, a * log_a, 0.0) - np.where(a < 1, (1.0 - a) * log_rest, 0.0)
+        if weights is not None:
+            terms = terms * weights
+        return float(C * np.sum(terms))
+
 
 class SquaredHinge(Loss):
     """Squared hinge ``l = max(0, 1 - y f)^2 / 2``; ``alpha / C = max(0, 1 - y f)``."""
@@ -448,6 +482,32 @@ class SquaredHinge(Loss):
             return 0.0
         n_pos = int(np.count_nonzero(y > 0))
         return (2 * n_pos - n) / n
+
+    def dual_value(self, y, f, theta, C, weights=None):
+        """Return the Fenchel dual objective at the dual point ``theta * alpha(f)``.
+
+        With ``v_i = theta C s_i max(0, 1 - y_i f_i)`` (``alpha`` scaled)
+        the dual value is ``sum_i v_i - v_i^2 / (2 C s_i)``: minus the
+        conjugate of ``C s_i max(0, 1 - y f)^2 / 2`` at ``-v_i y_i``.
+
+        Parameters
+        ----------
+        y, f : ndarray of float64, shape (n,)
+        theta : float
+        C : float
+        weights : ndarray of float64, shape (n,), optional
+
+        Returns
+        -------
+        float
+        """
+        slack = np.maximum(0.0, 1.0 - y * f)
+        # v / (C s) = theta * slack, so v - v^2 / (2 C s) = C s (theta slack - (theta slack)^2 / 2)
+        a = theta * slack
+        terms = a - 0.5 * a * a
+        if weights is not None:
+            terms = terms * weights
+        return float(C * np.sum(terms))
 
 
 class MulticlassLoss(Loss):

@@ -155,6 +155,43 @@ class CSCOperator:
                         lambda: sparse_ops.csc_rmatvec_ranges_parallel(*args),
                         self.nnz * self.n_outputs)
 
+    def rmatvec_hess(self, r, s):
+        """Return ``(X' r, (X∘X)' s)``: the gradient and the Hessian diagonal
+        products of the l1 solvers (one output)."""
+        if self.n_outputs != 1:
+            raise ParameterError("rmatvec_hess takes one output per sample")
+        if getattr(self, "_squares", None) is None:
+            self._squares = np.ascontiguousarray(np.square(self.data, dtype=np.float64))
+        squares = CSCOperator(self.indptr, self.indices, self._squares, self.n_rows)
+        return self.rmatvec(r), squares.rmatvec(np.ascontiguousarray(s, dtype=np.float64))
+
+    def _scipy(self):
+        return sp.csc_matrix((self.data, self.indices, self.indptr),
+                             shape=(self.n_rows, self.n_columns))
+
+    def columns(self, cols):
+        """Dense ``X[:, cols]``, float64, Fortran order (one output)."""
+        cols = np.asarray(cols, dtype=np.int64)
+        return np.asfortranarray(self._scipy()[:, cols].toarray(), dtype=np.float64)
+
+    def take_rows(self, rows):
+        """Dense ``X[rows]``, float64, C order (one output)."""
+        indptr, indices, data = self._csr()
+        if len(data) != len(indices):
+            data = self.data  # pattern-only rows: rebuild with the values
+            X = self._scipy().tocsr()
+        else:
+            X = sp.csr_matrix((data, indices, indptr), shape=(self.n_rows, self.n_columns))
+        rows = np.asarray(rows, dtype=np.int64)
+        return np.ascontiguousarray(X[rows].toarray(), dtype=np.float64)
+
+    def restrict(self, cols):
+        """A :class:`CSCOperator` of the columns ``cols`` only (one output)."""
+        cols = np.asarray(cols, dtype=np.int64)
+        X = self._scipy()[:, cols]
+        X.sort_indices()
+        return CSCOperator(X.indptr.astype(np.int64), X.indices, X.data, self.n_rows)
+
     def column_blocks(self, block_ptr):
         """Return coefficient blocks ``block_ptr`` as column blocks."""
         if self.n_outputs == 1:
