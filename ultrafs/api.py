@@ -15,7 +15,7 @@ from ultrafs.model import Model
 from ultrafs.store import as_store
 
 __all__ = ["select", "class_weight_values", "l1_path", "select_l1", "l1_model",
-           "path_to_dict", "select_mslr"]
+           "path_to_dict", "select_mslr", "select_sklr"]
 
 
 def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
@@ -755,3 +755,116 @@ def _mslr_labels(store):
             f"minimax sparse logistic regression needs two classes; the data has "
             f"{n_classes}")
     return np.asarray(y, dtype=np.float64)
+
+
+def select_sklr(data, y=None, *, basis="rff", n_components=1000, sigma=None, seed=0,
+                solver="cgd", lam_ratio=0.1, lam=None, two_stage=None,
+                fit_intercept=True, tol=None, max_iter=None, scaling=None,
+                row_chunk=None, cache_bytes=None, command=None):
+    """Fit sparse kernel logistic regression (seed 001) and return its :class:`Model`.
+
+    Parameters
+    ----------
+    data : ColumnStore, path of a store, ndarray or scipy.sparse matrix
+    y : array-like, optional
+        Two classes when ``data`` is an array.
+    basis : {"rff", "rbf"}
+        Random Fourier features generated on the fly from ``seed``
+        (``n_components`` of them), or the exact RBF kernel columns on the
+        training points (at most 20,000 rows).
+    n_components : int
+        ``D`` of the random features (ignored by ``rbf``).
+    sigma : float, optional
+        Width of ``exp(-||x - z||² / sigma²)``; None: the median pairwise
+        distance of at most 1,000 seeded rows.
+    seed : int
+        Seeds Ω and b, the median heuristic's subsample and SGD-C.
+    solver, lam_ratio, lam, two_stage, fit_intercept, tol, max_iter, scaling,
+    row_chunk, cache_bytes
+        See :func:`ultrafs.methods.sklr.fit_sklr`.
+    command : str, optional
+        Recorded in ``params``.
+
+    Returns
+    -------
+    model : Model
+        ``params["method"] == "sklr"``.  ``features`` are the basis
+        functions with a nonzero weight (random-feature numbers for
+        ``rff``; for ``rbf`` the support points, numbered in the order of
+        ``params["support_rows"]``, the training rows they are), and
+        ``feature_space`` rebuilds them on any store: the seed and σ for
+        ``rff`` (Ω is never written), the support points themselves for
+        ``rbf``.
+    """
+    from ultrafs.features import build_feature_space
+    from ultrafs.methods.sklr import BASES, check_solver_options, fit_sklr
+
+    if basis not in BASES:
+        raise ParameterError(f"basis must be one of {', '.join(BASES)}, got {basis!r}")
+    check_solver_options(solver, lam_ratio, lam, two_stage, scaling)
+    store = as_store(data, y)
+    labels = _binary_labels(store)
+    if basis == "rff":
+        space = build_feature_space(store, "rff", n_components=n_components, sigma=sigma,
+                                    seed=seed)
+    else:
+        space = build_feature_space(store, "rbf", sigma=sigma)
+    result = fit_sklr(space, labels, solver=solver, lam_ratio=lam_ratio, lam=lam,
+                      two_stage=two_stage, fit_intercept=fit_intercept, tol=tol,
+                      max_iter=max_iter, scaling=scaling, seed=seed,
+                      row_chunk=row_chunk, cache_bytes=cache_bytes)
+    sol = result.solution
+    cert = sol.certificate
+    params = {"method": "sklr", "basis": basis, "solver": solver,
+              "sigma": float(space.sigma), "seed": int(seed),
+              "n_basis": int(space.n_candidates),
+              "lam": result.lam, "lam_max": result.lam_max,
+              "lam_ratio": result.lam / result.lam_max if result.lam_max > 0 else None,
+              "two_stage": two_stage, "fit_intercept": bool(fit_intercept),
+              "tol": float(DEFAULT_TOL_OF(solver) if tol is None else tol),
+              "converged": bool(sol.converged), "n_iter": int(sol.n_iter),
+              "objective": float(cert.primal), "duality_gap": float(cert.gap),
+              "rel_gap": float(cert.rel_gap), "kkt": float(cert.kkt),
+              "nnz": int(len(result.keys)),
+              "nnz_pct": 100.0 * len(result.keys) / max(space.n_candidates, 1),
+              "seconds": float(result.seconds), "loss": "logistic", "C": 1.0,
+              "id_offset": int(store.id_offset),
+              "data_fingerprint": getattr(store, "fingerprint", None)}
+    if basis == "rff":
+        params["n_components"] = int(n_components)
+        ids = space.feature_ids(result.keys)
+        feature_space = space.spec()
+    else:
+        ids = list(range(len(result.keys)))
+        feature_space = space.restricted(result.keys)
+        params["support_rows"] = [int(k) for k in result.keys]
+    if result.stage1 is not None:
+        s1 = result.stage1
+        params["stage1"] = {"lam": result.lam, "nnz": s1.nnz,
+                            "n_iter": int(s1.n_iter), "rel_gap": float(s1.certificate.rel_gap),
+                            "converged": bool(s1.converged)}
+        params["lam2"] = result.lam * two_stage
+    if sol.info.get("eta0") is not None:
+        params["eta0"] = float(sol.info["eta0"])
+    if command:
+        params["command"] = command
+    return Model(
+        features=ids,
+        coef=result.coef[result.keys],
+        intercept=float(result.intercept),
+        batches=[0, len(ids)],
+        loss="logistic",
+        classes=[float(c) for c in store.classes],
+        target="binary",
+        feature_space=feature_space,
+        params=params,
+        history=result.history,
+        stop_reason=result.stop_reason,
+    )
+
+
+def DEFAULT_TOL_OF(solver):
+    """The default certificate of ``solver`` (:data:`ultrafs.methods.sklr.DEFAULT_TOL`)."""
+    from ultrafs.methods.sklr import DEFAULT_TOL
+
+    return DEFAULT_TOL[solver]

@@ -1,0 +1,173 @@
+"""Sparse kernel logistic regression (seed 001, Qin et al.).
+
+Model (2) of the paper, with the digest's optional unpenalised bias::
+
+    min_{w, b}  sum_i log(1 + exp(-y_i (φ(x_i)' w + c))) + lam ||w||_1
+
+over a kernel basis ``φ``: random Fourier features
+(:class:`~ultrafs.features.rff.RandomFourierFeatures`, ``w`` in R^D,
+generated on the fly from a seed) or the exact RBF kernel columns on the
+training points (:class:`~ultrafs.features.rbf.RBFKernelFeatures`, ``w`` in
+R^N, small N).  It does not select input features: its coefficients index
+basis functions, and a sparse ``w`` makes prediction cheap.
+
+``lam = lam_ratio * lam_max`` with ``lam_max = ||∇_w f(0, b_0)||_inf`` of
+the model actually solved (the digest's correction of the paper's eq. 16).
+The problem is solved by one of the l1 solvers of
+:mod:`ultrafs.solvers.l1_solvers` to its duality-gap certificate,
+optionally in two stages (stage 2 on stage 1's support at ``ratio * lam``).
+
+This module takes a feature space and labels; the faces (API, CLI,
+estimator) build both and write the model.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ultrafs.errors import ParameterError
+from ultrafs.solvers.datafits import Datafit
+from ultrafs.solvers.l1_problem import L1Problem
+from ultrafs.solvers.l1_solvers import L1_SOLVERS, solve_l1
+from ultrafs.solvers.losses import get_loss
+
+__all__ = ["SKLRResult", "fit_sklr", "DEFAULT_TOL", "DEFAULT_MAX_ITER", "BASES"]
+
+#: the kernel bases by the faces' name (feature-space kinds)
+BASES = ("rff", "rbf")
+#: the certificate each solver stops on by default (relative duality gap)
+DEFAULT_TOL = {"fista": 1e-6, "mfista": 1e-6, "cgd": 1e-6, "sgd": 1e-2}
+#: the paper's caps (FISTA 3000, CGD 5000 iterations); SGD-C: epochs
+DEFAULT_MAX_ITER = {"fista": 3000, "mfista": 3000, "cgd": 5000, "sgd": 10}
+
+
+@dataclass
+class SKLRResult:
+    """What :func:`fit_sklr` returns.
+
+    Attributes
+    ----------
+    coef : float64 array (M,)
+        Over every basis function (zeros included).
+    intercept : float
+    keys : int64 array
+        The basis functions with a nonzero weight, increasing.
+    lam, lam_max : float
+    solution : L1Solution
+        The (last stage's) solution with its certificate.
+    stage1 : L1Solution or None
+        Stage 1 of the two-stage scheme.
+    seconds : float
+    history : list of dict
+    """
+
+    coef: np.ndarray
+    intercept: float
+    keys: np.ndarray
+    lam: float
+    lam_max: float
+    solution: object
+    stage1: object = None
+    seconds: float = 0.0
+    history: list = field(default_factory=list)
+
+    @property
+    def stop_reason(self) -> str:
+        """Why the solver stopped, in words."""
+        sol = self.solution
+        cert = sol.certificate
+        if not len(self.keys) and self.lam >= self.lam_max:
+            return f"lam >= lam_max: w = 0 is optimal (relative gap {cert.rel_gap:.2g})"
+        if sol.converged:
+            return f"relative duality gap {cert.rel_gap:.2g} <= tol"
+        return (f"iteration limit reached ({sol.n_iter}); relative duality gap "
+                f"{cert.rel_gap:.2g} above tol")
+
+
+def check_solver_options(solver, lam_ratio, lam, two_stage, scaling):
+    """One-line errors for the options the faces pass, before any pass."""
+    if solver not in L1_SOLVERS:
+        raise ParameterError(f"unknown solver {solver!r}; known: {', '.join(L1_SOLVERS)}")
+    if lam is None:
+        if not (isinstance(lam_ratio, (int, float)) and 0 < lam_ratio <= 1):
+            raise ParameterError(f"lam_ratio must lie in (0, 1], got {lam_ratio!r}")
+    elif not (isinstance(lam, (int, float)) and lam > 0 and np.isfinite(lam)):
+        raise ParameterError(f"lam must be a positive number, got {lam!r}")
+    if two_stage is not None:
+        if not (isinstance(two_stage, (int, float)) and 0 < two_stage <= 1):
+            raise ParameterError(f"the two-stage ratio must lie in (0, 1], got {two_stage!r}")
+        if solver == "sgd":
+            raise ParameterError("the two-stage scheme runs with fista, mfista or cgd")
+    if scaling is not None and solver != "mfista":
+        raise ParameterError("scaling applies to the mfista solver only")
+
+
+def fit_sklr(space, y, *, solver="cgd", lam_ratio=0.1, lam=None, two_stage=None,
+             fit_intercept=True, tol=None, max_iter=None, scaling=None, seed=0,
+             row_chunk=None, cache_bytes=None) -> SKLRResult:
+    """Fit sparse kernel logistic regression on a kernel basis.
+
+    Parameters
+    ----------
+    space : RandomFourierFeatures or RBFKernelFeatures
+        The basis over the training store (its ``operator()`` is ``Φ``).
+    y : float64 array (N,)
+        ±1 labels.
+    solver : {"fista", "mfista", "cgd", "sgd"}
+    lam_ratio : float in (0, 1]
+        ``lam = lam_ratio * lam_max`` (the paper's grid: 0.5, 0.2, 0.1, 0.05).
+    lam : float, optional
+        The penalty itself (overrides ``lam_ratio``).
+    two_stage : float, optional
+        ``lam_2 / lam_1`` of the two-stage scheme (the paper's 0.1).
+    fit_intercept : bool
+        Unpenalised bias (False: the paper's model 2).
+    tol, max_iter : optional
+        The certificate and cap (:data:`DEFAULT_TOL`, :data:`DEFAULT_MAX_ITER`).
+    scaling : {"min", "hessian"}, optional
+        mfista's metric: the paper's (7) (default) or (8).
+    seed : int
+        SGD-C's permutations.
+    row_chunk, cache_bytes : optional
+        Tiles of the basis operator (:class:`~ultrafs.solvers.basis_operator.BasisOperator`).
+
+    Returns
+    -------
+    SKLRResult
+    """
+    check_solver_options(solver, lam_ratio, lam, two_stage, scaling)
+    started = time.perf_counter()
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    operator = space.operator(row_chunk=row_chunk, cache_bytes=cache_bytes)
+    datafit = Datafit(get_loss("logistic", "binary"), operator, y, 1.0)
+    problem = L1Problem(datafit, 1.0, fit_intercept)
+    lam_max = problem.lam_max()
+    if lam is None:
+        lam = lam_ratio * lam_max
+    problem = problem.with_lam(lam)
+    options = {"tol": DEFAULT_TOL[solver] if tol is None else float(tol),
+               "max_iter": DEFAULT_MAX_ITER[solver] if max_iter is None else int(max_iter)}
+    if solver == "sgd":
+        options = {"tol": options["tol"], "max_epochs": options["max_iter"], "seed": seed}
+    if scaling is not None:
+        options["scaling"] = scaling
+    out = solve_l1(problem, solver, two_stage_ratio=two_stage, **options)
+    stage1 = None
+    if two_stage is not None:
+        stage1 = out.stage1
+        solution = out.stage2 if out.stage2 is not None else out.stage1
+        coef, bias = out.coef, out.bias
+    else:
+        solution = out
+        coef, bias = out.coef, out.bias
+    history = [{name: value for name, value in record.items()
+                if isinstance(value, (int, float)) and not isinstance(value, bool)}
+               for record in solution.history]
+    keys = np.flatnonzero(coef).astype(np.int64)
+    return SKLRResult(coef=np.asarray(coef, dtype=np.float64), intercept=-float(bias),
+                      keys=keys, lam=float(lam), lam_max=float(lam_max),
+                      solution=solution, stage1=stage1,
+                      seconds=time.perf_counter() - started, history=history)
