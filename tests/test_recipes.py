@@ -381,7 +381,7 @@ ALLOWED = {
     "datasets": {"errors", "kernels", "store"},
 }
 FACES = {"api", "binary_linear", "cli", "estimator", "l1_estimator", "mslr_estimator", "model",
-         "report"}
+         "report", "sklr_estimator"}
 
 
 def _imported_units(path):

@@ -19,13 +19,16 @@ CLI's ``--help``) stays instant.
 
 __version__ = "0.1.0"
 
-__all__ = ["FGMClassifier", "L1LogisticRegression", "MSLRClassifier", "Model",
+__all__ = ["FGMClassifier", "L1LogisticRegression", "MSLRClassifier",
+           "SparseKernelLogisticRegression", "Model",
            "InMemoryStore", "open_store", "select", "__version__"]
 
 _LAZY = {
     "FGMClassifier": ("ultrafs.estimator", "FGMClassifier"),
     "L1LogisticRegression": ("ultrafs.l1_estimator", "L1LogisticRegression"),
     "MSLRClassifier": ("ultrafs.mslr_estimator", "MSLRClassifier"),
+    "SparseKernelLogisticRegression": ("ultrafs.sklr_estimator",
+                                       "SparseKernelLogisticRegression"),
     "Model": ("ultrafs.model", "Model"),
     "InMemoryStore": ("ultrafs.store", "InMemoryStore"),
     "open_store": ("ultrafs.store", "open_store"),

@@ -964,6 +964,12 @@ _FGM_ONLY = ("B", "C", "validation_fraction", "cv", "class_weight", "max_iter", 
 _L1_ONLY = ("features", "screening", "basic", "n_lambdas", "lambda_min_ratio",
             "lambda_max_ratio")
 _MSLR_ONLY = ("retrain_C", "no_retrain")
+_SKLR_ONLY = ("basis", "n_components", "sigma", "solver", "lam_ratio", "two_stage",
+              "mfista_scaling", "seed")
+#: FGM options ``select --method sklr`` keeps: --max-iter (the solver's cap),
+#: --tol (its duality-gap certificate), --no-intercept, --validation-fraction
+_NOT_SKLR = tuple(name for name in _FGM_ONLY
+                  if name not in ("max_iter", "tol", "no_intercept", "validation_fraction"))
 #: FGM options that mean nothing to ``select --method mslr`` (it keeps --B,
 #: --C, --max-iter, --tol, --no-intercept (of the retraining), --poly,
 #: --gamma, --coef0, --validation-fraction and the run options)
@@ -1025,14 +1031,16 @@ def _option_text(name):
 @click.option("--overwrite", is_flag=True,
               help="Replace an existing NAME.model.json (the default --out on a "
                    "terminal).")
-@click.option("--method", type=click.Choice(["fgm", "l1", "mslr"]), default="fgm",
+@click.option("--method", type=click.Choice(["fgm", "l1", "mslr", "sklr"]), default="fgm",
               show_default=True,
               help="fgm: the Feature Generating Machine; l1: ℓ1-logistic "
                    "regression, the model at the first λ of the screened path "
                    "with at least --features nonzero weights; mslr: minimax "
                    "sparse logistic regression (r = --B features per constraint, "
                    "T_m = --max-iter constraints at most, no bias), retrained by "
-                   "ℓ2-LR on its selection.")
+                   "ℓ2-LR on its selection; sklr: sparse kernel logistic "
+                   "regression (seed 001) on random Fourier features or the exact "
+                   "RBF kernel columns, λ = --lam-ratio λ_max.")
 @click.option("--features", type=click.IntRange(min=1, max=MAX_COUNT), default=None,
               help="--method l1: number of nonzero weights wanted.")
 @_with_options(_l1_path_options())
@@ -1043,15 +1051,53 @@ def _option_text(name):
 @click.option("--no-retrain", is_flag=True,
               help="--method mslr: predict with MSLR's own weights (no bias) "
                    "instead of the ℓ2-LR retraining.")
+@click.option("--basis", type=click.Choice(["rff", "rbf"]), default=None,
+              help="--method sklr: random Fourier features generated on the fly "
+                   "from --seed (rff), or the exact RBF kernel columns on the "
+                   "training rows (rbf, at most 20,000 rows) [default: rff].")
+@click.option("--n-components", type=click.IntRange(min=1, max=2 ** 24), default=None,
+              help="--method sklr --basis rff: number D of random features "
+                   "[default: 1000].")
+@click.option("--sigma", type=click.FloatRange(0, None, min_open=True), default=None,
+              help="--method sklr: width σ of the kernel exp(-|x - z|²/σ²) "
+                   "[default: the median pairwise distance of 1,000 seeded rows].")
+@click.option("--solver", type=click.Choice(["fista", "mfista", "cgd", "sgd"]),
+              default=None,
+              help="--method sklr: the ℓ1 solver (FISTA, multi-scale FISTA, "
+                   "coordinate gradient descent, cumulative-penalty SGD) "
+                   "[default: cgd].")
+@click.option("--lam-ratio", type=click.FloatRange(0, 1, min_open=True), default=None,
+              help="--method sklr: λ = ρ λ_max (the paper's grid: 0.5, 0.2, 0.1, "
+                   "0.05) [default: 0.1].")
+@click.option("--two-stage", type=click.FloatRange(0, 1, min_open=True), default=None,
+              help="--method sklr: re-solve on the support at this fraction of λ "
+                   "(the paper's 0.1); not with sgd.")
+@click.option("--mfista-scaling", type=click.Choice(["min", "hessian"]), default=None,
+              help="--method sklr --solver mfista: the paper's scaling (7) (min, "
+                   "default) or (8) (hessian).")
+@click.option("--seed", type=click.IntRange(min=0, max=2 ** 63 - 1), default=None,
+              help="--method sklr: seed of Ω and b (recorded in the model), of the "
+                   "median heuristic and of SGD-C [default: 0].")
 @_one_line_errors
 def select_command(data_path, label, out, test_path, overwrite, method, **params):
-    """Select features with FGM (or ℓ1-LR, or MSLR) and write the model as JSON."""
+    """Select features with FGM (or ℓ1-LR, MSLR) or fit sparse kernel LR; write the model as JSON."""
     from ultrafs.locks import folder_lock
     from ultrafs.outputs import check_output_dir, check_output_file
     from ultrafs.store import open_store
 
     l1 = {name: params.pop(name) for name in _L1_ONLY}
     mslr = {name: params.pop(name) for name in _MSLR_ONLY}
+    sklr = {name: params.pop(name) for name in _SKLR_ONLY}
+    if method != "sklr":
+        for name in _SKLR_ONLY:
+            if _given(name):
+                raise click.UsageError(f"{_option_text(name)} applies to --method sklr")
+    else:
+        for name in _L1_ONLY + _MSLR_ONLY:
+            if _given(name):
+                raise click.UsageError(f"{_option_text(name)} does not apply to "
+                                       "--method sklr")
+        return _select_sklr(data_path, label, out, test_path, overwrite, sklr, params)
     if method == "l1":
         for name in _MSLR_ONLY:
             if _given(name):
@@ -1244,6 +1290,52 @@ def _select_mslr(data_path, label, out, test_path, overwrite, mslr, params):
                       + (" (chosen on held-out rows)" if chosen else "")
                       + (", with an intercept" if p.get("fit_intercept") else
                          ", no intercept") + "; it predicts"))
+    _print_summary(lines, scores, out, summary, started)
+
+
+def _select_sklr(data_path, label, out, test_path, overwrite, sklr, params):
+    """``select --method sklr``: sparse kernel logistic regression (seed 001)."""
+    from ultrafs.api import select_sklr
+
+    for name in _NOT_SKLR:
+        if _given(name):
+            raise click.UsageError(f"{_option_text(name)} does not apply to --method sklr")
+    basis = sklr["basis"] or "rff"
+    if basis == "rbf" and sklr["n_components"] is not None:
+        raise click.UsageError("--n-components applies to --basis rff")
+    solver = sklr["solver"] or "cgd"
+    if sklr["mfista_scaling"] is not None and solver != "mfista":
+        raise click.UsageError("--mfista-scaling applies to --solver mfista")
+    if sklr["two_stage"] is not None and solver == "sgd":
+        raise click.UsageError("--two-stage runs with --solver fista, mfista or cgd")
+    started = time.perf_counter()
+    out, summary, store, test_store, fit_store, held_out = _select_inputs(
+        data_path, label, out, test_path, overwrite, params)
+    model = select_sklr(
+        fit_store, basis=basis,
+        n_components=1000 if sklr["n_components"] is None else sklr["n_components"],
+        sigma=sklr["sigma"], seed=sklr["seed"] or 0, solver=solver,
+        lam_ratio=0.1 if sklr["lam_ratio"] is None else sklr["lam_ratio"],
+        two_stage=sklr["two_stage"], fit_intercept=not params["no_intercept"],
+        tol=params["tol"] if _given("tol") else None,
+        max_iter=params["max_iter"] if _given("max_iter") else None,
+        scaling=sklr["mfista_scaling"], command=" ".join(["ultrafs"] + sys.argv[1:]))
+    scores = _held_out_scores(model, held_out, test_store, test_path)
+    _emit_json(model.to_dict(), out)
+    p = model.params
+    what = (f"{p['n_basis']:,} random Fourier features (seed {p['seed']})"
+            if basis == "rff" else f"{p['n_basis']:,} RBF kernel columns (training rows)")
+    lines = [("basis", f"{what}, σ = {p['sigma']:.6g}, on {store.n_features:,} "
+              f"columns of {store.n_samples:,} rows"),
+             ("nonzero weights", f"{p['nnz']:,} ({p['nnz_pct']:.2f}% of the basis)"),
+             ("λ", f"{p['lam']:.6g} = {p['lam_ratio']:.4g} λ_max"
+              + (f"; stage 2 on the support at λ = {p['lam2']:.6g}"
+                 if p.get("lam2") is not None else "")),
+             ("solver", f"{solver}: {p['n_iter']:,} "
+              f"{'epochs' if solver == 'sgd' else 'iterations'}, relative duality "
+              f"gap {p['rel_gap']:.2g} "
+              f"({'certified' if p['converged'] else 'NOT certified'} at {p['tol']:g})"),
+             ("stopped because", model.stop_reason)]
     _print_summary(lines, scores, out, summary, started)
 
 

@@ -472,7 +472,8 @@ def _plot_features(path, top_rows, n_classes=1):
 
 
 #: how the report names the method that made a model (``params["method"]``)
-METHOD_NAMES = {"fgm": "FGM", "mslr": "MSLR", "l1": "l1-LR (ultrafs path)"}
+METHOD_NAMES = {"fgm": "FGM", "mslr": "MSLR", "l1": "l1-LR (ultrafs path)",
+                "sklr": "sparse kernel LR"}
 
 #: the accuracy curves: data key, legend, marker, line style, colour
 CURVES = (("accuracy", "FGM, first k iterations (final weights)", "o", "-", "tab:blue"),
