@@ -92,6 +92,12 @@ def root(tmp_path_factory):
     result = invoke(["select", "--method", "mslr", "--data", r / "train.zarr", "--B", 2,
                      "--max-iter", 2, "--out", r / "mslr.json"])
     assert result.exit_code == 0, result.output
+    # and sparse kernel LR's (its bases, every solver's kernels)
+    for solver in ("cgd", "sgd"):
+        result = invoke(["select", "--method", "sklr", "--data", r / "train.zarr",
+                         "--n-components", 64, "--solver", solver, "--out",
+                         r / f"sklr-{solver}.json"])
+        assert result.exit_code == 0, result.output
     (r / "bad.svm").write_text("1 1:0.5 2:1\n1 3:x\n")
     (r / "empty.svm").write_text("")
     (r / "text.txt").write_text("not a store\n")
@@ -373,6 +379,32 @@ CASES = [
                                        "{r}/train.zarr", "--C", "1e308", "--out",
                                        "{r}/m.json"], 1,
          ["C = 1e+308 is too large for this data"]),
+    # ---- select --method sklr (issue 15)
+    Case("select-sklr-with-fgm-option", ["select", "--method", "sklr", "--B", "4",
+                                         "--data", "{r}/train.zarr"], 2,
+         ["--B does not apply to --method sklr"]),
+    Case("select-solver-without-sklr", SELECT + ["--data", "{r}/train.zarr",
+                                                 "--solver", "cgd"], 2,
+         ["--solver applies to --method sklr"]),
+    Case("select-sklr-negative-sigma", ["select", "--method", "sklr", "--sigma", "-1",
+                                        "--data", "{r}/train.zarr"], 2,
+         ["--sigma", "-1"]),
+    Case("select-sklr-rbf-with-n-components",
+         ["select", "--method", "sklr", "--basis", "rbf", "--n-components", "9",
+          "--data", "{r}/train.zarr"], 2, ["--n-components applies to --basis rff"]),
+    Case("select-sklr-sgd-two-stage",
+         ["select", "--method", "sklr", "--solver", "sgd", "--two-stage", "0.1",
+          "--data", "{r}/train.zarr"], 2,
+         ["--two-stage runs with --solver fista, mfista or cgd"]),
+    Case("select-sklr-lam-ratio-above-one",
+         ["select", "--method", "sklr", "--lam-ratio", "2", "--data", "{r}/train.zarr"],
+         2, ["--lam-ratio", "2"]),
+    Case("select-sklr-out-is-data", ["select", "--method", "sklr", "--data",
+                                     "{r}/train.zarr", "--out", "{r}/train.zarr"], 1,
+         ["--out {r}/train.zarr", "is the --data store"]),
+    Case("select-sklr-data-missing", ["select", "--method", "sklr", "--data",
+                                      "{r}/nope.zarr", "--out", "{r}/m.json"], 1,
+         ["nope.zarr", "not an ultrafs store"]),
     Case("select-kernel-with-poly", SELECT + ["--data", "{r}/train.zarr", "--kernel",
                                               "hik", "--poly", "2", "--out",
                                               "{r}/g.json"], 1,

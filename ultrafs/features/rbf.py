@@ -226,7 +226,10 @@ class RBFKernelFeatures(KernelBasisFeatures):
             checked_sigma(value, ValueError, name="")
             return value
         if name == "points":
-            return check_points_record(value)
+            try:
+                return check_points_record(value)
+            except ValueError as exc:   # the caller names the field already
+                raise ValueError(str(exc).removeprefix("points ")) from None
         raise ValueError("is not a parameter of the RBF kernel space")
 
     @classmethod
