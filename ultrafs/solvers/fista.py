@@ -22,7 +22,7 @@ The names follow the paper: ``y_k`` is the proximal point (the output),
 §A2.1 and §A5): each iteration first tries ``mu / eta`` so that ``mu`` can
 grow again; ``mu_0 = 1 / L`` (``L`` from a power iteration) for ``H = I``
 and 1 for the multi-scale metrics; momentum restarts (``t = 1``) when
-``F(y_k) > F(y_{k-1})``.  The unpenalised bias, when fitted, is one more
+``F(y_k) > F(y_{k-1})`` by more than :data:`RESTART_SLACK` (relative).  The unpenalised bias, when fitted, is one more
 coordinate with metric 1 (plain) or its curvature (multi-scale).
 
 Stop: the relative duality gap (:meth:`L1Problem.certificate`) at ``y_k``,
@@ -47,6 +47,11 @@ SCALINGS = {"identity": 6, "min": 7, "hessian": 8}
 H_MIN, H_MAX = 1e-10, 1e10
 #: backtracking trials per iteration at most
 MAX_TRIALS = 60
+#: a rise of F by more than this fraction restarts the momentum (smaller
+#: rises are the rounding of F's sums: restarting on them stalled FISTA at
+#: a 1.8e-9 relative gap on a 400-row problem, 9,188 restarts in 20,000
+#: iterations)
+RESTART_SLACK = 1e-12
 
 
 def lipschitz_estimate(problem, n_iter=30, seed=0) -> float:
@@ -183,7 +188,7 @@ def fista(problem, w0=None, b0=None, *, scaling="identity", tol=1e-6, max_iter=3
         history.append({"iter": k, "objective": F_p, "mu": mu})
         if F_p < best[0]:
             best = (F_p, p.copy(), p_b)
-        if restart and F_p > F_prev:
+        if restart and F_p > F_prev + RESTART_SLACK * abs(F_prev):
             restarts += 1
             t = 1.0
             x_w, x_b, f_x = p.copy(), p_b, f_p.copy()
