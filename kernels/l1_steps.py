@@ -33,14 +33,26 @@ def loss_code(name) -> int:
 
 
 @njit(cache=True, nogil=True)
-def _loss(code, margin):
-    """``l`` as a function of the margin ``y f``."""
+def _loss_change(code, margin, delta):
+    """``l(margin + delta) - l(margin)``, accurate however small.
+
+    Logistic: ``log1p(sigma(-m) expm1(-delta))`` (no difference of two
+    nearly equal logarithms); squared hinge: ``(s1 - s0)(s1 + s0) / 2``.
+    """
     if code == LOGISTIC:
         if margin > 0:
-            return math.log1p(math.exp(-margin))
-        return -margin + math.log1p(math.exp(margin))
-    slack = 1.0 - margin
-    return 0.5 * slack * slack if slack > 0 else 0.0
+            e = math.exp(-margin)
+            p = e / (1.0 + e)
+        else:
+            p = 1.0 / (1.0 + math.exp(margin))
+        return math.log1p(p * math.expm1(-delta))
+    s0 = 1.0 - margin
+    s1 = s0 - delta
+    if s0 < 0.0:
+        s0 = 0.0
+    if s1 < 0.0:
+        s1 = 0.0
+    return 0.5 * (s1 - s0) * (s1 + s0)
 
 
 @njit(cache=True, nogil=True)
@@ -138,10 +150,8 @@ def gauss_seidel_pass(cols, coords, w, f, y, s, C, lam, code, sigma, beta,
                 x = cols[i, t]
                 if x == 0.0:
                     continue
-                m0 = y[i] * f[i]
-                m1 = y[i] * (f[i] + alpha * d * x)
                 wt = s[i] if weighted else 1.0
-                change += wt * (_loss(code, m1) - _loss(code, m0))
+                change += wt * _loss_change(code, y[i] * f[i], y[i] * alpha * d * x)
             change = C * change + lam * (abs(wj + alpha * d) - abs(wj))
             if change <= sigma * alpha * delta:
                 accepted = True

@@ -20,6 +20,7 @@ from sklearn.datasets import load_digits
 from sklearn.metrics.pairwise import rbf_kernel
 
 from feature_space_contract import FeatureSpaceContract
+from ultrafs.solvers import basis_operator
 from ultrafs.errors import ParameterError, UltraFSWarning
 from ultrafs.features import (FEATURE_SPACES, RandomFourierFeatures, RBFKernelFeatures,
                               feature_space_from_spec)
@@ -234,6 +235,7 @@ def test_threaded_products_give_the_same_bytes(kind, monkeypatch):
         serial[cache_bytes] = _products(space.operator(row_chunk=7, cache_bytes=cache_bytes),
                                         w, r, s, y)
     monkeypatch.setattr(row_chunks, "MIN_PARALLEL_WORK", 0)
+    monkeypatch.setattr(basis_operator, "MIN_TILE_PARALLEL", 0)
     for cache_bytes in (0, 2 ** 30):
         threaded = _products(space.operator(row_chunk=7, cache_bytes=cache_bytes),
                              w, r, s, y)

@@ -95,16 +95,9 @@ def _t2_cases():
     for data in ("rff", "imbalanced"):
         for fit_intercept in (False, True):
             for name in (*EXACT, "sgd"):
+                # SGD-C returns the certified zero model at lam >= lam_max
+                # (before: one nonzero, -0.0186 without / -0.144 with intercept)
                 marks = ()
-                if data == "rff" and name == "sgd":
-                    # measured: one nonzero (-0.0186 without, -0.144 with
-                    # intercept; eta0 "auto" = 0.5), all zero from 1.01 (1.05
-                    # with intercept) lam_max on.  SGD-C's stochastic steps
-                    # are not exact, and its first epoch already certifies a
-                    # relative gap (4e-7, 2e-5) below its tol = 1e-2.
-                    marks = pytest.mark.xfail(
-                        strict=True, reason="SGD-C is not exactly zero at "
-                        "lam_max (1 + 1e-6) on the RFF problem (one nonzero)")
                 cases.append(pytest.param(data, fit_intercept, name, marks=marks,
                                           id=f"{data}-{'b' if fit_intercept else 'nob'}-{name}"))
     return cases
@@ -720,15 +713,12 @@ def test_mfista_squared_hinge_tight_gap():
     assert sol.converged, sol.certificate.rel_gap
 
 
-@pytest.mark.xfail(strict=True, reason="CGD stalls at a 1.45e-10 relative gap: its Armijo "
-                   "change is a difference of losses, all trials fail near the optimum")
 def test_cgd_certifies_tight_gaps():
     # On the rescaled-column problem at 0.5 lam_max liblinear's solution
-    # certifies a 7.1e-13 relative gap, but CGD stops improving at 1.4497e-10:
-    # from iteration ~100 on every Armijo trial of every coordinate fails
-    # (159,266 trials in 1000 iterations, the gap frozen).  The kernel's
-    # Armijo change is a difference of per-sample losses (l(m1) - l(m0)),
-    # whose rounding (~1e-14 here) exceeds sigma alpha Delta near the optimum.
+    # certifies a 7.1e-13 relative gap.  CGD once stopped improving at
+    # 1.4497e-10 (every Armijo trial failing from iteration ~100): its Armijo
+    # change was a difference of per-sample losses whose rounding exceeded
+    # sigma alpha Delta; it is now log1p(sigma(-m) expm1(-dm)).
     X, y = scaled_gaussian()
     problem = make_problem(X, y)
     p = problem.with_lam(0.5 * problem.lam_max())

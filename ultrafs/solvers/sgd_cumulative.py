@@ -123,6 +123,15 @@ def sgd_cumulative(problem, w0=None, b0=None, *, eta0="auto", decay=2.0, max_epo
                              f"{d.loss.name!r}") from None
     w, b = problem.start(w0, b0)
     w = np.ascontiguousarray(w)
+    if not w.any() and problem.lam >= problem.lam_max():
+        # the zero model is optimal: certified as such, without stochastic
+        # steps that would leave noise where 0 is exact
+        cert = problem.certificate(w, b)
+        return make_solution(problem, w, b, cert, cert.rel_gap <= tol, 0, "sgd",
+                             [{"iter": 0, "objective": cert.primal, "gap": cert.gap,
+                               "rel_gap": cert.rel_gap, "nnz": 0}],
+                             {"eta0": None, "eta0_objectives": {}, "steps": 0,
+                              "u": 0.0, "max_abs_q": 0.0})
     tuning = {}
     if isinstance(eta0, str):
         if eta0 != "auto":
