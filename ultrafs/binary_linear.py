@@ -61,13 +61,20 @@ class BinaryLinearMixin:
         mask[self.selected_features_] = True
         return mask
 
-    def decision_function(self, X):
-        """``X @ coef_ + intercept_``; positive values predict ``classes_[1]``."""
+    def _store_decision_or_matrix(self, X):
+        """``(decision, None)`` for an opened store (the model predicts it),
+        else ``(None, X)`` with ``X`` validated against the fitted shape."""
         check_is_fitted(self)
         if isinstance(X, ColumnStore):
-            return self.model_.decision_function_store(X)
-        X = validate_data(self, X, accept_sparse=("csr", "csc"),
-                          dtype=(np.float64, np.float32), reset=False)
+            return self.model_.decision_function_store(X), None
+        return None, validate_data(self, X, accept_sparse=("csr", "csc"),
+                                   dtype=(np.float64, np.float32), reset=False)
+
+    def decision_function(self, X):
+        """``X @ coef_ + intercept_``; positive values predict ``classes_[1]``."""
+        decision, X = self._store_decision_or_matrix(X)
+        if X is None:
+            return decision
         columns = self.selected_features_
         if sp.issparse(X):
             decision = (np.zeros(X.shape[0]) if not len(columns)

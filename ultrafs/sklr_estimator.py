@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ultrafs.api import select_sklr
 from ultrafs.binary_linear import BinaryLinearMixin
-from ultrafs.store.base import ColumnStore
 
 __all__ = ["SparseKernelLogisticRegression"]
 
@@ -108,11 +106,9 @@ class SparseKernelLogisticRegression(BinaryLinearMixin, ClassifierMixin, BaseEst
 
     def decision_function(self, X):
         """``φ(x)'coef_ + intercept_``; positive values predict ``classes_[1]``."""
-        check_is_fitted(self)
-        if isinstance(X, ColumnStore):
-            return self.model_.decision_function_store(X)
-        X = validate_data(self, X, accept_sparse=("csr", "csc"),
-                          dtype=(np.float64, np.float32), reset=False)
+        decision, X = self._store_decision_or_matrix(X)
+        if X is None:
+            return decision
         from ultrafs.store.memory import InMemoryStore
 
         return self.model_.decision_function_store(
