@@ -20,6 +20,8 @@ import math
 import numpy as np
 from numba import njit
 
+from .losses import _sigmoid
+
 __all__ = ["LOGISTIC", "SQUARED_HINGE", "loss_code", "gauss_seidel_pass",
            "sgdc_steps"]
 
@@ -40,12 +42,7 @@ def _loss_change(code, margin, delta):
     nearly equal logarithms); squared hinge: ``(s1 - s0)(s1 + s0) / 2``.
     """
     if code == LOGISTIC:
-        if margin > 0:
-            e = math.exp(-margin)
-            p = e / (1.0 + e)
-        else:
-            p = 1.0 / (1.0 + math.exp(margin))
-        return math.log1p(p * math.expm1(-delta))
+        return math.log1p(_sigmoid(-margin) * math.expm1(-delta))
     s0 = 1.0 - margin
     s1 = s0 - delta
     if s0 < 0.0:
@@ -59,15 +56,8 @@ def _loss_change(code, margin, delta):
 def _derivatives(code, margin):
     """``(-dl/dm, d2l/dm2)`` at the margin ``m = y f``."""
     if code == LOGISTIC:
-        if margin > 0:
-            e = math.exp(-margin)
-            p = e / (1.0 + e)
-            q = 1.0 / (1.0 + e)
-        else:
-            e = math.exp(margin)
-            p = 1.0 / (1.0 + e)
-            q = e / (1.0 + e)
-        return p, p * q
+        p = _sigmoid(-margin)
+        return p, p * _sigmoid(margin)
     slack = 1.0 - margin
     if slack > 0:
         return slack, 1.0

@@ -797,7 +797,7 @@ def select_sklr(data, y=None, *, basis="rff", n_components=1000, sigma=None, see
         ``rbf``.
     """
     from ultrafs.features import build_feature_space
-    from ultrafs.methods.sklr import BASES, check_solver_options, fit_sklr
+    from ultrafs.methods.sklr import BASES, DEFAULT_TOL, check_solver_options, fit_sklr
 
     if basis not in BASES:
         raise ParameterError(f"basis must be one of {', '.join(BASES)}, got {basis!r}")
@@ -821,7 +821,7 @@ def select_sklr(data, y=None, *, basis="rff", n_components=1000, sigma=None, see
               "lam": result.lam, "lam_max": result.lam_max,
               "lam_ratio": result.lam / result.lam_max if result.lam_max > 0 else None,
               "two_stage": two_stage, "fit_intercept": bool(fit_intercept),
-              "tol": float(DEFAULT_TOL_OF(solver) if tol is None else tol),
+              "tol": float(DEFAULT_TOL[solver] if tol is None else tol),
               "converged": bool(sol.converged), "n_iter": int(sol.n_iter),
               "objective": float(cert.primal), "duality_gap": float(cert.gap),
               "rel_gap": float(cert.rel_gap), "kkt": float(cert.kkt),
@@ -861,10 +861,3 @@ def select_sklr(data, y=None, *, basis="rff", n_components=1000, sigma=None, see
         history=result.history,
         stop_reason=result.stop_reason,
     )
-
-
-def DEFAULT_TOL_OF(solver):
-    """The default certificate of ``solver`` (:data:`ultrafs.methods.sklr.DEFAULT_TOL`)."""
-    from ultrafs.methods.sklr import DEFAULT_TOL
-
-    return DEFAULT_TOL[solver]

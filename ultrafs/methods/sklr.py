@@ -155,14 +155,11 @@ def fit_sklr(space, y, *, solver="cgd", lam_ratio=0.1, lam=None, two_stage=None,
     if scaling is not None:
         options["scaling"] = scaling
     out = solve_l1(problem, solver, two_stage_ratio=two_stage, **options)
-    stage1 = None
+    coef, bias = out.coef, out.bias
+    stage1, solution = None, out
     if two_stage is not None:
         stage1 = out.stage1
         solution = out.stage2 if out.stage2 is not None else out.stage1
-        coef, bias = out.coef, out.bias
-    else:
-        solution = out
-        coef, bias = out.coef, out.bias
     history = [{name: value for name, value in record.items()
                 if isinstance(value, (int, float)) and not isinstance(value, bool)}
                for record in solution.history]

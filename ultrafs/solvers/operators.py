@@ -177,8 +177,7 @@ class CSCOperator:
     def take_rows(self, rows):
         """Dense ``X[rows]``, float64, C order (one output)."""
         indptr, indices, data = self._csr()
-        if len(data) != len(indices):
-            data = self.data  # pattern-only rows: rebuild with the values
+        if len(data) != len(indices):   # pattern-only rows: rebuild with the values
             X = self._scipy().tocsr()
         else:
             X = sp.csr_matrix((data, indices, indptr), shape=(self.n_rows, self.n_columns))
