@@ -15,7 +15,8 @@ from ultrafs.model import Model
 from ultrafs.store import as_store
 
 __all__ = ["select", "class_weight_values", "l1_path", "select_l1", "l1_model",
-           "path_to_dict", "select_mslr", "select_sklr"]
+           "path_to_dict", "select_mslr", "select_sklr", "select_gsrfs", "gsrfs_targets",
+           "fit_gsrfs_store"]
 
 
 def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
@@ -861,3 +862,144 @@ def select_sklr(data, y=None, *, basis="rff", n_components=1000, sigma=None, see
         history=result.history,
         stop_reason=result.stop_reason,
     )
+
+
+def gsrfs_targets(store):
+    """GSR-FS's target matrix of a store: ±1 class codes, or its real targets.
+
+    Returns
+    -------
+    Y : float64 array (n_samples, c)
+    target : {"binary", "multiclass", "continuous"}
+    """
+    from ultrafs.methods.gsrfs import encode_targets
+
+    target = getattr(store, "target_type", "binary")
+    where = getattr(store, "path", None)
+    require_labels(target, str(where or "data"))
+    if target == "continuous":
+        return encode_targets(store.read_targets(), "continuous")[0], target
+    K = len(store.classes)
+    Y = -np.ones((store.n_samples, K))
+    Y[np.arange(store.n_samples), store.read_class_indices()] = 1.0
+    return Y, target
+
+
+def fit_gsrfs_store(store, Y, *, r=1.0, p=0.5, lam=1.0, fit_intercept=True, eps=None,
+                    tol=None, stop="stationarity", max_iter=None, min_iter=None,
+                    solve="auto", candidates=None, features=50, block_size=None,
+                    scheduler=None, num_workers=None, in_memory_bytes=None):
+    """GSR-FS on a store: IRLS on every feature, or the two-stage mode.
+
+    ``candidates``: None runs IRLS on every feature (in memory when the
+    store fits in ``in_memory_bytes``, else streamed); ``"auto"`` or an
+    integer runs the two-stage mode with that many candidates (``"auto"``:
+    :func:`~ultrafs.methods.gsrfs.default_candidates` of ``features``).
+    ``tol`` is the tolerance of the ``stop`` rule (None: its default).
+    """
+    from ultrafs.methods import gsrfs as g
+
+    g.check_gsrfs_params(r, p, lam, eps=eps, solve=solve, stop=stop)
+    irls = {"stop": stop, "solve": solve,
+            "max_iter": g.DEFAULT_MAX_ITER if max_iter is None else max_iter,
+            "min_iter": g.DEFAULT_MIN_ITER if min_iter is None else min_iter}
+    if tol is not None:
+        irls["gtol" if stop == "stationarity" else "tol"] = tol
+    memory = g.IN_MEMORY_BYTES if in_memory_bytes is None else int(in_memory_bytes)
+    passes = {"block_size": block_size, "scheduler": scheduler, "num_workers": num_workers}
+    if candidates is None:
+        op = g.gram_operator(store, in_memory_bytes=memory, **passes)
+        return g.fit_gsrfs(op, Y, r=r, p=p, lam=lam, eps=eps, fit_intercept=fit_intercept,
+                           **irls)
+    if candidates == "auto":
+        candidates = g.default_candidates(features, store.n_features)
+    return g.fit_gsrfs_two_stage(store, Y, n_candidates=candidates, r=r, p=p, lam=lam,
+                                 eps=eps, fit_intercept=fit_intercept,
+                                 in_memory_bytes=memory, **passes, **irls)
+
+
+def select_gsrfs(data, y=None, *, features=50, r=1.0, p=0.5, lam=1.0, fit_intercept=True,
+                 eps=None, tol=None, stop="stationarity", max_iter=None, min_iter=None,
+                 solve="auto", candidates=None, block_size=None, scheduler=None,
+                 num_workers=None, in_memory_bytes=None, command=None):
+    """Select features by GSR-FS (seed 002) and return its :class:`Model`.
+
+    Parameters
+    ----------
+    data : ColumnStore, path of a store, ndarray or scipy.sparse matrix
+    y : array-like, optional
+        Class labels or real targets when ``data`` is an array.
+    features : int
+        How many of the best-ranked features the model keeps (fewer when
+        fewer rows of ``W`` are nonzero).
+    r, p, lam, fit_intercept, eps, tol, stop, max_iter, min_iter, solve,
+    candidates, block_size, scheduler, num_workers, in_memory_bytes
+        See :func:`fit_gsrfs_store` and :func:`ultrafs.methods.gsrfs.fit_gsrfs`.
+    command : str, optional
+        Recorded in ``params``.
+
+    Returns
+    -------
+    model : Model
+        ``params["method"] == "gsrfs"``.  ``features`` are the best-ranked
+        store ids, best first, with their rows of ``W``: for two classes
+        the one decision column ``(w_+ − w_−)/2`` (the sign of the
+        difference of the two ±1-code fits), for K classes the K columns
+        (the predicted class has the largest fit), for a continuous target
+        its one column (the prediction).  ``params["scores"]`` holds their
+        ``‖w_j‖``.
+    """
+    if not (isinstance(features, (int, np.integer)) and not isinstance(features, bool)
+            and features >= 1):
+        raise ParameterError(f"features must be an integer >= 1, got {features!r}")
+    if candidates is not None and candidates != "auto" and not (
+            isinstance(candidates, (int, np.integer)) and candidates >= 1):
+        raise ParameterError(f"candidates must be 'auto' or an integer >= 1, got {candidates!r}")
+    store = as_store(data, y)
+    Y, target = gsrfs_targets(store)
+    result = fit_gsrfs_store(store, Y, r=r, p=p, lam=lam, fit_intercept=fit_intercept,
+                             eps=eps, tol=tol, stop=stop, max_iter=max_iter,
+                             min_iter=min_iter, solve=solve, candidates=candidates,
+                             features=features, block_size=block_size, scheduler=scheduler,
+                             num_workers=num_workers, in_memory_bytes=in_memory_bytes)
+    top = result.top(features)
+    W, b = result.coef[top], result.intercept
+    if target == "binary":
+        coef, intercept, classes = (W[:, 1] - W[:, 0]) / 2.0, float(b[1] - b[0]) / 2.0, \
+            [float(c) for c in store.classes]
+    elif target == "multiclass":
+        coef, intercept, classes = W, np.asarray(b, dtype=np.float64), \
+            [float(c) for c in store.classes]
+    else:
+        coef, intercept, classes = W[:, 0], float(b[0]), []
+    ids = store.feature_ids(top)
+    params = {"method": "gsrfs", "r": float(r), "p": float(p), "lam": float(lam),
+              "fit_intercept": bool(fit_intercept), "eps": result.eps,
+              "eps_penalty": result.eps_penalty, "solve": result.solve, "stop": stop,
+              "converged": bool(result.converged), "n_iter": int(result.n_iter),
+              "objective": result.objective,
+              "objective_unsmoothed": result.objective_unsmoothed,
+              "stationarity": result.stationarity, "n_outputs": int(Y.shape[1]),
+              "n_ranked": int(len(result.ranking)), "n_features_asked": int(features),
+              "scores": [float(v) for v in result.row_norms[top]],
+              "n_passes": int(result.n_passes), "seconds": float(result.seconds),
+              "loss": f"l2,{float(r):g}", "C": 1.0,
+              "id_offset": int(store.id_offset),
+              "data_fingerprint": getattr(store, "fingerprint", None)}
+    if result.kkt_dead is not None:
+        params["kkt_dead"] = result.kkt_dead
+    if tol is not None:
+        params["tol"] = float(tol)
+    if result.candidates is not None:
+        params["candidates"] = int(len(result.candidates))
+        params["rounds"] = [{k: v for k, v in rnd.items() if v is not None}
+                            for rnd in result.rounds]
+    if command:
+        params["command"] = command
+    history = [{k: v for k, v in h.items() if v is not None} for h in result.history]
+    return Model(
+        features=[int(i) for i in ids], coef=np.asarray(coef, dtype=np.float64),
+        intercept=intercept, batches=[0, len(top)], loss="l2r", classes=classes,
+        target=target, feature_space={"kind": "linear"}, params=params, history=history,
+        stop_reason=result.stop_reason,
+        feature_names=Model.names_from_store(ids, store, "linear"))

@@ -3,7 +3,7 @@
 A model file (format version 2) is one JSON object::
 
     {"format": "ultrafs-model", "format_version": 2,
-     "target": "binary" | "multiclass", "classes": [...],
+     "target": "binary" | "multiclass" | "continuous", "classes": [...],
      "features": [...], "coef": [...], "intercept": ...,
      "batches": [0, B, 2B, ...], "loss": "logistic",
      "feature_space": {"kind": "linear"}, "params": {...},
@@ -26,6 +26,10 @@ key is absent when the store had no names.
   ``x[features] @ coef + intercept`` and the predicted class is the one
   with the largest decision value (probabilities: their softmax, for the
   logistic loss).
+
+* continuous (regression, GSR-FS on real targets): ``classes`` is empty,
+  ``coef`` a list of floats and ``intercept`` a float; the prediction is
+  the decision value itself.
 
 ``batches`` are the boundaries of the features added by each outer
 iteration.  Version 1 files (binary only, boundaries under ``groups``)
@@ -79,7 +83,7 @@ MODEL_FORMAT = "ultrafs-model"
 MODEL_VERSION = 2
 #: model format versions this ultrafs reads
 READABLE_VERSIONS = (1, 2)
-TARGETS = ("binary", "multiclass")
+TARGETS = ("binary", "multiclass", "continuous")
 #: largest model file read, in bytes (checked before reading): 256 MiB hold
 #: about ten million coefficients, far more than FGM selects (B x max_iter
 #: features x K classes), and parse in well under 2 GiB of memory
@@ -110,7 +114,7 @@ class Model:
     params : dict
     history : list of dict
     stop_reason : str
-    target : {"binary", "multiclass"}
+    target : {"binary", "multiclass", "continuous"}
     refit : dict or None
         The ℓ2-regularised refit of the same loss on the selected columns
         only (``coef``, ``intercept`` shaped as above, and its ``C``), when
@@ -185,8 +189,8 @@ class Model:
 
     @property
     def n_outputs(self) -> int:
-        """Decision values per sample (1 for binary models, K otherwise)."""
-        return 1 if self.target == "binary" else len(self.classes)
+        """Decision values per sample (1 for binary and continuous models, K otherwise)."""
+        return len(self.classes) if self.target == "multiclass" else 1
 
     @property
     def probabilistic(self) -> bool:
@@ -194,6 +198,8 @@ class Model:
         from ultrafs.errors import ParameterError
         from ultrafs.solvers.losses import get_loss
 
+        if self.target == "continuous":
+            return False
         try:
             return bool(get_loss(self.loss, self.target).probabilistic)
         except ParameterError:  # a loss this ultrafs does not know
@@ -330,9 +336,11 @@ class Model:
                 + self.active_intercept)
 
     def predict_from_decision(self, decision) -> np.ndarray:
-        """Original class labels from decision values."""
+        """Original class labels from decision values (continuous: the values)."""
         classes = np.asarray(self.classes)
         decision = np.asarray(decision)
+        if self.target == "continuous":
+            return decision
         if self.n_outputs == 1:
             return np.where(decision > 0, classes[1], classes[0])
         return classes[np.argmax(decision, axis=1)]
@@ -365,6 +373,8 @@ class Model:
             classes are not among the model's, or its targets are
             continuous.
         """
+        if self.target == "continuous":
+            return self._evaluate_continuous(store)
         index = self.class_index_of_store(store)
         decision = self.decision_function_store(store)
         result = {
@@ -393,6 +403,27 @@ class Model:
             log_norm = np.log(np.exp(shifted).sum(axis=1))
             picked = shifted[np.arange(len(index)), index]
             result["log_loss"] = float(np.mean(log_norm - picked))
+        return _ordered(result)
+
+    def _evaluate_continuous(self, store) -> dict:
+        """RMSE, MAE and R² of a regression model on a store with real targets."""
+        where = getattr(store, "path", None) or "data"
+        target_type = getattr(store, "target_type", None)
+        require_labels(target_type, str(where))
+        if target_type != "continuous":
+            raise InputFormatError(
+                f"{where}: the store's targets are {target_type}; the model predicts "
+                "continuous values")
+        targets = np.asarray(store.read_targets(), dtype=np.float64)
+        error = self.decision_function_store(store) - targets
+        spread = float(np.sum((targets - targets.mean()) ** 2)) if len(targets) else 0.0
+        result = {"n_samples": int(store.n_samples),
+                  "n_features_model": len(self.features),
+                  "n_nonzero_coef": int(np.count_nonzero(np.asarray(self.coef))),
+                  "predictor": self.predictor,
+                  "rmse": float(np.sqrt(np.mean(error ** 2))) if len(error) else 0.0,
+                  "mae": float(np.mean(np.abs(error))) if len(error) else 0.0,
+                  "r2": 1.0 - float(np.sum(error ** 2)) / spread if spread > 0 else 0.0}
         return _ordered(result)
 
     def class_index_of_store(self, store) -> np.ndarray:
@@ -575,7 +606,7 @@ def _fields(obj, version) -> dict:
     space = _feature_space(obj.get("feature_space", {"kind": "linear"}))
     features = _features(obj["features"], space)
     classes = _classes(obj["classes"], target)
-    shape = (len(features),) if target == "binary" else (len(features), len(classes))
+    shape = (len(features), len(classes)) if target == "multiclass" else (len(features),)
     coef = _reals(obj["coef"], "coef", shape)
     intercept = _intercept(obj["intercept"], target, len(classes), "intercept")
     loss = _loss(obj["loss"], target)
@@ -701,6 +732,8 @@ def _classes(value, target) -> list:
     if target == "multiclass" and not 3 <= len(out) <= MAX_CLASSES:
         raise _Invalid(f"a multiclass model has 3 to {MAX_CLASSES} classes, "
                        f"got {len(out)}")
+    if target == "continuous" and out:
+        raise _Invalid(f"a continuous model has no classes, got {len(out)}")
     if any(a >= b for a, b in zip(out, out[1:])):
         raise _Invalid(f"classes must be distinct and increasing, got "
                        f"{_show(classes)}")
@@ -708,7 +741,7 @@ def _classes(value, target) -> list:
 
 
 def _intercept(value, target, n_classes, what):
-    if target == "binary":
+    if target != "multiclass":
         return _real(value, what)
     return _reals(value, what, (n_classes,))
 
@@ -731,6 +764,8 @@ def _known_losses(target) -> list:
     from ultrafs.errors import ParameterError
     from ultrafs.solvers.losses import get_loss, loss_names
 
+    if target == "continuous":
+        return ["l2r"]
     known = []
     for name in loss_names():
         try:
@@ -836,7 +871,7 @@ def _read_refit(obj, shape, target, n_classes):
 
 
 _RESULT_ORDER = ("n_samples", "n_features_model", "n_nonzero_coef", "accuracy",
-                 "predictor", "auc", "log_loss")
+                 "predictor", "auc", "log_loss", "rmse", "mae", "r2")
 
 
 def _ordered(result) -> dict:
