@@ -380,8 +380,8 @@ ALLOWED = {
                 "scoring", "features", "solvers"},
     "datasets": {"errors", "kernels", "store"},
 }
-FACES = {"api", "binary_linear", "cli", "estimator", "l1_estimator", "mslr_estimator", "model",
-         "report", "sklr_estimator"}
+FACES = {"api", "binary_linear", "cli", "estimator", "gsrfs_estimator", "l1_estimator",
+         "mslr_estimator", "model", "report", "sklr_estimator"}
 
 
 def _imported_units(path):

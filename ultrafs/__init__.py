@@ -1,4 +1,5 @@
-"""ultrafs: out-of-core feature selection for sparse binary and multi-class classification.
+"""ultrafs: out-of-core feature selection for sparse binary and multi-class classification
+(and, with GSR-FS, regression).
 
 The public objects are imported lazily so that ``import ultrafs`` (and the
 CLI's ``--help``) stays instant.
@@ -20,7 +21,7 @@ CLI's ``--help``) stays instant.
 __version__ = "0.1.0"
 
 __all__ = ["FGMClassifier", "L1LogisticRegression", "MSLRClassifier",
-           "SparseKernelLogisticRegression", "Model",
+           "SparseKernelLogisticRegression", "GSRFSSelector", "Model",
            "InMemoryStore", "open_store", "select", "__version__"]
 
 _LAZY = {
@@ -29,6 +30,7 @@ _LAZY = {
     "MSLRClassifier": ("ultrafs.mslr_estimator", "MSLRClassifier"),
     "SparseKernelLogisticRegression": ("ultrafs.sklr_estimator",
                                        "SparseKernelLogisticRegression"),
+    "GSRFSSelector": ("ultrafs.gsrfs_estimator", "GSRFSSelector"),
     "Model": ("ultrafs.model", "Model"),
     "InMemoryStore": ("ultrafs.store", "InMemoryStore"),
     "open_store": ("ultrafs.store", "open_store"),

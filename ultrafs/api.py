@@ -887,8 +887,9 @@ def gsrfs_targets(store):
 
 def fit_gsrfs_store(store, Y, *, r=1.0, p=0.5, lam=1.0, fit_intercept=True, eps=None,
                     tol=None, stop="stationarity", max_iter=None, min_iter=None,
-                    solve="auto", candidates=None, features=50, block_size=None,
-                    scheduler=None, num_workers=None, in_memory_bytes=None):
+                    solve="auto", candidates=None, features=50, accelerate=True,
+                    block_size=None, scheduler=None, num_workers=None,
+                    in_memory_bytes=None):
     """GSR-FS on a store: IRLS on every feature, or the two-stage mode.
 
     ``candidates``: None runs IRLS on every feature (in memory when the
@@ -900,7 +901,7 @@ def fit_gsrfs_store(store, Y, *, r=1.0, p=0.5, lam=1.0, fit_intercept=True, eps=
     from ultrafs.methods import gsrfs as g
 
     g.check_gsrfs_params(r, p, lam, eps=eps, solve=solve, stop=stop)
-    irls = {"stop": stop, "solve": solve,
+    irls = {"stop": stop, "solve": solve, "accelerate": bool(accelerate),
             "max_iter": g.DEFAULT_MAX_ITER if max_iter is None else max_iter,
             "min_iter": g.DEFAULT_MIN_ITER if min_iter is None else min_iter}
     if tol is not None:

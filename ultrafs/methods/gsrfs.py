@@ -231,7 +231,8 @@ def encode_targets(y, target="multiclass"):
         raise ParameterError(f"class labels must be one per sample, got shape {y.shape}")
     classes, index = np.unique(y, return_inverse=True)
     if len(classes) < 2:
-        raise ParameterError(f"GSR-FS needs at least two classes, got {len(classes)}")
+        raise ParameterError(f"GSR-FS needs at least two classes, got {len(classes)} "
+                             f"class{'' if len(classes) == 1 else 'es'}")
     Y = -np.ones((len(y), len(classes)), dtype=np.float64)
     Y[np.arange(len(y)), index] = 1.0
     return Y, classes
