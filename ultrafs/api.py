@@ -885,6 +885,18 @@ def gsrfs_targets(store):
     return Y, target
 
 
+def _irls_options(tol, stop, max_iter, min_iter) -> dict:
+    """The stop options of :func:`~ultrafs.methods.gsrfs.fit_gsrfs` from the faces'."""
+    from ultrafs.methods import gsrfs as g
+
+    irls = {"stop": stop,
+            "max_iter": g.DEFAULT_MAX_ITER if max_iter is None else max_iter,
+            "min_iter": g.DEFAULT_MIN_ITER if min_iter is None else min_iter}
+    if tol is not None:
+        irls["gtol" if stop == "stationarity" else "tol"] = tol
+    return irls
+
+
 def fit_gsrfs_store(store, Y, *, r=1.0, p=0.5, lam=1.0, fit_intercept=True, eps=None,
                     tol=None, stop="stationarity", max_iter=None, min_iter=None,
                     solve="auto", candidates=None, features=50, accelerate=True,
@@ -901,11 +913,8 @@ def fit_gsrfs_store(store, Y, *, r=1.0, p=0.5, lam=1.0, fit_intercept=True, eps=
     from ultrafs.methods import gsrfs as g
 
     g.check_gsrfs_params(r, p, lam, eps=eps, solve=solve, stop=stop)
-    irls = {"stop": stop, "solve": solve, "accelerate": bool(accelerate),
-            "max_iter": g.DEFAULT_MAX_ITER if max_iter is None else max_iter,
-            "min_iter": g.DEFAULT_MIN_ITER if min_iter is None else min_iter}
-    if tol is not None:
-        irls["gtol" if stop == "stationarity" else "tol"] = tol
+    irls = {"solve": solve, "accelerate": bool(accelerate),
+            **_irls_options(tol, stop, max_iter, min_iter)}
     memory = g.IN_MEMORY_BYTES if in_memory_bytes is None else int(in_memory_bytes)
     passes = {"block_size": block_size, "scheduler": scheduler, "num_workers": num_workers}
     if candidates is None:
@@ -948,7 +957,9 @@ def select_gsrfs(data, y=None, *, features=50, r=1.0, p=0.5, lam=1.0, fit_interc
         difference of the two ±1-code fits), for K classes the K columns
         (the predicted class has the largest fit), for a continuous target
         its one column (the prediction).  ``params["scores"]`` holds their
-        ``‖w_j‖``.
+        ``‖w_j‖`` in the fit on every feature (or candidate); the weights
+        are those of GSR-FS refit on the selected features alone (same r,
+        p, λ; ``params["refit"]`` says how it converged), which predict.
     """
     if not (isinstance(features, (int, np.integer)) and not isinstance(features, bool)
             and features >= 1):
@@ -964,7 +975,19 @@ def select_gsrfs(data, y=None, *, features=50, r=1.0, p=0.5, lam=1.0, fit_interc
                              features=features, block_size=block_size, scheduler=scheduler,
                              num_workers=num_workers, in_memory_bytes=in_memory_bytes)
     top = result.top(features)
-    W, b = result.coef[top], result.intercept
+    # the model predicts with GSR-FS refit on its selected columns (same r, p,
+    # λ): the rows of the full fit leave out the other features' share of
+    # every prediction (large on data that is not centred)
+    from ultrafs.methods.gsrfs import fit_gsrfs, gram_operator
+
+    order = np.argsort(top, kind="stable")
+    refit = fit_gsrfs(gram_operator(store, top[order], block_size=block_size,
+                                    scheduler=scheduler, num_workers=num_workers),
+                      Y, r=r, p=p, lam=lam, eps=eps, fit_intercept=fit_intercept,
+                      **_irls_options(tol, stop, max_iter, min_iter))
+    W = np.empty_like(refit.coef)
+    W[order] = refit.coef
+    b = refit.intercept
     if target == "binary":
         coef, intercept, classes = (W[:, 1] - W[:, 0]) / 2.0, float(b[1] - b[0]) / 2.0, \
             [float(c) for c in store.classes]
@@ -983,6 +1006,9 @@ def select_gsrfs(data, y=None, *, features=50, r=1.0, p=0.5, lam=1.0, fit_interc
               "stationarity": result.stationarity, "n_outputs": int(Y.shape[1]),
               "n_ranked": int(len(result.ranking)), "n_features_asked": int(features),
               "scores": [float(v) for v in result.row_norms[top]],
+              "refit": {"n_iter": int(refit.n_iter), "converged": bool(refit.converged),
+                        "stationarity": refit.stationarity,
+                        "objective": refit.objective},
               "n_passes": int(result.n_passes), "seconds": float(result.seconds),
               "loss": f"l2,{float(r):g}", "C": 1.0,
               "id_offset": int(store.id_offset),

@@ -964,6 +964,8 @@ _FGM_ONLY = ("B", "C", "validation_fraction", "cv", "class_weight", "max_iter", 
 _L1_ONLY = ("features", "screening", "basic", "n_lambdas", "lambda_min_ratio",
             "lambda_max_ratio")
 _MSLR_ONLY = ("retrain_C", "no_retrain")
+_GSRFS_ONLY = ("gsrfs_r", "gsrfs_p", "gsrfs_lam", "gsrfs_candidates", "gsrfs_stop",
+               "gsrfs_eps")
 _SKLR_ONLY = ("basis", "n_components", "sigma", "solver", "lam_ratio", "two_stage",
               "mfista_scaling", "seed")
 #: FGM options ``select --method sklr`` keeps: --max-iter (the solver's cap),
@@ -973,10 +975,35 @@ _NOT_SKLR = tuple(name for name in _FGM_ONLY
 #: FGM options that mean nothing to ``select --method mslr`` (it keeps --B,
 #: --C, --max-iter, --tol, --no-intercept (of the retraining), --poly,
 #: --gamma, --coef0, --validation-fraction and the run options)
+#: options ``select --method gsrfs`` refuses: FGM's but --max-iter, --tol,
+#: --no-intercept and --validation-fraction; l1's but --features; mslr's and
+#: sklr's
+_NOT_GSRFS = (tuple(name for name in _FGM_ONLY
+                    if name not in ("max_iter", "tol", "no_intercept",
+                                    "validation_fraction"))
+              + tuple(name for name in _L1_ONLY if name != "features")
+              + _MSLR_ONLY + _SKLR_ONLY)
 _NOT_MSLR = ("cv", "class_weight", "inner_tol", "inner_kkt_tol", "inner_solver",
              "groups_path", "tree_path", "kernel", "kernel_q", "kernel_n",
              "kernel_period", "refit", "refit_C", "memory_limit", "checkpoint",
              "resume", "loss")
+
+
+class CandidatesType(click.ParamType):
+    """``--candidates``: an integer >= 1 or ``auto``."""
+
+    name = "integer|auto"
+
+    def convert(self, value, param, ctx):
+        if value == "auto" or isinstance(value, int):
+            return value
+        try:
+            number = int(str(value))
+        except ValueError:
+            number = 0
+        if not 1 <= number <= MAX_COUNT:
+            self.fail(f"{value!r} is not an integer >= 1 or 'auto'", param, ctx)
+        return number
 
 
 class RetrainCType(click.ParamType):
@@ -1005,6 +1032,8 @@ def _given(name):
 
 
 def _option_text(name):
+    if name.startswith("gsrfs_"):
+        return "--" + name[len("gsrfs_"):]
     return "--" + {"B": "B", "C": "C", "groups_path": "groups", "tree_path": "tree",
                    "kernel_q": "q", "refit_C": "refit-C", "retrain_C": "retrain-C"}.get(name, name).replace("_", "-")
 
@@ -1031,7 +1060,8 @@ def _option_text(name):
 @click.option("--overwrite", is_flag=True,
               help="Replace an existing NAME.model.json (the default --out on a "
                    "terminal).")
-@click.option("--method", type=click.Choice(["fgm", "l1", "mslr", "sklr"]), default="fgm",
+@click.option("--method", type=click.Choice(["fgm", "l1", "mslr", "sklr", "gsrfs"]),
+              default="fgm",
               show_default=True,
               help="fgm: the Feature Generating Machine; l1: ℓ1-logistic "
                    "regression, the model at the first λ of the screened path "
@@ -1040,9 +1070,13 @@ def _option_text(name):
                    "T_m = --max-iter constraints at most, no bias), retrained by "
                    "ℓ2-LR on its selection; sklr: sparse kernel logistic "
                    "regression (seed 001) on random Fourier features or the exact "
-                   "RBF kernel columns, λ = --lam-ratio λ_max.")
+                   "RBF kernel columns, λ = --lam-ratio λ_max; gsrfs: GSR-FS "
+                   "(seed 002), the ℓ2,r loss on ±1 class codes or real targets "
+                   "with ℓ2,p row sparsity, by IRLS; the model keeps the "
+                   "--features best-ranked features.")
 @click.option("--features", type=click.IntRange(min=1, max=MAX_COUNT), default=None,
-              help="--method l1: number of nonzero weights wanted.")
+              help="--method l1: number of nonzero weights wanted; --method gsrfs: "
+                   "number of best-ranked features the model keeps [default: 50].")
 @_with_options(_l1_path_options())
 @click.option("--retrain-C", "retrain_C", type=RetrainCType(), default=None,
               help="--method mslr: C of the ℓ2-LR retraining on the selected "
@@ -1078,6 +1112,33 @@ def _option_text(name):
 @click.option("--seed", type=click.IntRange(min=0, max=2 ** 63 - 1), default=None,
               help="--method sklr: seed of Ω and b (recorded in the model), of the "
                    "median heuristic and of SGD-C [default: 0].")
+@click.option("--r", "gsrfs_r", type=click.FloatRange(0, 2, min_open=True), default=None,
+              help="--method gsrfs: exponent r of the ℓ2,r loss (small: robust to "
+                   "outliers; 2: least squares) [default: 1].")
+@click.option("--p", "gsrfs_p", type=click.FloatRange(0, 1, min_open=True), default=None,
+              help="--method gsrfs: exponent p of the ℓ2,p penalty (small: sparser; "
+                   "below 1 nonconvex) [default: 0.5].")
+@click.option("--lam", "gsrfs_lam", type=click.FloatRange(0, None, min_open=True),
+              default=None,
+              help="--method gsrfs: λ, absolute (not divided by the number of "
+                   "rows) [default: 1].")
+@click.option("--candidates", "gsrfs_candidates", type=CandidatesType(), default=None,
+              help="--method gsrfs: the two-stage mode for ultrahigh dimension: one "
+                   "streamed scoring pass proposes this many candidates (an "
+                   "integer, or 'auto': max(10 x --features, 1000)) and IRLS ranks "
+                   "them, with KKT passes adding violators when p = 1 [default: IRLS "
+                   "on every feature].")
+@click.option("--stop", "gsrfs_stop", type=click.Choice(["stationarity", "objective"]),
+              default=None,
+              help="--method gsrfs: stop on the stationarity certificate (relative "
+                   "gradient over the nonzero rows <= --tol, default 1e-3) or on the "
+                   "paper's relative objective change (<= --tol, default 1e-4) "
+                   "[default: stationarity].")
+@click.option("--eps", "gsrfs_eps", type=click.FloatRange(0, None, min_open=True),
+              default=None,
+              help="--method gsrfs: the smoothing ε of the loss and the penalty "
+                   "[default: 1e-10 x the mean squared target row (loss), "
+                   "(1e-12 x the largest ridge row)² (penalty)].")
 @_one_line_errors
 def select_command(data_path, label, out, test_path, overwrite, method, **params):
     """Select features with FGM (or ℓ1-LR, MSLR) or fit sparse kernel LR; write the model as JSON."""
@@ -1085,6 +1146,17 @@ def select_command(data_path, label, out, test_path, overwrite, method, **params
     from ultrafs.outputs import check_output_dir, check_output_file
     from ultrafs.store import open_store
 
+    gsrfs = {name: params.pop(name) for name in _GSRFS_ONLY}
+    if method != "gsrfs":
+        for name in _GSRFS_ONLY:
+            if _given(name):
+                raise click.UsageError(f"{_option_text(name)} applies to --method gsrfs")
+    else:
+        for name in _NOT_GSRFS:
+            if _given(name):
+                raise click.UsageError(f"{_option_text(name)} does not apply to "
+                                       "--method gsrfs")
+        return _select_gsrfs(data_path, label, out, test_path, overwrite, gsrfs, params)
     l1 = {name: params.pop(name) for name in _L1_ONLY}
     mslr = {name: params.pop(name) for name in _MSLR_ONLY}
     sklr = {name: params.pop(name) for name in _SKLR_ONLY}
@@ -1141,7 +1213,7 @@ def select_command(data_path, label, out, test_path, overwrite, method, **params
         click.echo("\n".join(f"{name:<{width}}{text}" for name, text in lines))
     else:   # the JSON went to stdout or a file: the scores, one line each
         for name, text in lines:
-            if name.endswith("accuracy"):
+            if name.endswith(("accuracy", "RMSE")):
                 click.echo(f"{name}: {text}", err=True)
 
 
@@ -1181,8 +1253,12 @@ def _print_summary(lines, scores, out, summary, started):
     terminal, else the accuracies alone on stderr."""
     for name, record in scores.items():
         where = record.get("data", "held-out rows")
-        lines.append((f"{name.replace('_', '-')} accuracy",
-                      f"{record['accuracy']:.4f} on {where}"))
+        if "accuracy" in record:
+            lines.append((f"{name.replace('_', '-')} accuracy",
+                          f"{record['accuracy']:.4f} on {where}"))
+        else:
+            lines.append((f"{name.replace('_', '-')} RMSE",
+                          f"{record['rmse']:.6g} (R² {record['r2']:.4f}) on {where}"))
     lines.append(("time", format_seconds(time.perf_counter() - started)))
     if out != "-":
         lines.append(("model", os.fspath(out)))
@@ -1191,7 +1267,7 @@ def _print_summary(lines, scores, out, summary, started):
         click.echo("\n".join(f"{name:<{width}}{text}" for name, text in lines))
     else:
         for name, text in lines:
-            if name.endswith("accuracy"):
+            if name.endswith(("accuracy", "RMSE")):
                 click.echo(f"{name}: {text}", err=True)
 
 
@@ -1339,6 +1415,57 @@ def _select_sklr(data_path, label, out, test_path, overwrite, sklr, params):
     _print_summary(lines, scores, out, summary, started)
 
 
+def _select_gsrfs(data_path, label, out, test_path, overwrite, gsrfs, params):
+    """``select --method gsrfs``: GSR-FS (seed 002), IRLS ranking of the features."""
+    from ultrafs.api import select_gsrfs
+
+    started = time.perf_counter()
+    out, summary, store, test_store, fit_store, held_out = _select_inputs(
+        data_path, label, out, test_path, overwrite, params)
+    features = params["features"] if params["features"] is not None else 50
+    with _scheduler_for_run(params["scheduler"], params["connect_timeout"],
+                            params["worker_timeout"]) as dask_scheduler:
+        model = select_gsrfs(
+            fit_store, features=features,
+            r=1.0 if gsrfs["gsrfs_r"] is None else gsrfs["gsrfs_r"],
+            p=0.5 if gsrfs["gsrfs_p"] is None else gsrfs["gsrfs_p"],
+            lam=1.0 if gsrfs["gsrfs_lam"] is None else gsrfs["gsrfs_lam"],
+            fit_intercept=not params["no_intercept"], eps=gsrfs["gsrfs_eps"],
+            tol=params["tol"] if _given("tol") else None,
+            stop=gsrfs["gsrfs_stop"] or "stationarity",
+            max_iter=params["max_iter"] if _given("max_iter") else None,
+            candidates=gsrfs["gsrfs_candidates"], block_size=params["block_size"],
+            scheduler=dask_scheduler, num_workers=params["workers"],
+            command=" ".join(["ultrafs"] + sys.argv[1:]))
+    scores = _held_out_scores(model, held_out, test_store, test_path)
+    _emit_json(model.to_dict(), out)
+    p = model.params
+    targets = {"binary": "two classes (±1 codes, 2 columns)",
+               "multiclass": f"{p['n_outputs']} classes (±1 codes)",
+               "continuous": "real targets"}[model.target]
+    lines = [("data", f"{store.n_samples:,} rows x {store.n_features:,} features, "
+              f"{targets}"),
+             ("problem", f"ℓ2,{p['r']:g} loss + λ ℓ2,{p['p']:g}^{p['p']:g} rows, "
+              f"λ = {p['lam']:g}, " + ("with" if p["fit_intercept"] else "no")
+              + " intercept")]
+    if p.get("candidates") is not None:
+        rounds = p["rounds"]
+        lines.append(("two-stage", f"{p['candidates']:,} candidates of "
+                      f"{store.n_features:,} after {len(rounds)} round(s)"
+                      + (f"; largest KKT ratio outside "
+                         f"{rounds[-1]['max_kkt_outside']:.3g}"
+                         if "max_kkt_outside" in rounds[-1] else "")))
+    lines += [("IRLS", f"{p['solve']} solve, {p['n_iter']:,} iterations, relative "
+               f"stationarity {p['stationarity']:.2g} "
+               f"({'converged' if p['converged'] else 'NOT converged'})"),
+              ("stopped because", model.stop_reason),
+              ("selected", f"{len(model.features):,} features (of {p['n_ranked']:,} "
+               f"with a nonzero row): " + ", ".join(
+                   str(f) for f in model.feature_labels()[:10])
+               + (", ..." if len(model.features) > 10 else ""))]
+    _print_summary(lines, scores, out, summary, started)
+
+
 @main.command("path")
 @click.option("--data", "data_path", required=True, type=click.Path(),
               help="Training data: a store or a LIBSVM file (ingested once into "
@@ -1421,20 +1548,40 @@ def _held_out_split(store, fraction, seed):
     """The training rows of ``store`` and the held-out ones (stratified, seeded).
 
     The split is :func:`ultrafs.methods.validation.stratified_split`, the
-    one ``--C auto`` chooses C on.
+    one ``--C auto`` chooses C on; real targets (GSR-FS) are split at
+    random (seeded).
     """
+    import numpy as np
+
     from ultrafs.api import _classification_targets
     from ultrafs.methods.validation import stratified_split
     from ultrafs.store.rows import RowSubsetStore
 
-    y, _ = _classification_targets(store)
-    train, held = stratified_split(y, fraction, seed)
-    click.echo(f"fitting on {len(train):,} of the {len(y):,} rows; {len(held):,} "
-               f"({fraction:g}, stratified, --split-seed {seed}) held out to score "
+    if getattr(store, "target_type", None) == "continuous":
+        # real targets (GSR-FS): nothing to stratify, a seeded random split
+        n = int(store.n_samples)
+        rows = np.random.default_rng(seed).permutation(n)
+        k = min(max(1, int(round(fraction * n))), n - 1)
+        train, held = np.sort(rows[k:]), np.sort(rows[:k])
+        how = "random"
+    else:
+        y, _ = _classification_targets(store)
+        train, held = stratified_split(y, fraction, seed)
+        how = "stratified"
+    click.echo(f"fitting on {len(train):,} of the {store.n_samples:,} rows; {len(held):,} "
+               f"({fraction:g}, {how}, --split-seed {seed}) held out to score "
                "the model", err=True)
     return RowSubsetStore(store, train), {"rows": held, "fraction": float(fraction),
                                           "seed": int(seed), "n_train": len(train),
                                           "store": RowSubsetStore(store, held)}
+
+
+def _scores_of(metrics):
+    """What a held-out record keeps of an evaluation: accuracy and AUC, or
+    RMSE and R² for a continuous target."""
+    if "accuracy" in metrics:
+        return {"accuracy": metrics["accuracy"], "auc": metrics.get("auc")}
+    return {"rmse": metrics["rmse"], "r2": metrics["r2"]}
 
 
 def _held_out_scores(model, held_out, test_store, test_path):
@@ -1444,14 +1591,13 @@ def _held_out_scores(model, held_out, test_store, test_path):
         metrics = model.evaluate_store(held_out["store"])
         record = {"method": "holdout", "fraction": held_out["fraction"],
                   "seed": held_out["seed"], "n_train": held_out["n_train"],
-                  "n_held_out": int(len(held_out["rows"])),
-                  "accuracy": metrics["accuracy"], "auc": metrics.get("auc")}
+                  "n_held_out": int(len(held_out["rows"])), **_scores_of(metrics)}
         model.params["held_out"] = record
         scores["held_out"] = record
     if test_store is not None:
         metrics = model.evaluate_store(test_store)
         record = {"data": os.fspath(test_path), "n_samples": metrics["n_samples"],
-                  "accuracy": metrics["accuracy"], "auc": metrics.get("auc")}
+                  **_scores_of(metrics)}
         model.params["test"] = record
         scores["test"] = record
     return scores

@@ -239,6 +239,11 @@ def accuracy_curves(model, test_store, train_store=None, *, l1_max_nnz=None,
     """
     from ultrafs.methods.l1_baseline import L1_MAX_NNZ, check_in_memory
 
+    if model.target == "continuous":
+        raise InputFormatError(
+            "the report's test curves are accuracies of class labels; this is a "
+            "regression model (continuous target): use `ultrafs evaluate` for its "
+            "RMSE and R²")
     if l1_max_nnz is None:
         l1_max_nnz = L1_MAX_NNZ
     n_iter = _n_iterations(model)
