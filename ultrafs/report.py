@@ -34,7 +34,7 @@ import numpy as np
 
 from ultrafs import __version__
 from ultrafs.atomic import publish_path, rename_os_error
-from ultrafs.errors import UltraFSError, UltraFSWarning
+from ultrafs.errors import InputFormatError, UltraFSError, UltraFSWarning
 
 __all__ = ["build_report", "accuracy_vs_features", "accuracy_curves"]
 
