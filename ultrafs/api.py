@@ -12,6 +12,7 @@ from ultrafs.methods.checkpoint import Checkpoint, store_fingerprint
 from ultrafs.store.targets import require_labels
 from ultrafs.errors import ParameterError
 from ultrafs.model import Model
+from ultrafs.solvers.gram_operators import ScaledGramOperator
 from ultrafs.store import as_store
 
 __all__ = ["select", "class_weight_values", "l1_path", "select_l1", "l1_model",
@@ -897,10 +898,25 @@ def _irls_options(tol, stop, max_iter, min_iter) -> dict:
     return irls
 
 
+def column_std_factors(store, *, block_size=None, scheduler=None, num_workers=None):
+    """``1/std_j`` of every column of a store (0 for a constant column), one pass."""
+    from ultrafs.scoring.statistics import feature_statistics
+
+    stats = feature_statistics(store, ("centred_sum_squares",), block_size=block_size,
+                               scheduler=scheduler, num_workers=num_workers)
+    std = np.sqrt(np.asarray(stats["centred_sum_squares"], dtype=np.float64)
+                  / max(int(store.n_samples), 1))
+    factors = np.zeros_like(std)
+    # a column whose spread is at rounding level of its values is constant
+    live = std > 0
+    factors[live] = 1.0 / std[live]
+    return factors
+
+
 def fit_gsrfs_store(store, Y, *, r=1.0, p=0.5, lam=1.0, fit_intercept=True, eps=None,
                     tol=None, stop="stationarity", max_iter=None, min_iter=None,
                     solve="auto", candidates=None, features=50, accelerate=True,
-                    block_size=None, scheduler=None, num_workers=None,
+                    scale="auto", block_size=None, scheduler=None, num_workers=None,
                     in_memory_bytes=None):
     """GSR-FS on a store: IRLS on every feature, or the two-stage mode.
 
@@ -909,18 +925,39 @@ def fit_gsrfs_store(store, Y, *, r=1.0, p=0.5, lam=1.0, fit_intercept=True, eps=
     integer runs the two-stage mode with that many candidates (``"auto"``:
     :func:`~ultrafs.methods.gsrfs.default_candidates` of ``features``).
     ``tol`` is the tolerance of the ``stop`` rule (None: its default).
+    ``scale``: "std" divides every column by its standard deviation (the
+    paper's z-scoring; the centring is the intercept's, so sparse data stay
+    sparse; constant columns are never ranked), "none" takes the columns as
+    they are, "auto" is "std" on every feature and "none" in the two-stage
+    mode (whose screening pass scores the stored columns).  The result's
+    ``coef`` is in the stored columns' units, its ``row_norms`` (the
+    ranking) in the scaled ones; ``result.column_factors`` holds the factors.
     """
     from ultrafs.methods import gsrfs as g
 
     g.check_gsrfs_params(r, p, lam, eps=eps, solve=solve, stop=stop)
+    if scale not in ("auto", "std", "none"):
+        raise ParameterError(f"scale must be auto, std or none, got {scale!r}")
+    if scale == "std" and candidates is not None:
+        raise ParameterError("the two-stage mode (candidates) screens the stored columns "
+                             "as they are: scale them before ingestion, and leave the "
+                             "scaling at none or auto")
     irls = {"solve": solve, "accelerate": bool(accelerate),
             **_irls_options(tol, stop, max_iter, min_iter)}
     memory = g.IN_MEMORY_BYTES if in_memory_bytes is None else int(in_memory_bytes)
     passes = {"block_size": block_size, "scheduler": scheduler, "num_workers": num_workers}
     if candidates is None:
         op = g.gram_operator(store, in_memory_bytes=memory, **passes)
-        return g.fit_gsrfs(op, Y, r=r, p=p, lam=lam, eps=eps, fit_intercept=fit_intercept,
-                           **irls)
+        factors = None
+        if scale != "none":
+            factors = column_std_factors(store, **passes)
+            op = ScaledGramOperator(op, factors)
+        result = g.fit_gsrfs(op, Y, r=r, p=p, lam=lam, eps=eps,
+                             fit_intercept=fit_intercept, **irls)
+        if factors is not None:
+            result.coef = result.coef * factors[:, None]
+        result.column_factors = factors
+        return result
     if candidates == "auto":
         candidates = g.default_candidates(features, store.n_features)
     return g.fit_gsrfs_two_stage(store, Y, n_candidates=candidates, r=r, p=p, lam=lam,
@@ -930,8 +967,8 @@ def fit_gsrfs_store(store, Y, *, r=1.0, p=0.5, lam=1.0, fit_intercept=True, eps=
 
 def select_gsrfs(data, y=None, *, features=50, r=1.0, p=0.5, lam=1.0, fit_intercept=True,
                  eps=None, tol=None, stop="stationarity", max_iter=None, min_iter=None,
-                 solve="auto", candidates=None, block_size=None, scheduler=None,
-                 num_workers=None, in_memory_bytes=None, command=None):
+                 solve="auto", candidates=None, scale="auto", block_size=None,
+                 scheduler=None, num_workers=None, in_memory_bytes=None, command=None):
     """Select features by GSR-FS (seed 002) and return its :class:`Model`.
 
     Parameters
@@ -943,7 +980,7 @@ def select_gsrfs(data, y=None, *, features=50, r=1.0, p=0.5, lam=1.0, fit_interc
         How many of the best-ranked features the model keeps (fewer when
         fewer rows of ``W`` are nonzero).
     r, p, lam, fit_intercept, eps, tol, stop, max_iter, min_iter, solve,
-    candidates, block_size, scheduler, num_workers, in_memory_bytes
+    candidates, scale, block_size, scheduler, num_workers, in_memory_bytes
         See :func:`fit_gsrfs_store` and :func:`ultrafs.methods.gsrfs.fit_gsrfs`.
     command : str, optional
         Recorded in ``params``.
@@ -972,7 +1009,8 @@ def select_gsrfs(data, y=None, *, features=50, r=1.0, p=0.5, lam=1.0, fit_interc
     result = fit_gsrfs_store(store, Y, r=r, p=p, lam=lam, fit_intercept=fit_intercept,
                              eps=eps, tol=tol, stop=stop, max_iter=max_iter,
                              min_iter=min_iter, solve=solve, candidates=candidates,
-                             features=features, block_size=block_size, scheduler=scheduler,
+                             features=features, scale=scale, block_size=block_size,
+                             scheduler=scheduler,
                              num_workers=num_workers, in_memory_bytes=in_memory_bytes)
     top = result.top(features)
     # the model predicts with GSR-FS refit on its selected columns (same r, p,
@@ -981,12 +1019,15 @@ def select_gsrfs(data, y=None, *, features=50, r=1.0, p=0.5, lam=1.0, fit_interc
     from ultrafs.methods.gsrfs import fit_gsrfs, gram_operator
 
     order = np.argsort(top, kind="stable")
-    refit = fit_gsrfs(gram_operator(store, top[order], block_size=block_size,
-                                    scheduler=scheduler, num_workers=num_workers),
-                      Y, r=r, p=p, lam=lam, eps=eps, fit_intercept=fit_intercept,
+    op = gram_operator(store, top[order], block_size=block_size, scheduler=scheduler,
+                       num_workers=num_workers)
+    factors = result.column_factors
+    if factors is not None:
+        op = ScaledGramOperator(op, factors[top[order]])
+    refit = fit_gsrfs(op, Y, r=r, p=p, lam=lam, eps=eps, fit_intercept=fit_intercept,
                       **_irls_options(tol, stop, max_iter, min_iter))
     W = np.empty_like(refit.coef)
-    W[order] = refit.coef
+    W[order] = refit.coef if factors is None else refit.coef * factors[top[order], None]
     b = refit.intercept
     if target == "binary":
         coef, intercept, classes = (W[:, 1] - W[:, 0]) / 2.0, float(b[1] - b[0]) / 2.0, \
@@ -998,7 +1039,9 @@ def select_gsrfs(data, y=None, *, features=50, r=1.0, p=0.5, lam=1.0, fit_interc
         coef, intercept, classes = W[:, 0], float(b[0]), []
     ids = store.feature_ids(top)
     params = {"method": "gsrfs", "r": float(r), "p": float(p), "lam": float(lam),
-              "fit_intercept": bool(fit_intercept), "eps": result.eps,
+              "fit_intercept": bool(fit_intercept),
+              "scale": "std" if result.column_factors is not None else "none",
+              "eps": result.eps,
               "eps_penalty": result.eps_penalty, "solve": result.solve, "stop": stop,
               "converged": bool(result.converged), "n_iter": int(result.n_iter),
               "objective": result.objective,

@@ -965,7 +965,7 @@ _L1_ONLY = ("features", "screening", "basic", "n_lambdas", "lambda_min_ratio",
             "lambda_max_ratio")
 _MSLR_ONLY = ("retrain_C", "no_retrain")
 _GSRFS_ONLY = ("gsrfs_r", "gsrfs_p", "gsrfs_lam", "gsrfs_candidates", "gsrfs_stop",
-               "gsrfs_eps")
+               "gsrfs_eps", "gsrfs_scale")
 _SKLR_ONLY = ("basis", "n_components", "sigma", "solver", "lam_ratio", "two_stage",
               "mfista_scaling", "seed")
 #: FGM options ``select --method sklr`` keeps: --max-iter (the solver's cap),
@@ -1139,6 +1139,12 @@ def _option_text(name):
               help="--method gsrfs: the smoothing ε of the loss and the penalty "
                    "[default: 1e-10 x the mean squared target row (loss), "
                    "(1e-12 x the largest ridge row)² (penalty)].")
+@click.option("--scale", "gsrfs_scale", type=click.Choice(["auto", "std", "none"]),
+              default=None,
+              help="--method gsrfs: std ranks on columns divided by their standard "
+                   "deviation (the paper z-scores; the intercept does the centring, "
+                   "so sparse data stay sparse); none: as stored; auto: std, none "
+                   "with --candidates [default: auto].")
 @_one_line_errors
 def select_command(data_path, label, out, test_path, overwrite, method, **params):
     """Select features with FGM (or ℓ1-LR, MSLR) or fit sparse kernel LR; write the model as JSON."""
@@ -1434,7 +1440,8 @@ def _select_gsrfs(data_path, label, out, test_path, overwrite, gsrfs, params):
             tol=params["tol"] if _given("tol") else None,
             stop=gsrfs["gsrfs_stop"] or "stationarity",
             max_iter=params["max_iter"] if _given("max_iter") else None,
-            candidates=gsrfs["gsrfs_candidates"], block_size=params["block_size"],
+            candidates=gsrfs["gsrfs_candidates"], scale=gsrfs["gsrfs_scale"] or "auto",
+            block_size=params["block_size"],
             scheduler=dask_scheduler, num_workers=params["workers"],
             command=" ".join(["ultrafs"] + sys.argv[1:]))
     scores = _held_out_scores(model, held_out, test_store, test_path)
@@ -1447,7 +1454,8 @@ def _select_gsrfs(data_path, label, out, test_path, overwrite, gsrfs, params):
               f"{targets}"),
              ("problem", f"ℓ2,{p['r']:g} loss + λ ℓ2,{p['p']:g}^{p['p']:g} rows, "
               f"λ = {p['lam']:g}, " + ("with" if p["fit_intercept"] else "no")
-              + " intercept")]
+              + " intercept, " + ("columns scaled to unit standard deviation"
+                                  if p["scale"] == "std" else "columns as stored"))]
     if p.get("candidates") is not None:
         rounds = p["rounds"]
         lines.append(("two-stage", f"{p['candidates']:,} candidates of "

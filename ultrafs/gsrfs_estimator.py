@@ -62,6 +62,12 @@ class GSRFSSelector(SelectorMixin, BaseEstimator):
         propose this many candidates and IRLS ranks them (see
         :func:`ultrafs.methods.gsrfs.fit_gsrfs_two_stage`); None: IRLS on
         every feature.
+    scale : {"auto", "std", "none"}, default="auto"
+        "std": rank on columns divided by their standard deviation (the
+        paper z-scores; the centring is the intercept's, sparse input
+        stays sparse); "none": as given; "auto": "std" except in the
+        two-stage mode.  ``coef_`` is in the input's units, ``scores_`` in
+        the scaled ones.
     block_size, scheduler : optional
         Of the streamed passes.
 
@@ -89,7 +95,8 @@ class GSRFSSelector(SelectorMixin, BaseEstimator):
     def __init__(self, n_features_to_select=None, *, r=1.0, p=0.5, lam=1.0,
                  fit_intercept=True, eps=None, tol=None, stop="stationarity",
                  max_iter=DEFAULT_MAX_ITER, min_iter=DEFAULT_MIN_ITER, solve="auto",
-                 accelerate=True, candidates=None, block_size=None, scheduler=None):
+                 accelerate=True, candidates=None, scale="auto", block_size=None,
+                 scheduler=None):
         self.n_features_to_select = n_features_to_select
         self.r = r
         self.p = p
@@ -103,6 +110,7 @@ class GSRFSSelector(SelectorMixin, BaseEstimator):
         self.solve = solve
         self.accelerate = accelerate
         self.candidates = candidates
+        self.scale = scale
         self.block_size = block_size
         self.scheduler = scheduler
 
@@ -138,6 +146,7 @@ class GSRFSSelector(SelectorMixin, BaseEstimator):
             fit_intercept=bool(self.fit_intercept), eps=self.eps, tol=self.tol,
             stop=self.stop, max_iter=self.max_iter, min_iter=self.min_iter,
             solve=self.solve, accelerate=bool(self.accelerate), candidates=self.candidates,
+            scale=self.scale,
             features=self._n_selected(X.shape[1]), block_size=self.block_size,
             scheduler=self.scheduler)
         n = X.shape[1]

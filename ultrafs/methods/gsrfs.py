@@ -143,6 +143,9 @@ class GSRFSResult:
         Two-stage mode: the features IRLS ran on (sorted).
     rounds : list of dict
         Two-stage mode: per round the candidates and KKT violators.
+    column_factors : float64 array (n_features,) or None
+        Set by the faces when they scaled the columns (``coef`` is then in
+        the stored units, ``row_norms`` in the scaled ones).
     """
 
     coef: np.ndarray
@@ -163,6 +166,7 @@ class GSRFSResult:
     n_passes: int = 0
     seconds: float = 0.0
     candidates: np.ndarray | None = None
+    column_factors: np.ndarray | None = None
     rounds: list = field(default_factory=list)
 
     def top(self, k) -> np.ndarray:

@@ -41,7 +41,7 @@ import numpy as np
 
 from ultrafs.errors import ParameterError
 
-__all__ = ["DenseGramOperator", "check_weights", "check_matrix"]
+__all__ = ["DenseGramOperator", "ScaledGramOperator", "check_weights", "check_matrix"]
 
 
 def check_weights(w, n, what) -> np.ndarray:
@@ -109,3 +109,55 @@ class DenseGramOperator:
     def columns(self, cols) -> "DenseGramOperator":
         """The operator over the columns ``cols`` (in that order)."""
         return DenseGramOperator(self.X[:, np.asarray(cols, dtype=np.int64)])
+
+
+class ScaledGramOperator:
+    """The Gram operator of ``X diag(c)``: every column of an operator times a factor.
+
+    Standardising columns (``c_j = 1/std_j``) without touching the data:
+    ``feature_gram`` scales the rows and columns of the inner Gram,
+    ``sample_gram`` weights the features by ``d c²``, ``rmatmat`` scales
+    the rows of ``Xᵀ V`` and ``matmat`` the rows of ``W`` first.  A factor
+    of 0 makes its column a zero column (constant columns: never ranked).
+
+    Parameters
+    ----------
+    inner : Gram operator
+    factors : array-like of float, shape (n_features,)
+        Finite, non-negative.
+    """
+
+    def __init__(self, inner, factors):
+        self.inner = inner
+        self.factors = check_weights(factors, inner.n_features, "column factors")
+        self.n_samples, self.n_features = inner.n_samples, inner.n_features
+
+    @property
+    def n_passes(self) -> int:
+        """Products taken from the inner operator."""
+        return self.inner.n_passes
+
+    def feature_gram(self, s):
+        """``(diag(c) Xᵀ diag(s) X diag(c), diag(c) Xᵀ s)``."""
+        G, u = self.inner.feature_gram(s)
+        c = self.factors
+        return c[:, None] * G * c[None, :], c * u
+
+    def sample_gram(self, d):
+        """``X diag(d c²) Xᵀ``."""
+        d = check_weights(d, self.n_features, "feature weights")
+        return self.inner.sample_gram(d * self.factors ** 2)
+
+    def rmatmat(self, V):
+        """``diag(c) Xᵀ V``."""
+        return self.factors[:, None] * self.inner.rmatmat(V)
+
+    def matmat(self, W):
+        """``X diag(c) W``."""
+        W = check_matrix(W, self.n_features, "W")
+        return self.inner.matmat(self.factors[:, None] * W)
+
+    def columns(self, cols) -> "ScaledGramOperator":
+        """The operator over the columns ``cols`` (in that order)."""
+        cols = np.asarray(cols, dtype=np.int64)
+        return ScaledGramOperator(self.inner.columns(cols), self.factors[cols])
