@@ -98,6 +98,11 @@ def root(tmp_path_factory):
                          "--n-components", 64, "--solver", solver, "--out",
                          r / f"sklr-{solver}.json"])
         assert result.exit_code == 0, result.output
+    # and GSR-FS's (statistics, scoring, weighted Gram products)
+    for extra in ([], ["--candidates", "10", "--p", "1"]):
+        result = invoke(["select", "--method", "gsrfs", "--data", r / "train.zarr",
+                         "--features", 5, "--out", r / "gsrfs.json"] + extra)
+        assert result.exit_code == 0, result.output
     (r / "bad.svm").write_text("1 1:0.5 2:1\n1 3:x\n")
     (r / "empty.svm").write_text("")
     (r / "text.txt").write_text("not a store\n")
@@ -404,6 +409,34 @@ CASES = [
          ["--out {r}/train.zarr", "is the --data store"]),
     Case("select-sklr-data-missing", ["select", "--method", "sklr", "--data",
                                       "{r}/nope.zarr", "--out", "{r}/m.json"], 1,
+         ["nope.zarr", "not an ultrafs store"]),
+    # ---- select --method gsrfs (issue 16)
+    Case("select-gsrfs-with-fgm-option", ["select", "--method", "gsrfs", "--B", "4",
+                                          "--data", "{r}/train.zarr"], 2,
+         ["--B does not apply to --method gsrfs"]),
+    Case("select-gsrfs-with-sklr-option", ["select", "--method", "gsrfs", "--solver",
+                                           "cgd", "--data", "{r}/train.zarr"], 2,
+         ["--solver does not apply to --method gsrfs"]),
+    Case("select-r-without-gsrfs", SELECT + ["--data", "{r}/train.zarr", "--r", "1"], 2,
+         ["--r applies to --method gsrfs"]),
+    Case("select-gsrfs-r-above-two", ["select", "--method", "gsrfs", "--r", "3",
+                                      "--data", "{r}/train.zarr"], 2, ["--r", "3"]),
+    Case("select-gsrfs-p-zero", ["select", "--method", "gsrfs", "--p", "0",
+                                 "--data", "{r}/train.zarr"], 2, ["--p", "0"]),
+    Case("select-gsrfs-lam-negative", ["select", "--method", "gsrfs", "--lam", "-1",
+                                       "--data", "{r}/train.zarr"], 2, ["--lam", "-1"]),
+    Case("select-gsrfs-candidates-text", ["select", "--method", "gsrfs", "--candidates",
+                                          "many", "--data", "{r}/train.zarr"], 2,
+         ["--candidates", "'many' is not an integer >= 1 or 'auto'"]),
+    Case("select-gsrfs-scaled-two-stage",
+         ["select", "--method", "gsrfs", "--candidates", "10", "--scale", "std",
+          "--data", "{r}/train.zarr", "--out", "{r}/g.json"], 1,
+         ["two-stage mode", "screens the stored columns"]),
+    Case("select-gsrfs-out-is-data", ["select", "--method", "gsrfs", "--data",
+                                      "{r}/train.zarr", "--out", "{r}/train.zarr"], 1,
+         ["--out {r}/train.zarr", "is the --data store"]),
+    Case("select-gsrfs-data-missing", ["select", "--method", "gsrfs", "--data",
+                                       "{r}/nope.zarr", "--out", "{r}/m.json"], 1,
          ["nope.zarr", "not an ultrafs store"]),
     Case("select-kernel-with-poly", SELECT + ["--data", "{r}/train.zarr", "--kernel",
                                               "hik", "--poly", "2", "--out",

@@ -178,6 +178,11 @@ def _coef_inf(model):
     return json.dumps(model).encode()
 
 
+def _continuous_matrix(model):
+    model["target"], model["classes"] = "continuous", []
+    model["coef"] = [[c, c] for c in model["coef"]]
+
+
 MODEL_CASES = [
     # name, forge (mutates the dict, or returns the file's bytes), fragments
     ("features null", _set("features", [None] * 10), ["features[0] must be an integer"]),
@@ -271,6 +276,11 @@ MODEL_CASES = [
     ("integer of 5000 digits", _raw('{"format": "ultrafs-model", "coef": ['
                                     + "9" * 5000 + "]}"), ["not a JSON model file"]),
     ("missing coef", _set("coef", None), ["coef must be a list"]),
+    # ---- regression models of GSR-FS (issue 16)
+    ("target unknown", _set("target", "regression"), ["unknown target", "regression"]),
+    ("continuous with classes", _set("target", "continuous"),
+     ["a continuous model has no classes, got 2"]),
+    ("continuous with K columns", _continuous_matrix, ["coef must hold"]),
 ]
 
 
