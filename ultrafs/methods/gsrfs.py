@@ -655,11 +655,12 @@ def fit_gsrfs_two_stage(store, Y, *, n_candidates, r=1.0, p=0.5, lam=1.0, eps=No
     candidates = np.sort(found.keys)
     rounds = [{"round": 1, "candidates": int(len(candidates)), "screened": int(n),
                "violators": None}]
+    certificate = ""
     while True:
         op = gram_operator(store, candidates, in_memory_bytes=in_memory_bytes, **passes)
         res = fit_gsrfs(op, Y, r=r, p=p, lam=lam, eps=eps, eps_penalty=eps_penalty,
                         fit_intercept=fit_intercept, **irls)
-        if p != 1 or len(candidates) >= n or len(rounds) >= max_rounds:
+        if p != 1 or len(candidates) >= n:
             break
         # the residuals of the fit on the candidates, over every sample
         E = op.matmat(res.coef) + res.intercept - Y
@@ -674,6 +675,12 @@ def fit_gsrfs_two_stage(store, Y, *, n_candidates, r=1.0, p=0.5, lam=1.0, eps=No
         rounds[-1]["violators"] = int(len(violators))
         rounds[-1]["max_kkt_outside"] = worst
         if not len(violators):
+            certificate = (f"; every feature left out meets 2‖X_jᵀS1E‖ <= λ (largest "
+                           f"ratio {worst:.3g})")
+            break
+        if len(rounds) >= max_rounds:
+            certificate = (f"; NOT certified: {len(violators)}+ features left out "
+                           f"violate the KKT condition after {max_rounds} rounds")
             break
         candidates = np.union1d(candidates, violators)
         rounds.append({"round": len(rounds) + 1, "candidates": int(len(candidates)),
@@ -688,6 +695,7 @@ def fit_gsrfs_two_stage(store, Y, *, n_candidates, r=1.0, p=0.5, lam=1.0, eps=No
         coef=coef, intercept=res.intercept, row_norms=norms, ranking=ranking,
         objective=res.objective, objective_unsmoothed=res.objective_unsmoothed,
         stationarity=res.stationarity, kkt_dead=res.kkt_dead,
-        n_iter=res.n_iter, converged=res.converged, stop_reason=res.stop_reason,
+        n_iter=res.n_iter, converged=res.converged and not certificate.startswith("; NOT"),
+        stop_reason=res.stop_reason + certificate,
         solve=res.solve, eps=res.eps, eps_penalty=res.eps_penalty, history=res.history, n_passes=res.n_passes,
         seconds=time.perf_counter() - started, candidates=candidates, rounds=rounds)

@@ -1,0 +1,217 @@
+"""The faces of GSR-FS (issue 16): CLI, API, estimator, model files, scaling.
+
+One functional core (:func:`ultrafs.api.fit_gsrfs_store`) is behind every
+face: the CLI on a Zarr store, ``select_gsrfs`` and ``GSRFSSelector`` on the
+same data rank the same features.  Results do not depend on the block
+size or the scheduler (a real LocalCluster included).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from click.testing import CliRunner
+from sklearn.datasets import dump_svmlight_file, load_digits, make_regression
+
+from ultrafs.api import gsrfs_targets, select_gsrfs
+from ultrafs.cli import main
+from ultrafs.errors import ParameterError
+from ultrafs.gsrfs_estimator import GSRFSSelector
+from ultrafs.methods.gsrfs import fit_gsrfs
+from ultrafs.model import Model
+from ultrafs.solvers.gram_operators import DenseGramOperator, ScaledGramOperator
+from ultrafs.store import as_store, open_store
+
+
+def invoke(args):
+    return CliRunner().invoke(main, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    """Digits (10 classes), its two-class version and a regression set, as Zarr stores."""
+    root = tmp_path_factory.mktemp("gsrfs")
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:600], y[:600]
+    Xr, yr = make_regression(240, 60, n_informative=5, noise=1.0, random_state=0)
+    sets = {"digits": (X, y), "binary": (X, (y >= 5).astype(int)),
+            "reg": (Xr, yr)}
+    paths = {}
+    for name, (A, b) in sets.items():
+        dump_svmlight_file(A, b, str(root / f"{name}.svm"), zero_based=False)
+        result = invoke(["ingest", root / f"{name}.svm", root / f"{name}.zarr"])
+        assert result.exit_code == 0, result.output
+        paths[name] = root / f"{name}.zarr"
+    return {"root": root, "paths": paths, "arrays": sets}
+
+
+def _select(store_path, out, *extra):
+    result = invoke(["select", "--method", "gsrfs", "--data", store_path, "--out", out,
+                     *extra])
+    assert result.exit_code == 0, result.output
+    return Model.load(out)
+
+
+# ------------------------------------------------------------- one core
+def test_cli_api_estimator_rank_the_same_features(data, tmp_path):
+    model = _select(data["paths"]["digits"], tmp_path / "m.json", "--features", "12")
+    assert model.target == "multiclass" and model.params["method"] == "gsrfs"
+    assert np.asarray(model.coef).shape == (12, 10)
+    api = select_gsrfs(open_store(data["paths"]["digits"]), features=12)
+    assert api.features == model.features
+    np.testing.assert_allclose(api.coef, model.coef, rtol=1e-12, atol=1e-14)
+    X, y = data["arrays"]["digits"]
+    est = GSRFSSelector(12).fit(X, y)
+    # LIBSVM ids are 1-based; the estimator's columns 0-based
+    ranked = np.argsort(est.ranking_, kind="stable")[:12]
+    assert [int(j) + 1 for j in ranked] == model.features
+    assert sorted(int(j) + 1 for j in est.get_support(indices=True)) == sorted(model.features)
+    # the scores recorded are the ranking's, decreasing
+    scores = model.params["scores"]
+    assert all(a >= b for a, b in zip(scores, scores[1:]))
+    np.testing.assert_allclose(scores, est.scores_[ranked], rtol=1e-12)
+
+
+def test_block_size_and_scheduler_do_not_matter(data, tmp_path):
+    base = _select(data["paths"]["digits"], tmp_path / "a.json", "--features", "10")
+    other = _select(data["paths"]["digits"], tmp_path / "b.json", "--features", "10",
+                    "--block-size", "7", "--scheduler", "synchronous")
+    assert base.features == other.features
+    np.testing.assert_allclose(base.coef, other.coef, rtol=1e-9, atol=1e-12)
+
+
+def test_local_cluster_gives_the_same_two_stage_result(data, local_cluster_client):
+    store = open_store(data["paths"]["digits"])
+    kwargs = dict(features=8, p=1.0, lam=20.0, candidates=12, block_size=9)
+    local = select_gsrfs(store, **kwargs)
+    remote = select_gsrfs(store, scheduler=local_cluster_client, **kwargs)
+    assert local.features == remote.features
+    assert local.params["rounds"] == remote.params["rounds"]
+    np.testing.assert_allclose(local.coef, remote.coef, rtol=1e-10, atol=1e-13)
+
+
+# --------------------------------------------------------------- targets
+def test_binary_model_is_the_difference_of_the_two_code_fits(data, tmp_path):
+    model = _select(data["paths"]["binary"], tmp_path / "b.json", "--features", "6")
+    assert model.target == "binary" and np.asarray(model.coef).shape == (6,)
+    store = open_store(data["paths"]["binary"])
+    Y, target = gsrfs_targets(store)
+    assert target == "binary" and Y.shape[1] == 2
+    cols = store.columns_of(np.sort(model.features))
+    X = data["arrays"]["binary"][0]
+    factors = 1.0 / X[:, cols].std(axis=0)
+    refit = fit_gsrfs(ScaledGramOperator(DenseGramOperator(X[:, cols]), factors), Y,
+                      r=1.0, p=0.5, lam=1.0, fit_intercept=True)
+    refit.coef = refit.coef * factors[:, None]
+    order = np.argsort(np.argsort(model.features))
+    W = refit.coef[order]
+    np.testing.assert_allclose(model.coef, (W[:, 1] - W[:, 0]) / 2, rtol=1e-8, atol=1e-10)
+    decision = model.decision_function_store(store)
+    two = X[:, cols] @ refit.coef + refit.intercept
+    assert np.array_equal(decision > 0, two[:, 1] > two[:, 0])
+    assert model.evaluate_store(store)["accuracy"] > 0.7     # 0.753 measured
+
+
+def test_regression_model_round_trip_evaluate_predict(data, tmp_path):
+    out = tmp_path / "r.json"
+    result = invoke(["select", "--method", "gsrfs", "--data", data["paths"]["reg"],
+                     "--out", out, "--features", "5", "--validation-fraction", "0.25"])
+    assert result.exit_code == 0, result.output
+    model = Model.load(out)
+    assert model.target == "continuous" and model.classes == []
+    assert model.params["held_out"]["r2"] > 0.99
+    again = Model.from_dict(json.loads(json.dumps(model.to_dict())))
+    np.testing.assert_array_equal(again.coef, model.coef)
+    result = invoke(["evaluate", "--model", out, "--data", data["paths"]["reg"]])
+    metrics = json.loads(result.stdout)
+    assert metrics["r2"] > 0.99 and "accuracy" not in metrics
+    result = invoke(["predict", "--model", out, "--data", data["paths"]["reg"]])
+    lines = result.stdout.splitlines()
+    assert lines[0].split("\t")[:2] == ["row", "predicted"] and len(lines) == 241
+    # a regression model has no accuracy curve
+    result = CliRunner().invoke(main, ["report", str(out), "--test",
+                                       str(data["paths"]["reg"]), "--out",
+                                       str(tmp_path / "rep")])
+    assert result.exit_code == 1 and "regression model" in result.output
+    assert not (tmp_path / "rep").exists()
+    # and a classification model refuses real targets in one line
+    digits = _select(data["paths"]["digits"], tmp_path / "d.json", "--features", "4")
+    with pytest.raises(Exception, match="continuous"):
+        digits.evaluate_store(open_store(data["paths"]["reg"]))
+
+
+def test_two_stage_on_the_cli_records_its_rounds(data, tmp_path):
+    model = _select(data["paths"]["digits"], tmp_path / "t.json", "--features", "8",
+                    "--candidates", "10", "--p", "1", "--lam", "500")
+    rounds = model.params["rounds"]
+    assert [r["candidates"] for r in rounds] == [10, 20, 23]     # measured
+    assert rounds[-1]["violators"] == 0
+    assert "every feature left out meets" in model.stop_reason
+    full = _select(data["paths"]["digits"], tmp_path / "f.json", "--features", "8",
+                   "--scale", "none", "--p", "1", "--lam", "500", "--tol", "1e-7")
+    assert model.features == full.features
+
+
+# -------------------------------------------------------------- estimator
+def test_estimator_contract_and_inputs():
+    X, y = load_digits(return_X_y=True)
+    est = GSRFSSelector(10).fit(X, y)
+    assert est.transform(X).shape == (len(X), 10)
+    assert est.get_support().sum() == 10
+    best = np.argsort(est.ranking_, kind="stable")
+    assert est.ranking_[best[0]] == 1
+    assert est.coef_.shape == (10, 64) and list(est.classes_) == list(range(10))
+    # constant columns are never ranked (scaled to zero): they share the last rank
+    constant = np.flatnonzero(X.std(axis=0) == 0)
+    assert len(constant) and np.all(est.scores_[constant] == 0)
+    assert np.all(est.ranking_[constant] == est.ranking_.max())
+    # sparse input, string labels: the same ranking
+    labels = np.array([f"c{v}" for v in y])
+    other = GSRFSSelector(10).fit(sp.csr_matrix(X), labels)
+    np.testing.assert_array_equal(other.ranking_, est.ranking_)
+    # regression, one and two outputs
+    Xr, yr = make_regression(200, 30, n_informative=4, noise=0.5, random_state=1)
+    one = GSRFSSelector(4).fit(Xr, yr)
+    assert one.classes_ is None and one.coef_.shape == (1, 30)
+    two = GSRFSSelector(4).fit(Xr, np.column_stack([yr, 2 * yr]))
+    assert two.coef_.shape == (2, 30)
+    assert set(two.get_support(indices=True)) == set(one.get_support(indices=True))
+    with pytest.raises(ParameterError, match="n_features_to_select"):
+        GSRFSSelector(0).fit(X, y)
+
+
+# ----------------------------------------------------------------- scaling
+def test_scaled_operator_equals_the_scaled_matrix():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 12))
+    X[:, 3] = 0.0
+    c = rng.uniform(0.1, 3.0, size=12)
+    c[5] = 0.0
+    op = ScaledGramOperator(DenseGramOperator(X), c)
+    ref = DenseGramOperator(X * c)
+    s, d = rng.uniform(0, 2, size=30), rng.uniform(0, 2, size=12)
+    V, W = rng.normal(size=(30, 3)), rng.normal(size=(12, 3))
+    for got, want in ((op.feature_gram(s)[0], ref.feature_gram(s)[0]),
+                      (op.feature_gram(s)[1], ref.feature_gram(s)[1]),
+                      (op.sample_gram(d), ref.sample_gram(d)),
+                      (op.rmatmat(V), ref.rmatmat(V)), (op.matmat(W), ref.matmat(W)),
+                      (op.columns([4, 1]).rmatmat(V), ref.columns([4, 1]).rmatmat(V))):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert op.n_passes == op.inner.n_passes
+
+
+def test_scaling_makes_the_ranking_unit_free():
+    """Multiplying a column by 1000 changes nothing once columns are scaled."""
+    X, y = load_digits(return_X_y=True)
+    X = X[:500].astype(float)
+    y = y[:500]
+    base = GSRFSSelector(8).fit(X, y)
+    X2 = X.copy()
+    X2[:, 20] *= 1000.0
+    moved = GSRFSSelector(8).fit(X2, y)
+    np.testing.assert_array_equal(moved.ranking_, base.ranking_)
+    raw = GSRFSSelector(8, scale="none").fit(X2, y)
+    assert not np.array_equal(raw.ranking_, base.ranking_)
