@@ -7,4 +7,6 @@ of a feature space, the scoring passes and a solver.
 * :mod:`ultrafs.methods.l1_baseline`: scikit-learn's ℓ1-LR at given
   feature counts (loads the training store in memory; the report's
   baseline).
+* :mod:`ultrafs.methods.gsrfs`: GSR-FS by IRLS, and its two-stage mode
+  (seed 002).
 """

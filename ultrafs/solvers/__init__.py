@@ -14,6 +14,8 @@
 * :mod:`ultrafs.solvers.apg`: accelerated proximal gradient (Algorithm 4),
   and :func:`solve`, which picks the solver.
 * :mod:`ultrafs.solvers.prox_newton`: proximal Newton for binary datafits.
+* :mod:`ultrafs.solvers.gram_operators`, :mod:`ultrafs.solvers.sparse_gram`:
+  the weighted Gram products IRLS (GSR-FS) solves with, dense and sparse.
 """
 
 from ultrafs.solvers.apg import (
