@@ -179,6 +179,12 @@ def test_estimator_contract_and_inputs():
     two = GSRFSSelector(4).fit(Xr, np.column_stack([yr, 2 * yr]))
     assert two.coef_.shape == (2, 30)
     assert set(two.get_support(indices=True)) == set(one.get_support(indices=True))
+    # the two-stage mode: only the candidates are scored
+    staged = GSRFSSelector(5, candidates=20, p=1.0, lam=500.0, scale="none").fit(X, y)
+    candidates = staged.result_.candidates
+    assert len(staged.result_.row_norms) == len(candidates) < 64
+    assert np.count_nonzero(staged.scores_) <= len(candidates)
+    assert set(staged.get_support(indices=True)) <= set(candidates)
     with pytest.raises(ParameterError, match="n_features_to_select"):
         GSRFSSelector(0).fit(X, y)
 

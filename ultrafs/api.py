@@ -1048,7 +1048,7 @@ def select_gsrfs(data, y=None, *, features=50, r=1.0, p=0.5, lam=1.0, fit_interc
               "objective_unsmoothed": result.objective_unsmoothed,
               "stationarity": result.stationarity, "n_outputs": int(Y.shape[1]),
               "n_ranked": int(len(result.ranking)), "n_features_asked": int(features),
-              "scores": [float(v) for v in result.row_norms[top]],
+              "scores": [float(v) for v in result.row_norms[result.rows(top)]],
               "refit": {"n_iter": int(refit.n_iter), "converged": bool(refit.converged),
                         "stationarity": refit.stationarity,
                         "objective": refit.objective},

@@ -153,8 +153,13 @@ class GSRFSSelector(SelectorMixin, BaseEstimator):
         ranking = np.full(n, len(result.ranking) + 1, dtype=np.int64)
         ranking[result.ranking] = np.arange(1, len(result.ranking) + 1)
         self.ranking_ = ranking
-        self.scores_ = np.asarray(result.row_norms, dtype=np.float64)
-        self.coef_ = np.ascontiguousarray(result.coef.T)
+        scores = np.zeros(n)
+        coef = np.zeros((n, result.coef.shape[1]))
+        rows = np.arange(n) if result.candidates is None else result.candidates
+        scores[rows] = result.row_norms
+        coef[rows] = result.coef
+        self.scores_ = scores
+        self.coef_ = np.ascontiguousarray(coef.T)
         self.intercept_ = np.asarray(result.intercept, dtype=np.float64)
         self.n_iter_ = int(result.n_iter)
         self.converged_ = bool(result.converged)

@@ -107,11 +107,12 @@ class GSRFSResult:
     Attributes
     ----------
     coef : float64 array (n_features, c)
-        ``W``.
+        ``W`` (two-stage mode: the candidates' rows only, see :meth:`rows`).
     intercept : float64 array (c,)
         ``b`` (zeros without a bias).
     row_norms : float64 array (n_features,)
-        ``‖w_j‖``, the scores features are ranked by.
+        ``‖w_j‖``, the scores features are ranked by (two-stage mode: the
+        candidates' only).
     ranking : int64 array
         Feature numbers by decreasing ``‖w_j‖`` (ties by number), the rows
         with ``‖w_j‖ ≤ RANK_RTOL·max`` left out.
@@ -172,6 +173,22 @@ class GSRFSResult:
     def top(self, k) -> np.ndarray:
         """The ``k`` best-ranked features (fewer when fewer rows are nonzero)."""
         return self.ranking[:int(k)]
+
+    def rows(self, features) -> np.ndarray:
+        """Rows of ``coef`` and ``row_norms`` holding ``features``.
+
+        The features themselves, except in the two-stage mode, whose arrays
+        cover the candidates only (sorted): nothing there is as long as the
+        number of features.
+        """
+        features = np.asarray(features, dtype=np.int64)
+        if self.candidates is None:
+            return features
+        rows = np.searchsorted(self.candidates, features)
+        if np.any(rows >= len(self.candidates)) or np.any(
+                self.candidates[np.minimum(rows, len(self.candidates) - 1)] != features):
+            raise ParameterError("a feature asked for was not a candidate")
+        return rows
 
 
 def check_gsrfs_params(r, p, lam, *, eps=None, tol=DEFAULT_TOL, gtol=DEFAULT_GTOL,
@@ -627,8 +644,10 @@ def fit_gsrfs_two_stage(store, Y, *, n_candidates, r=1.0, p=0.5, lam=1.0, eps=No
     Returns
     -------
     GSRFSResult
-        Over the store's features: rows of ``coef`` outside the candidates
-        are zero and unranked; ``candidates`` and ``rounds`` say what ran.
+        ``coef`` and ``row_norms`` over the candidates (``candidates``,
+        sorted; :meth:`GSRFSResult.rows` maps features to rows), the
+        features left out are unranked; ``ranking`` holds feature numbers;
+        ``rounds`` says what ran.
     """
     from ultrafs.features import build_feature_space
     from ultrafs.scoring.worst_case import worst_case_analysis
@@ -686,13 +705,9 @@ def fit_gsrfs_two_stage(store, Y, *, n_candidates, r=1.0, p=0.5, lam=1.0, eps=No
         rounds.append({"round": len(rounds) + 1, "candidates": int(len(candidates)),
                        "screened": int(n - len(candidates) + len(violators)),
                        "violators": None})
-    coef = np.zeros((n, Y.shape[1]))
-    coef[candidates] = res.coef
-    norms = np.zeros(n)
-    norms[candidates] = res.row_norms
     ranking = candidates[res.ranking]
     return GSRFSResult(
-        coef=coef, intercept=res.intercept, row_norms=norms, ranking=ranking,
+        coef=res.coef, intercept=res.intercept, row_norms=res.row_norms, ranking=ranking,
         objective=res.objective, objective_unsmoothed=res.objective_unsmoothed,
         stationarity=res.stationarity, kkt_dead=res.kkt_dead,
         n_iter=res.n_iter, converged=res.converged and not certificate.startswith("; NOT"),
