@@ -294,11 +294,7 @@ def test_t4_objective_never_increases(small_paper_problems, shape, fit_intercept
     assert worst_recomputed <= (1e-6 if accelerate else 1e-11), worst_recomputed
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the extrapolation updates the residuals affinely, E_e = E + beta (E - E_old), with "
-    "E_old itself extrapolated: rounding grows ~(1 + beta) = 9x per consecutive "
-    "extrapolation (2e-14 at iteration 33 to 3e-10 at 38, 12 in a row; reset by a plain "
-    "step), so the recorded J_eps and the next weights are those of E_e != X W_e + b_e - Y"))
+# fixed: an accepted extrapolation recomputes its residuals with one product
 def test_t4_recorded_objective_is_that_of_the_extrapolated_iterate(small_paper_problems):
     X, Y = small_paper_problems["n<m"]
     res, seen = iterates(DenseGramOperator(X), Y, r=1.0, p=0.25, lam=1.0, fit_intercept=True,
@@ -335,12 +331,8 @@ def test_t5a_planted_rows_p1(paper_clean):
     assert np.mean(res.top(200) < 200) == 1.0
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "T5(c) fails with the default safeguarded extrapolation (commit 70cf7be): at "
-    "lambda = 1e4, p = 1 one row is live and the top 200 are ordered by the dead rows' "
-    "decay; the extrapolation W + beta (W - W_old) scrambles that order: top-200 in "
-    "X1..X3 0.42 (objective stop, 12 iterations) and 0.795 (certificate, 74); the paper's "
-    "Algorithm 1 (accelerate=False) gives 0.995 with either stop"))
+# fixed: the paper's objective stop runs the paper's Algorithm 1 (no
+# extrapolation) unless asked; rows below the live threshold rank by KKT score
 def test_t5c_heavy_lambda_keeps_the_relevant_blocks(paper_clean):
     X, Y, op = paper_clean
     res = fit_gsrfs(op, Y, r=2.0, p=1.0, lam=1e4, stop="objective", tol=1e-4)
@@ -465,10 +457,7 @@ def test_t7_ties_are_broken_by_index(ranking_problem):
         assert abs(rank[a] - rank[a + 40]) <= 2
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "duplicate columns get row norms that differ by rounding (1e-14 to 2e-13 relative), "
-    "and rank_rows breaks only exact ties by index: the copy precedes its original for "
-    "5 of 10 duplicated columns (r = 2, p = 1, lambda = 1)"))
+# fixed: rank_rows treats norms equal to 10 digits as ties (by index)
 def test_t7_duplicate_columns_rank_the_original_first(ranking_problem):
     res, rank = _duplicates_fit(ranking_problem)
     assert all(rank[a] < rank[a + 40] for a in range(10))
@@ -712,9 +701,7 @@ def test_encode_targets():
         encode_targets([0, 1], "ordinal")
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "encode_targets codes a NaN class label as a class of its own: [0, nan, 1] gives "
-    "3 columns, classes [0, 1, nan] (np.unique keeps one NaN); [1, nan] is 'binary'"))
+# fixed: encode_targets refuses non-finite class labels
 @pytest.mark.parametrize("labels", [[0.0, np.nan, 1.0], [1.0, np.nan, 1.0, 2.0]])
 @pytest.mark.parametrize("target", ["multiclass", "binary"])
 def test_encode_targets_refuses_nan_labels(labels, target):

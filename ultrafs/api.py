@@ -915,7 +915,7 @@ def column_std_factors(store, *, block_size=None, scheduler=None, num_workers=No
 
 def fit_gsrfs_store(store, Y, *, r=1.0, p=0.5, lam=1.0, fit_intercept=True, eps=None,
                     tol=None, stop="stationarity", max_iter=None, min_iter=None,
-                    solve="auto", candidates=None, features=50, accelerate=True,
+                    solve="auto", candidates=None, features=50, accelerate=None,
                     scale="auto", block_size=None, scheduler=None, num_workers=None,
                     in_memory_bytes=None):
     """GSR-FS on a store: IRLS on every feature, or the two-stage mode.
@@ -942,7 +942,7 @@ def fit_gsrfs_store(store, Y, *, r=1.0, p=0.5, lam=1.0, fit_intercept=True, eps=
         raise ParameterError("the two-stage mode (candidates) screens the stored columns "
                              "as they are: scale them before ingestion, and leave the "
                              "scaling at none or auto")
-    irls = {"solve": solve, "accelerate": bool(accelerate),
+    irls = {"solve": solve, "accelerate": None if accelerate is None else bool(accelerate),
             **_irls_options(tol, stop, max_iter, min_iter)}
     memory = g.IN_MEMORY_BYTES if in_memory_bytes is None else int(in_memory_bytes)
     passes = {"block_size": block_size, "scheduler": scheduler, "num_workers": num_workers}

@@ -54,9 +54,10 @@ class GSRFSSelector(SelectorMixin, BaseEstimator):
     stop : {"stationarity", "objective"}, default="stationarity"
     max_iter, min_iter : int
     solve : {"auto", "primal", "woodbury"}, default="auto"
-    accelerate : bool, default=True
+    accelerate : bool or None, default=None
         Safeguarded extrapolation of the IRLS steps (False: the paper's
-        Algorithm 1).
+        Algorithm 1; None: on with the stationarity stop, off with the
+        paper's objective stop).
     candidates : None, "auto" or int, default=None
         The two-stage mode: the engine's streamed multi-class scores
         propose this many candidates and IRLS ranks them (see
@@ -95,7 +96,7 @@ class GSRFSSelector(SelectorMixin, BaseEstimator):
     def __init__(self, n_features_to_select=None, *, r=1.0, p=0.5, lam=1.0,
                  fit_intercept=True, eps=None, tol=None, stop="stationarity",
                  max_iter=DEFAULT_MAX_ITER, min_iter=DEFAULT_MIN_ITER, solve="auto",
-                 accelerate=True, candidates=None, scale="auto", block_size=None,
+                 accelerate=None, candidates=None, scale="auto", block_size=None,
                  scheduler=None):
         self.n_features_to_select = n_features_to_select
         self.r = r
@@ -145,7 +146,7 @@ class GSRFSSelector(SelectorMixin, BaseEstimator):
             store, Y, r=self.r, p=self.p, lam=self.lam,
             fit_intercept=bool(self.fit_intercept), eps=self.eps, tol=self.tol,
             stop=self.stop, max_iter=self.max_iter, min_iter=self.min_iter,
-            solve=self.solve, accelerate=bool(self.accelerate), candidates=self.candidates,
+            solve=self.solve, accelerate=self.accelerate, candidates=self.candidates,
             scale=self.scale,
             features=self._n_selected(X.shape[1]), block_size=self.block_size,
             scheduler=self.scheduler)
