@@ -29,6 +29,7 @@ import warnings
 import numpy as np
 import pytest
 
+from ultrafs.datasets.gsrfs_synthetic import make_gsrfs_synthetic
 from ultrafs.errors import ParameterError, UltraFSWarning
 from ultrafs.methods.gsrfs import (
     check_gsrfs_params, encode_targets, fit_gsrfs, fit_gsrfs_two_stage, rank_rows,
@@ -52,29 +53,8 @@ def _one_blas_thread():
 
 # ------------------------------------------------------------------ helpers
 def paper_data(n, d1, d2, c, a, seed):
-    """The synthetic generator of the paper (§5.1), digest §B4 with its [R] conventions.
-
-    ``X = [X1, X2, X3, X4]``: ``X1, X2 ~ N(0, 1)`` (n x d1, informative),
-    ``X3 = (X1 + X2)/2 + N(0, 0.1)`` (redundant), ``X4 ~ U(−1, 1)`` (n x d2,
-    irrelevant); ``W = [W1; W2; 0]`` with ``W1, W2 ~ U(0, 1)``;
-    ``Y = XW + N(0, 0.5)``; then the signs of a fraction ``a`` of the rows of
-    ``Y`` are flipped (outliers).  N(0, v) has variance v.  ``X`` is
-    z-scored (after ``Y`` is made).  Features ``0 .. 2 d1 − 1`` are the
-    informative ones, ``2 d1 .. 3 d1 − 1`` the redundant ones.
-    """
-    rng = np.random.default_rng(seed)
-    X1 = rng.standard_normal((n, d1))
-    X2 = rng.standard_normal((n, d1))
-    X3 = 0.5 * (X1 + X2) + np.sqrt(0.1) * rng.standard_normal((n, d1))
-    X4 = rng.uniform(-1.0, 1.0, (n, d2))
-    X = np.hstack([X1, X2, X3, X4])
-    W = np.vstack([rng.uniform(0.0, 1.0, (2 * d1, c)), np.zeros((d1 + d2, c))])
-    Y = X @ W + np.sqrt(0.5) * rng.standard_normal((n, c))
-    if a > 0:
-        rows = rng.choice(n, int(round(a * n)), replace=False)
-        Y[rows] *= -1.0
-    X = (X - X.mean(axis=0)) / X.std(axis=0)
-    return X, Y
+    """The paper's generator (digest §B4 with its [R] conventions)."""
+    return make_gsrfs_synthetic(n, d1, d2, c, a, seed)
 
 
 def class_data(m, n, c, seed):
