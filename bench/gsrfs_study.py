@@ -173,7 +173,9 @@ def git_info():
 
 
 def zscore(Xtr, Xte):
-    keep = Xtr.std(axis=0) > 0
+    """Drop the columns constant on the training rows (exactly: ``ptp``, not a
+    rounded std), z-score with the training statistics."""
+    keep = np.ptp(Xtr, axis=0) > 0
     Xtr, Xte = Xtr[:, keep], Xte[:, keep]
     mu, sd = Xtr.mean(axis=0), Xtr.std(axis=0)
     return (Xtr - mu) / sd, (Xte - mu) / sd, np.flatnonzero(keep)
