@@ -221,3 +221,21 @@ def test_scaling_makes_the_ranking_unit_free():
     np.testing.assert_array_equal(moved.ranking_, base.ranking_)
     raw = GSRFSSelector(8, scale="none").fit(X2, y)
     assert not np.array_equal(raw.ranking_, base.ranking_)
+
+
+def test_constant_columns_get_no_scale_factor():
+    """A column of one repeated nonzero value has a rounding-level spread, not a scale."""
+    from ultrafs.api import column_std_factors
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50, 5))
+    X[:, 1] = 0.1          # its two-pass centred sum is rounding, not 0
+    X[:, 2] = 0.0
+    store = as_store(X, np.arange(50) % 3)
+    factors = column_std_factors(store)
+    np.testing.assert_allclose(factors[[0, 3, 4]], 1.0 / X[:, [0, 3, 4]].std(axis=0),
+                               rtol=1e-12)
+    assert factors[1] == 0.0 and factors[2] == 0.0
+    est = GSRFSSelector(3).fit(X, np.arange(50) % 3)
+    assert est.scores_[1] == 0.0 and est.scores_[2] == 0.0
+    assert set(est.get_support(indices=True)) == {0, 3, 4}

@@ -898,17 +898,25 @@ def _irls_options(tol, stop, max_iter, min_iter) -> dict:
     return irls
 
 
+#: a column whose standard deviation is at most this times its root mean
+#: square is constant (the two-pass sums leave rounding of that order)
+CONSTANT_COLUMN_RTOL = 1e-10
+
+
 def column_std_factors(store, *, block_size=None, scheduler=None, num_workers=None):
     """``1/std_j`` of every column of a store (0 for a constant column), one pass."""
     from ultrafs.scoring.statistics import feature_statistics
 
-    stats = feature_statistics(store, ("centred_sum_squares",), block_size=block_size,
-                               scheduler=scheduler, num_workers=num_workers)
-    std = np.sqrt(np.asarray(stats["centred_sum_squares"], dtype=np.float64)
-                  / max(int(store.n_samples), 1))
+    stats = feature_statistics(store, ("sum_squares", "centred_sum_squares"),
+                               block_size=block_size, scheduler=scheduler,
+                               num_workers=num_workers)
+    n = max(int(store.n_samples), 1)
+    std = np.sqrt(np.asarray(stats["centred_sum_squares"], dtype=np.float64) / n)
+    rms = np.sqrt(np.asarray(stats["sum_squares"], dtype=np.float64) / n)
     factors = np.zeros_like(std)
-    # a column whose spread is at rounding level of its values is constant
-    live = std > 0
+    # a constant column's centred sum is rounding, not spread: dividing by
+    # it would blow the column up by ~1e8 and ruin the Gram's conditioning
+    live = std > CONSTANT_COLUMN_RTOL * rms
     factors[live] = 1.0 / std[live]
     return factors
 
