@@ -239,3 +239,18 @@ def test_constant_columns_get_no_scale_factor():
     est = GSRFSSelector(3).fit(X, np.arange(50) % 3)
     assert est.scores_[1] == 0.0 and est.scores_[2] == 0.0
     assert set(est.get_support(indices=True)) == {0, 3, 4}
+
+
+def test_non_finite_data_is_refused_in_one_line():
+    from ultrafs.methods.gsrfs import encode_targets
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((50, 6))
+    X[:, 2] = np.nan
+    Y, _ = encode_targets(rng.integers(0, 3, 50))
+    with pytest.raises(ParameterError, match="NaN or infinite"):
+        DenseGramOperator(X)
+    X[:, 2] = 0.0
+    Y[3, 0] = np.inf
+    with pytest.raises(ParameterError, match="not finite"):
+        fit_gsrfs(DenseGramOperator(X), Y, r=2, p=1, lam=1.0)

@@ -516,6 +516,9 @@ def fit_gsrfs(op, Y, *, r=1.0, p=0.5, lam=1.0, eps=None, eps_penalty=None,
             eps_penalty = (EPS_PENALTY_REL * float(np.sqrt(
                 np.einsum("ij,ij->i", W, W).max()))) ** 2 or EPS_REL
         J = smoothed_objective(E, W, r, p, lam, eps, eps_penalty)
+        if not np.isfinite(J):
+            raise ParameterError("the GSR-FS objective is not finite: the data or the "
+                                 "targets hold NaN or infinite values")
         extrapolated = False
         if accelerate and current is not None:
             We, be, Ee = (new + beta * (new - old) for new, old in zip((W, b, E), current))
@@ -694,7 +697,8 @@ def fit_gsrfs_two_stage(store, Y, *, n_candidates, r=1.0, p=0.5, lam=1.0, eps=No
         ``coef`` and ``row_norms`` over the candidates (``candidates``,
         sorted; :meth:`GSRFSResult.rows` maps features to rows), the
         features left out are unranked; ``ranking`` holds feature numbers;
-        ``rounds`` says what ran.
+        ``rounds`` says what ran (each round restarts IRLS from the ridge
+        start, as the paper's algorithm does; ``n_iter`` counts them all).
     """
     from ultrafs.features import build_feature_space
     from ultrafs.scoring.worst_case import worst_case_analysis
@@ -722,10 +726,13 @@ def fit_gsrfs_two_stage(store, Y, *, n_candidates, r=1.0, p=0.5, lam=1.0, eps=No
     rounds = [{"round": 1, "candidates": int(len(candidates)), "screened": int(n),
                "violators": None}]
     certificate = ""
+    total_iter = 0
     while True:
         op = gram_operator(store, candidates, in_memory_bytes=in_memory_bytes, **passes)
         res = fit_gsrfs(op, Y, r=r, p=p, lam=lam, eps=eps, eps_penalty=eps_penalty,
                         fit_intercept=fit_intercept, **irls)
+        total_iter += res.n_iter
+        rounds[-1]["iterations"] = int(res.n_iter)
         if p != 1 or len(candidates) >= n:
             break
         # the residuals of the fit on the candidates, over every sample
@@ -757,7 +764,7 @@ def fit_gsrfs_two_stage(store, Y, *, n_candidates, r=1.0, p=0.5, lam=1.0, eps=No
         coef=res.coef, intercept=res.intercept, row_norms=res.row_norms, ranking=ranking,
         objective=res.objective, objective_unsmoothed=res.objective_unsmoothed,
         stationarity=res.stationarity, kkt_dead=res.kkt_dead,
-        n_iter=res.n_iter, converged=res.converged and not certificate.startswith("; NOT"),
+        n_iter=total_iter, converged=res.converged and not certificate.startswith("; NOT"),
         stop_reason=res.stop_reason + certificate,
         solve=res.solve, eps=res.eps, eps_penalty=res.eps_penalty, history=res.history, n_passes=res.n_passes,
         seconds=time.perf_counter() - started, candidates=candidates, rounds=rounds)

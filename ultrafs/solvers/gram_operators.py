@@ -78,6 +78,8 @@ class DenseGramOperator:
         if X.ndim != 2:
             raise ParameterError(f"X must be a matrix, got shape {X.shape}")
         self.X = np.ascontiguousarray(X, dtype=np.float64)
+        if not np.all(np.isfinite(self.X)):
+            raise ParameterError("X holds NaN or infinite values")
         self.n_samples, self.n_features = self.X.shape
         self.n_passes = 0
 
