@@ -656,6 +656,14 @@ def gram_operator(store, columns=None, *, in_memory_bytes=IN_MEMORY_BYTES,
     return streamed
 
 
+def _score_weights(E, r, eps, fit_intercept):
+    """``S1 E``, the multi-class weights of the scoring pass (centred with a bias)."""
+    A = _sample_weights(E, r, eps)[:, None] * E
+    if fit_intercept:
+        A -= A.mean(axis=0)
+    return A
+
+
 def fit_gsrfs_two_stage(store, Y, *, n_candidates, r=1.0, p=0.5, lam=1.0, eps=None,
                         eps_penalty=None, fit_intercept=False, max_rounds=MAX_ROUNDS, block_size=None,
                         scheduler=None, num_workers=None, in_memory_bytes=IN_MEMORY_BYTES,
@@ -717,9 +725,7 @@ def fit_gsrfs_two_stage(store, Y, *, n_candidates, r=1.0, p=0.5, lam=1.0, eps=No
     passes = dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers)
 
     E0 = (Y.mean(axis=0) - Y) if fit_intercept else -Y
-    A = _sample_weights(E0, r, eps_loss)[:, None] * E0
-    if fit_intercept:
-        A -= A.mean(axis=0)
+    A = _score_weights(E0, r, eps_loss, fit_intercept)
     found, _ = worst_case_analysis(space, A, n_candidates, progress_label=progress_label,
                                    **passes)
     candidates = np.sort(found.keys)
@@ -737,9 +743,7 @@ def fit_gsrfs_two_stage(store, Y, *, n_candidates, r=1.0, p=0.5, lam=1.0, eps=No
             break
         # the residuals of the fit on the candidates, over every sample
         E = op.matmat(res.coef) + res.intercept - Y
-        A = _sample_weights(E, r, res.eps)[:, None] * E
-        if fit_intercept:
-            A -= A.mean(axis=0)
+        A = _score_weights(E, r, res.eps, fit_intercept)
         out, _ = worst_case_analysis(space, A, n_candidates, excluded=candidates,
                                      progress_label=progress_label, **passes)
         bound = (lam / 2.0) ** 2 * (1.0 + 1e-6) ** 2
