@@ -1,46 +1,102 @@
-"""What C='auto' (with the refit) costs against one plain fit, on small sets.
+"""What C='auto' (with the refit) costs against one plain fit.
 
-For each set (first seeded 70/30 split of ``quality_vs_l1.py``'s protocol)
-and budget k (B = k/10, T = 10): the best of 3 plain fits (``C='scale'``)
-against one ``select(C='auto', refit=True)`` (5 folds: every set here has
-at most 10,000 training rows), with the C and refit C chosen.
-``python c_auto_cost.py``
+For each set (first split of ``quality_vs_l1.py``'s protocol: a set's own
+train part, or the first seeded stratified 70/30 split) and budget k
+(B = k/10, T = 10): the best of 2 plain fits (``C='scale'``) against the
+best of 2 ``select(C='auto', refit=True)`` runs, in CPU seconds of this
+process (run it with BLAS, OpenMP and numba on one thread), with the C and
+refit C chosen and the number of (C, refit C) points the walk evaluated.
+Sets of at most 10,000 training rows use 5 folds, the others one 20%
+hold-out.
+
+To compare two versions of ultrafs, run the script once under each (e.g.
+``PYTHONPATH=/tmp/ultrafs_OLD python c_auto_cost.py --name c_auto_cost_old``)
+and print both with ``python c_auto_cost.py --compare c_auto_cost_old,c_auto_cost``.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
 import time
+import warnings
 
-from common import write_result
+from common import OUT_DIR, write_result
 import quality_vs_l1 as protocol
 
-CASES = [("dexter", 50), ("colon-cancer", 20), ("gisette", 50), ("rcv1_small", 50)]
+CASES = ["imdb_unigram:50", "a9a:20", "w8a:50", "dexter:50", "colon-cancer:20",
+         "gisette:50", "rcv1_small:50"]
 
 
-def main():
+def _cpu(fn, repeats=2):
+    best, value = float("inf"), None
+    for _ in range(repeats):
+        started = time.process_time()
+        value = fn()
+        best = min(best, time.process_time() - started)
+    return best, value
+
+
+def measure(cases):
+    import ultrafs
     from ultrafs.api import select
 
     rows = []
-    for name, k in CASES:
+    for case in cases:
+        name, k = case.split(":")
+        k = int(k)
         X, y, _, _ = next(protocol.splits(name, 5))
         B, T = protocol.budget(k)
-        select(X, y, B=B, max_iter=T)                     # compile, warm caches
-        plain = []
-        for _ in range(3):
-            started = time.perf_counter()
-            select(X, y, B=B, max_iter=T)
-            plain.append(time.perf_counter() - started)
-        started = time.perf_counter()
-        model = select(X, y, B=B, max_iter=T, C="auto", refit=True)
-        auto = time.perf_counter() - started
-        row = {"set": name, "k": k, "plain_s": min(plain), "auto_refit_s": auto,
-               "ratio": auto / min(plain), "C": model.params["C"],
-               "refit_C": model.params.get("refit_C"), "n_features": len(model.features)}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            select(X, y, B=B, max_iter=T)                 # compile, warm caches
+            plain, _ = _cpu(lambda: select(X, y, B=B, max_iter=T))
+            auto, model = _cpu(lambda: select(X, y, B=B, max_iter=T, C="auto",
+                                              refit=True))
+        curve = model.params["validation"]
+        row = {"set": name, "k": k, "rows": int(X.shape[0]),
+               "plain_cpu_s": plain, "auto_refit_cpu_s": auto, "ratio": auto / plain,
+               "C": curve["C"], "refit_C": curve["refit_C"],
+               "points": len(curve["points"]), "folds": curve["folds"],
+               "n_features": len(model.features), "ultrafs": ultrafs.__file__}
         rows.append(row)
-        print(f"{name} k={k}: plain {row['plain_s']:.3f} s, C='auto' + refit "
-              f"{auto:.2f} s (x{row['ratio']:.0f}); C {row['C']:.4g}, refit C "
-              f"{row['refit_C']:.4g}, {row['n_features']} features", flush=True)
-    write_result("c_auto_cost", {"rows": rows})
+        print(f"{name} k={k}: plain {plain:.3f} s, C='auto' + refit {auto:.2f} s "
+              f"(x{row['ratio']:.1f}); C {row['C']:.4g}, refit C {row['refit_C']:.4g}, "
+              f"{row['points']} points, {row['n_features']} features", flush=True)
+    return rows
+
+
+def compare(before_name, after_name):
+    before = json.loads((OUT_DIR / f"{before_name}.json").read_text())["rows"]
+    after = {(r["set"], r["k"]): r for r in
+             json.loads((OUT_DIR / f"{after_name}.json").read_text())["rows"]}
+    print("| set, k | folds | plain (CPU s) | C='auto' + refit before → after (CPU s) "
+          "| × plain before → after | points before → after | C, refit C before → after |")
+    print("|---|---|---|---|---|---|---|")
+    for b in before:
+        a = after.get((b["set"], b["k"]))
+        if a is None:
+            continue
+        same = (b["C"], b["refit_C"]) == (a["C"], a["refit_C"])
+        choice = (f"{b['C']:.3g}, {b['refit_C']:.3g} (same)" if same else
+                  f"{b['C']:.3g}, {b['refit_C']:.3g} → {a['C']:.3g}, {a['refit_C']:.3g}")
+        print(f"| {b['set']}, {b['k']} | {b['folds']} | {a['plain_cpu_s']:.3f} | "
+              f"{b['auto_refit_cpu_s']:.2f} → {a['auto_refit_cpu_s']:.2f} | "
+              f"{b['ratio']:.1f} → {a['ratio']:.1f} | {b['points']} → {a['points']} | "
+              f"{choice} |")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", default=",".join(CASES),
+                        help="set:k pairs, comma-separated")
+    parser.add_argument("--name", default="c_auto_cost")
+    parser.add_argument("--compare", help="BEFORE,AFTER: print the two runs' table")
+    args = parser.parse_args()
+    if args.compare:
+        compare(*args.compare.split(","))
+        return
+    write_result(args.name, {"rows": measure(args.cases.split(","))})
 
 
 if __name__ == "__main__":

@@ -224,7 +224,7 @@ def fgm_fit(config, X, y, X_test, y_test, k):
             "refit_C": model.params.get("refit_C")}
 
 
-def run(sets, scalings, ks, n_splits, configs):
+def run(sets, scalings, ks, n_splits, configs, fgm_only=False):
     rows = []
     for name in sets:
         for scaling in scalings:
@@ -236,6 +236,16 @@ def run(sets, scalings, ks, n_splits, configs):
                 for k in usable:
                     for config in configs:
                         fgm = fgm_fit(config, X, y, Xt, yt, k)
+                        if fgm_only:
+                            row = {"set": name, "scaling": scaling, "split": split,
+                                   "k": k, "config": config, "fgm": fgm}
+                            rows.append(row)
+                            print(json.dumps({**{x: row[x] for x in (
+                                "set", "scaling", "split", "k", "config")},
+                                "fgm": round(fgm["accuracy"], 4), "nnz": fgm["nnz"],
+                                "C": fgm["C"], "refit_C": fgm["refit_C"],
+                                "s": round(fgm["seconds"], 2)}), flush=True)
+                            continue
                         l1 = l1_bisect(X, y, Xt, yt, fgm["nnz"], l1_cache)
                         row = {"set": name, "scaling": scaling, "split": split, "k": k,
                                "config": config, "fgm": fgm,
@@ -303,6 +313,43 @@ def markdown(cell_rows):
     return "\n".join(lines)
 
 
+def diff(before_name, after_name):
+    """Rows of two runs (e.g. ``--fgm-only`` under two versions) side by side:
+    which FGM fits changed, and the mean change of accuracy per set."""
+    def load(name):
+        rows = json.loads((OUT_DIR / f"{name}.json").read_text())["rows"]
+        return {(r["set"], r["scaling"], r["split"], r["k"], r["config"]): r["fgm"]
+                for r in rows}
+
+    before, after = load(before_name), load(after_name)
+    common = [key for key in before if key in after]
+    changed = [key for key in common
+               if (before[key]["accuracy"], before[key]["nnz"], before[key]["C"],
+                   before[key]["refit_C"]) != (after[key]["accuracy"], after[key]["nnz"],
+                                               after[key]["C"], after[key]["refit_C"])]
+    print(f"{len(common)} fits in both runs; {len(changed)} changed "
+          "(accuracy, nonzeros, C or refit C)")
+    print("| set | rows | split | k | config | accuracy % before → after | nnz | "
+          "C, refit C before → after | s before → after |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for key in changed:
+        b, a = before[key], after[key]
+        print(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {key[4]} | "
+              f"{100 * b['accuracy']:.2f} → {100 * a['accuracy']:.2f} | "
+              f"{b['nnz']} → {a['nnz']} | {b['C']:.3g}, {b['refit_C']} → "
+              f"{a['C']:.3g}, {a['refit_C']} | {b['seconds']:.2f} → {a['seconds']:.2f} |")
+    print()
+    print("| set | fits | changed | mean accuracy change (points) | s/fit before → after |")
+    print("|---|---|---|---|---|")
+    for name in dict.fromkeys(key[0] for key in common):
+        keys = [key for key in common if key[0] == name]
+        delta = np.mean([after[k]["accuracy"] - before[k]["accuracy"] for k in keys])
+        tb = np.mean([before[k]["seconds"] for k in keys])
+        ta = np.mean([after[k]["seconds"] for k in keys])
+        print(f"| {name} | {len(keys)} | {sum(k in changed for k in keys)} | "
+              f"{100 * delta:+.2f} | {tb:.2f} → {ta:.2f} |")
+
+
 def criteria(cell_rows):
     """The issue's acceptance criteria, per dataset: lines of markdown."""
     lines = ["| set | recommended − l1 (mean, points) | cells recommended < l1 | "
@@ -338,10 +385,26 @@ def main(argv=None):
     parser.add_argument("--splits", type=int, default=5)
     parser.add_argument("--configs", default="plain,recommended")
     parser.add_argument("--name", default="quality_vs_l1")
+    parser.add_argument("--fgm-only", action="store_true",
+                        help="Run FGM only (no l1-LR): to compare versions with --diff.")
+    parser.add_argument("--diff", default=None,
+                        help="BEFORE,AFTER result names: the FGM fits that changed.")
     parser.add_argument("--combine", default=None,
                         help="Comma-separated result names under bench/out: print "
                              "their joint table and criteria instead of running.")
     args = parser.parse_args(argv)
+    if args.diff:
+        diff(*args.diff.split(","))
+        return
+    if args.fgm_only:
+        started = time.perf_counter()
+        rows = run(args.sets.split(","), args.scalings.split(","),
+                   [int(k) for k in args.ks.split(",")], args.splits,
+                   args.configs.split(","), fgm_only=True)
+        write_result(args.name, {"rows": rows, "fgm_only": True,
+                                 "seconds": time.perf_counter() - started,
+                                 "peak_rss_mb": peak_rss_mb()})
+        return
     if args.combine:
         rows = []
         for name in args.combine.split(","):

@@ -223,6 +223,86 @@ def test_choose_C_walk_stops_after_patience():
     assert [p["C"] for p in curve.points] == [1, 2, 3, 4]
 
 
+
+def test_choose_C_walks_the_refit_grid_with_patience():
+    """Refit Cs are asked for lazily, over all folds, and the refit walk of
+    each C stops after PATIENCE values below that C's best refit."""
+    asked = []
+    refit_accuracy = {1: 0.6, 2: 0.9, 3: 0.8, 4: 0.7, 5: 0.95}
+
+    def scorer(fold, train, held, C, refit_grid):
+        for refit_C in refit_grid:
+            asked.append((fold, C, refit_C))
+            yield {"refit_C": refit_C, "accuracy": refit_accuracy[refit_C] - 0.01 * C,
+                   "loss": 1.0, "n_features": 3}
+
+    folds = [(None, None), (None, None)]
+    curve = val.choose_C(folds, [1, 2, 3], scorer, refit_grid=[1, 2, 3, 4, 5])
+    # every C: refits 1, 2 (best), 3, 4 (two below), never 5; both folds each
+    assert [(c, r) for f, c, r in asked if f == 0] == \
+        [(C, r) for C in (1, 2, 3) for r in (1, 2, 3, 4)]
+    assert [(c, r) for f, c, r in asked if f == 1] == \
+        [(C, r) for C in (1, 2, 3) for r in (1, 2, 3, 4)]
+    assert (curve.C, curve.refit_C) == (1, 2)
+    assert len(curve.points) == 12
+
+
+def test_grid_warm_start_keeps_the_selections_and_certificates(rng):
+    """Fits along an increasing grid of C warm-started from each other select
+    what cold fits select, every solve certified, and some start warm."""
+    from ultrafs.methods.fgm import GridWarmStart, fit_fgm
+
+    X, y = _problem(rng, n=300, m=60)
+    space = LinearFeatures(InMemoryStore(X, y))
+    warm = GridWarmStart()
+    hits = []
+    original = warm.lookup
+
+    def lookup(keys, n_outputs):
+        found = original(keys, n_outputs)
+        hits.append(found is not None)
+        return found
+
+    warm.lookup = lookup
+    for C in val.c_grid(val.default_C(space))[:5]:
+        cold = fit_fgm(space, y, B=3, max_iter=4, C=C)
+        hot = fit_fgm(space, y, B=3, max_iter=4, C=C, warm_start=warm)
+        np.testing.assert_array_equal(hot.keys, cold.keys)
+        np.testing.assert_allclose(hot.coef, cold.coef, rtol=1e-3, atol=1e-3 *
+                                   np.abs(cold.coef).max())
+        assert all(r["inner_converged"] and r["inner_kkt"] <= 1e-4
+                   for r in hot.history)
+    assert any(hits) and len(warm._previous) <= 3 * 4 and len(warm._current) <= 3 * 4
+
+
+def test_grid_warm_start_looks_up_exact_working_sets():
+    from ultrafs.methods.fgm import GridWarmStart
+
+    warm = GridWarmStart()
+    warm.record(np.array([3, 1]), 1, np.array([0.5, -0.2]), 0.1)
+    assert warm.lookup(np.array([3, 1]), 1) is None      # same fit: not yet
+    warm.next_fit()
+    coef, bias = warm.lookup(np.array([3, 1]), 1)
+    np.testing.assert_array_equal(coef, [0.5, -0.2])
+    assert bias == 0.1
+    coef[0] = 9.0                                          # a copy
+    assert warm.lookup(np.array([3, 1]), 1)[0][0] == 0.5
+    assert warm.lookup(np.array([1, 3]), 1) is None        # order matters
+    assert warm.lookup(np.array([3, 1]), 3) is None        # classes too
+    warm.next_fit()                                        # nothing new: kept
+    assert warm.lookup(np.array([3, 1]), 1) is not None
+
+
+def test_grid_warm_start_refuses_resume(rng, tmp_path):
+    from ultrafs.methods.fgm import GridWarmStart, fit_fgm
+
+    X, y = _problem(rng, n=60, m=10)
+    space = LinearFeatures(InMemoryStore(X, y))
+    with pytest.raises(ParameterError, match="warm_start and resume"):
+        fit_fgm(space, y, B=2, max_iter=2, warm_start=GridWarmStart(), resume=True,
+                checkpoint=None)
+
+
 # ----------------------------------------------------------------- C auto
 def _curve(model):
     """The validation curve without its timings."""

@@ -393,6 +393,7 @@ class _HeldOutScorer:
         self.options = dict(fit_options)
         self.weights = self.options.pop("sample_weight", None)
         self._fold_spaces = {}
+        self._warm = {}
 
     def _spaces(self, fold, train, validation):
         """The fold's training and held-out feature spaces, made once per fold
@@ -406,14 +407,24 @@ class _HeldOutScorer:
         return self._fold_spaces[fold]
 
     def __call__(self, fold, train, validation, C, refit_grid):
+        """Fit FGM at ``C`` on the fold; yield one held-out record per refit C.
+
+        A generator: :func:`~ultrafs.methods.validation.choose_C` asks for
+        the refit Cs one at a time and stops asking when its walk ends.
+        The fold's fits along the grid share a
+        :class:`~ultrafs.methods.fgm.GridWarmStart`.
+        """
+        from ultrafs.methods.fgm import GridWarmStart
+
         o = self.options
         w = self.weights
         w_train = None if w is None else w[train]
         w_held = None if w is None else w[validation]
         part, held_out = self._spaces(fold, train, validation)
+        warm = self._warm.setdefault(fold, GridWarmStart())
         y_train = self.y[train]
         result = fit_fgm(part, y_train, n_classes=self.n_classes, C=C,
-                         sample_weight=w_train, **o)
+                         sample_weight=w_train, warm_start=warm, **o)
         nonzero = result.nonzero()
         if hasattr(held_out, "adopt"):       # quantise as the fitted space does
             held_out.adopt(part)
@@ -421,13 +432,13 @@ class _HeldOutScorer:
         y_held = self.y[validation]
         n_features = int(np.count_nonzero(nonzero))
         if refit_grid is None:
-            return [{"refit_C": None, "n_features": n_features,
-                     **_held_out_scores(block, result.coef_matrix()[nonzero],
-                                        result.bias, y_held, self.n_classes, o["loss"],
-                                        w_held)}]
+            yield {"refit_C": None, "n_features": n_features,
+                   **_held_out_scores(block, result.coef_matrix()[nonzero],
+                                      result.bias, y_held, self.n_classes, o["loss"],
+                                      w_held)}
+            return
         from ultrafs.methods.refit import refit_block
 
-        records = []
         columns = part.materialize(result.keys[nonzero])
         # warm start along the increasing grid: each refit starts from the
         # previous one (the first from FGM's weights)
@@ -439,11 +450,9 @@ class _HeldOutScorer:
                                    bias0=bias, tol=o["inner_tol"],
                                    kkt_tol=o["inner_kkt_tol"], sample_weight=w_train)
             coef, bias = refitted["coef"], -refitted["intercept"]
-            records.append({"refit_C": float(refit_C), "n_features": n_features,
-                            **_held_out_scores(block, refitted["coef"],
-                                               -refitted["intercept"], y_held,
-                                               self.n_classes, o["loss"], w_held)})
-        return records
+            yield {"refit_C": float(refit_C), "n_features": n_features,
+                   **_held_out_scores(block, refitted["coef"], -refitted["intercept"],
+                                      y_held, self.n_classes, o["loss"], w_held)}
 
 
 def _held_out_scores(block, coef, bias, y, n_classes, loss, sample_weight=None):

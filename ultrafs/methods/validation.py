@@ -31,10 +31,15 @@ the validation part (accuracy, then the mean loss, then the smaller C
 break ties); the walk stops once two grid values in a row score below the
 best (larger C means more features kept and slower fits, so the costly end
 of the grid is only reached when it helps).  With a refit the refit's C is
-chosen on the same rows from the same grid for every FGM C (refits are
-cheap: one small block).  The chosen values are then used on all rows.
-Every fit is deterministic, so the choice is the same for a fixed seed on
-every scheduler and block size.
+chosen on the same rows from the same grid for every FGM C, walked the
+same way: upward, warm-started, and stopped once two refit values in a row
+score below the best refit of that FGM C (the refits cost 30–50% of the
+choice when the whole refit grid ran, bench/README.md §11).  Along the
+grid each fold's FGM fits are warm-started
+(:class:`~ultrafs.methods.fgm.GridWarmStart`): a subproblem whose working
+set the previous C's fit also solved starts from that solution.  The
+chosen values are then used on all rows.  Every fit is deterministic, so
+the choice is the same for a fixed seed on every scheduler and block size.
 """
 
 from __future__ import annotations
@@ -214,7 +219,7 @@ def _better(a, b):
 
 def choose_C(folds, grid, fit_and_score, *, refit_grid=None, method="holdout",
              fraction=None, seed=0) -> ValidationCurve:
-    """Walk the grid of C; return the curve and the chosen C (and refit C).
+    """Walk the grid of C (and of the refit C); return the curve and the choice.
 
     Parameters
     ----------
@@ -222,10 +227,14 @@ def choose_C(folds, grid, fit_and_score, *, refit_grid=None, method="holdout",
     grid : list of float, increasing
     fit_and_score : callable
         ``fit_and_score(fold_index, train_rows, validation_rows, C,
-        refit_grid)`` returns a list of dicts, one per refit C (a single one
-        with ``refit_C`` None without a refit), each with ``refit_C``,
-        ``accuracy``, ``loss`` and ``n_features``.
+        refit_grid)`` returns an iterable of dicts, one per refit C in the
+        order of ``refit_grid`` (a single one with ``refit_C`` None without
+        a refit), each with ``refit_C``, ``accuracy``, ``loss`` and
+        ``n_features``.  It is consumed lazily, one refit C at a time over
+        all folds (a generator computes only the refits the walk reaches).
     refit_grid : list of float or None
+        Walked upward for every C, stopped once ``PATIENCE`` values in a
+        row score below the best refit of that C.
     method, fraction, seed
         Recorded in the curve.
     """
@@ -233,23 +242,40 @@ def choose_C(folds, grid, fit_and_score, *, refit_grid=None, method="holdout",
                             seed=int(seed))
     best = None
     below = 0
+    n_refits = 1 if refit_grid is None else len(refit_grid)
     for C in grid:
         started = time.perf_counter()
-        per_fold = [fit_and_score(k, train, validation, C, refit_grid)
+        per_fold = [iter(fit_and_score(k, train, validation, C, refit_grid))
                     for k, (train, validation) in enumerate(folds)]
-        seconds = time.perf_counter() - started
         improved = False
-        for j in range(len(per_fold[0])):
-            records = [fold[j] for fold in per_fold]
+        points = []
+        best_here = None
+        below_here = 0
+        for _ in range(n_refits):
+            records = [next(fold) for fold in per_fold]
             point = {"C": float(C), "refit_C": records[0]["refit_C"],
                      "accuracy": float(np.mean([r["accuracy"] for r in records])),
                      "loss": float(np.mean([r["loss"] for r in records])),
-                     "n_features": float(np.mean([r["n_features"] for r in records])),
-                     "seconds": seconds / len(per_fold[0])}
-            curve.points.append(point)
+                     "n_features": float(np.mean([r["n_features"] for r in records]))}
+            points.append(point)
             if best is None or _better(point, best):
                 best = point
                 improved = True
+            if best_here is None or _better(point, best_here):
+                best_here = point
+                below_here = 0
+            else:
+                below_here += 1
+                if below_here >= PATIENCE:
+                    break
+        for fold in per_fold:            # let generators release their fits
+            close = getattr(fold, "close", None)
+            if close is not None:
+                close()
+        seconds = time.perf_counter() - started
+        for point in points:
+            point["seconds"] = seconds / len(points)
+        curve.points.extend(points)
         below = 0 if improved else below + 1
         if below >= PATIENCE:
             break
