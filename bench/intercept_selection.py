@@ -10,10 +10,15 @@ Then, inside the training part only, 5-fold CV (``--repeats`` seeded
 repeats) of FGM with and without the intercept, so that the choice can be
 judged without the test rows.
 
+With ``--auto``: would ``C="auto"`` choose the intercept?  Per scaling and
+k, ``select(C="auto", refit=True)`` with and without the intercept: the
+best held-out (5-fold) accuracy of each curve, which a choice of the
+intercept by the same folds would compare, and each model's test accuracy.
+
 Usage::
 
     cd bench && python intercept_selection.py [--set leu] [--ks 10,20,50,100,200,300]
-        [--cv-ks 10,20,50] [--repeats 3]
+        [--cv-ks 10,20,50] [--repeats 3] [--auto]
 """
 
 from __future__ import annotations
@@ -71,18 +76,42 @@ def training_cv(X, y, ks, repeats):
               f"without {means[False]:.3f}", flush=True)
 
 
+def auto_table(X, y, Xt, yt, ks):
+    """Per k: the C="auto" curves' best held-out accuracy and the test accuracy,
+    with and without the intercept."""
+    from ultrafs.api import select
+    from ultrafs.store import InMemoryStore
+
+    for k in ks:
+        B, T = q.budget(k)
+        cells = [f"k={k}"]
+        for fit_intercept in (True, False):
+            model = select(X, y, B=B, max_iter=T, C="auto", refit=True,
+                           fit_intercept=fit_intercept)
+            best = max(p["accuracy"] for p in model.params["validation"]["points"])
+            accuracy = model.evaluate_store(InMemoryStore(Xt, yt))["accuracy"]
+            cells.append(f"intercept={fit_intercept}: held-out {100 * best:.1f}% "
+                         f"test {100 * accuracy:.1f}% ({len(model.features)} features)")
+        print(" | ".join(cells), flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--set", default="leu", choices=sorted(q.SETS))
     parser.add_argument("--ks", default="10,20,50,100,200,300")
     parser.add_argument("--cv-ks", default="10,20,50")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--auto", action="store_true",
+                        help="Compare C='auto' + refit with and without the intercept.")
     args = parser.parse_args(argv)
     X, y, Xt, yt = next(q.splits(args.set, 1))
     for scaling in ("raw", "unit"):
         A, At = (X, Xt) if scaling == "raw" else (q.unit_rows(X), q.unit_rows(Xt))
         print(f"== {args.set}, {scaling} rows: {A.shape[0]} training, "
               f"{At.shape[0]} test rows", flush=True)
+        if args.auto:
+            auto_table(A, y, At, yt, [int(k) for k in args.ks.split(",")])
+            continue
         held_out_table(A, y, At, yt, [int(k) for k in args.ks.split(",")])
         training_cv(A, y, [int(k) for k in args.cv_ks.split(",")], args.repeats)
 
