@@ -247,6 +247,64 @@ def test_choose_C_walks_the_refit_grid_with_patience():
     assert len(curve.points) == 12
 
 
+
+def test_choose_C_folds_in_threads_give_the_same_curve():
+    """n_jobs advances the folds in threads; the curve is the same."""
+    import threading
+
+    seen = set()
+
+    def scorer(fold, train, held, C, refit_grid):
+        for refit_C in refit_grid:
+            seen.add(threading.current_thread().name)
+            yield {"refit_C": refit_C, "accuracy": 0.5 + 0.1 * fold - 0.01 * abs(C - 2)
+                   - 0.02 * abs(refit_C - 3), "loss": float(C), "n_features": fold}
+
+    folds = [(None, None)] * 4
+    one = val.choose_C(folds, [1, 2, 3, 4, 5], scorer, refit_grid=[1, 2, 3, 4, 5])
+    assert seen == {threading.current_thread().name}
+    seen.clear()
+    many = val.choose_C(folds, [1, 2, 3, 4, 5], scorer, refit_grid=[1, 2, 3, 4, 5],
+                        n_jobs=3)
+    assert all(name.startswith("ultrafs-fold") for name in seen) and len(seen) > 1
+    strip = lambda c: [{k: v for k, v in p.items() if k != "seconds"}  # noqa: E731
+                       for p in c.points]
+    assert strip(many) == strip(one) and (many.C, many.refit_C) == (one.C, one.refit_C)
+
+
+def test_choose_C_fold_error_propagates_from_a_thread():
+    def scorer(fold, train, held, C, refit_grid):
+        if fold == 2:
+            raise ParameterError("fold 2 failed")
+        yield {"refit_C": None, "accuracy": 0.5, "loss": 1.0, "n_features": 1}
+
+    with pytest.raises(ParameterError, match="fold 2 failed"):
+        val.choose_C([(None, None)] * 3, [1, 2], scorer, n_jobs=3)
+
+
+def test_C_auto_fold_threads_follow_scheduler_and_size(rng, monkeypatch):
+    """Folds run in threads only with the threads scheduler, several folds and
+    rows copied into memory; the model is the same as with one thread."""
+    import ultrafs.api as api
+    import ultrafs.store.rows as rows
+
+    X, y = _problem(rng, n=200, m=30)
+    store = InMemoryStore(X, y)
+    options = {"scheduler": None, "num_workers": None}
+    assert api._fold_threads(store, 5, options) >= 1
+    assert api._fold_threads(store, 5, {**options, "num_workers": 3}) == 3
+    assert api._fold_threads(store, 1, {**options, "num_workers": 3}) == 1
+    assert api._fold_threads(store, 5, {**options, "num_workers": 3,
+                                        "scheduler": "synchronous"}) == 1
+    monkeypatch.setattr(rows, "MATERIALIZE_MAX_NNZ", store.nnz - 1)
+    assert api._fold_threads(store, 5, {**options, "num_workers": 3}) == 1
+    monkeypatch.undo()
+    threaded = select(X, y, B=2, max_iter=2, C="auto", refit=True, cv=4, num_workers=4)
+    serial = select(X, y, B=2, max_iter=2, C="auto", refit=True, cv=4, num_workers=1)
+    assert _curve(threaded) == _curve(serial)
+    np.testing.assert_array_equal(threaded.coef, serial.coef)
+
+
 def test_grid_warm_start_keeps_the_selections_and_certificates(rng):
     """Fits along an increasing grid of C warm-started from each other select
     what cold fits select, every solve certified, and some start warm."""

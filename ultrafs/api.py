@@ -374,12 +374,41 @@ def _resolve_C(C, refit_C, refit, store, features, y, n_classes, space, fit_opti
         if refit:
             refit_grid = grid if refit_C is None else [float(refit_C)]
         scorer = _HeldOutScorer(store, y, n_classes, space, fit_options)
+        n_jobs = _fold_threads(store, len(folds), fit_options)
+        if n_jobs > 1:
+            scorer.prepare(folds)           # the copies, made in this thread
         curve = val.choose_C(folds, grid, scorer, refit_grid=refit_grid,
-                             method=method, fraction=fraction, seed=seed)
+                             method=method, fraction=fraction, seed=seed,
+                             n_jobs=n_jobs)
         return curve.C, curve.refit_C if refit else refit_C, curve
     if isinstance(C, bool) or not isinstance(C, (int, float, np.integer, np.floating)):
         raise ParameterError(f"C must be a number > 0, 'scale' or 'auto', got {C!r}")
     return float(C), refit_C, None
+
+
+def _fold_threads(store, n_folds, fit_options) -> int:
+    """Threads that fit the folds of ``C="auto"`` at the same time.
+
+    Folds run concurrently only when their rows are copied into memory
+    (:func:`~ultrafs.store.rows.rows_in_memory`: the store holds at most
+    ``MATERIALIZE_MAX_NNZ`` entries, so K fits at once hold little) and the
+    scheduler is local threads; ``"synchronous"``, ``"processes"`` and a
+    distributed client fit the folds one after the other.  The threads are
+    ``num_workers`` (default: the CPU count), at most one per fold.  The
+    choice is the same for every thread count: each fold's fits are
+    deterministic and the curve is assembled in fold order.
+    """
+    import os
+
+    from ultrafs.scoring.scheduling import resolve_scheduler
+    from ultrafs.store.rows import MATERIALIZE_MAX_NNZ
+
+    if n_folds < 2 or store.nnz > MATERIALIZE_MAX_NNZ:
+        return 1
+    if resolve_scheduler(fit_options.get("scheduler")) != "threads":
+        return 1
+    workers = fit_options.get("num_workers") or os.cpu_count() or 1
+    return max(1, min(int(workers), n_folds))
 
 
 class _HeldOutScorer:
@@ -405,6 +434,11 @@ class _HeldOutScorer:
                 make_feature_space(rows_in_memory(self.store, train), **self.space),
                 make_feature_space(rows_in_memory(self.store, validation), **self.space))
         return self._fold_spaces[fold]
+
+    def prepare(self, folds):
+        """Make every fold's spaces now (before threads fit the folds)."""
+        for fold, (train, validation) in enumerate(folds):
+            self._spaces(fold, train, validation)
 
     def __call__(self, fold, train, validation, C, refit_grid):
         """Fit FGM at ``C`` on the fold; yield one held-out record per refit C.

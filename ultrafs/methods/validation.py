@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -217,8 +218,21 @@ def _better(a, b):
     return (a["C"], a["refit_C"] or 0.0) < (b["C"], b["refit_C"] or 0.0)
 
 
+def _advance(iterators, pool):
+    """The next record of every fold's iterator, in fold order.
+
+    With a thread pool the folds advance at the same time (one task per
+    fold, each generator advanced by one thread at a time); the records are
+    taken in fold order either way, so the result does not depend on it.
+    """
+    if pool is None:
+        return [next(it) for it in iterators]
+    futures = [pool.submit(next, it) for it in iterators]
+    return [future.result() for future in futures]
+
+
 def choose_C(folds, grid, fit_and_score, *, refit_grid=None, method="holdout",
-             fraction=None, seed=0) -> ValidationCurve:
+             fraction=None, seed=0, n_jobs=1) -> ValidationCurve:
     """Walk the grid of C (and of the refit C); return the curve and the choice.
 
     Parameters
@@ -237,7 +251,20 @@ def choose_C(folds, grid, fit_and_score, *, refit_grid=None, method="holdout",
         row score below the best refit of that C.
     method, fraction, seed
         Recorded in the curve.
+    n_jobs : int
+        Threads that advance the folds at the same time (1: one after the
+        other).  The folds' fits must be independent and thread-safe; the
+        curve and the choice are the same for every ``n_jobs``.
     """
+    if n_jobs > 1 and len(folds) > 1:
+        with ThreadPoolExecutor(max_workers=min(int(n_jobs), len(folds)),
+                                thread_name_prefix="ultrafs-fold") as pool:
+            return _walk(folds, grid, fit_and_score, refit_grid, method, fraction,
+                         seed, pool)
+    return _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, None)
+
+
+def _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool):
     curve = ValidationCurve(method=method, folds=len(folds), fraction=fraction,
                             seed=int(seed))
     best = None
@@ -252,7 +279,7 @@ def choose_C(folds, grid, fit_and_score, *, refit_grid=None, method="holdout",
         best_here = None
         below_here = 0
         for _ in range(n_refits):
-            records = [next(fold) for fold in per_fold]
+            records = _advance(per_fold, pool)
             point = {"C": float(C), "refit_C": records[0]["refit_C"],
                      "accuracy": float(np.mean([r["accuracy"] for r in records])),
                      "loss": float(np.mean([r["loss"] for r in records])),
