@@ -231,7 +231,14 @@ def _advance(iterators, pool):
     if pool is None:
         return [next(it) for it in iterators]
     futures = [pool.submit(next, it) for it in iterators]
-    return [future.result() for future in futures]
+    try:
+        return [future.result() for future in futures]
+    except BaseException:
+        # an error or an interrupt: folds not started yet never start (the
+        # pool then waits only for the fits running now)
+        for future in futures:
+            future.cancel()
+        raise
 
 
 def choose_C(folds, grid, fit_and_score, *, refit_grid=None, method="holdout",
