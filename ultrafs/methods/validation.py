@@ -38,8 +38,9 @@ choice when the whole refit grid ran, bench/README.md §11).  Along the
 grid each fold's FGM fits are warm-started
 (:class:`~ultrafs.methods.fgm.GridWarmStart`): a subproblem whose working
 set the previous C's fit also solved starts from that solution.  With K
-folds copied into memory and the local threads scheduler, the folds are
-fitted in up to ``num_workers`` threads at once (``api._fold_threads``).
+folds copied into memory, not tiny, and the local threads scheduler, the
+folds are fitted in up to ``num_workers`` threads at once
+(``api._fold_threads``).
 The chosen values are then used on all rows.  Every fit is deterministic and the
 curve is assembled in fold order, so the choice is the same for a fixed
 seed on every scheduler, block size and thread count.
