@@ -23,6 +23,8 @@ import json
 import time
 import warnings
 
+import numpy as np
+
 from common import OUT_DIR, write_result
 import quality_vs_l1 as protocol
 
@@ -73,10 +75,29 @@ def measure(cases):
     return rows
 
 
+def _load(names):
+    """Rows of one or more runs (``a+b+c``): per case, the medians of the times."""
+    runs = [json.loads((OUT_DIR / f"{name}.json").read_text())["rows"]
+            for name in names.split("+")]
+    rows = []
+    for row in runs[0]:
+        same = [r for run in runs for r in run if (r["set"], r["k"]) == (row["set"], row["k"])]
+        merged = dict(row)
+        for key in ("plain_cpu_s", "auto_refit_cpu_s", "ratio", "plain_wall_s",
+                    "auto_refit_wall_s", "wall_ratio"):
+            values = [r[key] for r in same if key in r]
+            if values:
+                merged[key] = float(np.median(values))
+        merged["runs"] = len(same)
+        rows.append(merged)
+    return rows
+
+
 def compare(before_name, after_name):
-    before = json.loads((OUT_DIR / f"{before_name}.json").read_text())["rows"]
-    after = {(r["set"], r["k"]): r for r in
-             json.loads((OUT_DIR / f"{after_name}.json").read_text())["rows"]}
+    """The table of two versions; ``a+b+c`` names several runs of one version
+    (medians of their times: the machine is shared and noisy)."""
+    before = _load(before_name)
+    after = {(r["set"], r["k"]): r for r in _load(after_name)}
     print("| set, k | folds | plain (CPU s) | C='auto' + refit before → after (CPU s) "
           "| × plain before → after | wall × plain before → after "
           "| points before → after | C, refit C before → after |")
