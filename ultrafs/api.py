@@ -74,6 +74,10 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
         0.2 unless ``cv`` is given.
     cv : int, optional
         ``C="auto"`` with this many stratified folds instead of one split.
+        With the threads scheduler, folds whose rows are copied into memory
+        and data of at least 2**20 entries or 10,000 rows, up to
+        ``num_workers`` (default: the CPU count) folds are fitted at once;
+        the choice is the same for every thread count.
     seed : int
         Seed of the split or folds of ``C="auto"``.
     sample_weight : array-like of shape (n_samples,), optional
