@@ -33,17 +33,16 @@ best (larger C means more features kept and slower fits, so the costly end
 of the grid is only reached when it helps).  With a refit the refit's C is
 chosen on the same rows from the same grid for every FGM C, walked the
 same way: upward, warm-started, and stopped once two refit values in a row
-score below the best refit of that FGM C (the refits cost 30–50% of the
-choice when the whole refit grid ran, bench/README.md §11).  Along the
-grid each fold's FGM fits are warm-started
-(:class:`~ultrafs.methods.fgm.GridWarmStart`): a subproblem whose working
-set the previous C's fit also solved starts from that solution.  With K
-folds copied into memory, not tiny, and the local threads scheduler, the
-folds are fitted in up to ``num_workers`` threads at once
-(``api._fold_threads``).
-The chosen values are then used on all rows.  Every fit is deterministic and the
-curve is assembled in fold order, so the choice is the same for a fixed
-seed on every scheduler, block size and thread count.
+score below the best refit of that FGM C.  Along the grid each fold's FGM
+fits are warm-started (:class:`~ultrafs.methods.fgm.GridWarmStart`): a
+subproblem whose working set the previous C's fit also solved starts from
+that solution.  With K folds copied into memory, not tiny, and the local
+threads scheduler, the folds are fitted in up to ``num_workers`` threads at
+once (``api._fold_threads``).  What this costs against one fit is measured
+in bench/README.md §11.  The chosen values are then used on all rows.
+Every fit is deterministic and the curve is assembled in fold order, so
+the choice is the same for a fixed seed on every scheduler, block size and
+thread count.
 """
 
 from __future__ import annotations
