@@ -11,6 +11,12 @@ training rows use 5 folds (fitted in up to ``os.cpu_count()`` threads at
 once, so their wall time falls below their CPU time), the others one 20%
 hold-out.
 
+``--threads``: wall seconds of 5-fold ``select(C='auto', refit=True)``
+with ``num_workers`` 1 and 2 (medians of three alternating runs), for
+cases ``set:k`` or ``set:k:cv`` (``cv=5`` forced on larger sets): what
+the fold threads gain or lose (``THREADED_FOLDS_MIN_*`` in ``api.py`` are
+patched off so that every case runs threaded).
+
 To compare two versions of ultrafs, run the script once under each (e.g.
 ``PYTHONPATH=/tmp/ultrafs_OLD python c_auto_cost.py --name c_auto_cost_old``)
 and print both with ``python c_auto_cost.py --compare c_auto_cost_old,c_auto_cost``.
@@ -28,6 +34,8 @@ import numpy as np
 from common import OUT_DIR, write_result
 import quality_vs_l1 as protocol
 
+THREAD_CASES = ("dexter:50,rcv1_small:50,arcene:50,colon-cancer:20,mnist3v8:50,"
+                "gisette:50,a9a:20:5,imdb_unigram:20:5")
 CASES = ["imdb_unigram:50", "a9a:20", "w8a:50", "dexter:50", "colon-cancer:20",
          "gisette:50", "rcv1_small:50"]
 
@@ -93,6 +101,38 @@ def _load(names):
     return rows
 
 
+def threads(cases):
+    """Wall seconds of C='auto' + refit with 1 and 2 fold threads, per case."""
+    import statistics
+
+    import ultrafs.api as api
+    from ultrafs.api import select
+
+    api.THREADED_FOLDS_MIN_NNZ = 0          # every case threaded: measure both
+    rows = []
+    for case in cases:
+        name, k, *cv = case.split(":")
+        k = int(k)
+        extra = {"cv": int(cv[0])} if cv else {}
+        X, y, _, _ = next(protocol.splits(name, 5))
+        B, T = protocol.budget(k)
+        times = {1: [], 2: []}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            select(X, y, B=B, max_iter=T, C="auto", refit=True, **extra)
+            for workers in (1, 2, 1, 2, 1, 2):
+                started = time.perf_counter()
+                select(X, y, B=B, max_iter=T, C="auto", refit=True,
+                       num_workers=workers, **extra)
+                times[workers].append(time.perf_counter() - started)
+        row = {"case": case, "nnz": int(X.nnz), "rows": int(X.shape[0]),
+               "wall_1": statistics.median(times[1]), "wall_2": statistics.median(times[2])}
+        rows.append(row)
+        print(f"{case}: {row['nnz']:,} entries, {row['rows']:,} rows; wall "
+              f"{row['wall_1']:.2f} s (1 thread) -> {row['wall_2']:.2f} s (2)", flush=True)
+    return rows
+
+
 def compare(before_name, after_name):
     """The table of two versions; ``a+b+c`` names several runs of one version
     (medians of their times: the machine is shared and noisy)."""
@@ -123,7 +163,13 @@ def main():
                         help="set:k pairs, comma-separated")
     parser.add_argument("--name", default="c_auto_cost")
     parser.add_argument("--compare", help="BEFORE,AFTER: print the two runs' table")
+    parser.add_argument("--threads", action="store_true",
+                        help="Fold threads 1 vs 2 (cases set:k or set:k:cv).")
     args = parser.parse_args()
+    if args.threads:
+        cases = args.cases if args.cases != ",".join(CASES) else THREAD_CASES
+        write_result(args.name + "_threads", {"rows": threads(cases.split(","))})
+        return
     if args.compare:
         compare(*args.compare.split(","))
         return

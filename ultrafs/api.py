@@ -393,9 +393,10 @@ def _resolve_C(C, refit_C, refit, store, features, y, n_classes, space, fit_opti
 #: folds are fitted in threads at once only for data with at least this
 #: many entries or rows: smaller fits spend most of their time in Python
 #: and threads slow them (5-fold C="auto" + refit, 2 cores, wall seconds
-#: one thread -> two: dexter 19k entries 0.42 -> 0.59, rcv1_small 56k
-#: 0.68 -> 1.00, arcene 383k 0.59 -> 0.75; gisette 3.5M 2.87 -> 2.07, a9a
-#: 32,561 rows 3.11 -> 2.03, imdb unigrams 25,000 rows 8.32 -> 5.19)
+#: one thread -> two, bench/c_auto_cost.py --threads: dexter 19k entries
+#: 0.38 -> 0.61, rcv1_small 56k 0.57 -> 0.72, arcene 383k 0.53 -> 0.63;
+#: gisette 3.5M 2.11 -> 1.62, a9a 32,561 rows 3.01 -> 1.99, imdb unigrams
+#: 25,000 rows 7.19 -> 4.82)
 THREADED_FOLDS_MIN_NNZ = 1 << 20
 THREADED_FOLDS_MIN_ROWS = 10_000
 
