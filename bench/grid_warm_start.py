@@ -34,15 +34,6 @@ def run(name, k, n_grid):
     B, T = protocol.budget(k)
     grid = val.c_grid(val.default_C(space))[:n_grid]
     warm = GridWarmStart()
-    lookups = []
-    original = warm.lookup
-
-    def lookup(keys, n_outputs):
-        found = original(keys, n_outputs)
-        lookups.append(found is not None)
-        return found
-
-    warm.lookup = lookup
     totals = {"cold": [0, 0.0], "warm": [0, 0.0]}
     same = []
     with warnings.catch_warnings():
@@ -57,8 +48,8 @@ def run(name, k, n_grid):
                 totals[mode][1] += sum(r["solve_cpu_seconds"] for r in fits[mode].history)
             same.append(bool(np.array_equal(fits["cold"].keys, fits["warm"].keys)))
     first = len(fits["warm"].history)
-    row = {"set": name, "k": k, "grid": grid, "subproblems": len(lookups),
-           "warm_starts": int(sum(lookups)), "later_subproblems": len(lookups) - first,
+    row = {"set": name, "k": k, "grid": grid, "subproblems": warm.lookups,
+           "warm_starts": warm.hits, "later_subproblems": warm.lookups - first,
            "iterations_cold": totals["cold"][0], "iterations_warm": totals["warm"][0],
            "solve_cpu_cold": totals["cold"][1], "solve_cpu_warm": totals["warm"][1],
            "same_selections": same}

@@ -315,15 +315,6 @@ def test_grid_warm_start_keeps_the_selections_and_certificates(rng):
     X, y = _problem(rng, n=300, m=60)
     space = LinearFeatures(InMemoryStore(X, y))
     warm = GridWarmStart()
-    hits = []
-    original = warm.lookup
-
-    def lookup(keys, n_outputs):
-        found = original(keys, n_outputs)
-        hits.append(found is not None)
-        return found
-
-    warm.lookup = lookup
     for C in val.c_grid(val.default_C(space))[:5]:
         cold = fit_fgm(space, y, B=3, max_iter=4, C=C)
         hot = fit_fgm(space, y, B=3, max_iter=4, C=C, warm_start=warm)
@@ -332,7 +323,8 @@ def test_grid_warm_start_keeps_the_selections_and_certificates(rng):
                                    np.abs(cold.coef).max())
         assert all(r["inner_converged"] and r["inner_kkt"] <= 1e-4
                    for r in hot.history)
-    assert any(hits) and len(warm._previous) <= 3 * 4 and len(warm._current) <= 3 * 4
+    assert 0 < warm.hits <= warm.lookups
+    assert len(warm._previous) <= 3 * 4 and len(warm._current) <= 3 * 4
 
 
 def test_grid_warm_start_looks_up_exact_working_sets():
@@ -343,6 +335,7 @@ def test_grid_warm_start_looks_up_exact_working_sets():
     assert warm.lookup(np.array([3, 1]), 1) is None      # same fit: not yet
     warm.next_fit()
     coef, bias = warm.lookup(np.array([3, 1]), 1)
+    assert (warm.lookups, warm.hits) == (2, 1)
     np.testing.assert_array_equal(coef, [0.5, -0.2])
     assert bias == 0.1
     coef[0] = 9.0                                          # a copy

@@ -76,6 +76,9 @@ class GridWarmStart:
     def __init__(self):
         self._previous = {}
         self._current = {}
+        #: subproblems looked up, and of them those that started warm
+        self.lookups = 0
+        self.hits = 0
 
     @staticmethod
     def _key(keys, n_outputs):
@@ -89,8 +92,10 @@ class GridWarmStart:
     def lookup(self, keys, n_outputs):
         """``(coef, bias)`` solved on exactly ``keys`` by the previous fit, or None."""
         found = self._previous.get(self._key(keys, n_outputs))
+        self.lookups += 1
         if found is None:
             return None
+        self.hits += 1
         coef, bias = found
         return coef.copy(), (bias.copy() if isinstance(bias, np.ndarray) else bias)
 
