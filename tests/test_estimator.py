@@ -66,7 +66,8 @@ def test_no_predict_proba_for_squared_hinge(problem):
 
 
 @pytest.mark.parametrize("params", [{"B": 0}, {"C": 0}, {"loss": "hinge"},
-                                    {"max_iter": 0}, {"block_size": 0}])
+                                    {"max_iter": 0}, {"block_size": 0},
+                                    {"n_jobs": 0}, {"n_jobs": 1.5}, {"n_jobs": True}])
 def test_invalid_parameters_raise_value_error(problem, params):
     X, y = problem
     with pytest.raises(ValueError):
@@ -77,3 +78,17 @@ def test_one_class_is_rejected(problem):
     X, _ = problem
     with pytest.raises(ValueError, match="only one class"):
         FGMClassifier().fit(X, np.ones(len(X)))
+
+
+def test_n_jobs_does_not_change_the_model(problem, monkeypatch):
+    """n_jobs sets the threads of the passes and of C="auto"'s folds (forced
+    on here for small data); the model is the same for every value."""
+    import ultrafs.api as api
+
+    monkeypatch.setattr(api, "THREADED_FOLDS_MIN_NNZ", 0)
+    X, y = problem
+    params = dict(B=2, max_iter=2, C="auto", cv=3, refit=True)
+    one = FGMClassifier(n_jobs=1, **params).fit(X, y)
+    three = FGMClassifier(n_jobs=3, **params).fit(X, y)
+    np.testing.assert_array_equal(one.coef_, three.coef_)
+    assert one.C_ == three.C_
