@@ -545,7 +545,10 @@ def _validation_section(figures, curve) -> list[str]:
                if curve.get("refit_C") is not None else "")
             + ": the largest mean held-out accuracy, ties broken by the smaller "
               "mean loss, then the smaller C. The grid is walked upward and stops "
-              "after two values in a row below the best.")
+              "after two values in a row below the best"
+            + ("; for each C the refit's grid is walked the same way, so the "
+               "table holds only the refit values the walk reached."
+               if curve.get("refit_C") is not None else "."))
     rows = [{"C": p["C"], "refit C": "" if p["refit_C"] is None else p["refit_C"],
              "held-out accuracy": p["accuracy"], "mean loss": p["loss"],
              "features": p["n_features"], "seconds": p["seconds"],
