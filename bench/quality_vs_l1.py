@@ -236,32 +236,24 @@ def run(sets, scalings, ks, n_splits, configs, fgm_only=False):
                 for k in usable:
                     for config in configs:
                         fgm = fgm_fit(config, X, y, Xt, yt, k)
-                        if fgm_only:
-                            row = {"set": name, "scaling": scaling, "split": split,
-                                   "k": k, "config": config, "fgm": fgm}
-                            rows.append(row)
-                            print(json.dumps({**{x: row[x] for x in (
-                                "set", "scaling", "split", "k", "config")},
-                                "fgm": round(fgm["accuracy"], 4), "nnz": fgm["nnz"],
-                                "C": fgm["C"], "refit_C": fgm["refit_C"],
-                                "s": round(fgm["seconds"], 2)}), flush=True)
-                            continue
-                        l1 = l1_bisect(X, y, Xt, yt, fgm["nnz"], l1_cache)
                         row = {"set": name, "scaling": scaling, "split": split, "k": k,
-                               "config": config, "fgm": fgm,
-                               "l1": {key: value for key, value in l1.items()
-                                      if key != "support"}}
+                               "config": config, "fgm": fgm}
+                        line = {**{x: row[x] for x in ("set", "scaling", "split", "k",
+                                                        "config")},
+                                "fgm": round(fgm["accuracy"], 4), "nnz": fgm["nnz"]}
+                        if fgm_only:
+                            line.update(C=fgm["C"], refit_C=fgm["refit_C"],
+                                        s=round(fgm["seconds"], 2))
+                        else:
+                            l1 = l1_bisect(X, y, Xt, yt, fgm["nnz"], l1_cache)
+                            row["l1"] = {key: value for key, value in l1.items()
+                                         if key != "support"}
+                            line.update(l1=round(l1["accuracy"], 4), l1_nnz=l1["nnz"],
+                                        l1_refit=round(l1["refit_accuracy"], 4),
+                                        s=round(fgm["seconds"], 2),
+                                        l1_s=round(l1["seconds_per_fit"], 3))
                         rows.append(row)
-                        print(json.dumps({**{x: row[x] for x in ("set", "scaling", "split",
-                                                                  "k", "config")},
-                                          "fgm": round(fgm["accuracy"], 4),
-                                          "nnz": fgm["nnz"],
-                                          "l1": round(l1["accuracy"], 4),
-                                          "l1_nnz": l1["nnz"],
-                                          "l1_refit": round(l1["refit_accuracy"], 4),
-                                          "s": round(fgm["seconds"], 2),
-                                          "l1_s": round(l1["seconds_per_fit"], 3)}),
-                              flush=True)
+                        print(json.dumps(line), flush=True)
     return rows
 
 
@@ -321,12 +313,12 @@ def diff(before_name, after_name):
         return {(r["set"], r["scaling"], r["split"], r["k"], r["config"]): r["fgm"]
                 for r in rows}
 
+    def outcome(fit):
+        return fit["accuracy"], fit["nnz"], fit["C"], fit["refit_C"]
+
     before, after = load(before_name), load(after_name)
     common = [key for key in before if key in after]
-    changed = [key for key in common
-               if (before[key]["accuracy"], before[key]["nnz"], before[key]["C"],
-                   before[key]["refit_C"]) != (after[key]["accuracy"], after[key]["nnz"],
-                                               after[key]["C"], after[key]["refit_C"])]
+    changed = [key for key in common if outcome(before[key]) != outcome(after[key])]
     print(f"{len(common)} fits in both runs; {len(changed)} changed "
           "(accuracy, nonzeros, C or refit C)")
     print("| set | rows | split | k | config | accuracy % before → after | nnz | "
@@ -396,15 +388,6 @@ def main(argv=None):
     if args.diff:
         diff(*args.diff.split(","))
         return
-    if args.fgm_only:
-        started = time.perf_counter()
-        rows = run(args.sets.split(","), args.scalings.split(","),
-                   [int(k) for k in args.ks.split(",")], args.splits,
-                   args.configs.split(","), fgm_only=True)
-        write_result(args.name, {"rows": rows, "fgm_only": True,
-                                 "seconds": time.perf_counter() - started,
-                                 "peak_rss_mb": peak_rss_mb()})
-        return
     if args.combine:
         rows = []
         for name in args.combine.split(","):
@@ -417,7 +400,12 @@ def main(argv=None):
     started = time.perf_counter()
     rows = run(args.sets.split(","), args.scalings.split(","),
                [int(k) for k in args.ks.split(",")], args.splits,
-               args.configs.split(","))
+               args.configs.split(","), fgm_only=args.fgm_only)
+    if args.fgm_only:
+        write_result(args.name, {"rows": rows, "fgm_only": True,
+                                 "seconds": time.perf_counter() - started,
+                                 "peak_rss_mb": peak_rss_mb()})
+        return
     cell_rows = cells(rows)
     table = markdown(cell_rows)
     print(table)
