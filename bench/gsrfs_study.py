@@ -337,6 +337,26 @@ def fgm_ranking(Xtr, ytr, kmax):
                         "stop_reason": model.stop_reason}
 
 
+def walk_path(model, name, values, scale, X, targets, ks):
+    """Fit a warm-started ``model`` along ``values`` of parameter ``name``
+    until every k of ``ks`` has k nonzero rows; per k, the top-k rows and
+    the value (over ``scale``) that first reached them.  Returns
+    ``(found, fits, last_nonzero)``."""
+    found, steps, nz = {}, 0, 0
+    for value in values:
+        model.set_params(**{name: value})
+        model.fit(X, targets)
+        steps += 1
+        order = row_order(model.coef_.T)
+        nz = len(order)
+        for k in ks:
+            if k not in found and nz >= k:
+                found[k] = (order[:k], float(value / scale))
+        if len(found) == len(ks):
+            break
+    return found, steps, nz
+
+
 def mtl_rankings(Xtr, Y, ks):
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import MultiTaskLasso
@@ -345,21 +365,10 @@ def mtl_rankings(Xtr, Y, ks):
     amax = float(np.sqrt(((Xc.T @ Yc) ** 2).sum(axis=1)).max() / len(Xtr))
     alphas = amax * np.geomspace(1.0, 1e-3, MTL_ALPHAS)[1:]
     model = MultiTaskLasso(fit_intercept=True, warm_start=True, max_iter=5000, tol=1e-4)
-    found, steps, nz = {}, 0, 0
     started = time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        for alpha in alphas:
-            model.set_params(alpha=alpha)
-            model.fit(Xtr, Y)
-            steps += 1
-            order = row_order(model.coef_.T)
-            nz = len(order)
-            for k in ks:
-                if k not in found and nz >= k:
-                    found[k] = (order[:k], float(alpha / amax))
-            if len(found) == len(ks):
-                break
+        found, steps, nz = walk_path(model, "alpha", alphas, amax, Xtr, Y, ks)
     return found, time.process_time() - started, {"alphas_fitted": steps, "last_nonzero": nz}
 
 
@@ -372,21 +381,10 @@ def lr_rankings(Xtr, ytr, ks):
     Cs = c0 * np.geomspace(1.0, 1e3, LR_CS)[1:]
     model = LogisticRegression(l1_ratio=1.0, solver="saga", C=Cs[0], warm_start=True,
                                tol=1e-3, max_iter=1000, random_state=SEED)
-    found, steps, nz, n_warn = {}, 0, 0, 0
     started = time.process_time()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", ConvergenceWarning)
-        for C in Cs:
-            model.set_params(C=C)
-            model.fit(Xtr, ytr)
-            steps += 1
-            order = row_order(model.coef_.T)
-            nz = len(order)
-            for k in ks:
-                if k not in found and nz >= k:
-                    found[k] = (order[:k], float(C / c0))
-            if len(found) == len(ks):
-                break
+        found, steps, nz = walk_path(model, "C", Cs, c0, Xtr, ytr, ks)
         n_warn = sum(issubclass(w.category, ConvergenceWarning) for w in caught)
     return found, time.process_time() - started, {"Cs_fitted": steps, "last_nonzero": nz,
                                                   "convergence_warnings": n_warn}
