@@ -40,7 +40,7 @@ CASES = ["imdb_unigram:50", "a9a:20", "w8a:50", "dexter:50", "colon-cancer:20",
          "gisette:50", "rcv1_small:50"]
 
 
-def _cpu(fn, repeats=2):
+def _best_times(fn, repeats=2):
     """Best CPU and best wall seconds of ``repeats`` calls, and the last value."""
     best, wall, value = float("inf"), float("inf"), None
     for _ in range(repeats):
@@ -64,8 +64,8 @@ def measure(cases):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             select(X, y, B=B, max_iter=T)                 # compile, warm caches
-            plain, plain_wall, _ = _cpu(lambda: select(X, y, B=B, max_iter=T))
-            auto, auto_wall, model = _cpu(lambda: select(X, y, B=B, max_iter=T,
+            plain, plain_wall, _ = _best_times(lambda: select(X, y, B=B, max_iter=T))
+            auto, auto_wall, model = _best_times(lambda: select(X, y, B=B, max_iter=T,
                                                          C="auto", refit=True))
         curve = model.params["validation"]
         row = {"set": name, "k": k, "rows": int(X.shape[0]),
