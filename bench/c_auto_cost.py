@@ -9,7 +9,11 @@ thread) and in wall seconds, with the C and refit C chosen and the number
 of (C, refit C) points the walk evaluated.  Sets of at most 10,000
 training rows use 5 folds (fitted in up to ``os.cpu_count()`` threads at
 once, so their wall time falls below their CPU time), the others one 20%
-hold-out.
+hold-out.  ``imdb50k_zarr`` is imdb50k's 25,000 training rows as a Zarr
+store on disk (``common.imdb_stores``): 8.7 million entries, more than
+``rows_in_memory`` copies, so the hold-out's fits stream the store's rows
+(out of core).  Each row also counts the block passes (Dask runs of
+``run_block_tasks``) of one plain fit and of one ``C='auto'`` run.
 
 ``--threads``: wall seconds of 5-fold ``select(C='auto', refit=True)``
 with ``num_workers`` 1 and 2 (medians of three alternating runs), for
@@ -51,6 +55,36 @@ def _best_times(fn, repeats=2):
     return best, wall, value
 
 
+def _data(name):
+    """(X, y) of a case's training part: CSR rows, or an on-disk store and None."""
+    if name == "imdb50k_zarr":
+        from common import imdb_stores
+        from ultrafs.store import open_store
+
+        return open_store(imdb_stores()[0]), None
+    X, y, _, _ = next(protocol.splits(name, 5))
+    return X, y
+
+
+class _PassCounter:
+    """Counts the block passes (``run_block_tasks`` runs) while installed."""
+
+    def __init__(self):
+        import ultrafs.scoring.runner as runner
+
+        self.runner, self.original, self.count = runner, runner.run_block_tasks, 0
+
+    def __enter__(self):
+        def counted(*args, **kwargs):
+            self.count += 1
+            return self.original(*args, **kwargs)
+        self.runner.run_block_tasks = counted
+        return self
+
+    def __exit__(self, *exc):
+        self.runner.run_block_tasks = self.original
+
+
 def measure(cases):
     import ultrafs
     from ultrafs.api import select
@@ -59,16 +93,22 @@ def measure(cases):
     for case in cases:
         name, k = case.split(":")
         k = int(k)
-        X, y, _, _ = next(protocol.splits(name, 5))
+        X, y = _data(name)
         B, T = protocol.budget(k)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             select(X, y, B=B, max_iter=T)                 # compile, warm caches
+            with _PassCounter() as plain_passes:
+                select(X, y, B=B, max_iter=T)
+            with _PassCounter() as auto_passes:
+                select(X, y, B=B, max_iter=T, C="auto", refit=True)
             plain, plain_wall, _ = _best_times(lambda: select(X, y, B=B, max_iter=T))
             auto, auto_wall, model = _best_times(lambda: select(X, y, B=B, max_iter=T,
                                                          C="auto", refit=True))
         curve = model.params["validation"]
-        row = {"set": name, "k": k, "rows": int(X.shape[0]),
+        row = {"set": name, "k": k,
+               "rows": int(X.n_samples if hasattr(X, "n_samples") else X.shape[0]),
+               "plain_passes": plain_passes.count, "auto_passes": auto_passes.count,
                "plain_cpu_s": plain, "auto_refit_cpu_s": auto, "ratio": auto / plain,
                "plain_wall_s": plain_wall, "auto_refit_wall_s": auto_wall,
                "wall_ratio": auto_wall / plain_wall,
@@ -79,7 +119,8 @@ def measure(cases):
         print(f"{name} k={k}: plain {plain:.3f} s, C='auto' + refit {auto:.2f} s "
               f"(x{row['ratio']:.1f}; wall {plain_wall:.3f} s, {auto_wall:.2f} s, "
               f"x{row['wall_ratio']:.1f}); C {row['C']:.4g}, refit C {row['refit_C']:.4g}, "
-              f"{row['points']} points, {row['n_features']} features", flush=True)
+              f"{row['points']} points, {row['n_features']} features; passes "
+              f"{row['plain_passes']} and {row['auto_passes']}", flush=True)
     return rows
 
 

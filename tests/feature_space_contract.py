@@ -32,7 +32,7 @@ import scipy.sparse as sp
 
 from ultrafs.errors import ParameterError
 from ultrafs.features import FEATURE_SPACES, FeatureSpace, feature_space_from_spec
-from ultrafs.scoring.worst_case import worst_case_analysis
+from ultrafs.scoring.worst_case import worst_case_analyses, worst_case_analysis
 
 #: data kinds a space may be checked on (see :func:`make_data`)
 DATA_KINDS = ("valued", "signed", "binary")
@@ -208,6 +208,24 @@ class FeatureSpaceContract:
                                        num_workers=3 if scheduler == "threads" else None)
                     np.testing.assert_array_equal(cand.keys, reference.keys)
                     np.testing.assert_array_equal(cand.scores, reference.scores)
+
+    def test_many_queries_give_each_query_its_own_pass(self, case):
+        """find_candidates_many (one pass where the space shares passes)
+        answers every query as its own pass, bit for bit."""
+        excluded = self._excluded(case)
+        queries = [(case.weights, 6, excluded), (-2.0 * case.weights, 3, [])]
+        if self.supports_multiclass:
+            queries.append((case.weights2, 5, excluded))
+        for block_size in (None, 3):
+            shared = worst_case_analyses(case.space, queries, block_size=block_size,
+                                         scheduler="threads", num_workers=2)
+            for (weights, k, ex), (cand, stats) in zip(queries, shared, strict=True):
+                alone, alone_stats = self.run(case, weights, k, ex,
+                                              block_size=block_size)
+                np.testing.assert_array_equal(cand.keys, alone.keys)
+                np.testing.assert_array_equal(cand.scores, alone.scores)
+                assert stats.nnz == alone_stats.nnz
+                assert ("pass_queries" in stats.details) == case.space.shares_passes
 
     def test_no_candidate_scores_on_empty_data(self, case, tmp_path):
         X = sp.csc_matrix(case.X.shape, dtype=case.dtype)

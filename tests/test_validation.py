@@ -331,19 +331,40 @@ def test_grid_warm_start_looks_up_exact_working_sets():
     from ultrafs.methods.fgm import GridWarmStart
 
     warm = GridWarmStart()
-    warm.record(np.array([3, 1]), 1, np.array([0.5, -0.2]), 0.1)
-    assert warm.lookup(np.array([3, 1]), 1) is None      # same fit: not yet
     warm.next_fit()
-    coef, bias = warm.lookup(np.array([3, 1]), 1)
+    warm.record(np.array([3, 1]), 1, np.array([0.5, -0.2]), 0.1, 2)
+    assert warm.lookup(np.array([3, 1]), 1, 2) is None      # same fit: not yet
+    warm.next_fit()
+    coef, bias = warm.lookup(np.array([3, 1]), 1, 2)
     assert (warm.lookups, warm.hits) == (2, 1)
     np.testing.assert_array_equal(coef, [0.5, -0.2])
     assert bias == 0.1
     coef[0] = 9.0                                          # a copy
-    assert warm.lookup(np.array([3, 1]), 1)[0][0] == 0.5
-    assert warm.lookup(np.array([1, 3]), 1) is None        # order matters
-    assert warm.lookup(np.array([3, 1]), 3) is None        # classes too
-    warm.next_fit()                                        # nothing new: kept
-    assert warm.lookup(np.array([3, 1]), 1) is not None
+    assert warm.lookup(np.array([3, 1]), 1, 3)[0][0] == 0.5
+    assert warm.lookup(np.array([3, 1]), 1, 1) is None     # a later iteration's
+    assert warm.lookup(np.array([1, 3]), 1, 2) is None     # order matters
+    assert warm.lookup(np.array([3, 1]), 3, 2) is None     # classes too
+    warm.next_fit()                                        # a fit that solved nothing
+    assert warm.lookup(np.array([3, 1]), 1, 2) is None
+
+
+def test_grid_warm_start_chain_links_each_fit_to_the_one_before():
+    from ultrafs.methods.fgm import GridWarmStart
+
+    warm = GridWarmStart()
+    warm.next_fit()
+    warm.record(np.array([4]), 1, np.array([1.0]), 0.0, 1)   # the fit before
+    first, second = warm.chain(2)
+    first.next_fit()                                         # links stay linked
+    second.next_fit()
+    assert first.lookup(np.array([4]), 1, 1) is not None
+    assert second.lookup(np.array([4]), 1, 1) is None        # not first's yet
+    first.record(np.array([4, 7]), 1, np.array([1.0, 2.0]), 0.0, 2)
+    assert second.lookup(np.array([4, 7]), 1, 2)[0][1] == 2.0
+    second.record(np.array([4, 7]), 1, np.array([3.0, 2.0]), 0.0, 2)
+    assert (warm.lookups, warm.hits) == (3, 2)               # counted by the parent
+    warm.next_fit()                                          # continues from second
+    assert warm.lookup(np.array([4, 7]), 1, 2)[0][0] == 3.0
 
 
 def test_grid_warm_start_refuses_resume(rng, tmp_path):

@@ -442,6 +442,7 @@ class _HeldOutScorer:
         self.weights = self.options.pop("sample_weight", None)
         self._fold_spaces = {}
         self._warm = {}
+        self._fits = {}
 
     def _spaces(self, fold, train, validation):
         """The fold's training and held-out feature spaces, made once per fold
@@ -458,6 +459,21 @@ class _HeldOutScorer:
         """Make every fold's spaces now (before threads fit the folds)."""
         for fold, (train, validation) in enumerate(folds):
             self._spaces(fold, train, validation)
+
+    def prefit(self, fold, train, validation, Cs):
+        """Fit FGM at every C of ``Cs`` on the fold in lockstep (passes shared,
+        :func:`~ultrafs.methods.fgm_grid.fit_fgm_grid`); the calls for these
+        Cs then use the fits."""
+        from ultrafs.methods.fgm import GridWarmStart
+        from ultrafs.methods.fgm_grid import fit_fgm_grid
+
+        part, _ = self._spaces(fold, train, validation)
+        warm = self._warm.setdefault(fold, GridWarmStart())
+        w_train = None if self.weights is None else self.weights[train]
+        results = fit_fgm_grid(part, self.y[train], Cs, n_classes=self.n_classes,
+                               sample_weight=w_train, warm_start=warm, **self.options)
+        for C, result in zip(Cs, results):
+            self._fits[fold, float(C)] = result
 
     def __call__(self, fold, train, validation, C, refit_grid):
         """Fit FGM at ``C`` on the fold; yield one held-out record per refit C.
@@ -476,8 +492,10 @@ class _HeldOutScorer:
         part, held_out = self._spaces(fold, train, validation)
         warm = self._warm.setdefault(fold, GridWarmStart())
         y_train = self.y[train]
-        result = fit_fgm(part, y_train, n_classes=self.n_classes, C=C,
-                         sample_weight=w_train, warm_start=warm, **o)
+        result = self._fits.pop((fold, float(C)), None)
+        if result is None:
+            result = fit_fgm(part, y_train, n_classes=self.n_classes, C=C,
+                             sample_weight=w_train, warm_start=warm, **o)
         nonzero = result.nonzero()
         if hasattr(held_out, "adopt"):       # quantise as the fitted space does
             held_out.adopt(part)

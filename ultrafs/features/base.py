@@ -347,6 +347,21 @@ class FeatureSpace(abc.ABC):
             When the space does not support 2-D weights.
         """
 
+    #: whether :meth:`find_candidates_many` answers its queries in one pass
+    shares_passes: ClassVar[bool] = False
+
+    def find_candidates_many(self, queries, run):
+        """:meth:`find_candidates` for several queries; a list of results.
+
+        Each query is ``(weights, k, excluded)``, its result the one
+        :meth:`find_candidates` gives it.  This default runs one pass per
+        query; a space with :attr:`shares_passes` reads its data once for
+        all of them (FGM fits of a grid of C in lockstep,
+        :mod:`ultrafs.methods.fgm_grid`).
+        """
+        return [self.find_candidates(weights, k, excluded, run)
+                for weights, k, excluded in queries]
+
     # ------------------------------------------------------ materialize
     @abc.abstractmethod
     def materialize(self, keys, dtype=np.float64, payload=None) -> ColumnBlock:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ultrafs.features.base import FeatureSpace, register_feature_space
 from ultrafs.kernels.scoring import (score_block_topk, score_block_topk_binary,
                                      score_block_topk_multi,
                                      score_block_topk_multi_binary)
-from ultrafs.scoring.topk import TopK
+from ultrafs.scoring.topk import TopK, merge_topk_results
 from ultrafs.store.base import ColumnBlock
 
 __all__ = ["LinearFeatures"]
@@ -24,7 +26,46 @@ def _score_columns(block, store, weights, excluded, k):
     for 2-D (n_samples, K) weights.
     """
     start, stop = block
+    return _score_read(store.read_range_transient(start, stop), start, stop,
+                       weights, excluded, k)
+
+
+class _PerQuery:
+    """The :class:`TopK` of every query of a shared pass (one per query).
+
+    A class, not a tuple: a ``dask.bag`` reduction would take a tuple of
+    results for the elements of the partition.
+    """
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts):
+        self.parts = parts
+
+    def __getstate__(self):
+        return self.parts
+
+    def __setstate__(self, state):
+        self.parts = state
+
+
+def _score_columns_many(block, store, queries):
+    """Task: one column range read once, the top-k of every query."""
+    start, stop = block
     cols = store.read_range_transient(start, stop)
+    return _PerQuery([_score_read(cols, start, stop, weights, excluded, k)
+                      for weights, k, excluded in queries])
+
+
+def _merge_many(results, ks):
+    """Merge :class:`_PerQuery` results query by query."""
+    results = list(results)
+    return _PerQuery([merge_topk_results([result.parts[i] for result in results], k)
+                      for i, k in enumerate(ks)])
+
+
+def _score_read(cols, start, stop, weights, excluded, k):
+    """The top-``k`` of columns ``start:stop`` already read (``cols``)."""
     if cols.nnz == 0:
         return TopK(_EMPTY_KEYS, _EMPTY_SCORES, {"nnz": 0})
     k = min(int(k), stop - start)         # a block never has more winners than columns
@@ -122,6 +163,27 @@ class LinearFeatures(FeatureSpace):
         return run.topk(blocks, _score_columns, k,
                         shared={"store": self.store, "weights": weights,
                                 "excluded": excluded, "k": k})
+
+    @property
+    def shares_passes(self) -> bool:
+        """True, unless a subclass scores otherwise (overrides
+        :meth:`find_candidates`): its queries then run one pass each."""
+        return type(self).find_candidates is LinearFeatures.find_candidates
+
+    def find_candidates_many(self, queries, run):
+        """:meth:`find_candidates` for several ``(weights, k, excluded)``
+        queries in one streamed pass: each block is read once and scored
+        for every query, with the same kernels (so each result is the one
+        its own pass would give)."""
+        if not self.shares_passes:
+            return super().find_candidates_many(queries, run)
+        queries = [(weights, int(k), excluded) for weights, k, excluded in queries]
+        blocks = self.candidate_blocks(run.block_size)
+        if not blocks:
+            return [TopK(_EMPTY_KEYS, _EMPTY_SCORES, {}) for _ in queries]
+        return run(blocks, _score_columns_many,
+                   partial(_merge_many, ks=[k for _, k, _ in queries]),
+                   shared={"store": self.store, "queries": queries}).parts
 
     def row_max_squares(self, *, block_size=None, scheduler=None,
                         num_workers=None) -> np.ndarray:

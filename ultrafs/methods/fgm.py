@@ -44,7 +44,8 @@ from ultrafs.solvers.datafits import (Datafit, check_sample_weight,
 from ultrafs.solvers.losses import get_loss, loss_names
 from ultrafs.solvers.operators import CSCOperator
 
-__all__ = ["FGMResult", "GridWarmStart", "fit_fgm", "validate_fgm_params",
+__all__ = ["FGMResult", "FGMRun", "GridWarmStart", "PassQuery", "fit_fgm",
+           "validate_fgm_params",
            "OUTER_ITERATION_FACTOR", "sample_weight_digest"]
 
 #: outer iterations allowed per unit of max_iter while the budget of
@@ -61,8 +62,10 @@ class GridWarmStart:
     ``C="auto"`` fits FGM for an increasing grid of C on the same rows.  A
     fit's outer iteration t solves the subproblem on its working set (the
     keys selected so far, in order); when the previous C's fit solved on the
-    same working set, that solution is the start instead of the zero-padded
-    last iterate.  The first batch is the same for every C (at ``w = 0`` the
+    same working set at an iteration up to t, that solution is the start
+    instead of the zero-padded last iterate.  (Up to t: so that fits run one
+    after the other and fits run in lockstep, :meth:`chain`, find the same
+    starts.)  The first batch is the same for every C (at ``w = 0`` the
     scores are C² times C-free values), later ones often are: on imdb
     (unigrams, k = 50, five grid values) 31 of the 40 later subproblems
     started warm and took 23% fewer Newton iterations.  The start changes
@@ -76,33 +79,69 @@ class GridWarmStart:
     def __init__(self):
         self._previous = {}
         self._current = {}
+        self._chained = False
         #: subproblems looked up, and of them those that started warm
-        self.lookups = 0
-        self.hits = 0
+        self._counts = {"lookups": 0, "hits": 0}
+
+    @property
+    def lookups(self) -> int:
+        """Subproblems looked up (by this object and the links it chained)."""
+        return self._counts["lookups"]
+
+    @property
+    def hits(self) -> int:
+        """Of them, those that started warm."""
+        return self._counts["hits"]
 
     @staticmethod
     def _key(keys, n_outputs):
         return (int(n_outputs), np.asarray(keys, dtype=np.int64).tobytes())
 
     def next_fit(self):
-        """Start a new fit: the finished fit's solutions become the lookups."""
-        if self._current:
+        """Start a new fit: the finished fit's solutions become the lookups.
+
+        A link made by :meth:`chain` is already set up: nothing changes.
+        """
+        if not self._chained:
             self._previous, self._current = self._current, {}
 
-    def lookup(self, keys, n_outputs):
-        """``(coef, bias)`` solved on exactly ``keys`` by the previous fit, or None."""
+    def chain(self, n_fits):
+        """Links for ``n_fits`` fits of the next grid values run in lockstep.
+
+        Link i looks up link i - 1's solutions (link 0 those of this
+        object's last fit), so each fit finds what it would find run after
+        the one before, provided the fits advance their iterations in grid
+        order.  Afterwards this object continues from the last link's fit.
+        """
+        links = []
+        previous = self._current
+        for _ in range(int(n_fits)):
+            link = GridWarmStart()
+            link._chained = True
+            link._counts = self._counts
+            link._previous, link._current = previous, {}
+            previous = link._current
+            links.append(link)
+        if links:
+            self._previous = links[-2]._current if len(links) > 1 else self._current
+            self._current = links[-1]._current
+        return links
+
+    def lookup(self, keys, n_outputs, iteration):
+        """``(coef, bias)`` the previous fit solved on exactly ``keys`` at an
+        iteration up to ``iteration``, or None."""
         found = self._previous.get(self._key(keys, n_outputs))
-        self.lookups += 1
-        if found is None:
+        self._counts["lookups"] += 1
+        if found is None or found[0] > iteration:
             return None
-        self.hits += 1
-        coef, bias = found
+        self._counts["hits"] += 1
+        _, coef, bias = found
         return coef.copy(), (bias.copy() if isinstance(bias, np.ndarray) else bias)
 
-    def record(self, keys, n_outputs, coef, bias):
-        """Keep this fit's solution on ``keys``."""
+    def record(self, keys, n_outputs, coef, bias, iteration):
+        """Keep this fit's solution on ``keys`` at ``iteration``."""
         self._current[self._key(keys, n_outputs)] = (
-            np.array(coef, dtype=np.float64),
+            int(iteration), np.array(coef, dtype=np.float64),
             np.array(bias, dtype=np.float64) if np.ndim(bias) else float(bias))
 
 
@@ -334,142 +373,251 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
         feature space's pass figures (for degree 2: ``pairs_evaluated``,
         ``pairs_pruned``, ``live_columns``, ``seed_columns``).
     """
-    validate_fgm_params(B, C, loss, max_iter, tol, inner_tol, inner_kkt_tol)
-    y, n_outputs = encode_classification_targets(y, n_classes)
-    K = 2 if n_outputs == 1 else n_outputs
-    loss_object = get_loss(loss, "binary" if n_outputs == 1 else "multiclass")
-    n_samples = y.shape[0]
-    sample_weight = check_sample_weight(sample_weight, n_samples)
-    _check_checkpoint_weights(checkpoint, sample_weight)
-    cache = ColumnCache(n_samples)
+    run = FGMRun(features, y, n_classes=n_classes, B=B, C=C, loss=loss,
+                 max_iter=max_iter, tol=tol, fit_intercept=fit_intercept,
+                 inner_tol=inner_tol, inner_max_iter=inner_max_iter,
+                 inner_kkt_tol=inner_kkt_tol, callback=callback, checkpoint=checkpoint,
+                 resume=resume, sample_weight=sample_weight, memory_limit=memory_limit,
+                 inner_solver=inner_solver, warm_start=warm_start)
+    while True:
+        query = run.query()
+        if query is None:
+            return run.result
+        cpu_started = time.process_time()
+        candidates, pass_stats = worst_case_analysis(
+            features, query.weights, query.k, excluded=query.excluded,
+            block_size=block_size, scheduler=scheduler, num_workers=num_workers,
+            progress_label=f"iteration {run.iteration} pass" if progress else None)
+        run.advance(candidates, pass_stats, time.process_time() - cpu_started,
+                    peak_rss_mb())
 
-    no_feature = _datafit(cache, y, C, loss_object, n_outputs, sample_weight)
-    bias = no_feature.optimal_bias(fit_intercept)
-    decision = no_feature.constant_decision(bias)
-    objective_0 = no_feature.value(decision)
-    if not np.isfinite(objective_0):
-        raise ParameterError(_overflow_message(C))
-    objective_prev = objective_0
-    coef = np.zeros(0)
-    lipschitz = None
-    keys = np.zeros(0, dtype=np.int64)
-    history = []
-    path = []
-    budget = int(B) * int(max_iter)
-    max_outer = OUTER_ITERATION_FACTOR * int(max_iter)
-    stop_reason = ""
-    first_iteration = 1
 
-    if resume and checkpoint is not None and checkpoint.exists():
-        state, decision = checkpoint.load(n_samples=n_samples, n_outputs=n_outputs,
-                                          n_candidates=features.n_keys)
-        keys = np.asarray(state["keys"], dtype=np.int64)
+@dataclass(frozen=True)
+class PassQuery:
+    """What one fit asks of its next worst-case analysis.
+
+    Attributes
+    ----------
+    weights : float64 array, shape (n_samples,) or (n_samples, K)
+        The dual weights of the last subproblem's solution.
+    k : int
+        Candidates wanted (B, or the budget's missing features).
+    excluded : int64 array
+        Keys the fit already holds.
+    """
+
+    weights: np.ndarray
+    k: int
+    excluded: np.ndarray
+
+
+class FGMRun:
+    """One FGM fit, advanced one worst-case analysis at a time.
+
+    :func:`fit_fgm` is the loop ``query() -> pass -> advance()``; the
+    parameters are :func:`fit_fgm`'s (without the pass's ``block_size``,
+    ``scheduler``, ``num_workers`` and ``progress``: the caller runs the
+    passes).  A driver may run several fits' passes as one
+    (:func:`ultrafs.methods.fgm_grid.fit_fgm_grid`): a fit's result depends
+    only on the candidates each pass returns it, not on how they were found.
+
+    Attributes
+    ----------
+    iteration : int
+        The outer iteration the next pass belongs to.
+    result : FGMResult or None
+        Set when the fit has finished.
+    """
+
+    def __init__(self, features, y, *, n_classes=None, B=50, C=10.0, loss="logistic",
+                 max_iter=10, tol=1e-3, fit_intercept=True, inner_tol=1e-3,
+                 inner_max_iter=1000, inner_kkt_tol=DEFAULT_KKT_TOL, callback=None,
+                 checkpoint=None, resume=False, sample_weight=None, memory_limit=None,
+                 inner_solver="auto", warm_start=None):
+        validate_fgm_params(B, C, loss, max_iter, tol, inner_tol, inner_kkt_tol)
+        y, n_outputs = encode_classification_targets(y, n_classes)
+        self.features = features
+        self.y = y
+        self.n_outputs = n_outputs
+        self.K = 2 if n_outputs == 1 else n_outputs
+        self.loss = get_loss(loss, "binary" if n_outputs == 1 else "multiclass")
+        self.C = C
+        self.B = int(B)
+        self.tol = tol
+        self.fit_intercept = fit_intercept
+        self.inner = {"tol": inner_tol, "max_iter": inner_max_iter,
+                      "kkt_tol": inner_kkt_tol, "solver": inner_solver}
+        self.callback = callback
+        self.checkpoint = checkpoint
+        n_samples = y.shape[0]
+        self.sample_weight = check_sample_weight(sample_weight, n_samples)
+        _check_checkpoint_weights(checkpoint, self.sample_weight)
+        self.cache = ColumnCache(n_samples)
+        self.result = None
+
+        no_feature = self._datafit()
+        self.bias = no_feature.optimal_bias(fit_intercept)
+        self.decision = no_feature.constant_decision(self.bias)
+        self.objective_0 = no_feature.value(self.decision)
+        if not np.isfinite(self.objective_0):
+            raise ParameterError(_overflow_message(C))
+        self.objective_prev = self.objective_0
+        self.coef = np.zeros(0)
+        self.lipschitz = None
+        self.keys = np.zeros(0, dtype=np.int64)
+        self.history = []
+        self.path = []
+        self.budget = int(B) * int(max_iter)
+        self.max_outer = OUTER_ITERATION_FACTOR * int(max_iter)
+        self.iteration = 1
+        self.warm_start = warm_start
+
+        if resume and checkpoint is not None and checkpoint.exists():
+            if self._resume(checkpoint):
+                return
+        if warm_start is not None:
+            if resume:
+                raise ParameterError("warm_start and resume cannot be combined")
+            warm_start.next_fit()
+        self.n_nonzero = _count_nonzero(self.coef, n_outputs, features.units_of(self.keys))
+        self.memory = _MemoryGuard(memory_limit)
+
+    def _datafit(self):
+        """The subproblem's datafit on the cached columns."""
+        return _datafit(self.cache, self.y, self.C, self.loss, self.n_outputs,
+                        self.sample_weight)
+
+    def _solve(self, datafit, coef0, bias0):
+        return solve(datafit, self.cache.batch_ptr * self.n_outputs,
+                     fit_intercept=self.fit_intercept, coef0=coef0, bias0=bias0,
+                     lipschitz0=self.lipschitz, tol=self.inner["tol"],
+                     max_iter=self.inner["max_iter"], kkt_tol=self.inner["kkt_tol"],
+                     solver=self.inner["solver"])
+
+    def _resume(self, checkpoint):
+        """Load the committed state; True when it is a finished run (result set)."""
+        n_outputs = self.n_outputs
+        state, self.decision = checkpoint.load(
+            n_samples=len(self.y), n_outputs=n_outputs,
+            n_candidates=self.features.n_keys)
+        self.keys = keys = np.asarray(state["keys"], dtype=np.int64)
         batch_ptr = np.asarray(state.get("batch_ptr", state.get("group_ptr")),
                                dtype=np.int64)
         for lo, hi in zip(batch_ptr[:-1], batch_ptr[1:]):
-            cache.append_batch(features.materialize_compact(keys[lo:hi]))
-        coef = np.asarray(state["coef"], dtype=np.float64)
-        bias = (float(state["bias"]) if n_outputs == 1
-                else np.asarray(state["bias"], dtype=np.float64))
-        lipschitz = state["lipschitz"]
-        objective_0 = float(state["objective_0"])
-        objective_prev = float(state["objective_prev"])
-        history = list(state["history"])
-        path = [(np.asarray(c, dtype=np.float64), _bias_value(b)) for c, b in state["path"]]
-        first_iteration = int(state["iteration"]) + 1
+            self.cache.append_batch(self.features.materialize_compact(keys[lo:hi]))
+        self.coef = np.asarray(state["coef"], dtype=np.float64)
+        self.bias = (float(state["bias"]) if n_outputs == 1
+                     else np.asarray(state["bias"], dtype=np.float64))
+        self.lipschitz = state["lipschitz"]
+        self.objective_0 = float(state["objective_0"])
+        self.objective_prev = float(state["objective_prev"])
+        self.history = list(state["history"])
+        self.path = [(np.asarray(c, dtype=np.float64), _bias_value(b))
+                     for c, b in state["path"]]
+        self.iteration = int(state["iteration"]) + 1
         # a checkpoint never stands for a solve: its decision values must be
         # those of its weights on this data, and a finished run's weights
         # must carry their certificate, else the subproblem is solved again
-        resumed = _datafit(cache, y, C, loss_object, n_outputs, sample_weight)
+        resumed = self._datafit()
         certified = verify_resumed_state(
-            resumed, batch_ptr * n_outputs, coef, bias, decision,
-            fit_intercept=fit_intercept, kkt_tol=inner_kkt_tol,
+            resumed, batch_ptr * n_outputs, self.coef, self.bias, self.decision,
+            fit_intercept=self.fit_intercept, kkt_tol=self.inner["kkt_tol"],
             where=str(checkpoint.state_path))
         if state.get("stop_reason"):
             if not certified:
-                solution = solve(resumed, batch_ptr * n_outputs,
-                                 fit_intercept=fit_intercept, coef0=coef, bias0=bias,
-                                 lipschitz0=lipschitz, tol=inner_tol,
-                                 max_iter=inner_max_iter, kkt_tol=inner_kkt_tol,
-                                 solver=inner_solver)
-                coef, bias = solution.coef, solution.bias
-            return FGMResult(keys=keys, batch_ptr=batch_ptr, coef=coef,
-                             bias=_bias_value(bias), history=history,
-                             stop_reason=state["stop_reason"], path=path, n_classes=K)
-        logger.info("resuming after iteration %d", first_iteration - 1)
+                solution = self._solve(resumed, self.coef, self.bias)
+                self.coef, self.bias = solution.coef, solution.bias
+            self.result = FGMResult(keys=keys, batch_ptr=batch_ptr, coef=self.coef,
+                                    bias=_bias_value(self.bias), history=self.history,
+                                    stop_reason=state["stop_reason"], path=self.path,
+                                    n_classes=self.K)
+            return True
+        logger.info("resuming after iteration %d", self.iteration - 1)
+        return False
 
-    def commit(iteration, finished_reason=""):
-        if checkpoint is None:
+    def _commit(self, iteration, finished_reason=""):
+        if self.checkpoint is None:
             return
-        checkpoint.save({
-            "iteration": iteration, "keys": keys.tolist(),
-            "batch_ptr": cache.batch_ptr.tolist(), "coef": coef.tolist(),
-            "bias": _bias_json(bias), "lipschitz": lipschitz,
-            "objective_0": float(objective_0), "objective_prev": float(objective_prev),
-            "history": history,
-            "path": [(c.tolist(), _bias_json(b)) for c, b in path],
-            "stop_reason": finished_reason}, decision)
+        self.checkpoint.save({
+            "iteration": iteration, "keys": self.keys.tolist(),
+            "batch_ptr": self.cache.batch_ptr.tolist(), "coef": self.coef.tolist(),
+            "bias": _bias_json(self.bias), "lipschitz": self.lipschitz,
+            "objective_0": float(self.objective_0),
+            "objective_prev": float(self.objective_prev),
+            "history": self.history,
+            "path": [(c.tolist(), _bias_json(b)) for c, b in self.path],
+            "stop_reason": finished_reason}, self.decision)
 
-    if warm_start is not None:
-        if resume:
-            raise ParameterError("warm_start and resume cannot be combined")
-        warm_start.next_fit()
-    n_nonzero = _count_nonzero(coef, n_outputs, features.units_of(keys))
-    memory = _MemoryGuard(memory_limit)
-    for iteration in range(first_iteration, max_outer + 1):
-        over = memory.exceeded(iteration, cache.nbytes)
+    def _finish(self, stop_reason):
+        self.result = FGMResult(keys=self.keys, batch_ptr=self.cache.batch_ptr.copy(),
+                                coef=self.coef, bias=_bias_value(self.bias),
+                                history=self.history, stop_reason=stop_reason,
+                                path=self.path, n_classes=self.K)
+
+    def query(self):
+        """The next pass's :class:`PassQuery`, or None when the fit has finished."""
+        if self.result is not None:
+            return None
+        if self.iteration > self.max_outer:
+            self._finish(f"reached {self.max_outer} outer iterations "
+                         f"({OUTER_ITERATION_FACTOR} x max_iter) holding "
+                         f"{self.n_nonzero} of the {self.budget} budgeted features "
+                         "with a nonzero weight")
+            return None
+        over = self.memory.exceeded(self.iteration, self.cache.nbytes)
         if over:
-            if not len(keys):
+            if not len(self.keys):
                 raise ParameterError(
-                    f"the memory limit of {memory.limit_mb:,.0f} MB is below the "
-                    f"{memory.last_peak:,.0f} MB this run held before its first pass")
-            stop_reason = over
-            break
-        weights = _datafit(cache, y, C, loss_object, n_outputs,
-                           sample_weight).dual_weights(decision)
-        cpu_started = time.process_time()
-        candidates, pass_stats = worst_case_analysis(
-            features, weights, min(int(B), budget - n_nonzero), excluded=keys,
-            block_size=block_size,
-            scheduler=scheduler, num_workers=num_workers,
-            progress_label=f"iteration {iteration} pass" if progress else None)
-        score_cpu = time.process_time() - cpu_started
-        score_peak = peak_rss_mb()
+                    f"the memory limit of {self.memory.limit_mb:,.0f} MB is below the "
+                    f"{self.memory.last_peak:,.0f} MB this run held before its first "
+                    "pass")
+            self._finish(over)
+            return None
+        weights = self._datafit().dual_weights(self.decision)
+        return PassQuery(weights, min(self.B, self.budget - self.n_nonzero), self.keys)
+
+    def advance(self, candidates, pass_stats, score_cpu, score_peak):
+        """Materialise and solve on the pass's candidates (:meth:`query`'s answer).
+
+        ``score_cpu`` and ``score_peak`` are the pass's CPU seconds and the
+        peak resident memory after it (MB or None), for the history.
+        """
+        iteration = self.iteration
+        n_outputs = self.n_outputs
         if len(candidates) and not np.all(np.isfinite(candidates.scores)):
-            raise ParameterError(_overflow_message(C))
+            raise ParameterError(_overflow_message(self.C))
         if len(candidates) == 0:
             stop_reason = "no candidate feature with a positive score"
-            commit(iteration - 1, stop_reason)
-            break
+            self._commit(iteration - 1, stop_reason)
+            self._finish(stop_reason)
+            return
 
         started = time.perf_counter()
-        cache.append_batch(features.materialize_compact(candidates.keys,
-                                                        payload=candidates.payload))
-        keys = np.concatenate([keys, candidates.keys])
+        self.cache.append_batch(self.features.materialize_compact(
+            candidates.keys, payload=candidates.payload))
+        self.keys = keys = np.concatenate([self.keys, candidates.keys])
         materialize_seconds = time.perf_counter() - started
         materialize_peak = peak_rss_mb()
 
         started = time.perf_counter()
         cpu_started = time.process_time()
-        start = None if warm_start is None else warm_start.lookup(keys, n_outputs)
-        coef0, bias0 = (coef, bias) if start is None else start
-        solution = solve(
-            _datafit(cache, y, C, loss_object, n_outputs, sample_weight),
-            cache.batch_ptr * n_outputs,
-            fit_intercept=fit_intercept, coef0=coef0, bias0=bias0,
-            lipschitz0=lipschitz, tol=inner_tol, max_iter=inner_max_iter,
-            kkt_tol=inner_kkt_tol, solver=inner_solver)
+        warm = self.warm_start
+        start = None if warm is None else warm.lookup(keys, n_outputs, iteration)
+        coef0, bias0 = (self.coef, self.bias) if start is None else start
+        solution = self._solve(self._datafit(), coef0, bias0)
         solve_seconds = time.perf_counter() - started
         solve_cpu = time.process_time() - cpu_started
         solve_peak = peak_rss_mb()
-        _require_finite(solution, C, certified=inner_kkt_tol is not None)
-        coef, bias = solution.coef, solution.bias
-        decision = solution.decision
-        lipschitz = None if solution.lipschitz is None else float(solution.lipschitz)
-        if warm_start is not None:
-            warm_start.record(keys, n_outputs, coef, bias)
+        _require_finite(solution, self.C, certified=self.inner["kkt_tol"] is not None)
+        self.coef, self.bias = coef, bias = solution.coef, solution.bias
+        self.decision = solution.decision
+        self.lipschitz = (None if solution.lipschitz is None
+                          else float(solution.lipschitz))
+        if warm is not None:
+            warm.record(keys, n_outputs, coef, bias, iteration)
 
-        n_nonzero = _count_nonzero(coef, n_outputs, features.units_of(keys))
+        self.n_nonzero = n_nonzero = _count_nonzero(
+            coef, n_outputs, self.features.units_of(keys))
         record = {
             "iteration": iteration,
             "n_features": int(len(keys)),
@@ -497,35 +645,27 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
             record.update(score_peak_rss_mb=score_peak,
                           materialize_peak_rss_mb=materialize_peak,
                           solve_peak_rss_mb=solve_peak)
-        history.append(record)
-        path.append((coef.copy(), _bias_value(bias)))
+        self.history.append(record)
+        self.path.append((coef.copy(), _bias_value(bias)))
         logger.info("iteration %d: %d features, objective %.6g", iteration,
                     len(keys), solution.objective)
-        decrease = (objective_prev - solution.objective) / objective_0
-        objective_prev = float(solution.objective)
+        decrease = (self.objective_prev - solution.objective) / self.objective_0
+        self.objective_prev = float(solution.objective)
         finished = ""
-        budget_reached = n_nonzero >= budget
+        budget_reached = n_nonzero >= self.budget
         if budget_reached:
-            finished = (f"holds the budget of B x max_iter = {budget} features "
+            finished = (f"holds the budget of B x max_iter = {self.budget} features "
                         "with a nonzero weight")
-        elif tol > 0 and decrease <= tol:
-            finished = f"relative objective decrease {decrease:.3g} <= tol={tol:g}"
+        elif self.tol > 0 and decrease <= self.tol:
+            finished = f"relative objective decrease {decrease:.3g} <= tol={self.tol:g}"
         # the budget depends on max_iter, which a resumed run may raise: the
         # checkpoint does not record it as the end of the run
-        commit(iteration, "" if budget_reached else finished)
-        if callback is not None:
-            callback(record)
+        self._commit(iteration, "" if budget_reached else finished)
+        if self.callback is not None:
+            self.callback(record)
+        self.iteration += 1
         if finished:
-            stop_reason = finished
-            break
-
-    if not stop_reason:
-        stop_reason = (f"reached {max_outer} outer iterations "
-                       f"({OUTER_ITERATION_FACTOR} x max_iter) holding {n_nonzero} of the "
-                       f"{budget} budgeted features with a nonzero weight")
-    return FGMResult(keys=keys, batch_ptr=cache.batch_ptr.copy(), coef=coef,
-                     bias=_bias_value(bias), history=history, stop_reason=stop_reason,
-                     path=path, n_classes=K)
+            self._finish(finished)
 
 
 class _MemoryGuard:

@@ -36,7 +36,11 @@ same way: upward, warm-started, and stopped once two refit values in a row
 score below the best refit of that FGM C.  Along the grid each fold's FGM
 fits are warm-started (:class:`~ultrafs.methods.fgm.GridWarmStart`): a
 subproblem whose working set the previous C's fit also solved starts from
-that solution.  With K folds copied into memory, not tiny, and the local
+that solution.  The values the walk will surely fit
+(:func:`lockstep_window`: the first three, then those before it could
+stop) are fitted in lockstep, their scoring passes shared
+(:mod:`ultrafs.methods.fgm_grid`): the data are read once per outer
+iteration for all of them.  With K folds copied into memory, not tiny, and the local
 threads scheduler, the folds are fitted in up to ``num_workers`` threads at
 once (``api._fold_threads``).  What this costs against one fit is measured
 in bench/README.md §11.  The chosen values are then used on all rows.
@@ -51,6 +55,7 @@ import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -58,7 +63,7 @@ from ultrafs.errors import ParameterError
 
 __all__ = ["DEFAULT_C_SCALE", "C_GRID_EXPONENTS", "default_C", "c_grid",
            "stratified_split", "stratified_folds", "ValidationCurve",
-           "choose_C"]
+           "choose_C", "lockstep_window"]
 
 #: C · mean_i max_f φ_f(x_i)² of the default ``C="scale"``
 DEFAULT_C_SCALE = 10.0
@@ -221,16 +226,16 @@ def _better(a, b):
     return (a["C"], a["refit_C"] or 0.0) < (b["C"], b["refit_C"] or 0.0)
 
 
-def _advance(iterators, pool):
-    """The next record of every fold's iterator, in fold order.
+def _each_fold(calls, pool):
+    """``call()`` of every fold's zero-argument callable, results in fold order.
 
-    With a thread pool the folds advance at the same time (one task per
-    fold, each generator advanced by one thread at a time); the records are
-    taken in fold order either way, so the result does not depend on it.
+    With a thread pool the folds run at the same time (one task per fold);
+    the results are taken in fold order either way, so they do not depend
+    on it.
     """
     if pool is None:
-        return [next(it) for it in iterators]
-    futures = [pool.submit(next, it) for it in iterators]
+        return [call() for call in calls]
+    futures = [pool.submit(call) for call in calls]
     try:
         return [future.result() for future in futures]
     except BaseException:
@@ -239,6 +244,26 @@ def _advance(iterators, pool):
         for future in futures:
             future.cancel()
         raise
+
+
+def _advance(iterators, pool):
+    """The next record of every fold's iterator, in fold order (each
+    generator advanced by one thread at a time)."""
+    return _each_fold([partial(next, it) for it in iterators], pool)
+
+
+def lockstep_window(best, below, remaining):
+    """How many grid values, from the next one on, the walk will surely fit.
+
+    The first value always improves on nothing; after it the walk fits
+    values until ``PATIENCE`` in a row have not improved.  So ``1 +
+    PATIENCE`` values at the start, ``PATIENCE - below`` later (``below``:
+    values in a row without improvement so far), never more than
+    ``remaining``.  Fitting exactly these in lockstep wastes no fit and
+    leaves the walk, and so the choice, unchanged.
+    """
+    needed = 1 + PATIENCE if best is None else PATIENCE - below
+    return max(1, min(needed, remaining))
 
 
 def choose_C(folds, grid, fit_and_score, *, refit_grid=None, method="holdout",
@@ -256,6 +281,10 @@ def choose_C(folds, grid, fit_and_score, *, refit_grid=None, method="holdout",
         a refit), each with ``refit_C``, ``accuracy``, ``loss`` and
         ``n_features``.  It is consumed lazily, one refit C at a time over
         all folds (a generator computes only the refits the walk reaches).
+        When it has a method ``prefit(fold_index, train_rows,
+        validation_rows, Cs)``, the walk first calls it with the next grid
+        values it will surely fit (:func:`lockstep_window`), so that their
+        FGM fits can share passes; calls for those Cs follow.
     refit_grid : list of float or None
         Walked upward for every C, stopped once ``PATIENCE`` values in a
         row score below the best refit of that C.
@@ -280,8 +309,15 @@ def _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool):
     best = None
     below = 0
     n_refits = 1 if refit_grid is None else len(refit_grid)
-    for C in grid:
+    prefit = getattr(fit_and_score, "prefit", None)
+    fitted = 0                  # grid values prefitted in lockstep so far
+    for i, C in enumerate(grid):
         started = time.perf_counter()
+        if prefit is not None and i >= fitted:
+            window = grid[i:i + lockstep_window(best, below, len(grid) - i)]
+            _each_fold([partial(prefit, k, train, validation, window)
+                        for k, (train, validation) in enumerate(folds)], pool)
+            fitted = i + len(window)
         per_fold = [iter(fit_and_score(k, train, validation, C, refit_grid))
                     for k, (train, validation) in enumerate(folds)]
         improved = False

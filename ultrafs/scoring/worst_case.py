@@ -21,7 +21,7 @@ from ultrafs.errors import ParameterError
 from ultrafs.scoring.runner import BlockRunner
 from ultrafs.scoring.topk import Candidates
 
-__all__ = ["PassStats", "worst_case_analysis"]
+__all__ = ["PassStats", "worst_case_analysis", "worst_case_analyses"]
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,55 @@ def worst_case_analysis(features, weights, k, *, excluded=None,
         One line for weights of the wrong shape, k < 1, or 2-D weights
         given to a feature space that does not support them.
     """
+    weights, k, excluded = _check_query(features, weights, k, excluded)
+    runner = BlockRunner(scheduler, num_workers, split_every, block_size,
+                         progress_label)
+    started = time.perf_counter()
+    result = features.find_candidates(weights, k, excluded, runner)
+    seconds = time.perf_counter() - started
+    return _outcome(features, result, runner.n_tasks, seconds)
+
+
+def worst_case_analyses(features, queries, *, block_size=None, scheduler=None,
+                        num_workers=None, split_every=8, progress_label=None):
+    """:func:`worst_case_analysis` for several ``(weights, k, excluded)`` queries.
+
+    A feature space that shares passes
+    (:attr:`~ultrafs.features.base.FeatureSpace.shares_passes`, e.g. linear
+    features) reads its data once for all queries; others run one pass per
+    query.  Each query's candidates are those its own pass would give.  A
+    shared pass's seconds and tasks are split evenly between the queries,
+    whose stats say in ``details["pass_queries"]`` how many shared it.
+
+    Returns
+    -------
+    list of (Candidates, PassStats), in the order of ``queries``.
+    """
+    checked = [_check_query(features, *query) for query in queries]
+    if not checked:
+        return []
+    if not features.shares_passes or len(checked) == 1:
+        return [worst_case_analysis(features, weights, k, excluded=excluded,
+                                    block_size=block_size, scheduler=scheduler,
+                                    num_workers=num_workers, split_every=split_every,
+                                    progress_label=progress_label)
+                for weights, k, excluded in checked]
+    runner = BlockRunner(scheduler, num_workers, split_every, block_size,
+                         progress_label)
+    started = time.perf_counter()
+    results = features.find_candidates_many(checked, runner)
+    seconds = (time.perf_counter() - started) / len(checked)
+    outcomes = []
+    for result in results:
+        result.counters["pass_queries"] = len(checked)
+        outcomes.append(_outcome(features, result, runner.n_tasks // len(checked),
+                                 seconds))
+    return outcomes
+
+
+def _check_query(features, weights, k, excluded):
+    """Validated ``(weights, k, excluded)`` of one query (see
+    :func:`worst_case_analysis`); k capped at the candidates left."""
     weights = np.ascontiguousarray(weights, dtype=np.float64)
     n = features.n_samples
     if weights.ndim not in (1, 2) or weights.shape[0] != n \
@@ -114,13 +163,12 @@ def worst_case_analysis(features, weights, k, *, excluded=None,
         owners = units(excluded)
         n_excluded = 1 + int(np.count_nonzero(owners[1:] != owners[:-1]))
     k = max(1, min(int(k), int(features.n_candidates) - n_excluded))
-    runner = BlockRunner(scheduler, num_workers, split_every, block_size,
-                         progress_label)
-    started = time.perf_counter()
-    result = features.find_candidates(weights, k, excluded, runner)
-    seconds = time.perf_counter() - started
+    return weights, k, excluded
+
+
+def _outcome(features, result, n_tasks, seconds):
+    """``(Candidates, PassStats)`` of one query's merged :class:`TopK`."""
     counters = dict(result.counters)
     nnz = int(counters.pop("nnz", 0))
-    stats = PassStats(runner.n_tasks, features.n_candidates, nnz, seconds,
-                      counters)
+    stats = PassStats(n_tasks, features.n_candidates, nnz, seconds, counters)
     return Candidates(result.keys, result.scores, result.payload), stats
