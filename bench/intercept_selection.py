@@ -10,6 +10,12 @@ Then, inside the training part only, 5-fold CV (``--repeats`` seeded
 repeats) of FGM with and without the intercept, so that the choice can be
 judged without the test rows.
 
+With ``--peer``: is it FGM or the unpenalised intercept?  l1-LR with an
+unpenalised intercept (skglm's ``SparseLogisticRegression``, alpha bisected
+on a log scale to each k's nonzero count or the largest count below it)
+with and without the intercept, test accuracy and the refit of each
+selection, next to liblinear's l1-LR (whose intercept is penalised).
+
 With ``--auto``: would ``C="auto"`` choose the intercept?  Per scaling and
 k, ``select(C="auto", refit=True)`` with and without the intercept: the
 best held-out (5-fold) accuracy of each curve, which a choice of the
@@ -18,7 +24,7 @@ intercept by the same folds would compare, and each model's test accuracy.
 Usage::
 
     cd bench && python intercept_selection.py [--set leu] [--ks 10,20,50,100,200,300]
-        [--cv-ks 10,20,50] [--repeats 3] [--auto]
+        [--cv-ks 10,20,50] [--repeats 3] [--auto | --peer]
 """
 
 from __future__ import annotations
@@ -95,6 +101,49 @@ def auto_table(X, y, Xt, yt, ks):
         print(" | ".join(cells), flush=True)
 
 
+def skglm_bisect(X, y, target, fit_intercept):
+    """skglm l1-LR with the largest nonzero count <= target (alpha bisected)."""
+    import warnings
+
+    from skglm import SparseLogisticRegression
+
+    centred = y - (y.mean() if fit_intercept else 0.0)
+    alpha_max = float(np.max(np.abs(X.T @ centred))) / (2 * len(y))
+    lo, hi = np.log10(alpha_max) - 4, np.log10(alpha_max) + 0.1   # many, none
+    best = None
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            clf = SparseLogisticRegression(alpha=10 ** mid, fit_intercept=fit_intercept,
+                                           max_iter=200, tol=1e-8).fit(X, y)
+        nnz = int(np.count_nonzero(clf.coef_))
+        if nnz > target:
+            lo = mid
+        else:
+            hi = mid
+            if best is None or nnz > best[0]:
+                best = (nnz, clf)
+            if nnz == target:
+                break
+    return best
+
+
+def peer_table(X, y, Xt, yt, ks):
+    """Per k: skglm l1-LR with and without its unpenalised intercept, and liblinear."""
+    for k in ks:
+        cells = [f"k={k}"]
+        for fit_intercept in (True, False):
+            nnz, clf = skglm_bisect(X, y, k, fit_intercept)
+            support = np.flatnonzero(clf.coef_)
+            cells.append(f"skglm intercept={fit_intercept}: {100 * clf.score(Xt, yt):.1f}% "
+                         f"({nnz}), refit {100 * q.l2_refit(X, y, Xt, yt, support):.1f}%")
+        l1 = q.l1_bisect(X, y, Xt, yt, k, {})
+        cells.append(f"liblinear {100 * l1['accuracy']:.1f}% ({l1['nnz']}), "
+                     f"refit {100 * l1['refit_accuracy']:.1f}%")
+        print(" | ".join(cells), flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--set", default="leu", choices=sorted(q.SETS))
@@ -103,12 +152,17 @@ def main(argv=None):
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--auto", action="store_true",
                         help="Compare C='auto' + refit with and without the intercept.")
+    parser.add_argument("--peer", action="store_true",
+                        help="l1-LR (skglm) with and without an unpenalised intercept.")
     args = parser.parse_args(argv)
     X, y, Xt, yt = next(q.splits(args.set, 1))
     for scaling in ("raw", "unit"):
         A, At = (X, Xt) if scaling == "raw" else (q.unit_rows(X), q.unit_rows(Xt))
         print(f"== {args.set}, {scaling} rows: {A.shape[0]} training, "
               f"{At.shape[0]} test rows", flush=True)
+        if args.peer:
+            peer_table(A, y, At, yt, [int(k) for k in args.ks.split(",")])
+            continue
         if args.auto:
             auto_table(A, y, At, yt, [int(k) for k in args.ks.split(",")])
             continue
