@@ -16,7 +16,10 @@ with C chosen by 5-fold CV on the training rows (scikit-learn's
 LogisticRegressionCV over the same 8 factors of C as ``C="auto"``).
 
 A cell is the mean test accuracy over the splits; a win / loss needs a gap
-of more than ``TIE_POINTS`` accuracy points, else it is a tie.
+of more than ``TIE_POINTS`` accuracy points, else it is a tie.  Each fit's
+per-row correctness is kept (packed bits), so that ``--paired`` can tell
+which gaps the test rows resolve (exact McNemar test on the rows only one
+of the two models classifies right, pooled over the splits).
 
 Usage::
 
@@ -24,6 +27,7 @@ Usage::
         [--ks 10,20] [--splits 5] [--configs plain,recommended]
         [--name quality_vs_l1]
     python bench/quality_vs_l1.py --combine NAME1,NAME2   # joint table of runs
+    python bench/quality_vs_l1.py --paired NAME1,NAME2    # gaps beyond the noise
 
 ``--configs`` also takes ``c=VALUE`` entries: plain FGM at
 ``C = VALUE / mean ||x||^2`` (the sweep that chose ``DEFAULT_C_SCALE``), and
@@ -163,23 +167,41 @@ def l1_bisect(X, y, X_test, y_test, target, cache):
             if hi - lo < 1e-3:
                 break
     clf = best["clf"]
+    correct = clf.predict(X_test) == y_test
     out = {"nnz": best["nnz"], "C": best["C"],
-           "accuracy": float(clf.score(X_test, y_test)),
+           "accuracy": float(np.mean(correct)), "correct": packed(correct),
            "seconds_per_fit": seconds / fits, "fits": fits,
            "support": np.flatnonzero(clf.coef_.ravel())}
-    out["refit_accuracy"] = l2_refit(X, y, X_test, y_test, out["support"])
+    out["refit_accuracy"], refit_correct = l2_refit(X, y, X_test, y_test, out["support"],
+                                                    with_correct=True)
+    out["refit_correct"] = packed(refit_correct)
     cache[target] = out
     return out
 
 
-def l2_refit(X, y, X_test, y_test, support):
-    """l2-LR on the given columns, C by 5-fold CV (the refit of a selection)."""
+def packed(correct):
+    """Per-row correctness (bool array) as a hex string of its packed bits."""
+    return np.packbits(np.asarray(correct, dtype=bool)).tobytes().hex()
+
+
+def unpacked(hex_bits, n):
+    """The bool array of :func:`packed`."""
+    return np.unpackbits(np.frombuffer(bytes.fromhex(hex_bits), np.uint8))[:n].astype(bool)
+
+
+def l2_refit(X, y, X_test, y_test, support, with_correct=False):
+    """l2-LR on the given columns, C by 5-fold CV (the refit of a selection);
+    its test accuracy, and with ``with_correct`` the per-row correctness."""
     from sklearn.linear_model import LogisticRegressionCV
+
+    def result(correct):
+        accuracy = float(np.mean(correct))
+        return (accuracy, correct) if with_correct else accuracy
 
     if len(support) == 0:
         majority = np.unique(y, return_counts=True)
         label = majority[0][np.argmax(majority[1])]
-        return float(np.mean(y_test == label))
+        return result(y_test == label)
     Xs, Xt = X[:, support], X_test[:, support]
     # the same factors as ultrafs' C="auto" grid, around 100 / mean ||x_S||^2
     sq = float(np.asarray(Xs.multiply(Xs).sum()) / Xs.shape[0]) or 1.0
@@ -187,7 +209,7 @@ def l2_refit(X, y, X_test, y_test, support):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         clf = LogisticRegressionCV(Cs=Cs, cv=5, max_iter=2000).fit(Xs, y)
-    return float(clf.score(Xt, y_test))
+    return result(clf.predict(Xt) == y_test)
 
 
 def budget(k):
@@ -218,8 +240,12 @@ def fgm_fit(config, X, y, X_test, y_test, k):
     started = time.perf_counter()
     model = select(X, y, B=B, max_iter=T, **kwargs)
     seconds = time.perf_counter() - started
-    metrics = model.evaluate_store(InMemoryStore(X_test, y_test))
+    test = InMemoryStore(X_test, y_test)
+    metrics = model.evaluate_store(test)
+    correct = model.predict_from_decision(model.decision_function_store(test)) == y_test
+    assert abs(np.mean(correct) - metrics["accuracy"]) < 1e-12
     return {"accuracy": float(metrics["accuracy"]), "nnz": len(model.features),
+            "correct": packed(correct),
             "seconds": seconds, "C": model.params["C"],
             "refit_C": model.params.get("refit_C")}
 
@@ -237,7 +263,7 @@ def run(sets, scalings, ks, n_splits, configs, fgm_only=False):
                     for config in configs:
                         fgm = fgm_fit(config, X, y, Xt, yt, k)
                         row = {"set": name, "scaling": scaling, "split": split, "k": k,
-                               "config": config, "fgm": fgm}
+                               "config": config, "n_test": int(len(yt)), "fgm": fgm}
                         line = {**{x: row[x] for x in ("set", "scaling", "split", "k",
                                                         "config")},
                                 "fgm": round(fgm["accuracy"], 4), "nnz": fgm["nnz"]}
@@ -342,6 +368,71 @@ def diff(before_name, after_name):
               f"{100 * delta:+.2f} | {tb:.2f} → {ta:.2f} |")
 
 
+def paired(rows, alpha=0.05):
+    """Which gaps exceed the noise of the test rows: lines of markdown.
+
+    Per cell (set, rows, k, config) and baseline (l1-LR, l1-LR refit), the
+    test rows of all splits are pooled: ``b`` rows only FGM classifies
+    right, ``c`` rows only the baseline does.  Under "equally accurate"
+    ``b ~ Binomial(b + c, 1/2)``; the exact two-sided p-value (McNemar's
+    exact test) below ``alpha`` marks a win (b > c) or a loss that the test
+    rows resolve.  A gap of more than ``TIE_POINTS`` with a larger p-value
+    is within the noise of that many test rows.
+    """
+    from scipy.stats import binomtest
+
+    groups = {}
+    for row in rows:
+        if "correct" not in row["fgm"] or "l1" not in row:
+            continue
+        key = (row["set"], row["scaling"], row["k"], row["config"])
+        groups.setdefault(key, []).append(row)
+    tally = {}
+    resolved = []
+    for key, group in groups.items():
+        for which, field in (("l1", "correct"), ("l1_refit", "refit_correct")):
+            b = c = rows_total = 0
+            for row in group:
+                n = row["n_test"]
+                mine = unpacked(row["fgm"]["correct"], n)
+                theirs = unpacked(row["l1"][field], n)
+                b += int(np.count_nonzero(mine & ~theirs))
+                c += int(np.count_nonzero(~mine & theirs))
+                rows_total += n
+            delta = 100.0 * (b - c) / rows_total
+            p = binomtest(b, b + c, 0.5).pvalue if b + c else 1.0
+            t = tally.setdefault((key[0], key[3], which), {
+                "cells": 0, "win": 0, "loss": 0, "win_resolved": 0, "loss_resolved": 0})
+            t["cells"] += 1
+            outcome = verdict(delta)
+            if outcome != "tie":
+                t[outcome] += 1
+                if p < alpha:
+                    t[outcome + "_resolved"] += 1
+                    resolved.append((key, which, outcome, delta, b, c, p, rows_total))
+    lines = [f"| set | config | against | cells | wins (p < {alpha}) | "
+             f"losses (p < {alpha}) |", "|---|---|---|---|---|---|"]
+    totals = {}
+    for (name, config, which), t in tally.items():
+        lines.append(f"| {name} | {config} | {which} | {t['cells']} | "
+                     f"{t['win']} ({t['win_resolved']}) | {t['loss']} ({t['loss_resolved']}) |")
+        total = totals.setdefault((config, which), dict.fromkeys(t, 0))
+        for field, value in t.items():
+            total[field] += value
+    for (config, which), t in sorted(totals.items()):
+        lines.append(f"| all | {config} | {which} | {t['cells']} | "
+                     f"{t['win']} ({t['win_resolved']}) | {t['loss']} ({t['loss_resolved']}) |")
+    lines += ["", "Gaps the test rows resolve (p < alpha): b rows only FGM right, "
+              "c only the baseline", "",
+              "| set | rows | k | config | against | Δ points | b | c | p | test rows |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for key, which, outcome, delta, b, c, p, total in sorted(
+            resolved, key=lambda r: (r[2], r[0], r[1])):
+        lines.append(f"| {key[0]} | {key[1]} | {key[2]} | {key[3]} | {which} | "
+                     f"{delta:+.2f} | {b} | {c} | {p:.2g} | {total} |")
+    return "\n".join(lines)
+
+
 def criteria(cell_rows):
     """The issue's acceptance criteria, per dataset: lines of markdown."""
     lines = ["| set | recommended − l1 (mean, points) | cells recommended < l1 | "
@@ -384,14 +475,20 @@ def main(argv=None):
     parser.add_argument("--combine", default=None,
                         help="Comma-separated result names under bench/out: print "
                              "their joint table and criteria instead of running.")
+    parser.add_argument("--paired", default=None,
+                        help="Comma-separated result names: which gaps the test rows "
+                             "resolve (exact McNemar over the pooled splits).")
     args = parser.parse_args(argv)
     if args.diff:
         diff(*args.diff.split(","))
         return
-    if args.combine:
+    if args.combine or args.paired:
         rows = []
-        for name in args.combine.split(","):
+        for name in (args.combine or args.paired).split(","):
             rows += json.loads((OUT_DIR / f"{name}.json").read_text())["rows"]
+        if args.paired:
+            print(paired(rows))
+            return
         cell_rows = cells(rows)
         print(markdown(cell_rows))
         print()
