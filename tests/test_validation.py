@@ -144,6 +144,50 @@ def test_rows_in_memory_fit_like_the_view(rng, tmp_path, target, monkeypatch):
     assert isinstance(rows_module.rows_in_memory(store, kept), RowSubsetStore)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("binary", [False, True])
+def test_passes_over_a_large_subset_read_the_inner_store(rng, tmp_path, dtype, binary,
+                                                         monkeypatch):
+    """Zero weights on the rows left out give the subset's scores bit for bit,
+    and the winners' columns in the subset's rows."""
+    from ultrafs.scoring.worst_case import worst_case_analyses, worst_case_analysis
+    from ultrafs.store import open_store, rows as rows_module
+
+    X = _sparse(rng, 90, 40, dtype=dtype)
+    if binary:
+        X.data[:] = 1
+    write_store(tmp_path / "s.zarr", X, rng.integers(0, 2, 90).astype(float))
+    store = open_store(tmp_path / "s.zarr")
+    kept = np.sort(rng.choice(90, 60, replace=False))
+    view = LinearFeatures(RowSubsetStore(store, kept))
+    copy = LinearFeatures(InMemoryStore(sp.csc_matrix(X[kept]), np.arange(60) % 2))
+    assert view.store.scattered(np.ones(60)) is not None
+    assert RowSubsetStore(store, kept[:40]).scattered(np.ones(40)) is None  # < half
+    queries = [(rng.standard_normal(60), 5, np.array([3])),
+               (rng.standard_normal((60, 3)), 4, np.array([], np.int64))]
+    for block_size in (None, 7):
+        got = worst_case_analyses(view, queries, block_size=block_size)
+        for (weights, k, excluded), (candidates, _) in zip(queries, got):
+            alone = worst_case_analysis(view, weights, k, excluded=excluded,
+                                        block_size=block_size)[0]
+            in_memory = worst_case_analysis(copy, weights, k, excluded=excluded)[0]
+            for other in (alone, in_memory):
+                np.testing.assert_array_equal(candidates.keys, other.keys)
+                np.testing.assert_array_equal(candidates.scores, other.scores)
+            for key in alone.keys:
+                for a, b in zip(candidates.payload[int(key)], alone.payload[int(key)]):
+                    np.testing.assert_array_equal(a, b)
+            block = view.materialize(candidates.keys, payload=candidates.payload)
+            reference = copy.materialize(candidates.keys)
+            np.testing.assert_array_equal(block.indptr, reference.indptr)
+            np.testing.assert_array_equal(block.indices, reference.indices)
+            np.testing.assert_array_equal(block.values(), reference.values())
+    monkeypatch.setattr(rows_module, "SCATTER_MIN_SHARE", 1.01)   # rows dropped
+    weights, k, excluded = queries[0]
+    dropped = worst_case_analysis(view, weights, k, excluded=excluded)[0]
+    np.testing.assert_array_equal(dropped.scores, got[0][0].scores)
+
+
 def test_row_subset_refuses_bad_rows(rng):
     store = InMemoryStore(np.eye(4), [0, 1, 0, 1])
     with pytest.raises(ParameterError):

@@ -160,9 +160,31 @@ class LinearFeatures(FeatureSpace):
             columns as payload (``{key: (rows, values or None)}``).
         """
         blocks = self.candidate_blocks(run.block_size)
-        return run.topk(blocks, _score_columns, k,
-                        shared={"store": self.store, "weights": weights,
-                                "excluded": excluded, "k": k})
+        store, (weights,) = self._pass_source([weights])
+        result = run.topk(blocks, _score_columns, k,
+                          shared={"store": store, "weights": weights,
+                                  "excluded": excluded, "k": k})
+        return self._own_rows(result, store)
+
+    def _pass_source(self, weight_sets):
+        """The store a pass reads and the weights over its rows: the inner
+        store of a large row subset, the weights scattered
+        (:meth:`~ultrafs.store.rows.RowSubsetStore.scattered`: the same
+        scores, bit for bit, without dropping rows block by block)."""
+        scatter = getattr(self.store, "scattered", None)
+        if scatter is not None:
+            scattered = [scatter(weights) for weights in weight_sets]
+            if all(weights is not None for weights in scattered):
+                return self.store.inner, scattered
+        return self.store, weight_sets
+
+    def _own_rows(self, result, store):
+        """``result`` with its winners' columns in this space's rows."""
+        if store is self.store or result.payload is None:
+            return result
+        payload = {key: self.store.kept_entries(rows, values)
+                   for key, (rows, values) in result.payload.items()}
+        return TopK(result.keys, result.scores, result.counters, payload)
 
     @property
     def shares_passes(self) -> bool:
@@ -177,13 +199,16 @@ class LinearFeatures(FeatureSpace):
         its own pass would give)."""
         if not self.shares_passes:
             return super().find_candidates_many(queries, run)
-        queries = [(weights, int(k), excluded) for weights, k, excluded in queries]
         blocks = self.candidate_blocks(run.block_size)
         if not blocks:
             return [TopK(_EMPTY_KEYS, _EMPTY_SCORES, {}) for _ in queries]
-        return run(blocks, _score_columns_many,
-                   partial(_merge_many, ks=[k for _, k, _ in queries]),
-                   shared={"store": self.store, "queries": queries}).parts
+        store, weight_sets = self._pass_source([weights for weights, _, _ in queries])
+        queries = [(weights, int(k), excluded)
+                   for weights, (_, k, excluded) in zip(weight_sets, queries)]
+        results = run(blocks, _score_columns_many,
+                      partial(_merge_many, ks=[k for _, k, _ in queries]),
+                      shared={"store": store, "queries": queries}).parts
+        return [self._own_rows(result, store) for result in results]
 
     def row_max_squares(self, *, block_size=None, scheduler=None,
                         num_workers=None) -> np.ndarray:

