@@ -26,6 +26,8 @@ __all__ = [
     "score_block_topk_binary",
     "score_block_topk_multi",
     "score_block_topk_multi_binary",
+    "score_block_topk_queries",
+    "score_block_topk_queries_binary",
     "merge_topk",
     "topk_keyed",
 ]
@@ -404,6 +406,103 @@ def score_block_topk_multi_binary(indptr, indices, weights, first_key, excluded,
     """:func:`score_block_topk_multi` for a block whose values are all one."""
     return _block_topk_multi(indptr, indices, _NO_DATA, weights, first_key, excluded, k,
                              scale, True)
+
+
+@njit(cache=True, nogil=True)
+def _block_topk_queries(indptr, indices, data, weights, first_key, excluded,
+                        excluded_ptr, ks, scale, binary):
+    """:func:`score_block_topk_queries` (``binary``: every value one)."""
+    n_queries = weights.shape[1]
+    capacity = 1
+    for q in range(n_queries):
+        capacity = max(capacity, ks[q])
+    heap_scores = np.empty((n_queries, capacity), dtype=np.float64)
+    heap_keys = np.empty((n_queries, capacity), dtype=np.int64)
+    sizes = np.zeros(n_queries, dtype=np.int64)
+    cursors = np.empty(n_queries, dtype=np.int64)
+    for q in range(n_queries):
+        cursors[q] = excluded_ptr[q] + np.searchsorted(
+            excluded[excluded_ptr[q]:excluded_ptr[q + 1]], first_key)
+    acc = np.zeros(n_queries, dtype=np.float64)
+    for j in range(indptr.shape[0] - 1):
+        acc[:] = 0.0
+        for p in range(indptr[j], indptr[j + 1]):
+            row = weights[indices[p]]
+            if binary:
+                for q in range(n_queries):
+                    acc[q] += row[q]
+            else:
+                x = np.float64(data[p])
+                for q in range(n_queries):
+                    acc[q] += row[q] * x
+        key = first_key + j
+        for q in range(n_queries):
+            v = scale * acc[q]
+            score = v * v
+            size = sizes[q]
+            if score > 0.0 and (size < ks[q] or _ranks_before(
+                    score, key, heap_scores[q, 0], heap_keys[q, 0])):  # as in _block_topk
+                ex = cursors[q]
+                end = excluded_ptr[q + 1]
+                while ex < end and excluded[ex] < key:
+                    ex += 1
+                cursors[q] = ex
+                if not (ex < end and excluded[ex] == key):
+                    sizes[q] = _heap_push(heap_scores[q, :ks[q]], heap_keys[q, :ks[q]],
+                                          size, score, key)
+    keys_ptr = np.zeros(n_queries + 1, dtype=np.int64)
+    for q in range(n_queries):
+        keys_ptr[q + 1] = keys_ptr[q] + sizes[q]
+    out_keys = np.empty(keys_ptr[n_queries], dtype=np.int64)
+    out_scores = np.empty(keys_ptr[n_queries], dtype=np.float64)
+    for q in range(n_queries):
+        keys, scores = _sorted_heap(heap_scores[q], heap_keys[q], sizes[q])
+        out_keys[keys_ptr[q]:keys_ptr[q + 1]] = keys
+        out_scores[keys_ptr[q]:keys_ptr[q + 1]] = scores
+    return out_keys, out_scores, keys_ptr
+
+
+@njit(cache=True, nogil=True)
+def score_block_topk_queries(indptr, indices, data, weights, first_key, excluded,
+                             excluded_ptr, ks, scale):
+    """:func:`score_block_topk` for Q queries at once, one loop over the block.
+
+    Query q has the weights ``weights[:, q]``, the sorted excluded keys
+    ``excluded[excluded_ptr[q]:excluded_ptr[q + 1]]`` and wants ``ks[q]``
+    candidates.  Each column's nonzeros are read once for all queries; each
+    query's sum runs over them in the same order as in
+    :func:`score_block_topk`, so its result equals that kernel's, bit for
+    bit.
+
+    Parameters
+    ----------
+    indptr, indices, data : CSC arrays of the block
+        (for blocks of implicit ones use :func:`score_block_topk_queries_binary`).
+    weights : float64 array, shape (n_rows, Q), C-contiguous
+    first_key : int
+    excluded : int64 array
+        The queries' excluded keys, each query's sorted, concatenated.
+    excluded_ptr : int64 array, shape (Q + 1,)
+    ks : int64 array, shape (Q,)
+        Candidates wanted per query, each >= 1.
+    scale : float
+
+    Returns
+    -------
+    keys, scores : int64 and float64 arrays
+        Query q's ranked candidates are ``[keys_ptr[q]:keys_ptr[q + 1]]``.
+    keys_ptr : int64 array, shape (Q + 1,)
+    """
+    return _block_topk_queries(indptr, indices, data, weights, first_key, excluded,
+                               excluded_ptr, ks, scale, False)
+
+
+@njit(cache=True, nogil=True)
+def score_block_topk_queries_binary(indptr, indices, weights, first_key, excluded,
+                                    excluded_ptr, ks, scale):
+    """:func:`score_block_topk_queries` for a block whose values are all one."""
+    return _block_topk_queries(indptr, indices, _NO_DATA, weights, first_key, excluded,
+                               excluded_ptr, ks, scale, True)
 
 
 @njit(cache=True, nogil=True)

@@ -12,7 +12,9 @@ from ultrafs.kernels.scoring import (column_sums, column_sums_binary,
                                      column_sums_multi, column_sums_multi_binary,
                                      merge_topk, score_block_topk,
                                      score_block_topk_binary, score_block_topk_multi,
-                                     score_block_topk_multi_binary, topk_scores)
+                                     score_block_topk_multi_binary,
+                                     score_block_topk_queries,
+                                     score_block_topk_queries_binary, topk_scores)
 from ultrafs.scoring.worst_case import worst_case_analysis
 from ultrafs.store import InMemoryStore
 
@@ -315,3 +317,47 @@ def test_fused_kernels_equal_sums_then_topk_scores(rng, dtype):
         got = score_block_topk_multi(indptr, indices, data, A, 5, excluded, k, scale)
         for x, y in zip(got, want):
             np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("binary", [False, True])
+def test_score_block_topk_queries_is_each_query_alone(rng, dtype, binary):
+    """The fused kernel of Q queries gives each query score_block_topk's
+    result bit for bit (empty columns, zero rows, excluded keys, any k)."""
+    X, y = make_problem(rng, n=80, m=60, density=0.1, dtype=dtype, binary=binary)
+    indptr, indices, data = X.indptr.astype(np.int64), X.indices, X.data
+    W = np.ascontiguousarray(np.stack([rng.random(80) * y, rng.standard_normal(80),
+                                       np.zeros(80), -rng.random(80)], axis=1))
+    excluded = [np.array([3, 7, 40], np.int64), np.array([], np.int64),
+                np.array([0], np.int64), np.arange(100, 160, 3, dtype=np.int64)]
+    ks = np.array([5, 1, 3, 60], dtype=np.int64)
+    ptr = np.zeros(5, dtype=np.int64)
+    np.cumsum([len(e) for e in excluded], out=ptr[1:])
+    for first_key, scale in ((0, 1.0), (100, 0.5)):
+        if binary:
+            keys, scores, kptr = score_block_topk_queries_binary(
+                indptr, indices, W, first_key, np.concatenate(excluded), ptr, ks, scale)
+        else:
+            keys, scores, kptr = score_block_topk_queries(
+                indptr, indices, data, W, first_key, np.concatenate(excluded), ptr, ks,
+                scale)
+        for q in range(4):
+            weights = np.ascontiguousarray(W[:, q])
+            if binary:
+                ref = score_block_topk_binary(indptr, indices, weights, first_key,
+                                              excluded[q], int(ks[q]), scale)
+            else:
+                ref = score_block_topk(indptr, indices, data, weights, first_key,
+                                       excluded[q], int(ks[q]), scale)
+            np.testing.assert_array_equal(keys[kptr[q]:kptr[q + 1]], ref[0])
+            np.testing.assert_array_equal(scores[kptr[q]:kptr[q + 1]], ref[1])
+            dense_ids, dense_scores = brute_force_topk(
+                X.toarray(), weights * scale, int(ks[q]), excluded[q] - first_key)
+            np.testing.assert_array_equal(ref[0] - first_key, dense_ids)
+            np.testing.assert_allclose(ref[1], dense_scores, rtol=1e-12)
+        assert kptr[3] == kptr[2]                   # zero weights: no candidate
+    empty = sp.csc_matrix((80, 5), dtype=dtype)
+    keys, scores, kptr = score_block_topk_queries(
+        empty.indptr.astype(np.int64), empty.indices, empty.data, W, 0,
+        np.concatenate(excluded), ptr, ks, 1.0)
+    assert len(keys) == len(scores) == 0 and kptr.tolist() == [0] * 5

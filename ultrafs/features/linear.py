@@ -9,7 +9,9 @@ import numpy as np
 from ultrafs.features.base import FeatureSpace, register_feature_space
 from ultrafs.kernels.scoring import (score_block_topk, score_block_topk_binary,
                                      score_block_topk_multi,
-                                     score_block_topk_multi_binary)
+                                     score_block_topk_multi_binary,
+                                     score_block_topk_queries,
+                                     score_block_topk_queries_binary)
 from ultrafs.scoring.topk import TopK, merge_topk_results
 from ultrafs.store.base import ColumnBlock
 
@@ -55,6 +57,54 @@ def _score_columns_many(block, store, queries):
     cols = store.read_range_transient(start, stop)
     return _PerQuery([_score_read(cols, start, stop, weights, excluded, k)
                       for weights, k, excluded in queries])
+
+
+class _Stacked:
+    """Queries of 1-D weights as the arrays of ``score_block_topk_queries``."""
+
+    __slots__ = ("weights", "excluded", "excluded_ptr", "ks")
+
+    def __init__(self, queries):
+        self.weights = np.ascontiguousarray(
+            np.stack([weights for weights, _, _ in queries], axis=1), dtype=np.float64)
+        parts = [np.asarray(excluded, dtype=np.int64) for _, _, excluded in queries]
+        self.excluded = np.concatenate(parts) if parts else _EMPTY_KEYS
+        self.excluded_ptr = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum([len(part) for part in parts], out=self.excluded_ptr[1:])
+        self.ks = np.array([k for _, k, _ in queries], dtype=np.int64)
+
+    def __getstate__(self):
+        return (self.weights, self.excluded, self.excluded_ptr, self.ks)
+
+    def __setstate__(self, state):
+        self.weights, self.excluded, self.excluded_ptr, self.ks = state
+
+
+def _score_columns_stacked(block, store, stacked):
+    """Task: one column range read once and scored for every query in one
+    loop (:func:`~ultrafs.kernels.scoring.score_block_topk_queries`)."""
+    start, stop = block
+    cols = store.read_range_transient(start, stop)
+    n_queries = len(stacked.ks)
+    if cols.nnz == 0:
+        return _PerQuery([TopK(_EMPTY_KEYS, _EMPTY_SCORES, {"nnz": 0})
+                          for _ in range(n_queries)])
+    # a block never has more winners than columns
+    ks = np.minimum(stacked.ks, stop - start)
+    if cols.data is None:
+        keys, scores, ptr = score_block_topk_queries_binary(
+            cols.indptr, cols.indices, stacked.weights, start, stacked.excluded,
+            stacked.excluded_ptr, ks, 1.0)
+    else:
+        keys, scores, ptr = score_block_topk_queries(
+            cols.indptr, cols.indices, cols.data, stacked.weights, start,
+            stacked.excluded, stacked.excluded_ptr, ks, 1.0)
+    parts = []
+    for q in range(n_queries):
+        mine = keys[ptr[q]:ptr[q + 1]]
+        parts.append(TopK(mine, scores[ptr[q]:ptr[q + 1]], {"nnz": cols.nnz},
+                          _winner_columns(cols, mine)))
+    return _PerQuery(parts)
 
 
 def _merge_many(results, ks):
@@ -205,9 +255,13 @@ class LinearFeatures(FeatureSpace):
         store, weight_sets = self._pass_source([weights for weights, _, _ in queries])
         queries = [(weights, int(k), excluded)
                    for weights, (_, k, excluded) in zip(weight_sets, queries)]
-        results = run(blocks, _score_columns_many,
-                      partial(_merge_many, ks=[k for _, k, _ in queries]),
-                      shared={"store": store, "queries": queries}).parts
+        merge = partial(_merge_many, ks=[k for _, k, _ in queries])
+        if all(weights.ndim == 1 for weights, _, _ in queries):
+            results = run(blocks, _score_columns_stacked, merge,
+                          shared={"store": store, "stacked": _Stacked(queries)}).parts
+        else:
+            results = run(blocks, _score_columns_many, merge,
+                          shared={"store": store, "queries": queries}).parts
         return [self._own_rows(result, store) for result in results]
 
     def row_max_squares(self, *, block_size=None, scheduler=None,
