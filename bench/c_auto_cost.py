@@ -21,6 +21,13 @@ cases ``set:k`` or ``set:k:cv`` (``cv=5`` forced on larger sets): what
 the fold threads gain or lose (``THREADED_FOLDS_MIN_*`` in ``api.py`` are
 patched off so that every case runs threaded).
 
+``--passes``: seconds of one scoring pass over imdb50k's training part
+(the 80% of ``imdb50k_zarr``'s rows a hold-out trains on, a
+``RowSubsetStore`` view), medians of 7: the rows dropped block by block
+against the inner store read with zero weights on the held-out rows
+(``RowSubsetStore.scattered``), and Q = 3 queries as three passes against
+one shared pass (``worst_case_analyses``: one read, one fused loop).
+
 To compare two versions of ultrafs, run the script once under each (e.g.
 ``PYTHONPATH=/tmp/ultrafs_OLD python c_auto_cost.py --name c_auto_cost_old``)
 and print both with ``python c_auto_cost.py --compare c_auto_cost_old,c_auto_cost``.
@@ -174,6 +181,45 @@ def threads(cases):
     return rows
 
 
+def passes(repeats=7):
+    """Median seconds of one pass over a hold-out's training rows, per variant."""
+    import statistics
+
+    import ultrafs.store.rows as rows_module
+    from ultrafs.features.linear import LinearFeatures
+    from ultrafs.methods.validation import stratified_split
+    from ultrafs.scoring.worst_case import worst_case_analyses
+
+    store, _ = _data("imdb50k_zarr")
+    train, _ = stratified_split(store.read_labels(), 0.2, 0)
+    view = LinearFeatures(rows_module.RowSubsetStore(store, train))
+    rng = np.random.default_rng(0)
+    queries = [(rng.standard_normal(len(train)), 5, None) for _ in range(3)]
+    share = rows_module.SCATTER_MIN_SHARE
+
+    def run(name, batches, min_share):
+        rows_module.SCATTER_MIN_SHARE = min_share
+        try:
+            worst_case_analyses(view, batches[0])                 # compile, warm caches
+            times = []
+            for _ in range(repeats):
+                started = time.perf_counter()
+                for batch in batches:
+                    worst_case_analyses(view, batch)
+                times.append(time.perf_counter() - started)
+        finally:
+            rows_module.SCATTER_MIN_SHARE = share
+        row = {"variant": name, "seconds": statistics.median(times)}
+        print(f"{name}: {row['seconds']:.3f} s", flush=True)
+        return row
+
+    return [run("1 query, rows dropped", [queries[:1]], 2.0),
+            run("1 query, inner store, zero weights", [queries[:1]], share),
+            run("3 queries, 3 passes, rows dropped", [[q] for q in queries], 2.0),
+            run("3 queries, 3 passes, zero weights", [[q] for q in queries], share),
+            run("3 queries, 1 shared pass, zero weights", [queries], share)]
+
+
 def compare(before_name, after_name):
     """The table of two versions; ``a+b+c`` names several runs of one version
     (medians of their times: the machine is shared and noisy)."""
@@ -206,7 +252,12 @@ def main():
     parser.add_argument("--compare", help="BEFORE,AFTER: print the two runs' table")
     parser.add_argument("--threads", action="store_true",
                         help="Fold threads 1 vs 2 (cases set:k or set:k:cv).")
+    parser.add_argument("--passes", action="store_true",
+                        help="Seconds of one pass over a hold-out's training rows.")
     args = parser.parse_args()
+    if args.passes:
+        write_result(args.name + "_passes", {"rows": passes()})
+        return
     if args.threads:
         cases = args.cases if args.cases != ",".join(CASES) else THREAD_CASES
         write_result(args.name + "_threads", {"rows": threads(cases.split(","))})

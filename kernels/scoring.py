@@ -299,6 +299,22 @@ def _block_topk(indptr, indices, data, weights, first_key, excluded, k, scale, b
     return _sorted_heap(heap_scores, heap_keys, size)
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _column_row_sums(indptr, indices, data, weights, j, acc, binary):
+    """``acc[c] = sum_i weights[i, c] * X[i, j]`` over column j's nonzeros in
+    row order (``binary``: every value one, ``data`` unread)."""
+    acc[:] = 0.0
+    for p in range(indptr[j], indptr[j + 1]):
+        row = weights[indices[p]]
+        if binary:
+            for c in range(acc.shape[0]):
+                acc[c] += row[c]
+        else:
+            x = np.float64(data[p])
+            for c in range(acc.shape[0]):
+                acc[c] += row[c] * x
+
+
 @njit(cache=True, nogil=True)
 def _block_topk_multi(indptr, indices, data, weights, first_key, excluded, k, scale,
                       binary):
@@ -310,16 +326,7 @@ def _block_topk_multi(indptr, indices, data, weights, first_key, excluded, k, sc
     ex = np.searchsorted(excluded, first_key)
     acc = np.zeros(n_classes, dtype=np.float64)
     for j in range(indptr.shape[0] - 1):
-        acc[:] = 0.0
-        for p in range(indptr[j], indptr[j + 1]):
-            row = weights[indices[p]]
-            if binary:
-                for c in range(n_classes):
-                    acc[c] += row[c]
-            else:
-                x = np.float64(data[p])
-                for c in range(n_classes):
-                    acc[c] += row[c] * x
+        _column_row_sums(indptr, indices, data, weights, j, acc, binary)
         score, key = _squared_norm(acc, scale), first_key + j
         if score > 0.0 and (size < k or _ranks_before(score, key, heap_scores[0],
                                                       heap_keys[0])):      # as in _block_topk
@@ -425,16 +432,7 @@ def _block_topk_queries(indptr, indices, data, weights, first_key, excluded,
             excluded[excluded_ptr[q]:excluded_ptr[q + 1]], first_key)
     acc = np.zeros(n_queries, dtype=np.float64)
     for j in range(indptr.shape[0] - 1):
-        acc[:] = 0.0
-        for p in range(indptr[j], indptr[j + 1]):
-            row = weights[indices[p]]
-            if binary:
-                for q in range(n_queries):
-                    acc[q] += row[q]
-            else:
-                x = np.float64(data[p])
-                for q in range(n_queries):
-                    acc[q] += row[q] * x
+        _column_row_sums(indptr, indices, data, weights, j, acc, binary)
         key = first_key + j
         for q in range(n_queries):
             v = scale * acc[q]

@@ -5,9 +5,8 @@ other, each fit streams the data once per outer iteration.  Run in
 lockstep, the fits' worst-case analyses of one outer iteration become one
 pass (:func:`~ultrafs.scoring.worst_case.worst_case_analyses`): each block
 is read once and scored under every fit's dual weights.  On data out of
-core the passes are most of a fit's time (imdb50k's training rows: 5.2 of
-6.6 s of ``C="auto"``), and W fits in lockstep read the data as often as
-one fit does.
+core the passes are most of a fit's time, and W fits in lockstep read the
+data as often as one fit does (bench/README.md §11 measures what it saves).
 
 Each fit's result is the one :func:`~ultrafs.methods.fgm.fit_fgm` gives it
 alone (a fit's steps depend only on the candidates of its own queries);
