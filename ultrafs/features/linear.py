@@ -245,8 +245,10 @@ class LinearFeatures(FeatureSpace):
     def find_candidates_many(self, queries, run):
         """:meth:`find_candidates` for several ``(weights, k, excluded)``
         queries in one streamed pass: each block is read once and scored
-        for every query, with the same kernels (so each result is the one
-        its own pass would give)."""
+        for every query, 1-D queries in one loop
+        (:func:`~ultrafs.kernels.scoring.score_block_topk_queries`), K-class
+        ones by the kernels of their own passes; each result is the one its
+        own pass would give, bit for bit."""
         if not self.shares_passes:
             return super().find_candidates_many(queries, run)
         blocks = self.candidate_blocks(run.block_size)

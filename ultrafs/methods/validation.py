@@ -40,8 +40,8 @@ that solution.  The values the walk will surely fit
 (:func:`lockstep_window`: the first three, then those before it could
 stop) are fitted in lockstep, their scoring passes shared
 (:mod:`ultrafs.methods.fgm_grid`): the data are read once per outer
-iteration for all of them.  With K folds copied into memory, not tiny, and the local
-threads scheduler, the folds are fitted in up to ``num_workers`` threads at
+iteration for all of them.  With K folds copied into memory, not tiny,
+and the local threads scheduler, the folds are fitted in up to ``num_workers`` threads at
 once (``api._fold_threads``).  What this costs against one fit is measured
 in bench/README.md §11.  The chosen values are then used on all rows.
 Every fit is deterministic and the curve is assembled in fold order, so

@@ -132,12 +132,9 @@ def worst_case_analyses(features, queries, *, block_size=None, scheduler=None,
     started = time.perf_counter()
     results = features.find_candidates_many(checked, runner)
     seconds = (time.perf_counter() - started) / len(checked)
-    outcomes = []
-    for result in results:
-        result.counters["pass_queries"] = len(checked)
-        outcomes.append(_outcome(features, result, runner.n_tasks // len(checked),
-                                 seconds))
-    return outcomes
+    return [_outcome(features, result, runner.n_tasks // len(checked), seconds,
+                     pass_queries=len(checked))
+            for result in results]
 
 
 def _check_query(features, weights, k, excluded):
@@ -166,9 +163,10 @@ def _check_query(features, weights, k, excluded):
     return weights, k, excluded
 
 
-def _outcome(features, result, n_tasks, seconds):
-    """``(Candidates, PassStats)`` of one query's merged :class:`TopK`."""
-    counters = dict(result.counters)
+def _outcome(features, result, n_tasks, seconds, **details):
+    """``(Candidates, PassStats)`` of one query's merged :class:`TopK`
+    (``details`` added to its counters)."""
+    counters = dict(result.counters, **details)
     nnz = int(counters.pop("nnz", 0))
     stats = PassStats(n_tasks, features.n_candidates, nnz, seconds, counters)
     return Candidates(result.keys, result.scores, result.payload), stats
