@@ -28,6 +28,7 @@ Usage::
         [--name quality_vs_l1]
     python bench/quality_vs_l1.py --combine NAME1,NAME2   # joint table of runs
     python bench/quality_vs_l1.py --paired NAME1,NAME2    # gaps beyond the noise
+    python bench/quality_vs_l1.py --sk-refit ...          # + FGM's selection, l1's refit
 
 ``--configs`` also takes ``c=VALUE`` entries: plain FGM at
 ``C = VALUE / mean ||x||^2`` (the sweep that chose ``DEFAULT_C_SCALE``), and
@@ -245,12 +246,12 @@ def fgm_fit(config, X, y, X_test, y_test, k):
     correct = model.predict_from_decision(model.decision_function_store(test)) == y_test
     assert abs(np.mean(correct) - metrics["accuracy"]) < 1e-12
     return {"accuracy": float(metrics["accuracy"]), "nnz": len(model.features),
-            "correct": packed(correct),
+            "correct": packed(correct), "support": [int(f) for f in model.features],
             "seconds": seconds, "C": model.params["C"],
             "refit_C": model.params.get("refit_C")}
 
 
-def run(sets, scalings, ks, n_splits, configs, fgm_only=False):
+def run(sets, scalings, ks, n_splits, configs, fgm_only=False, sk_refit=False):
     rows = []
     for name in sets:
         for scaling in scalings:
@@ -262,11 +263,16 @@ def run(sets, scalings, ks, n_splits, configs, fgm_only=False):
                 for k in usable:
                     for config in configs:
                         fgm = fgm_fit(config, X, y, Xt, yt, k)
+                        if sk_refit:      # FGM's selection, refitted as l1-LR's is
+                            fgm["sk_refit_accuracy"] = l2_refit(
+                                X, y, Xt, yt, np.array(fgm["support"], dtype=np.int64))
                         row = {"set": name, "scaling": scaling, "split": split, "k": k,
                                "config": config, "n_test": int(len(yt)), "fgm": fgm}
                         line = {**{x: row[x] for x in ("set", "scaling", "split", "k",
                                                         "config")},
                                 "fgm": round(fgm["accuracy"], 4), "nnz": fgm["nnz"]}
+                        if sk_refit:
+                            line["fgm_sk_refit"] = round(fgm["sk_refit_accuracy"], 4)
                         if fgm_only:
                             line.update(C=fgm["C"], refit_C=fgm["refit_C"],
                                         s=round(fgm["seconds"], 2))
@@ -475,6 +481,9 @@ def main(argv=None):
     parser.add_argument("--combine", default=None,
                         help="Comma-separated result names under bench/out: print "
                              "their joint table and criteria instead of running.")
+    parser.add_argument("--sk-refit", action="store_true",
+                        help="Also refit FGM's selection with l1-LR's refitter "
+                             "(l2_refit): selection or refit?  Prints its cells.")
     parser.add_argument("--paired", default=None,
                         help="Comma-separated result names: which gaps the test rows "
                              "resolve (exact McNemar over the pooled splits).")
@@ -497,7 +506,18 @@ def main(argv=None):
     started = time.perf_counter()
     rows = run(args.sets.split(","), args.scalings.split(","),
                [int(k) for k in args.ks.split(",")], args.splits,
-               args.configs.split(","), fgm_only=args.fgm_only)
+               args.configs.split(","), fgm_only=args.fgm_only,
+               sk_refit=args.sk_refit)
+    if args.sk_refit and not args.fgm_only:
+        print("| set | rows | k | config | FGM % | FGM's selection, l1's refit % | "
+              "l1-LR % | l1-LR refit % |")
+        print("|---|---|---|---|---|---|---|---|")
+        for c in cells(rows):
+            group = [r for r in rows if (r["set"], r["scaling"], r["k"], r["config"])
+                     == (c["set"], c["scaling"], c["k"], c["config"])]
+            sk = 100 * np.mean([r["fgm"]["sk_refit_accuracy"] for r in group])
+            print(f"| {c['set']} | {c['scaling']} | {c['k']} | {c['config']} | "
+                  f"{c['fgm']:.2f} | {sk:.2f} | {c['l1']:.2f} | {c['l1_refit']:.2f} |")
     if args.fgm_only:
         write_result(args.name, {"rows": rows, "fgm_only": True,
                                  "seconds": time.perf_counter() - started,
