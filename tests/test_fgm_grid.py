@@ -184,3 +184,35 @@ def test_C_auto_is_the_same_with_and_without_lockstep(rng, tmp_path, monkeypatch
         assert _curve(lock) == _curve(alone)
         assert lock.features == alone.features
         np.testing.assert_array_equal(lock.coef, alone.coef)
+
+
+def test_C_auto_on_views_out_of_core_equals_in_memory_copies(rng, tmp_path, monkeypatch):
+    """Folds too large to copy (row-subset views, their passes scattered over
+    the inner store and shared in lockstep) choose what in-memory copies do."""
+    import ultrafs.store.rows as rows_module
+    from ultrafs.api import select
+
+    X = rng.standard_normal((260, 30))
+    X[np.abs(X) < 0.8] = 0.0
+    y = np.where(X[:, :4].sum(axis=1) + 0.5 * rng.standard_normal(260) > 0, 1, -1)
+    write_store(tmp_path / "s.zarr", sp.csc_matrix(X), y)
+    store = open_store(tmp_path / "s.zarr")
+    for kwargs in ({"cv": 3}, {"validation_fraction": 0.3}):
+        copies = select(store, B=2, max_iter=3, C="auto", refit=True, seed=1,
+                        block_size=7, **kwargs)
+        scattered = []
+        original = rows_module.RowSubsetStore.scattered
+
+        def counted(self, weights):
+            scattered.append(len(self.rows))
+            return original(self, weights)
+
+        with monkeypatch.context() as m:
+            m.setattr(rows_module, "MATERIALIZE_MAX_NNZ", 0)      # views
+            m.setattr(rows_module.RowSubsetStore, "scattered", counted)
+            views = select(store, B=2, max_iter=3, C="auto", refit=True, seed=1,
+                           block_size=7, **kwargs)
+        assert scattered                          # the passes read the inner store
+        assert _curve(views) == _curve(copies)
+        assert views.features == copies.features
+        np.testing.assert_array_equal(views.coef, copies.coef)
