@@ -427,9 +427,9 @@ def _block_topk_queries(indptr, indices, data, weights, first_key, excluded,
     heap_keys = np.empty((n_queries, capacity), dtype=np.int64)
     sizes = np.zeros(n_queries, dtype=np.int64)
     cursors = np.empty(n_queries, dtype=np.int64)
-    for q in range(n_queries):
-        cursors[q] = excluded_ptr[q] + np.searchsorted(
-            excluded[excluded_ptr[q]:excluded_ptr[q + 1]], first_key)
+    for q in range(n_queries):         # positions within each query's own keys
+        cursors[q] = np.searchsorted(excluded[excluded_ptr[q]:excluded_ptr[q + 1]],
+                                     first_key)
     acc = np.zeros(n_queries, dtype=np.float64)
     for j in range(indptr.shape[0] - 1):
         _column_row_sums(indptr, indices, data, weights, j, acc, binary)
@@ -440,12 +440,9 @@ def _block_topk_queries(indptr, indices, data, weights, first_key, excluded,
             size = sizes[q]
             if score > 0.0 and (size < ks[q] or _ranks_before(
                     score, key, heap_scores[q, 0], heap_keys[q, 0])):  # as in _block_topk
-                ex = cursors[q]
-                end = excluded_ptr[q + 1]
-                while ex < end and excluded[ex] < key:
-                    ex += 1
-                cursors[q] = ex
-                if not (ex < end and excluded[ex] == key):
+                own = excluded[excluded_ptr[q]:excluded_ptr[q + 1]]
+                ex = cursors[q] = _skip_to(own, cursors[q], key)
+                if not (ex < own.shape[0] and own[ex] == key):
                     sizes[q] = _heap_push(heap_scores[q, :ks[q]], heap_keys[q, :ks[q]],
                                           size, score, key)
     keys_ptr = np.zeros(n_queries + 1, dtype=np.int64)

@@ -463,7 +463,8 @@ class _HeldOutScorer:
     def prefit(self, fold, train, validation, Cs):
         """Fit FGM at every C of ``Cs`` on the fold in lockstep (passes shared,
         :func:`~ultrafs.methods.fgm_grid.fit_fgm_grid`); the calls for these
-        Cs then use the fits."""
+        Cs then use the fits.  The fold's fits along the grid share a
+        :class:`~ultrafs.methods.fgm.GridWarmStart`."""
         from ultrafs.methods.fgm import GridWarmStart
         from ultrafs.methods.fgm_grid import fit_fgm_grid
 
@@ -476,26 +477,22 @@ class _HeldOutScorer:
             self._fits[fold, float(C)] = result
 
     def __call__(self, fold, train, validation, C, refit_grid):
-        """Fit FGM at ``C`` on the fold; yield one held-out record per refit C.
+        """Score the fold's FGM fit at ``C``; yield one held-out record per refit C.
 
         A generator: :func:`~ultrafs.methods.validation.choose_C` asks for
         the refit Cs one at a time and stops asking when its walk ends.
-        The fold's fits along the grid share a
-        :class:`~ultrafs.methods.fgm.GridWarmStart`.
+        The fit is :meth:`prefit`'s (made now, alone, when the walk did
+        not prefit ``C``).
         """
-        from ultrafs.methods.fgm import GridWarmStart
-
         o = self.options
         w = self.weights
         w_train = None if w is None else w[train]
         w_held = None if w is None else w[validation]
         part, held_out = self._spaces(fold, train, validation)
-        warm = self._warm.setdefault(fold, GridWarmStart())
         y_train = self.y[train]
-        result = self._fits.pop((fold, float(C)), None)
-        if result is None:
-            result = fit_fgm(part, y_train, n_classes=self.n_classes, C=C,
-                             sample_weight=w_train, warm_start=warm, **o)
+        if (fold, float(C)) not in self._fits:
+            self.prefit(fold, train, validation, [C])
+        result = self._fits.pop((fold, float(C)))
         nonzero = result.nonzero()
         if hasattr(held_out, "adopt"):       # quantise as the fitted space does
             held_out.adopt(part)

@@ -122,8 +122,7 @@ class GridWarmStart:
             link._previous, link._current = previous, {}
             previous = link._current
             links.append(link)
-        if links:
-            self._previous = links[-2]._current if len(links) > 1 else self._current
+        if links:                 # the next fit (next_fit) looks up the last link's
             self._current = links[-1]._current
         return links
 

@@ -97,6 +97,11 @@ def worst_case_analysis(features, weights, k, *, excluded=None,
     weights, k, excluded = _check_query(features, weights, k, excluded)
     runner = BlockRunner(scheduler, num_workers, split_every, block_size,
                          progress_label)
+    return _one_pass(features, weights, k, excluded, runner)
+
+
+def _one_pass(features, weights, k, excluded, runner):
+    """The pass of one checked query."""
     started = time.perf_counter()
     result = features.find_candidates(weights, k, excluded, runner)
     seconds = time.perf_counter() - started
@@ -122,10 +127,9 @@ def worst_case_analyses(features, queries, *, block_size=None, scheduler=None,
     if not checked:
         return []
     if not features.shares_passes or len(checked) == 1:
-        return [worst_case_analysis(features, weights, k, excluded=excluded,
-                                    block_size=block_size, scheduler=scheduler,
-                                    num_workers=num_workers, split_every=split_every,
-                                    progress_label=progress_label)
+        return [_one_pass(features, weights, k, excluded,
+                          BlockRunner(scheduler, num_workers, split_every, block_size,
+                                      progress_label))
                 for weights, k, excluded in checked]
     runner = BlockRunner(scheduler, num_workers, split_every, block_size,
                          progress_label)
