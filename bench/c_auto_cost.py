@@ -13,7 +13,7 @@ hold-out.  ``imdb50k_zarr`` is imdb50k's 25,000 training rows as a Zarr
 store on disk (``common.imdb_stores``): 8.7 million entries, more than
 ``rows_in_memory`` copies, so the hold-out's fits stream the store's rows
 (out of core).  Each row also counts the block passes (Dask runs of
-``run_block_tasks``) of one plain fit and of one ``C='auto'`` run.
+``run_block_tasks``) of a plain fit and of a ``C='auto'`` run.
 
 ``--threads``: wall seconds of 5-fold ``select(C='auto', refit=True)``
 with ``num_workers`` 1 and 2 (medians of three alternating runs), for
@@ -51,7 +51,11 @@ CASES = ["imdb_unigram:50", "a9a:20", "w8a:50", "dexter:50", "colon-cancer:20",
          "gisette:50", "rcv1_small:50"]
 
 
-def _best_times(fn, repeats=2):
+#: timed runs of each fit (the best is kept)
+REPEATS = 2
+
+
+def _best_times(fn, repeats=REPEATS):
     """Best CPU and best wall seconds of ``repeats`` calls, and the last value."""
     best, wall, value = float("inf"), float("inf"), None
     for _ in range(repeats):
@@ -105,17 +109,18 @@ def measure(cases):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             select(X, y, B=B, max_iter=T)                 # compile, warm caches
+            # passes counted during the timed runs (the same count in each)
             with _PassCounter() as plain_passes:
-                select(X, y, B=B, max_iter=T)
+                plain, plain_wall, _ = _best_times(lambda: select(X, y, B=B, max_iter=T),
+                                                   REPEATS)
             with _PassCounter() as auto_passes:
-                select(X, y, B=B, max_iter=T, C="auto", refit=True)
-            plain, plain_wall, _ = _best_times(lambda: select(X, y, B=B, max_iter=T))
-            auto, auto_wall, model = _best_times(lambda: select(X, y, B=B, max_iter=T,
-                                                         C="auto", refit=True))
+                auto, auto_wall, model = _best_times(
+                    lambda: select(X, y, B=B, max_iter=T, C="auto", refit=True), REPEATS)
         curve = model.params["validation"]
         row = {"set": name, "k": k,
                "rows": int(X.n_samples if hasattr(X, "n_samples") else X.shape[0]),
-               "plain_passes": plain_passes.count, "auto_passes": auto_passes.count,
+               "plain_passes": plain_passes.count // REPEATS,
+               "auto_passes": auto_passes.count // REPEATS,
                "plain_cpu_s": plain, "auto_refit_cpu_s": auto, "ratio": auto / plain,
                "plain_wall_s": plain_wall, "auto_refit_wall_s": auto_wall,
                "wall_ratio": auto_wall / plain_wall,
