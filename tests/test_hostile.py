@@ -816,17 +816,24 @@ def test_scheduler_dies_mid_run(root, empty_cluster, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.parametrize("depth", [1, 2, 3])
 @pytest.mark.parametrize("link", ["__cause__", "__context__"])
-def test_sigterm_inside_a_compiled_kernel_is_one_line(link, capsys):
+def test_sigterm_inside_a_compiled_kernel_is_one_line(link, depth, capsys):
     """SIGTERM during a numba call surfaces as a SystemError chained to the
-    Terminated: still the one SIGTERM line and status 143; other
-    SystemErrors propagate."""
+    Terminated, through more SystemErrors when numba was loading the kernel
+    from its cache (``_numba_unpickle`` inside the dispatcher, seen in a
+    parallel CI run of test_sigterm_during_ingest_leaves_nothing): still the
+    one SIGTERM line and status 143; other SystemErrors propagate."""
     from ultrafs.cli import _one_line_errors
     from ultrafs.signals import SIGTERM_EXIT_STATUS, Terminated
 
     def kernel_interrupted():
-        error = SystemError("CPUDispatcher(...) returned a result with an exception set")
-        setattr(error, link, Terminated("received signal 15"))
+        error = Terminated("received signal 15")
+        for _ in range(depth):
+            outer = SystemError("CPUDispatcher(...) returned a result with an "
+                                "exception set")
+            setattr(outer, link, error)
+            error = outer
         raise error
 
     with pytest.raises(SystemExit) as stop:

@@ -82,6 +82,23 @@ def _os_error_line(exc):
     return f"{reason}: {where}"
 
 
+def _raised_by(exc, kind) -> bool:
+    """Whether ``exc`` or any exception it was raised from or while handling
+    (its ``__cause__`` / ``__context__`` chain, followed to the end) is a
+    ``kind``."""
+    seen = set()
+    pending = [exc]
+    while pending:
+        error = pending.pop()
+        if error is None or id(error) in seen:
+            continue
+        if isinstance(error, kind):
+            return True
+        seen.add(id(error))
+        pending += [error.__cause__, error.__context__]
+    return False
+
+
 def _one_line_errors(func):
     """Turn ultrafs errors, OS errors and SIGTERM into one line on stderr.
 
@@ -110,9 +127,9 @@ def _one_line_errors(func):
         except (Terminated, SystemError) as exc:
             # SIGTERM raised while a compiled kernel ran in the main thread
             # surfaces as a SystemError ("returned a result with an exception
-            # set") whose context is the Terminated
-            if not isinstance(exc, Terminated) and not any(
-                    isinstance(e, Terminated) for e in (exc.__cause__, exc.__context__)):
+            # set") whose cause or context is the Terminated, or another
+            # such SystemError (numba loading a kernel from its cache)
+            if not _raised_by(exc, Terminated):
                 raise
             click.echo("Error: terminated by SIGTERM; temporary files removed, "
                        "no output written", err=True)
