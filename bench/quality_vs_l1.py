@@ -29,6 +29,7 @@ Usage::
     python bench/quality_vs_l1.py --combine NAME1,NAME2   # joint table of runs
     python bench/quality_vs_l1.py --paired NAME1,NAME2    # gaps beyond the noise
     python bench/quality_vs_l1.py --sk-refit ...          # + FGM's selection, l1's refit
+    python bench/quality_vs_l1.py --l1-from NAME ...      # reuse NAME's l1-LR fits
 
 ``--configs`` also takes ``c=VALUE`` entries: plain FGM at
 ``C = VALUE / mean ||x||^2`` (the sweep that chose ``DEFAULT_C_SCALE``), and
@@ -251,15 +252,34 @@ def fgm_fit(config, X, y, X_test, y_test, k):
             "refit_C": model.params.get("refit_C")}
 
 
-def run(sets, scalings, ks, n_splits, configs, fgm_only=False, sk_refit=False):
+def earlier_l1(names):
+    """ℓ1-LR results of earlier runs, ``{(set, rows, split): {target nnz: l1}}``.
+
+    liblinear is seeded and the bisection is a function of the target count,
+    so a fit whose nonzero count an earlier run of the same split already
+    matched reuses that run's ℓ1-LR result (accuracy, refit, per-row
+    correctness, and its seconds per fit as measured then).
+    """
+    out = {}
+    for name in names:
+        for row in json.loads((OUT_DIR / f"{name}.json").read_text())["rows"]:
+            if "l1" in row:
+                key = (row["set"], row["scaling"], row["split"])
+                out.setdefault(key, {})[row["fgm"]["nnz"]] = row["l1"]
+    return out
+
+
+def run(sets, scalings, ks, n_splits, configs, fgm_only=False, sk_refit=False,
+        l1_from=None):
     rows = []
+    reused = earlier_l1(l1_from or [])
     for name in sets:
         for scaling in scalings:
             for split, (X, y, Xt, yt) in enumerate(splits(name, n_splits)):
                 if scaling == "unit":
                     X, Xt = unit_rows(X), unit_rows(Xt)
                 usable = [k for k in ks if k <= X.shape[1] // 5]
-                l1_cache = {}
+                l1_cache = dict(reused.get((name, scaling, split), {}))
                 for k in usable:
                     for config in configs:
                         fgm = fgm_fit(config, X, y, Xt, yt, k)
@@ -484,6 +504,9 @@ def main(argv=None):
     parser.add_argument("--sk-refit", action="store_true",
                         help="Also refit FGM's selection with l1-LR's refitter "
                              "(l2_refit): selection or refit?  Prints its cells.")
+    parser.add_argument("--l1-from", default=None,
+                        help="Comma-separated result names: reuse their l1-LR results "
+                             "for fits of the same split and nonzero count.")
     parser.add_argument("--paired", default=None,
                         help="Comma-separated result names: which gaps the test rows "
                              "resolve (exact McNemar over the pooled splits).")
@@ -507,7 +530,8 @@ def main(argv=None):
     rows = run(args.sets.split(","), args.scalings.split(","),
                [int(k) for k in args.ks.split(",")], args.splits,
                args.configs.split(","), fgm_only=args.fgm_only,
-               sk_refit=args.sk_refit)
+               sk_refit=args.sk_refit,
+               l1_from=args.l1_from.split(",") if args.l1_from else None)
     if args.sk_refit and not args.fgm_only:
         print("| set | rows | k | config | FGM % | FGM's selection, l1's refit % | "
               "l1-LR % | l1-LR refit % |")
