@@ -486,6 +486,9 @@ def fit_gsrfs(op, Y, *, r=1.0, p=0.5, lam=1.0, eps=None, eps_penalty=None,
     Y = np.ascontiguousarray(Y, dtype=np.float64)
     if Y.ndim != 2 or Y.shape[0] != m or Y.shape[1] < 1:
         raise ParameterError(f"Y must have shape ({m}, c), got {Y.shape}")
+    if not np.isfinite(Y).all():      # refused before any product with them
+        raise ParameterError("the GSR-FS targets are not finite: Y holds NaN or "
+                             "infinite values")
     if m < 1 or n < 1:
         raise ParameterError(f"GSR-FS needs samples and features, got {m} x {n}")
     if solve == "auto":
