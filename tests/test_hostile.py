@@ -846,3 +846,17 @@ def test_sigterm_inside_a_compiled_kernel_is_one_line(link, depth, capsys):
 
     with pytest.raises(SystemError):
         _one_line_errors(plain_system_error)()
+
+    def kernel_ctrl_c():
+        error = KeyboardInterrupt()
+        for _ in range(depth):
+            outer = SystemError("returned a result with an exception set")
+            setattr(outer, link, error)
+            error = outer
+        raise error
+
+    # Ctrl-C inside a kernel is a plain KeyboardInterrupt again (click then
+    # prints its "Aborted!"), not a SystemError traceback
+    with pytest.raises(KeyboardInterrupt) as interrupted:
+        _one_line_errors(kernel_ctrl_c)()
+    assert type(interrupted.value) is KeyboardInterrupt

@@ -130,6 +130,10 @@ def _one_line_errors(func):
             # set") whose cause or context is the Terminated, or another
             # such SystemError (numba loading a kernel from its cache)
             if not _raised_by(exc, Terminated):
+                if _raised_by(exc, KeyboardInterrupt):
+                    # Ctrl-C inside a kernel: click's own "Aborted!", as
+                    # for Ctrl-C anywhere else
+                    raise KeyboardInterrupt from None
                 raise
             click.echo("Error: terminated by SIGTERM; temporary files removed, "
                        "no output written", err=True)
