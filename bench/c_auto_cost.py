@@ -102,8 +102,9 @@ def measure(cases):
 
     rows = []
     for case in cases:
-        name, k = case.split(":")
+        name, k, *cv = case.split(":")          # set:k, or set:k:cv (K folds)
         k = int(k)
+        folds = {"cv": int(cv[0])} if cv else {}
         X, y = _data(name)
         B, T = protocol.budget(k)
         with warnings.catch_warnings():
@@ -115,7 +116,8 @@ def measure(cases):
                                                    REPEATS)
             with _PassCounter() as auto_passes:
                 auto, auto_wall, model = _best_times(
-                    lambda: select(X, y, B=B, max_iter=T, C="auto", refit=True), REPEATS)
+                    lambda: select(X, y, B=B, max_iter=T, C="auto", refit=True, **folds),
+                    REPEATS)
         curve = model.params["validation"]
         row = {"set": name, "k": k,
                "rows": int(X.n_samples if hasattr(X, "n_samples") else X.shape[0]),
@@ -252,7 +254,7 @@ def compare(before_name, after_name):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cases", default=",".join(CASES),
-                        help="set:k pairs, comma-separated")
+                        help="set:k pairs (or set:k:K for K folds), comma-separated")
     parser.add_argument("--name", default="c_auto_cost")
     parser.add_argument("--compare", help="BEFORE,AFTER: print the two runs' table")
     parser.add_argument("--threads", action="store_true",
