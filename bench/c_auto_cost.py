@@ -138,13 +138,18 @@ def measure(cases):
     return rows
 
 
+def _case(row):
+    """A row's case: set, k and the number of folds (a hold-out's 1)."""
+    return row["set"], row["k"], row.get("folds")
+
+
 def _load(names):
     """Rows of one or more runs (``a+b+c``): per case, the medians of the times."""
     runs = [json.loads((OUT_DIR / f"{name}.json").read_text())["rows"]
             for name in names.split("+")]
     rows = []
     for row in runs[0]:
-        same = [r for run in runs for r in run if (r["set"], r["k"]) == (row["set"], row["k"])]
+        same = [r for run in runs for r in run if _case(r) == _case(row)]
         merged = dict(row)
         for key in ("plain_cpu_s", "auto_refit_cpu_s", "ratio", "plain_wall_s",
                     "auto_refit_wall_s", "wall_ratio"):
@@ -231,13 +236,13 @@ def compare(before_name, after_name):
     """The table of two versions; ``a+b+c`` names several runs of one version
     (medians of their times: the machine is shared and noisy)."""
     before = _load(before_name)
-    after = {(r["set"], r["k"]): r for r in _load(after_name)}
+    after = {_case(r): r for r in _load(after_name)}
     print("| set, k | folds | plain (CPU s) | C='auto' + refit before → after (CPU s) "
           "| × plain before → after | wall × plain before → after "
           "| points before → after | C, refit C before → after |")
     print("|---|---|---|---|---|---|---|---|")
     for b in before:
-        a = after.get((b["set"], b["k"]))
+        a = after.get(_case(b))
         if a is None:
             continue
         same = (b["C"], b["refit_C"]) == (a["C"], a["refit_C"])

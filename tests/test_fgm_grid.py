@@ -9,7 +9,7 @@ from ultrafs.features.linear import LinearFeatures
 from ultrafs.features.poly import PolyFeatures
 from ultrafs.methods import validation as val
 from ultrafs.methods.fgm import GridWarmStart, fit_fgm
-from ultrafs.methods.fgm_grid import fit_fgm_grid
+from ultrafs.methods.fgm_grid import fit_fgm_folds, fit_fgm_grid
 from ultrafs.scoring.worst_case import worst_case_analyses, worst_case_analysis
 from ultrafs.store import InMemoryStore, open_store
 from ultrafs.store.writers.zarr_writer import write_store
@@ -134,6 +134,55 @@ def test_lockstep_multiclass_weighted_and_unshared_spaces(rng):
                       _lockstep(poly, y, Cs, (3,), **options)[0])
 
 
+@pytest.mark.parametrize("weighted", [False, True])
+def test_folds_in_one_lockstep_are_each_folds_own_fits(rng, tmp_path, monkeypatch,
+                                                      weighted):
+    """Folds' training parts of one store (row-subset views whose passes
+    scatter) share each outer iteration's pass; every fold's fits are those
+    of its own grid, bit for bit.  A part keeping under half the rows reads
+    its own rows: no shared pass, the same fits."""
+    import ultrafs.scoring.runner as runner_module
+    from ultrafs.store.rows import RowSubsetStore
+
+    X, y = make_problem(rng, n=150, m=90, density=0.12)
+    y = np.where(np.asarray(X[:, :5].sum(axis=1)).ravel() > 0.1, 1.0, -1.0)
+    write_store(tmp_path / "s.zarr", X, y)
+    store = open_store(tmp_path / "s.zarr")
+    parts = [np.setdiff1d(np.arange(150), np.arange(f, 150, 3)) for f in range(3)]
+    weights = rng.random(150) + 0.5 if weighted else None
+    Cs = list(val.c_grid(1.0)[:3])
+    options = {"B": 2, "max_iter": 4, "block_size": 11}
+
+    def folds(rows_list):
+        return [(LinearFeatures(RowSubsetStore(store, rows)), y[rows], GridWarmStart(),
+                 None if weights is None else weights[rows]) for rows in rows_list]
+
+    passes = []
+    original = runner_module.run_block_tasks
+    monkeypatch.setattr(runner_module, "run_block_tasks",
+                        lambda *a, **k: passes.append(1) or original(*a, **k))
+    together = fit_fgm_folds(folds(parts), Cs, **options)
+    shared_passes = len(passes)
+    own, own_passes = [], []
+    for features, y_part, warm, w in folds(parts):
+        passes.clear()
+        own.append(fit_fgm_grid(features, y_part, Cs, warm_start=warm,
+                                sample_weight=w, **options))
+        own_passes.append(len(passes))
+    # one pass per outer iteration for all folds: as many as the longest fold's
+    assert shared_passes == max(own_passes) < sum(own_passes)
+    for mine, alone in zip(together, own):
+        _assert_same_fits(alone, mine)
+    assert together[0][0].history[0]["pass_queries"] == 3 * len(Cs)
+    # a part of under half the rows does not scatter: its passes are its own
+    small = [parts[0], np.arange(0, 150, 3)]
+    mixed = fit_fgm_folds(folds(small), Cs, **options)
+    for (features, y_part, warm, w), mine in zip(folds(small), mixed):
+        _assert_same_fits(fit_fgm_grid(features, y_part, Cs, warm_start=warm,
+                                       sample_weight=w, **options), mine)
+    assert mixed[0][0].history[0]["pass_queries"] == len(Cs)
+
+
 def test_lockstep_takes_no_checkpoint(rng, tmp_path):
     from ultrafs.methods.checkpoint import Checkpoint
 
@@ -162,14 +211,20 @@ def test_C_auto_is_the_same_with_and_without_lockstep(rng, tmp_path, monkeypatch
     y = np.where(X[:, :5].sum(axis=1) + 0.8 * rng.standard_normal(300) > 0, 1, -1)
     write_store(tmp_path / "s.zarr", sp.csc_matrix(X), y)
     store = open_store(tmp_path / "s.zarr")
-    calls = []
+    calls = []          # per fold, the number of Cs each prefit fitted
     prefit = api._HeldOutScorer.prefit
+    prefit_folds = api._HeldOutScorer.prefit_folds
 
     def counted(self, fold, train, validation, Cs):
         calls.append(len(Cs))
         return prefit(self, fold, train, validation, Cs)
 
+    def counted_folds(self, folds, Cs):
+        calls.extend(len(Cs) for _ in folds)
+        return prefit_folds(self, folds, Cs)
+
     monkeypatch.setattr(api._HeldOutScorer, "prefit", counted)
+    monkeypatch.setattr(api._HeldOutScorer, "prefit_folds", counted_folds)
     for kwargs in ({"cv": 3}, {"validation_fraction": 0.25}):
         lock = select(store, B=3, max_iter=3, C="auto", refit=True, seed=3, **kwargs)
         assert calls and calls[0] == 1 + val.PATIENCE

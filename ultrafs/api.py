@@ -476,6 +476,24 @@ class _HeldOutScorer:
         for C, result in zip(Cs, results):
             self._fits[fold, float(C)] = result
 
+    def prefit_folds(self, folds, Cs):
+        """:meth:`prefit` of every fold at once, in one lockstep
+        (:func:`~ultrafs.methods.fgm_grid.fit_fgm_folds`): folds whose
+        training parts are row subsets of one store too large to copy then
+        read it once per outer iteration for all their fits."""
+        from ultrafs.methods.fgm import GridWarmStart
+        from ultrafs.methods.fgm_grid import fit_fgm_folds
+
+        specs = []
+        for fold, (train, validation) in enumerate(folds):
+            part, _ = self._spaces(fold, train, validation)
+            specs.append((part, self.y[train], self._warm.setdefault(fold, GridWarmStart()),
+                          None if self.weights is None else self.weights[train]))
+        results = fit_fgm_folds(specs, Cs, n_classes=self.n_classes, **self.options)
+        for fold, fold_results in enumerate(results):
+            for C, result in zip(Cs, fold_results):
+                self._fits[fold, float(C)] = result
+
     def __call__(self, fold, train, validation, C, refit_grid):
         """Score the fold's FGM fit at ``C``; yield one held-out record per refit C.
 

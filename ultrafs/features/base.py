@@ -362,6 +362,14 @@ class FeatureSpace(abc.ABC):
         return [self.find_candidates(weights, k, excluded, run)
                 for weights, k, excluded in queries]
 
+    @classmethod
+    def find_candidates_across(cls, groups, run):
+        """One pass for the queries of several spaces, ``groups`` a list of
+        ``(space, queries)``: a list of result lists, or None when the spaces
+        cannot share a pass (the default; linear features over row subsets
+        of one large store can, :mod:`ultrafs.methods.fgm_grid`)."""
+        return None
+
     # ------------------------------------------------------ materialize
     @abc.abstractmethod
     def materialize(self, keys, dtype=np.float64, payload=None) -> ColumnBlock:

@@ -216,17 +216,21 @@ class LinearFeatures(FeatureSpace):
                                   "excluded": excluded, "k": k})
         return self._own_rows(result, store)
 
+    def _pass_store(self):
+        """The store this space's passes read: the inner store of a large row
+        subset (:attr:`~ultrafs.store.rows.RowSubsetStore.scatters`), else
+        its own."""
+        return self.store.inner if getattr(self.store, "scatters", False) else self.store
+
     def _pass_source(self, weight_sets):
         """The store a pass reads and the weights over its rows: the inner
         store of a large row subset, the weights scattered
         (:meth:`~ultrafs.store.rows.RowSubsetStore.scattered`: the same
         scores, bit for bit, without dropping rows block by block)."""
-        scatter = getattr(self.store, "scattered", None)
-        if scatter is not None:
-            scattered = [scatter(weights) for weights in weight_sets]
-            if all(weights is not None for weights in scattered):
-                return self.store.inner, scattered
-        return self.store, weight_sets
+        store = self._pass_store()
+        if store is self.store:
+            return store, weight_sets
+        return store, [self.store.scattered(weights) for weights in weight_sets]
 
     def _own_rows(self, result, store):
         """``result`` with its winners' columns in this space's rows."""
@@ -251,20 +255,47 @@ class LinearFeatures(FeatureSpace):
         own pass would give, bit for bit."""
         if not self.shares_passes:
             return super().find_candidates_many(queries, run)
-        blocks = self.candidate_blocks(run.block_size)
+        return self.find_candidates_across([(self, queries)], run)[0]
+
+    @classmethod
+    def find_candidates_across(cls, groups, run):
+        """One pass for the queries of several linear spaces that read the
+        same store: row subsets of one large store whose passes scatter
+        (the training parts of ``C="auto"``'s folds).  Each query's result
+        is the one its own space's pass gives it, bit for bit: the same
+        blocks of the same store, its weights zero on the rows its space
+        does not keep.  None when the spaces do not read the same store."""
+        spaces = [space for space, _ in groups]
+        if not all(isinstance(space, LinearFeatures) and space.shares_passes
+                   for space in spaces):
+            return None
+        store = spaces[0]._pass_store()
+        blocks = spaces[0].candidate_blocks(run.block_size)
+        if any(space._pass_store() is not store
+               or space.candidate_blocks(run.block_size) != blocks
+               for space in spaces[1:]):
+            return None
         if not blocks:
-            return [TopK(_EMPTY_KEYS, _EMPTY_SCORES, {}) for _ in queries]
-        store, weight_sets = self._pass_source([weights for weights, _, _ in queries])
-        queries = [(weights, int(k), excluded)
-                   for weights, (_, k, excluded) in zip(weight_sets, queries)]
-        merge = partial(_merge_many, ks=[k for _, k, _ in queries])
-        if all(weights.ndim == 1 for weights, _, _ in queries):
+            return [[TopK(_EMPTY_KEYS, _EMPTY_SCORES, {}) for _ in queries]
+                    for _, queries in groups]
+        flat = []
+        for space, queries in groups:
+            _, weight_sets = space._pass_source([weights for weights, _, _ in queries])
+            flat += [(weights, int(k), excluded)
+                     for weights, (_, k, excluded) in zip(weight_sets, queries)]
+        merge = partial(_merge_many, ks=[k for _, k, _ in flat])
+        if all(weights.ndim == 1 for weights, _, _ in flat):
             results = run(blocks, _score_columns_stacked, merge,
-                          shared={"store": store, "stacked": _Stacked(queries)}).parts
+                          shared={"store": store, "stacked": _Stacked(flat)}).parts
         else:
             results = run(blocks, _score_columns_many, merge,
-                          shared={"store": store, "queries": queries}).parts
-        return [self._own_rows(result, store) for result in results]
+                          shared={"store": store, "queries": flat}).parts
+        out, start = [], 0
+        for space, queries in groups:
+            mine = results[start:start + len(queries)]
+            start += len(queries)
+            out.append([space._own_rows(result, store) for result in mine])
+        return out
 
     def row_max_squares(self, *, block_size=None, scheduler=None,
                         num_workers=None) -> np.ndarray:

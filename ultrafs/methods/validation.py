@@ -284,7 +284,10 @@ def choose_C(folds, grid, fit_and_score, *, refit_grid=None, method="holdout",
         When it has a method ``prefit(fold_index, train_rows,
         validation_rows, Cs)``, the walk first calls it with the next grid
         values it will surely fit (:func:`lockstep_window`), so that their
-        FGM fits can share passes; calls for those Cs follow.
+        FGM fits can share passes; calls for those Cs follow.  With a
+        method ``prefit_folds(folds, Cs)`` and the folds run one after the
+        other (``n_jobs`` 1), that one call prefits every fold, so that the
+        folds' fits can share passes too.
     refit_grid : list of float or None
         Walked upward for every C, stopped once ``PATIENCE`` values in a
         row score below the best refit of that C.
@@ -315,8 +318,12 @@ def _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool):
         started = time.perf_counter()
         if prefit is not None and i >= fitted:
             window = grid[i:i + lockstep_window(best, below, len(grid) - i)]
-            _each_fold([partial(prefit, k, train, validation, window)
-                        for k, (train, validation) in enumerate(folds)], pool)
+            prefit_folds = getattr(fit_and_score, "prefit_folds", None)
+            if prefit_folds is not None and pool is None and len(folds) > 1:
+                prefit_folds(folds, window)       # all folds in one lockstep
+            else:
+                _each_fold([partial(prefit, k, train, validation, window)
+                            for k, (train, validation) in enumerate(folds)], pool)
             fitted = i + len(window)
         per_fold = [iter(fit_and_score(k, train, validation, C, refit_grid))
                     for k, (train, validation) in enumerate(folds)]

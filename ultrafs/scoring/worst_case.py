@@ -21,7 +21,8 @@ from ultrafs.errors import ParameterError
 from ultrafs.scoring.runner import BlockRunner
 from ultrafs.scoring.topk import Candidates
 
-__all__ = ["PassStats", "worst_case_analysis", "worst_case_analyses"]
+__all__ = ["PassStats", "worst_case_analysis", "worst_case_analyses",
+           "worst_case_analyses_across"]
 
 
 @dataclass(frozen=True)
@@ -139,6 +140,47 @@ def worst_case_analyses(features, queries, *, block_size=None, scheduler=None,
     return [_outcome(features, result, runner.n_tasks // len(checked), seconds,
                      pass_queries=len(checked))
             for result in results]
+
+
+def worst_case_analyses_across(groups, *, block_size=None, scheduler=None,
+                               num_workers=None, split_every=8, progress_label=None):
+    """:func:`worst_case_analyses` for the queries of several feature spaces.
+
+    ``groups`` is a list of ``(features, queries)``.  Spaces whose passes
+    read the same data (linear features over row subsets of one large
+    store: ``C="auto"``'s folds, :meth:`FeatureSpace.find_candidates_across`)
+    share one pass; otherwise each space runs :func:`worst_case_analyses`.
+    Each query's candidates are those its own pass would give.
+
+    Returns
+    -------
+    list (one per group) of lists of (Candidates, PassStats)
+    """
+    if len(groups) == 1:
+        features, queries = groups[0]
+        return [worst_case_analyses(features, queries, block_size=block_size,
+                                    scheduler=scheduler, num_workers=num_workers,
+                                    split_every=split_every,
+                                    progress_label=progress_label)]
+    checked = [(features, [_check_query(features, *query) for query in queries])
+               for features, queries in groups]
+    total = sum(len(queries) for _, queries in checked)
+    runner = BlockRunner(scheduler, num_workers, split_every, block_size,
+                         progress_label)
+    started = time.perf_counter()
+    results = (type(checked[0][0]).find_candidates_across(checked, runner)
+               if total else None)
+    if results is None:
+        return [worst_case_analyses(features, queries, block_size=block_size,
+                                    scheduler=scheduler, num_workers=num_workers,
+                                    split_every=split_every,
+                                    progress_label=progress_label)
+                for features, queries in checked]
+    seconds = (time.perf_counter() - started) / total
+    return [[_outcome(features, result, runner.n_tasks // total, seconds,
+                      pass_queries=total)
+             for result in group_results]
+            for (features, _), group_results in zip(checked, results)]
 
 
 def _check_query(features, weights, k, excluded):

@@ -119,6 +119,12 @@ class RowSubsetStore(StoreWrapper):
         return self._take(self._inner.read_range(start, stop))
 
     # ----------------------------------------------- passes over the inner store
+    @property
+    def scatters(self) -> bool:
+        """Whether passes read the inner store (:meth:`scattered`): the subset
+        keeps at least ``SCATTER_MIN_SHARE`` of its rows."""
+        return len(self._rows) >= SCATTER_MIN_SHARE * self._inner.n_samples
+
     def scattered(self, weights):
         """``weights`` (one row per kept row) over the inner store's rows, zero
         on the others; None when the subset keeps fewer than
@@ -129,7 +135,7 @@ class RowSubsetStore(StoreWrapper):
         bit, of the subset's column.  A scoring pass so reads the inner
         store without dropping rows block by block.
         """
-        if len(self._rows) < SCATTER_MIN_SHARE * self._inner.n_samples:
+        if not self.scatters:
             return None
         weights = np.asarray(weights, dtype=np.float64)
         out = np.zeros((self._inner.n_samples,) + weights.shape[1:], dtype=np.float64)
