@@ -124,22 +124,10 @@ def worst_case_analyses(features, queries, *, block_size=None, scheduler=None,
     -------
     list of (Candidates, PassStats), in the order of ``queries``.
     """
-    checked = [_check_query(features, *query) for query in queries]
-    if not checked:
-        return []
-    if not features.shares_passes or len(checked) == 1:
-        return [_one_pass(features, weights, k, excluded,
-                          BlockRunner(scheduler, num_workers, split_every, block_size,
-                                      progress_label))
-                for weights, k, excluded in checked]
-    runner = BlockRunner(scheduler, num_workers, split_every, block_size,
-                         progress_label)
-    started = time.perf_counter()
-    results = features.find_candidates_many(checked, runner)
-    seconds = (time.perf_counter() - started) / len(checked)
-    return [_outcome(features, result, runner.n_tasks // len(checked), seconds,
-                     pass_queries=len(checked))
-            for result in results]
+    return worst_case_analyses_across([(features, queries)], block_size=block_size,
+                                      scheduler=scheduler, num_workers=num_workers,
+                                      split_every=split_every,
+                                      progress_label=progress_label)[0]
 
 
 def worst_case_analyses_across(groups, *, block_size=None, scheduler=None,
@@ -149,38 +137,58 @@ def worst_case_analyses_across(groups, *, block_size=None, scheduler=None,
     ``groups`` is a list of ``(features, queries)``.  Spaces whose passes
     read the same data (linear features over row subsets of one large
     store: ``C="auto"``'s folds, :meth:`FeatureSpace.find_candidates_across`)
-    share one pass; otherwise each space runs :func:`worst_case_analyses`.
-    Each query's candidates are those its own pass would give.
+    share one pass; otherwise each space's queries share its own pass
+    (:meth:`FeatureSpace.find_candidates_many`) or, when the space does not
+    share passes, run one pass each.  Each query's candidates are those its
+    own pass would give.
 
     Returns
     -------
     list (one per group) of lists of (Candidates, PassStats)
     """
-    if len(groups) == 1:
-        features, queries = groups[0]
-        return [worst_case_analyses(features, queries, block_size=block_size,
-                                    scheduler=scheduler, num_workers=num_workers,
-                                    split_every=split_every,
-                                    progress_label=progress_label)]
+    def runner():
+        return BlockRunner(scheduler, num_workers, split_every, block_size,
+                           progress_label)
+
     checked = [(features, [_check_query(features, *query) for query in queries])
                for features, queries in groups]
-    total = sum(len(queries) for _, queries in checked)
-    runner = BlockRunner(scheduler, num_workers, split_every, block_size,
-                         progress_label)
+    if len(checked) > 1:
+        across = type(checked[0][0]).find_candidates_across
+        shared = _shared_pass(checked, across, runner())
+        if shared is not None:
+            return shared
+    out = []
+    for features, queries in checked:
+        if not features.shares_passes or len(queries) <= 1:
+            out.append([_one_pass(features, weights, k, excluded, runner())
+                        for weights, k, excluded in queries])
+        else:
+            out += _shared_pass([(features, queries)], _within_space, runner())
+    return out
+
+
+def _within_space(groups, run):
+    """:meth:`FeatureSpace.find_candidates_many` of the one group's space."""
+    (features, queries), = groups
+    return [features.find_candidates_many(queries, run)]
+
+
+def _shared_pass(groups, find, runner):
+    """The outcomes of one pass for the checked queries of ``groups`` by
+    ``find(groups, runner)`` (a list of result lists, or None when the
+    groups cannot share it: then None); the pass's seconds and tasks are
+    split evenly between the queries, whose stats say in
+    ``details["pass_queries"]`` how many shared it."""
+    total = sum(len(queries) for _, queries in groups)
     started = time.perf_counter()
-    results = (type(checked[0][0]).find_candidates_across(checked, runner)
-               if total else None)
+    results = find(groups, runner) if total else None
     if results is None:
-        return [worst_case_analyses(features, queries, block_size=block_size,
-                                    scheduler=scheduler, num_workers=num_workers,
-                                    split_every=split_every,
-                                    progress_label=progress_label)
-                for features, queries in checked]
+        return None
     seconds = (time.perf_counter() - started) / total
     return [[_outcome(features, result, runner.n_tasks // total, seconds,
                       pass_queries=total)
              for result in group_results]
-            for (features, _), group_results in zip(checked, results)]
+            for (features, _), group_results in zip(groups, results)]
 
 
 def _check_query(features, weights, k, excluded):
