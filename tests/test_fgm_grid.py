@@ -213,18 +213,12 @@ def test_C_auto_is_the_same_with_and_without_lockstep(rng, tmp_path, monkeypatch
     store = open_store(tmp_path / "s.zarr")
     calls = []          # per fold, the number of Cs each prefit fitted
     prefit = api._HeldOutScorer.prefit
-    prefit_folds = api._HeldOutScorer.prefit_folds
 
-    def counted(self, fold, train, validation, Cs):
-        calls.append(len(Cs))
-        return prefit(self, fold, train, validation, Cs)
-
-    def counted_folds(self, folds, Cs):
+    def counted(self, folds, Cs):
         calls.extend(len(Cs) for _ in folds)
-        return prefit_folds(self, folds, Cs)
+        return prefit(self, folds, Cs)
 
     monkeypatch.setattr(api._HeldOutScorer, "prefit", counted)
-    monkeypatch.setattr(api._HeldOutScorer, "prefit_folds", counted_folds)
     for kwargs in ({"cv": 3}, {"validation_fraction": 0.25}):
         lock = select(store, B=3, max_iter=3, C="auto", refit=True, seed=3, **kwargs)
         assert calls and calls[0] == 1 + val.PATIENCE

@@ -460,37 +460,25 @@ class _HeldOutScorer:
         for fold, (train, validation) in enumerate(folds):
             self._spaces(fold, train, validation)
 
-    def prefit(self, fold, train, validation, Cs):
-        """Fit FGM at every C of ``Cs`` on the fold in lockstep (passes shared,
-        :func:`~ultrafs.methods.fgm_grid.fit_fgm_grid`); the calls for these
-        Cs then use the fits.  The fold's fits along the grid share a
+    def prefit(self, folds, Cs):
+        """Fit FGM at every C of ``Cs`` on every fold of ``folds`` (``(index,
+        train_rows, validation_rows)`` each) in one lockstep
+        (:func:`~ultrafs.methods.fgm_grid.fit_fgm_folds`): a fold's fits
+        share their passes, and folds whose training parts are row subsets
+        of one store too large to copy read it once per outer iteration for
+        all their fits.  The calls for these Cs then use the fits.  Each
+        fold's fits along the grid share a
         :class:`~ultrafs.methods.fgm.GridWarmStart`."""
-        from ultrafs.methods.fgm import GridWarmStart
-        from ultrafs.methods.fgm_grid import fit_fgm_grid
-
-        part, _ = self._spaces(fold, train, validation)
-        warm = self._warm.setdefault(fold, GridWarmStart())
-        w_train = None if self.weights is None else self.weights[train]
-        results = fit_fgm_grid(part, self.y[train], Cs, n_classes=self.n_classes,
-                               sample_weight=w_train, warm_start=warm, **self.options)
-        for C, result in zip(Cs, results):
-            self._fits[fold, float(C)] = result
-
-    def prefit_folds(self, folds, Cs):
-        """:meth:`prefit` of every fold at once, in one lockstep
-        (:func:`~ultrafs.methods.fgm_grid.fit_fgm_folds`): folds whose
-        training parts are row subsets of one store too large to copy then
-        read it once per outer iteration for all their fits."""
         from ultrafs.methods.fgm import GridWarmStart
         from ultrafs.methods.fgm_grid import fit_fgm_folds
 
         specs = []
-        for fold, (train, validation) in enumerate(folds):
+        for fold, train, validation in folds:
             part, _ = self._spaces(fold, train, validation)
             specs.append((part, self.y[train], self._warm.setdefault(fold, GridWarmStart()),
                           None if self.weights is None else self.weights[train]))
         results = fit_fgm_folds(specs, Cs, n_classes=self.n_classes, **self.options)
-        for fold, fold_results in enumerate(results):
+        for (fold, _, _), fold_results in zip(folds, results):
             for C, result in zip(Cs, fold_results):
                 self._fits[fold, float(C)] = result
 
@@ -509,7 +497,7 @@ class _HeldOutScorer:
         part, held_out = self._spaces(fold, train, validation)
         y_train = self.y[train]
         if (fold, float(C)) not in self._fits:
-            self.prefit(fold, train, validation, [C])
+            self.prefit([(fold, train, validation)], [C])
         result = self._fits.pop((fold, float(C)))
         nonzero = result.nonzero()
         if hasattr(held_out, "adopt"):       # quantise as the fitted space does

@@ -281,13 +281,13 @@ def choose_C(folds, grid, fit_and_score, *, refit_grid=None, method="holdout",
         a refit), each with ``refit_C``, ``accuracy``, ``loss`` and
         ``n_features``.  It is consumed lazily, one refit C at a time over
         all folds (a generator computes only the refits the walk reaches).
-        When it has a method ``prefit(fold_index, train_rows,
-        validation_rows, Cs)``, the walk first calls it with the next grid
-        values it will surely fit (:func:`lockstep_window`), so that their
-        FGM fits can share passes; calls for those Cs follow.  With a
-        method ``prefit_folds(folds, Cs)`` and the folds run one after the
-        other (``n_jobs`` 1), that one call prefits every fold, so that the
-        folds' fits can share passes too.
+        When it has a method ``prefit(folds, Cs)``, ``folds`` a list of
+        ``(fold_index, train_rows, validation_rows)``, the walk first calls
+        it with the next grid values it will surely fit
+        (:func:`lockstep_window`), so that their FGM fits can share passes;
+        calls for those Cs follow.  With the folds run one after the other
+        (``n_jobs`` 1) one call takes every fold, so that the folds' fits
+        can share passes too; with threads, one call per fold.
     refit_grid : list of float or None
         Walked upward for every C, stopped once ``PATIENCE`` values in a
         row score below the best refit of that C.
@@ -318,12 +318,11 @@ def _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool):
         started = time.perf_counter()
         if prefit is not None and i >= fitted:
             window = grid[i:i + lockstep_window(best, below, len(grid) - i)]
-            prefit_folds = getattr(fit_and_score, "prefit_folds", None)
-            if prefit_folds is not None and pool is None and len(folds) > 1:
-                prefit_folds(folds, window)       # all folds in one lockstep
+            indexed = [(k, train, validation) for k, (train, validation) in enumerate(folds)]
+            if pool is None:
+                prefit(indexed, window)              # every fold in one lockstep
             else:
-                _each_fold([partial(prefit, k, train, validation, window)
-                            for k, (train, validation) in enumerate(folds)], pool)
+                _each_fold([partial(prefit, [fold], window) for fold in indexed], pool)
             fitted = i + len(window)
         per_fold = [iter(fit_and_score(k, train, validation, C, refit_grid))
                     for k, (train, validation) in enumerate(folds)]
