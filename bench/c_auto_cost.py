@@ -96,15 +96,19 @@ class _PassCounter:
         self.runner.run_block_tasks = self.original
 
 
+def _parse_case(case):
+    """``set:k`` or ``set:k:K`` (K folds): the set, k and ``select``'s fold option."""
+    name, k, *cv = case.split(":")
+    return name, int(k), {"cv": int(cv[0])} if cv else {}
+
+
 def measure(cases):
     import ultrafs
     from ultrafs.api import select
 
     rows = []
     for case in cases:
-        name, k, *cv = case.split(":")          # set:k, or set:k:cv (K folds)
-        k = int(k)
-        folds = {"cv": int(cv[0])} if cv else {}
+        name, k, folds = _parse_case(case)
         X, y = _data(name)
         B, T = protocol.budget(k)
         with warnings.catch_warnings():
@@ -171,9 +175,7 @@ def threads(cases):
     api.THREADED_FOLDS_MIN_NNZ = 0          # every case threaded: measure both
     rows = []
     for case in cases:
-        name, k, *cv = case.split(":")
-        k = int(k)
-        extra = {"cv": int(cv[0])} if cv else {}
+        name, k, extra = _parse_case(case)
         X, y, _, _ = next(protocol.splits(name, 5))
         B, T = protocol.budget(k)
         times = {1: [], 2: []}
