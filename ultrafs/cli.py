@@ -1059,6 +1059,26 @@ def _option_text(name):
                    "kernel_q": "q", "refit_C": "refit-C", "retrain_C": "retrain-C"}.get(name, name).replace("_", "-")
 
 
+def _check_option_pairs(params, fgm=True):
+    """Refuse an option that has no effect without another one (one line).
+
+    ``--gamma`` and ``--coef0`` are the degree-2 kernel's (``--poly 2``);
+    with FGM, ``--refit-C`` is the refit's C (``--refit``) and ``--cv``
+    the folds of ``--C auto``.
+    """
+    if str(params["poly"]) != "2":
+        for name in ("gamma", "coef0"):
+            if _given(name):
+                raise click.UsageError(f"{_option_text(name)} is a parameter of the "
+                                       "degree-2 kernel: it applies to --poly 2")
+    if not fgm:
+        return
+    if _given("refit_C") and not params["refit"]:
+        raise click.UsageError("--refit-C is the C of the refit: it needs --refit")
+    if _given("cv") and params["C"] != "auto":
+        raise click.UsageError("--cv K chooses C on K folds: it needs --C auto")
+
+
 @main.command("select")
 @click.option("--data", "data_path", required=True, type=click.Path(),
               help="Training data: a store (Zarr or Parquet, see `ultrafs ingest`) "
@@ -1210,6 +1230,7 @@ def select_command(data_path, label, out, test_path, overwrite, method, **params
     for name in _MSLR_ONLY:
         if _given(name):
             raise click.UsageError(f"{_option_text(name)} applies to --method mslr")
+    _check_option_pairs(params)
     started = time.perf_counter()
     out, summary = _model_output(out, data_path, overwrite)
     check_output_file(out, "--out", [("--data store", data_path),
@@ -1345,6 +1366,7 @@ def _select_mslr(data_path, label, out, test_path, overwrite, mslr, params):
                                "retraining's C can be chosen: --retrain-C auto)")
     if mslr["no_retrain"] and mslr["retrain_C"] is not None:
         raise click.UsageError("--retrain-C and --no-retrain exclude each other")
+    _check_option_pairs(params, fgm=False)
     started = time.perf_counter()
     out, summary, store, test_store, fit_store, held_out = _select_inputs(
         data_path, label, out, test_path, overwrite, params)
