@@ -10,6 +10,7 @@ from click.testing import CliRunner
 from ultrafs.api import select
 from ultrafs.cli import main
 from ultrafs.errors import ParameterError
+from ultrafs.estimator import FGMClassifier
 from ultrafs.features.linear import LinearFeatures
 from ultrafs.features.poly import PolyFeatures
 from ultrafs.kernels.sparse_ops import csc_take_rows, csc_take_rows_pattern
@@ -454,6 +455,23 @@ def test_C_auto_parameters_are_checked(rng):
         select(X, y, C=1.0, cv=3)
     with pytest.raises(ParameterError):
         select(X, y, C="auto", cv=3, validation_fraction=0.2)
+
+
+def test_the_estimator_ignores_the_C_auto_split_for_any_other_C(rng):
+    """validation_fraction and cv choose C="auto"'s held-out rows: for any
+    other C the estimator ignores both (so that a search over C may keep
+    them fixed), while the functional core refuses them (above)."""
+    from sklearn.model_selection import GridSearchCV
+
+    X, y = _problem(rng, n=60)
+    plain = FGMClassifier(B=2, max_iter=2, C=2.0).fit(X, y)
+    for split in ({"validation_fraction": 0.25}, {"cv": 3}):
+        ignored = FGMClassifier(B=2, max_iter=2, C=2.0, **split).fit(X, y)
+        np.testing.assert_array_equal(ignored.coef_, plain.coef_)
+        assert ignored.C_ == 2.0
+    search = GridSearchCV(FGMClassifier(B=2, max_iter=2, validation_fraction=0.25),
+                          {"C": [2.0, "auto"]}, cv=2).fit(X, y)
+    assert search.best_params_["C"] in (2.0, "auto")
 
 
 @pytest.mark.parametrize("scheduler", ["threads", "synchronous", "processes"])

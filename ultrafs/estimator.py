@@ -143,7 +143,8 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         ``C="auto"``).
     validation_fraction : float or None, default=None
         ``C="auto"``: share of the rows held out, stratified (None: 0.2, or
-        5 folds for at most 10,000 rows).
+        5 folds for at most 10,000 rows; ignored for any other C, so that a
+        search over C may hold it fixed).
     cv : int or None, default=None
         ``C="auto"``: this many stratified folds instead of one hold-out
         (ignored for any other C).
@@ -333,6 +334,7 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
                                            for name in self.feature_names_in_.tolist()]
             store = InMemoryStore(X, class_index.astype(np.float64), **kwargs)
             self._fitted_on_store = False
+        auto = isinstance(self.C, str) and self.C == "auto"
         model = select(store, B=int(self.B),
                        C=self.C if isinstance(self.C, str) else float(self.C),
                        loss=self.loss,
@@ -348,8 +350,8 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
                        kernel_params=self.kernel_params,
                        refit=bool(self.refit),
                        refit_C=None if self.refit_C is None else float(self.refit_C),
-                       validation_fraction=self.validation_fraction,
-                       cv=self.cv if isinstance(self.C, str) and self.C == "auto" else None,
+                       validation_fraction=self.validation_fraction if auto else None,
+                       cv=self.cv if auto else None,
                        seed=self.random_state, progress=self.verbose > 0,
                        sample_weight=sample_weight,
                        class_weight=self._store_class_weight())
