@@ -21,10 +21,16 @@ k, ``select(C="auto", refit=True)`` with and without the intercept: the
 best held-out (5-fold) accuracy of each curve, which a choice of the
 intercept by the same folds would compare, and each model's test accuracy.
 
+With ``--auc``: ranking or threshold?  Per scaling and k, test accuracy
+and test AUC (the area under the ROC curve of the decision values, which
+no intercept changes) of FGM's plain defaults and of the recommended
+``C="auto"`` + refit, next to liblinear's l1-LR bisected to each model's
+nonzero count (refitted at the C found, seeded as in the bisection).
+
 Usage::
 
     cd bench && python intercept_selection.py [--set leu] [--ks 10,20,50,100,200,300]
-        [--cv-ks 10,20,50] [--repeats 3] [--auto | --peer]
+        [--cv-ks 10,20,50] [--repeats 3] [--auto | --peer | --auc]
 """
 
 from __future__ import annotations
@@ -144,6 +150,37 @@ def peer_table(X, y, Xt, yt, ks):
         print(" | ".join(cells), flush=True)
 
 
+def auc_table(X, y, Xt, yt, ks):
+    """Per k: test accuracy and AUC of FGM (plain, recommended) and of l1-LR."""
+    import warnings
+
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.metrics import roc_auc_score
+
+    from ultrafs.api import select
+    from ultrafs.store import InMemoryStore
+
+    test = InMemoryStore(Xt, yt)
+    for k in ks:
+        B, T = q.budget(k)
+        cells = [f"k={k}"]
+        for name, options in (("plain", {}), ("recommended", {"C": "auto", "refit": True})):
+            model = select(X, y, B=B, max_iter=T, **options)
+            decision = np.asarray(model.decision_function_store(test)).ravel()
+            accuracy = np.mean(model.predict_from_decision(decision) == yt)
+            l1 = q.l1_bisect(X, y, Xt, yt, len(model.features), {})
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                clf = LogisticRegression(solver="liblinear", l1_ratio=1.0, C=l1["C"],
+                                         max_iter=1000, random_state=0).fit(X, y)
+            assert int(np.count_nonzero(clf.coef_)) == l1["nnz"]
+            cells.append(f"{name} ({len(model.features)}): FGM {100 * accuracy:.1f}% "
+                         f"AUC {roc_auc_score(yt, decision):.3f}, l1-LR ({l1['nnz']}) "
+                         f"{100 * l1['accuracy']:.1f}% "
+                         f"AUC {roc_auc_score(yt, clf.decision_function(Xt)):.3f}")
+        print(" | ".join(cells), flush=True)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--set", default="leu", choices=sorted(q.SETS))
@@ -154,6 +191,9 @@ def main(argv=None):
                         help="Compare C='auto' + refit with and without the intercept.")
     parser.add_argument("--peer", action="store_true",
                         help="l1-LR (skglm) with and without an unpenalised intercept.")
+    parser.add_argument("--auc", action="store_true",
+                        help="Test accuracy and AUC of FGM and l1-LR: ranking or "
+                             "threshold?")
     args = parser.parse_args(argv)
     X, y, Xt, yt = next(q.splits(args.set, 1))
     for scaling in ("raw", "unit"):
@@ -162,6 +202,9 @@ def main(argv=None):
               f"{At.shape[0]} test rows", flush=True)
         if args.peer:
             peer_table(A, y, At, yt, [int(k) for k in args.ks.split(",")])
+            continue
+        if args.auc:
+            auc_table(A, y, At, yt, [int(k) for k in args.ks.split(",")])
             continue
         if args.auto:
             auto_table(A, y, At, yt, [int(k) for k in args.ks.split(",")])
