@@ -19,7 +19,11 @@ A cell is the mean test accuracy over the splits; a win / loss needs a gap
 of more than ``TIE_POINTS`` accuracy points, else it is a tie.  Each fit's
 per-row correctness is kept (packed bits), so that ``--paired`` can tell
 which gaps the test rows resolve (exact McNemar test on the rows only one
-of the two models classifies right, pooled over the splits).
+of the two models classifies right, pooled over the splits).  Each fit's
+test AUC (of its decision values, which the intercept does not change) is
+kept too: the last table counts the cells behind l1-LR in accuracy that
+are not behind in AUC (FGM ranks the test rows as well; the threshold
+loses).
 
 Usage::
 
@@ -172,6 +176,7 @@ def l1_bisect(X, y, X_test, y_test, target, cache):
     correct = clf.predict(X_test) == y_test
     out = {"nnz": best["nnz"], "C": best["C"],
            "accuracy": float(np.mean(correct)), "correct": packed(correct),
+           "auc": roc_auc(y_test == clf.classes_[1], clf.decision_function(X_test)),
            "seconds_per_fit": seconds / fits, "fits": fits,
            "support": np.flatnonzero(clf.coef_.ravel())}
     out["refit_accuracy"], refit_correct = l2_refit(X, y, X_test, y_test, out["support"],
@@ -179,6 +184,25 @@ def l1_bisect(X, y, X_test, y_test, target, cache):
     out["refit_correct"] = packed(refit_correct)
     cache[target] = out
     return out
+
+
+def roc_auc(positive, decision):
+    """Test AUC of decision values (positive: bool array of the larger class)."""
+    from sklearn.metrics import roc_auc_score
+
+    return float(roc_auc_score(np.asarray(positive, dtype=bool), np.ravel(decision)))
+
+
+def l1_auc(X, y, X_test, y_test, C):
+    """Test AUC of liblinear's ℓ1-LR at ``C``, as :func:`l1_bisect` fits it
+    (seeded: the same model), for results of runs that predate the AUC."""
+    from sklearn.linear_model import LogisticRegression
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = LogisticRegression(solver="liblinear", l1_ratio=1.0, C=C, max_iter=1000,
+                                 random_state=0).fit(X, y)
+    return roc_auc(y_test == clf.classes_[1], clf.decision_function(X_test))
 
 
 def packed(correct):
@@ -246,7 +270,8 @@ def fgm_fit(config, X, y, X_test, y_test, k):
     # the mean of a bool array) and the per-row correctness
     decision = model.decision_function_store(InMemoryStore(X_test, y_test))
     correct = model.predict_from_decision(decision) == y_test
-    return {"accuracy": float(np.mean(correct)), "nnz": len(model.features),
+    auc = roc_auc(y_test == np.asarray(model.classes)[1], decision)
+    return {"accuracy": float(np.mean(correct)), "auc": auc, "nnz": len(model.features),
             "correct": packed(correct), "support": [int(f) for f in model.features],
             "seconds": seconds, "C": model.params["C"],
             "refit_C": model.params.get("refit_C")}
@@ -298,6 +323,8 @@ def run(sets, scalings, ks, n_splits, configs, fgm_only=False, sk_refit=False,
                                         s=round(fgm["seconds"], 2))
                         else:
                             l1 = l1_bisect(X, y, Xt, yt, fgm["nnz"], l1_cache)
+                            if "auc" not in l1:       # reused from an older run
+                                l1["auc"] = l1_auc(X, y, Xt, yt, l1["C"])
                             row["l1"] = {key: value for key, value in l1.items()
                                          if key != "support"}
                             line.update(l1=round(l1["accuracy"], 4), l1_nnz=l1["nnz"],
@@ -328,7 +355,35 @@ def cells(rows):
                     "seconds": mean(lambda r: r["fgm"]["seconds"]),
                     "l1_seconds": mean(lambda r: r["l1"]["seconds_per_fit"]),
                     "C": [r["fgm"]["C"] for r in group]})
+        if all("auc" in r["fgm"] and "auc" in r["l1"] for r in group):
+            out[-1]["fgm_auc"] = 100 * mean(lambda r: r["fgm"]["auc"])
+            out[-1]["l1_auc"] = 100 * mean(lambda r: r["l1"]["auc"])
     return out
+
+
+def auc_summary(cell_rows):
+    """Accuracy or ranking?  Per set and configuration, FGM − ℓ1-LR in test
+    accuracy and in test AUC (both in points, AUC × 100), and which cells
+    behind in accuracy are not behind in AUC: lines of markdown."""
+    lines = ["| set | config | cells | mean Δ accuracy | mean Δ AUC | cells behind in "
+             "accuracy | of those, not behind in AUC | cells behind in AUC |",
+             "|---|---|---|---|---|---|---|---|"]
+    groups = {}
+    for c in cell_rows:
+        if "fgm_auc" in c:
+            groups.setdefault((c["set"], c["config"]), []).append(c)
+    for (name, config), group in groups.items():
+        behind = [c for c in group if c["fgm"] - c["l1"] < -TIE_POINTS]
+        ranked = [f"{c['scaling']} k={c['k']} ({c['fgm'] - c['l1']:+.2f}, AUC "
+                  f"{c['fgm_auc'] - c['l1_auc']:+.2f})" for c in behind
+                  if c["fgm_auc"] - c["l1_auc"] >= -TIE_POINTS]
+        auc_behind = sum(c["fgm_auc"] - c["l1_auc"] < -TIE_POINTS for c in group)
+        lines.append(
+            f"| {name} | {config} | {len(group)} | "
+            f"{np.mean([c['fgm'] - c['l1'] for c in group]):+.2f} | "
+            f"{np.mean([c['fgm_auc'] - c['l1_auc'] for c in group]):+.2f} | "
+            f"{len(behind)} | {len(ranked)} {'; '.join(ranked)} | {auc_behind} |")
+    return "\n".join(lines)
 
 
 def verdict(delta):
@@ -525,6 +580,9 @@ def main(argv=None):
         print(markdown(cell_rows))
         print()
         print(criteria(cell_rows))
+        if any("fgm_auc" in c for c in cell_rows):
+            print()
+            print(auc_summary(cell_rows))
         return
     started = time.perf_counter()
     rows = run(args.sets.split(","), args.scalings.split(","),
@@ -552,6 +610,8 @@ def main(argv=None):
     print(table)
     print()
     print(criteria(cell_rows))
+    print()
+    print(auc_summary(cell_rows))
     write_result(args.name, {"rows": rows, "cells": cell_rows, "table": table,
                              "seconds": time.perf_counter() - started,
                              "peak_rss_mb": peak_rss_mb(), "tie_points": TIE_POINTS})
