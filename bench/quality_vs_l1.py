@@ -127,8 +127,6 @@ def unit_rows(X):
 
 def l1_bisect(X, y, X_test, y_test, target, cache):
     """liblinear l1-LR with the largest nonzero count <= target (C bisected)."""
-    from sklearn.linear_model import LogisticRegression
-
     if target in cache:
         return cache[target]
     best = None
@@ -138,12 +136,9 @@ def l1_bisect(X, y, X_test, y_test, target, cache):
     def fit(exponent):
         nonlocal best, seconds, fits
         started = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            # liblinear shuffles its coordinates: seeded, so that the
-            # baseline is the same in every run (unseeded before 23 November)
-            clf = LogisticRegression(solver="liblinear", l1_ratio=1.0, C=10 ** exponent,
-                                     max_iter=1000, random_state=0).fit(X, y)
+        # liblinear shuffles its coordinates: seeded, so that the baseline
+        # is the same in every run (unseeded before 23 November)
+        clf = l1_model(X, y, 10 ** exponent)
         seconds += time.perf_counter() - started
         fits += 1
         nnz = int(np.count_nonzero(clf.coef_))
@@ -193,15 +188,20 @@ def roc_auc(positive, decision):
     return float(roc_auc_score(np.asarray(positive, dtype=bool), np.ravel(decision)))
 
 
-def l1_auc(X, y, X_test, y_test, C):
-    """Test AUC of liblinear's ℓ1-LR at ``C``, as :func:`l1_bisect` fits it
-    (seeded: the same model), for results of runs that predate the AUC."""
+def l1_model(X, y, C):
+    """liblinear's ℓ1-LR at ``C``, as :func:`l1_bisect` fits it (seeded: the
+    same model), for results of runs that did not keep it."""
     from sklearn.linear_model import LogisticRegression
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf = LogisticRegression(solver="liblinear", l1_ratio=1.0, C=C, max_iter=1000,
-                                 random_state=0).fit(X, y)
+        return LogisticRegression(solver="liblinear", l1_ratio=1.0, C=C, max_iter=1000,
+                                  random_state=0).fit(X, y)
+
+
+def l1_auc(X, y, X_test, y_test, C):
+    """Test AUC of :func:`l1_model` (for results that predate the AUC)."""
+    clf = l1_model(X, y, C)
     return roc_auc(y_test == clf.classes_[1], clf.decision_function(X_test))
 
 
@@ -215,27 +215,39 @@ def unpacked(hex_bits, n):
     return np.unpackbits(np.frombuffer(bytes.fromhex(hex_bits), np.uint8))[:n].astype(bool)
 
 
-def l2_refit(X, y, X_test, y_test, support, with_correct=False):
+def l2_refit_model(X, y, support):
     """l2-LR on the given columns, C by 5-fold CV (the refit of a selection);
-    its test accuracy, and with ``with_correct`` the per-row correctness."""
+    None for an empty selection."""
     from sklearn.linear_model import LogisticRegressionCV
 
-    def result(correct):
-        accuracy = float(np.mean(correct))
-        return (accuracy, correct) if with_correct else accuracy
-
     if len(support) == 0:
-        majority = np.unique(y, return_counts=True)
-        label = majority[0][np.argmax(majority[1])]
-        return result(y_test == label)
-    Xs, Xt = X[:, support], X_test[:, support]
+        return None
+    Xs = X[:, support]
     # the same factors as ultrafs' C="auto" grid, around 100 / mean ||x_S||^2
     sq = float(np.asarray(Xs.multiply(Xs).sum()) / Xs.shape[0]) or 1.0
     Cs = [100.0 / sq * 10 ** e for e in (-1.5, -1, -0.5, 0, 0.5, 1, 1.5, 2)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        clf = LogisticRegressionCV(Cs=Cs, cv=5, max_iter=2000).fit(Xs, y)
-    return result(clf.predict(Xt) == y_test)
+        return LogisticRegressionCV(Cs=Cs, cv=5, max_iter=2000).fit(Xs, y)
+
+
+def l2_refit(X, y, X_test, y_test, support, with_correct=False, with_auc=False):
+    """Test accuracy of :func:`l2_refit_model`; with ``with_correct`` also the
+    per-row correctness, with ``with_auc`` also the test AUC (0.5 for an
+    empty selection, whose model predicts the majority class)."""
+    clf = l2_refit_model(X, y, support)
+    if clf is None:
+        majority = np.unique(y, return_counts=True)
+        correct = y_test == majority[0][np.argmax(majority[1])]
+        auc = 0.5
+    else:
+        Xt = X_test[:, support]
+        correct = clf.predict(Xt) == y_test
+        auc = roc_auc(y_test == clf.classes_[1], clf.decision_function(Xt)) \
+            if with_auc else None
+    out = (float(np.mean(correct)),) + ((correct,) if with_correct else ()) \
+        + ((auc,) if with_auc else ())
+    return out if len(out) > 1 else out[0]
 
 
 def budget(k):
@@ -309,8 +321,9 @@ def run(sets, scalings, ks, n_splits, configs, fgm_only=False, sk_refit=False,
                     for config in configs:
                         fgm = fgm_fit(config, X, y, Xt, yt, k)
                         if sk_refit:      # FGM's selection, refitted as l1-LR's is
-                            fgm["sk_refit_accuracy"] = l2_refit(
-                                X, y, Xt, yt, np.array(fgm["support"], dtype=np.int64))
+                            fgm["sk_refit_accuracy"], fgm["sk_refit_auc"] = l2_refit(
+                                X, y, Xt, yt, np.array(fgm["support"], dtype=np.int64),
+                                with_auc=True)
                         row = {"set": name, "scaling": scaling, "split": split, "k": k,
                                "config": config, "n_test": int(len(yt)), "fgm": fgm}
                         line = {**{x: row[x] for x in ("set", "scaling", "split", "k",
@@ -325,6 +338,13 @@ def run(sets, scalings, ks, n_splits, configs, fgm_only=False, sk_refit=False,
                             l1 = l1_bisect(X, y, Xt, yt, fgm["nnz"], l1_cache)
                             if "auc" not in l1:       # reused from an older run
                                 l1["auc"] = l1_auc(X, y, Xt, yt, l1["C"])
+                            if sk_refit and "refit_auc" not in l1:
+                                support = l1.get("support")
+                                if support is None:   # reused: refit at its C
+                                    support = np.flatnonzero(
+                                        l1_model(X, y, l1["C"]).coef_.ravel())
+                                l1["refit_auc"] = l2_refit(X, y, Xt, yt, support,
+                                                           with_auc=True)[1]
                             row["l1"] = {key: value for key, value in l1.items()
                                          if key != "support"}
                             line.update(l1=round(l1["accuracy"], 4), l1_nnz=l1["nnz"],
@@ -558,7 +578,8 @@ def main(argv=None):
                              "their joint table and criteria instead of running.")
     parser.add_argument("--sk-refit", action="store_true",
                         help="Also refit FGM's selection with l1-LR's refitter "
-                             "(l2_refit): selection or refit?  Prints its cells.")
+                             "(l2_refit): selection or refit?  Prints its cells, "
+                             "accuracy and AUC, next to l1-LR's and its refit's.")
     parser.add_argument("--l1-from", default=None,
                         help="Comma-separated result names: reuse their l1-LR results "
                              "for fits of the same split and nonzero count.")
@@ -592,14 +613,18 @@ def main(argv=None):
                l1_from=args.l1_from.split(",") if args.l1_from else None)
     if args.sk_refit and not args.fgm_only:
         print("| set | rows | k | config | FGM % | FGM's selection, l1's refit % | "
-              "l1-LR % | l1-LR refit % |")
-        print("|---|---|---|---|---|---|---|---|")
+              "l1-LR % | l1-LR refit % | AUC × 100: FGM | FGM's selection, l1's refit | "
+              "l1-LR | l1-LR refit |")
+        print("|" + "---|" * 12)
         for c in cells(rows):
             group = [r for r in rows if (r["set"], r["scaling"], r["k"], r["config"])
                      == (c["set"], c["scaling"], c["k"], c["config"])]
-            sk = 100 * np.mean([r["fgm"]["sk_refit_accuracy"] for r in group])
+            mean = lambda f: 100 * np.mean([f(r) for r in group])  # noqa: E731
             print(f"| {c['set']} | {c['scaling']} | {c['k']} | {c['config']} | "
-                  f"{c['fgm']:.2f} | {sk:.2f} | {c['l1']:.2f} | {c['l1_refit']:.2f} |")
+                  f"{c['fgm']:.2f} | {mean(lambda r: r['fgm']['sk_refit_accuracy']):.2f} | "
+                  f"{c['l1']:.2f} | {c['l1_refit']:.2f} | {c['fgm_auc']:.2f} | "
+                  f"{mean(lambda r: r['fgm']['sk_refit_auc']):.2f} | {c['l1_auc']:.2f} | "
+                  f"{mean(lambda r: r['l1']['refit_auc']):.2f} |")
     if args.fgm_only:
         write_result(args.name, {"rows": rows, "fgm_only": True,
                                  "seconds": time.perf_counter() - started,
