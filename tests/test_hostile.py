@@ -838,14 +838,17 @@ def test_sigterm_inside_a_compiled_kernel_is_one_line(link, depth, capsys):
     from ultrafs.cli import _one_line_errors
     from ultrafs.signals import SIGTERM_EXIT_STATUS, Terminated
 
-    def kernel_interrupted():
-        error = Terminated("received signal 15")
+    def inside_kernels(error):
+        """``error`` wrapped in ``depth`` SystemErrors, each chained by ``link``."""
         for _ in range(depth):
             outer = SystemError("CPUDispatcher(...) returned a result with an "
                                 "exception set")
             setattr(outer, link, error)
             error = outer
-        raise error
+        return error
+
+    def kernel_interrupted():
+        raise inside_kernels(Terminated("received signal 15"))
 
     with pytest.raises(SystemExit) as stop:
         _one_line_errors(kernel_interrupted)()
@@ -859,12 +862,7 @@ def test_sigterm_inside_a_compiled_kernel_is_one_line(link, depth, capsys):
         _one_line_errors(plain_system_error)()
 
     def kernel_ctrl_c():
-        error = KeyboardInterrupt()
-        for _ in range(depth):
-            outer = SystemError("returned a result with an exception set")
-            setattr(outer, link, error)
-            error = outer
-        raise error
+        raise inside_kernels(KeyboardInterrupt())
 
     # Ctrl-C inside a kernel is a plain KeyboardInterrupt again (click then
     # prints its "Aborted!"), not a SystemError traceback

@@ -270,10 +270,10 @@ class LinearFeatures(FeatureSpace):
                    for space in spaces):
             return None
         store = spaces[0]._pass_store()
+        if any(space._pass_store() is not store for space in spaces[1:]):
+            return None          # e.g. folds copied into memory: their own passes
         blocks = spaces[0].candidate_blocks(run.block_size)
-        if any(space._pass_store() is not store
-               or space.candidate_blocks(run.block_size) != blocks
-               for space in spaces[1:]):
+        if any(space.candidate_blocks(run.block_size) != blocks for space in spaces[1:]):
             return None
         if not blocks:
             return [[TopK(_EMPTY_KEYS, _EMPTY_SCORES, {}) for _ in queries]
