@@ -152,9 +152,6 @@ def peer_table(X, y, Xt, yt, ks):
 
 def auc_table(X, y, Xt, yt, ks):
     """Per k: test accuracy and AUC of FGM (plain, recommended) and of l1-LR."""
-    import warnings
-
-    from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import roc_auc_score
 
     from ultrafs.api import select
@@ -169,11 +166,7 @@ def auc_table(X, y, Xt, yt, ks):
             decision = np.asarray(model.decision_function_store(test)).ravel()
             accuracy = np.mean(model.predict_from_decision(decision) == yt)
             l1 = q.l1_bisect(X, y, Xt, yt, len(model.features), {})
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                clf = LogisticRegression(solver="liblinear", l1_ratio=1.0, C=l1["C"],
-                                         max_iter=1000, random_state=0).fit(X, y)
-            assert int(np.count_nonzero(clf.coef_)) == l1["nnz"]
+            clf = q.l1_model(X, y, l1["C"])          # the bisection's model
             cells.append(f"{name} ({len(model.features)}): FGM {100 * accuracy:.1f}% "
                          f"AUC {roc_auc_score(yt, decision):.3f}, l1-LR ({l1['nnz']}) "
                          f"{100 * l1['accuracy']:.1f}% "

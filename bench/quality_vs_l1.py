@@ -199,10 +199,20 @@ def l1_model(X, y, C):
                                   random_state=0).fit(X, y)
 
 
-def l1_auc(X, y, X_test, y_test, C):
-    """Test AUC of :func:`l1_model` (for results that predate the AUC)."""
-    clf = l1_model(X, y, C)
-    return roc_auc(y_test == clf.classes_[1], clf.decision_function(X_test))
+def complete_l1(l1, X, y, X_test, y_test, sk_refit):
+    """Add to an ℓ1-LR result of an older run what it lacks: its test AUC
+    and, for ``--sk-refit``, its selection's refit AUC; the model is rebuilt
+    at its C (one :func:`l1_model` fit) only when the result kept no
+    support or no AUC."""
+    want_auc = "auc" not in l1
+    want_refit = sk_refit and "refit_auc" not in l1
+    clf = l1_model(X, y, l1["C"]) if want_auc or (want_refit and "support" not in l1) \
+        else None
+    if want_auc:
+        l1["auc"] = roc_auc(y_test == clf.classes_[1], clf.decision_function(X_test))
+    if want_refit:
+        support = l1["support"] if "support" in l1 else np.flatnonzero(clf.coef_.ravel())
+        l1["refit_auc"] = l2_refit(X, y, X_test, y_test, support, with_auc=True)[1]
 
 
 def packed(correct):
@@ -245,9 +255,12 @@ def l2_refit(X, y, X_test, y_test, support, with_correct=False, with_auc=False):
         correct = clf.predict(Xt) == y_test
         auc = roc_auc(y_test == clf.classes_[1], clf.decision_function(Xt)) \
             if with_auc else None
-    out = (float(np.mean(correct)),) + ((correct,) if with_correct else ()) \
-        + ((auc,) if with_auc else ())
-    return out if len(out) > 1 else out[0]
+    out = [float(np.mean(correct))]
+    if with_correct:
+        out.append(correct)
+    if with_auc:
+        out.append(auc)
+    return tuple(out) if len(out) > 1 else out[0]
 
 
 def budget(k):
@@ -336,15 +349,7 @@ def run(sets, scalings, ks, n_splits, configs, fgm_only=False, sk_refit=False,
                                         s=round(fgm["seconds"], 2))
                         else:
                             l1 = l1_bisect(X, y, Xt, yt, fgm["nnz"], l1_cache)
-                            if "auc" not in l1:       # reused from an older run
-                                l1["auc"] = l1_auc(X, y, Xt, yt, l1["C"])
-                            if sk_refit and "refit_auc" not in l1:
-                                support = l1.get("support")
-                                if support is None:   # reused: refit at its C
-                                    support = np.flatnonzero(
-                                        l1_model(X, y, l1["C"]).coef_.ravel())
-                                l1["refit_auc"] = l2_refit(X, y, Xt, yt, support,
-                                                           with_auc=True)[1]
+                            complete_l1(l1, X, y, Xt, yt, sk_refit)
                             row["l1"] = {key: value for key, value in l1.items()
                                          if key != "support"}
                             line.update(l1=round(l1["accuracy"], 4), l1_nnz=l1["nnz"],
