@@ -31,6 +31,7 @@ Usage::
         [--ks 10,20] [--splits 5] [--configs plain,recommended]
         [--name quality_vs_l1]
     python bench/quality_vs_l1.py --combine NAME1,NAME2   # joint table of runs
+    python bench/quality_vs_l1.py --combine NAME1:plain,NAME2   # NAME1's plain rows only
     python bench/quality_vs_l1.py --paired NAME1,NAME2    # gaps beyond the noise
     python bench/quality_vs_l1.py --sk-refit ...          # + FGM's selection, l1's refit
     python bench/quality_vs_l1.py --l1-from NAME ...      # reuse NAME's l1-LR fits
@@ -299,7 +300,7 @@ def fgm_fit(config, X, y, X_test, y_test, k):
     return {"accuracy": float(np.mean(correct)), "auc": auc, "nnz": len(model.features),
             "correct": packed(correct), "support": [int(f) for f in model.features],
             "seconds": seconds, "C": model.params["C"],
-            "refit_C": model.params.get("refit_C")}
+            "refit_C": model.params.get("refit_C"), "predictor": model.predictor}
 
 
 def earlier_l1(names):
@@ -598,7 +599,10 @@ def main(argv=None):
     if args.combine or args.paired:
         rows = []
         for name in (args.combine or args.paired).split(","):
-            rows += json.loads((OUT_DIR / f"{name}.json").read_text())["rows"]
+            # NAME:CONFIG takes one configuration's rows of a run
+            name, _, config = name.partition(":")
+            rows += [r for r in json.loads((OUT_DIR / f"{name}.json").read_text())["rows"]
+                     if not config or r["config"] == config]
         if args.paired:
             print(paired(rows))
             return

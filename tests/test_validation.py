@@ -276,6 +276,7 @@ def test_choose_C_walks_the_refit_grid_with_patience():
     refit_accuracy = {1: 0.6, 2: 0.9, 3: 0.8, 4: 0.7, 5: 0.95}
 
     def scorer(fold, train, held, C, refit_grid):
+        yield {"refit_C": None, "accuracy": 0.5, "loss": 1.0, "n_features": 3}
         for refit_C in refit_grid:
             asked.append((fold, C, refit_C))
             yield {"refit_C": refit_C, "accuracy": refit_accuracy[refit_C] - 0.01 * C,
@@ -288,8 +289,39 @@ def test_choose_C_walks_the_refit_grid_with_patience():
         [(C, r) for C in (1, 2, 3) for r in (1, 2, 3, 4)]
     assert [(c, r) for f, c, r in asked if f == 1] == \
         [(C, r) for C in (1, 2, 3) for r in (1, 2, 3, 4)]
-    assert (curve.C, curve.refit_C) == (1, 2)
-    assert len(curve.points) == 12
+    assert (curve.C, curve.refit_C, curve.predictor) == (1, 2, "refit")
+    # per C: FGM's own weights, then the four refits
+    assert len(curve.points) == 15
+    assert [p["predictor"] for p in curve.points[:5]] == ["selection"] + ["refit"] * 4
+
+
+def test_choose_C_lets_FGM_s_own_weights_predict_where_they_score_better():
+    """With a refit, FGM's own weights compete for the best point, outside
+    the refit walk (which goes on as without them); when they win, the
+    curve keeps the best refit of the chosen C for the model to hold."""
+    own = {1: 0.7, 2: 0.95, 3: 0.6}
+
+    def scorer(fold, train, held, C, refit_grid):
+        yield {"refit_C": None, "accuracy": own[C], "loss": 1.0, "n_features": 3}
+        for refit_C in refit_grid:
+            yield {"refit_C": refit_C, "accuracy": 0.8 + 0.01 * (refit_C == C + 1),
+                   "loss": 1.0, "n_features": 3}
+
+    curve = val.choose_C([(None, None)], [1, 2, 3], scorer, refit_grid=[1, 2, 3, 4])
+    assert (curve.C, curve.predictor) == (2, "selection")
+    assert curve.refit_C == 3           # the best refit of C = 2
+    point = curve.to_dict()
+    assert point["predictor"] == "selection" and point["refit_C"] == 3
+    # the refit walk of every C is the one it would be without FGM's weights
+    assert [(p["C"], p["refit_C"]) for p in curve.points if p["predictor"] == "refit"] \
+        == [(1, 1), (1, 2), (1, 3), (1, 4), (2, 1), (2, 2), (2, 3), (2, 4),
+            (3, 1), (3, 2), (3, 3)]
+    # without a refit the curve names no predictor
+    plain = val.choose_C([(None, None)], [1, 2, 3],
+                         lambda *a: [{"refit_C": None, "accuracy": 0.5, "loss": 1.0,
+                                      "n_features": 3}])
+    assert plain.predictor is None and "predictor" not in plain.to_dict()
+    assert all("predictor" not in p for p in plain.points)
 
 
 
@@ -300,6 +332,9 @@ def test_choose_C_folds_in_threads_give_the_same_curve():
     seen = set()
 
     def scorer(fold, train, held, C, refit_grid):
+        seen.add(threading.current_thread().name)
+        yield {"refit_C": None, "accuracy": 0.4 + 0.1 * fold, "loss": float(C),
+               "n_features": fold}
         for refit_C in refit_grid:
             seen.add(threading.current_thread().name)
             yield {"refit_C": refit_C, "accuracy": 0.5 + 0.1 * fold - 0.01 * abs(C - 2)
@@ -440,9 +475,7 @@ def test_C_auto_picks_a_grid_value_and_records_the_curve(rng):
     assert curve["method"] == "holdout" and curve["fraction"] == 0.25
     best = max(curve["points"], key=lambda p: p["accuracy"])
     assert best["accuracy"] == max(p["accuracy"] for p in curve["points"])
-    chosen = [p for p in curve["points"]
-              if p["C"] == curve["C"] and p["refit_C"] == curve["refit_C"]]
-    assert chosen[0]["accuracy"] == best["accuracy"]
+    assert val.chosen_point(curve)["accuracy"] == best["accuracy"]
     # small data: 5 folds by default
     assert select(X, y, B=2, max_iter=2, C="auto").params["validation"]["folds"] == 5
 
@@ -518,3 +551,65 @@ def test_cli_C_auto(rng, tmp_path):
     assert model["params"]["validation"]["seed"] == 1
     bad = CliRunner().invoke(main, ["select", "--data", str(path), "--C", "-1"])
     assert bad.exit_code != 0 and "Traceback" not in bad.output
+
+
+def _noisy_problem(seed, n=80, m=30):
+    """Few noisy rows: on seed 2 the held-out rows score FGM's own weights
+    above every refit (found by a search over seeds, checked below)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, m))
+    y = np.where(X[:, :3].sum(axis=1) + 1.5 * rng.standard_normal(n) > 0, 1, -1)
+    return X, y
+
+
+def test_C_auto_lets_FGM_s_own_weights_predict_when_they_score_better(tmp_path,
+                                                                      monkeypatch):
+    """With refit=True, C="auto" also scores FGM's own weights; where they
+    beat every refit, they predict, the model keeps the best refit of the
+    chosen C, and the file, the CLI summary and the report say so."""
+    from ultrafs.model import Model
+    from ultrafs.report import _validation_section
+
+    X, y = _noisy_problem(2)
+    model = select(X, y, B=2, max_iter=2, C="auto", refit=True)
+    curve = model.params["validation"]
+    assert curve["predictor"] == "selection" and model.predictor == "selection"
+    chosen = val.chosen_point(curve)
+    assert chosen["predictor"] == "selection" and chosen["refit_C"] is None
+    assert all(chosen["accuracy"] >= p["accuracy"] for p in curve["points"])
+    # the refit kept is the best refit of the chosen C
+    refits = [p for p in curve["points"]
+              if p["C"] == curve["C"] and p["predictor"] == "refit"]
+    assert model.refit["C"] == curve["refit_C"] == model.params["refit_C"]
+    assert max(refits, key=lambda p: (p["accuracy"], -p["loss"]))["refit_C"] \
+        == curve["refit_C"]
+    # FGM's own weights predict
+    store = InMemoryStore(X, y)
+    np.testing.assert_allclose(model.decision_function_store(store),
+                               X[:, model.features] @ model.coef + model.intercept)
+    model.save(tmp_path / "m.json")
+    assert Model.load(tmp_path / "m.json").predictor == "selection"
+    html = "".join(_validation_section({"validation": "v.png"}, curve))
+    assert html.count("<td class=\"text\">yes</td>") == 1
+    assert "they did, so the model predicts with them" in html
+    forged = json.loads((tmp_path / "m.json").read_text())
+    forged["params"]["validation"]["predictor"] = "both"
+    from ultrafs.errors import InputFormatError
+    with pytest.raises(InputFormatError, match="predictor"):
+        Model.from_dict(forged)
+    # where the refit scores better, it predicts (as before)
+    X, y = _noisy_problem(0)
+    model = select(X, y, B=2, max_iter=2, C="auto", refit=True)
+    assert model.params["validation"]["predictor"] == model.predictor == "refit"
+    # the CLI's summary (on a terminal) says which weights predict
+    import ultrafs.cli as cli
+
+    monkeypatch.setattr(cli, "_stdout_is_terminal", lambda: True)
+    path = tmp_path / "s.zarr"
+    X, y = _noisy_problem(2)
+    write_store(path, sp.csc_matrix(X), y)
+    result = CliRunner().invoke(main, ["select", "--data", str(path), "--B", "2",
+                                       "--max-iter", "2", "--C", "auto", "--refit",
+                                       "--out", str(tmp_path / "c.json")])
+    assert result.exit_code == 0, result.output
+    assert "FGM's own weights (they scored better" in result.output

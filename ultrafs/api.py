@@ -65,7 +65,9 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
         Also fit an ℓ2-regularised model of the same loss on the selected
         columns only (``1/2 ||W||^2 + refit_C sum_i loss_i``, the paper's
         de-biased model, solved to the same KKT certificate) and predict
-        with it; the model keeps FGM's weights too.
+        with it; the model keeps FGM's weights too.  With ``C="auto"`` the
+        held-out rows also score FGM's own weights, and those predict
+        (``Model.predictor == "selection"``) where they score better.
     refit_C : float, optional
         ``C`` of the refit (default: ``C``; with ``C="auto"`` chosen on the
         same held-out rows, from the same grid).
@@ -208,10 +210,20 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
         history=result.history,
         stop_reason=result.stop_reason,
         refit=refitted,
-        predictor="refit" if refitted is not None else "selection",
+        predictor=_predictor(refitted, validation),
         feature_names=Model.names_from_store(
             features.feature_ids(result.keys[nonzero]), store, features.kind),
     )
+
+
+def _predictor(refitted, validation):
+    """Which weights predict: the refit's, unless there is none or the
+    held-out rows of ``C="auto"`` scored FGM's own weights better."""
+    if refitted is None:
+        return "selection"
+    if validation is not None and validation.predictor == "selection":
+        return "selection"
+    return "refit"
 
 
 def _classification_targets(store):
@@ -483,7 +495,8 @@ class _HeldOutScorer:
                 self._fits[fold, float(C)] = result
 
     def __call__(self, fold, train, validation, C, refit_grid):
-        """Score the fold's FGM fit at ``C``; yield one held-out record per refit C.
+        """Score the fold's FGM fit at ``C``; yield its held-out record, then
+        one per refit C.
 
         A generator: :func:`~ultrafs.methods.validation.choose_C` asks for
         the refit Cs one at a time and stops asking when its walk ends.
@@ -505,11 +518,13 @@ class _HeldOutScorer:
         block = held_out.materialize(result.keys[nonzero])
         y_held = self.y[validation]
         n_features = int(np.count_nonzero(nonzero))
+        # FGM's own weights (the only record without a refit; with one, they
+        # compete with the refits for which model predicts)
+        yield {"refit_C": None, "n_features": n_features,
+               **_held_out_scores(block, result.coef_matrix()[nonzero],
+                                  result.bias, y_held, self.n_classes, o["loss"],
+                                  w_held)}
         if refit_grid is None:
-            yield {"refit_C": None, "n_features": n_features,
-                   **_held_out_scores(block, result.coef_matrix()[nonzero],
-                                      result.bias, y_held, self.n_classes, o["loss"],
-                                      w_held)}
             return
         from ultrafs.methods.refit import refit_block
 

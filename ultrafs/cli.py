@@ -1713,12 +1713,16 @@ def _select_summary(model, store, scores, out, seconds):
     add("C", f"{params.get('C', 0):g} ({params.get('C_rule', 'given')})")
     validation = params.get("validation")
     if validation:
-        best = [p for p in validation.get("points", [])
-                if p.get("C") == validation.get("C")
-                and p.get("refit_C") == validation.get("refit_C")]
-        if best and "accuracy" in best[0]:
-            add("validation accuracy", f"{best[0]['accuracy']:.4f} at the chosen C "
+        from ultrafs.methods.validation import chosen_point
+
+        best = chosen_point(validation)
+        if best is not None and "accuracy" in best:
+            add("validation accuracy", f"{best['accuracy']:.4f} at the chosen C "
                 f"({validation.get('method')}; the model is then fitted on all rows)")
+    if model.refit is not None:
+        add("predicts with", "the refit" if model.predictor == "refit" else
+            "FGM's own weights" + (" (they scored better than the refit on the "
+                                   "held-out rows)" if validation else ""))
     held = scores.get("held_out")
     if held:
         add("held-out accuracy", f"{held['accuracy']:.4f} on {held['n_held_out']:,} "

@@ -137,7 +137,9 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
     refit : bool, default=False
         Refit an ℓ2-regularised model of the same loss on the selected
         columns only (the paper's de-biased model) and predict with it;
-        ``selection_coef_`` keeps FGM's own weights.
+        ``selection_coef_`` keeps FGM's own weights.  With ``C="auto"`` the
+        held-out rows also score FGM's own weights, and those predict where
+        they score better (``model_.predictor``).
     refit_C : float or None, default=None
         ``C`` of the refit (None: ``C``, or chosen with it when
         ``C="auto"``).
@@ -195,7 +197,8 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         scikit-learn's convention (``poly=1`` only): the weights that
         predict over every input column, zero for the columns not selected
         (one row for two classes, one per class for K >= 3); the refit's
-        with ``refit=True``, else FGM's.  Built on access from
+        with ``refit=True`` (unless ``C="auto"`` chose FGM's), else FGM's.
+        Built on access from
         ``selected_coef_`` (refused above ``DENSE_COEF_MAX_ENTRIES``
         entries, e.g. hashed widths).  With ``poly=2`` reading it raises
         AttributeError, as scikit-learn's ``SVC.coef_`` does for a
@@ -217,7 +220,9 @@ class FGMClassifier(SelectorMixin, ClassifierMixin, BaseEstimator):
         The C used (resolved from "scale" or "auto").
     validation_ : dict or None
         With ``C="auto"``: the grid points tried (mean held-out accuracy and
-        loss) and the chosen C (and refit C).
+        loss) and the chosen C (and refit C, and with ``refit=True`` the
+        ``predictor``: ``"refit"``, or ``"selection"`` where FGM's own weights
+        scored better).
     model_ : ultrafs.model.Model
     n_features_in_ : int
         Columns of X (for a store: its id space, the width of the matrices

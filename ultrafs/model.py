@@ -818,6 +818,7 @@ def _validation(value) -> None:
             _real(curve[name], f"params validation {name}")
     if curve.get("folds") is not None:
         _int(curve["folds"], "params validation folds", 1)
+    _predictor_name(curve.get("predictor"), "params validation predictor")
     _int(curve.get("seed", 0), "params validation seed")
     for k, point in enumerate(_list(curve.get("points"), "params validation points")):
         point = _dict(point, f"params validation points[{k}]")
@@ -826,6 +827,13 @@ def _validation(value) -> None:
             _number(point.get(name), f"params validation points[{k}] {name}")
         if point.get("refit_C") is not None:
             _real(point["refit_C"], f"params validation points[{k}] refit_C")
+        _predictor_name(point.get("predictor"), f"params validation points[{k}] predictor")
+
+
+def _predictor_name(value, what) -> None:
+    """An optional ``predictor`` of a validation curve or point."""
+    if value is not None and value not in ("selection", "refit"):
+        raise _Invalid(f"{what} must be selection or refit, got {_show(value)}")
 
 
 def _number(value, what) -> None:

@@ -35,6 +35,7 @@ import numpy as np
 from ultrafs import __version__
 from ultrafs.atomic import publish_path, rename_os_error
 from ultrafs.errors import InputFormatError, UltraFSError, UltraFSWarning
+from ultrafs.methods.validation import chosen_point
 
 __all__ = ["build_report", "accuracy_vs_features", "accuracy_curves"]
 
@@ -548,12 +549,18 @@ def _validation_section(figures, curve) -> list[str]:
               "after two values in a row below the best"
             + ("; for each C the refit's grid is walked the same way, so the "
                "table holds only the refit values the walk reached."
-               if curve.get("refit_C") is not None else "."))
+               if curve.get("refit_C") is not None else ".")
+            + (" FGM's own weights (no refit C) are scored on the same rows and "
+               "predict when they score best: "
+               + ("they did, so the model predicts with them and keeps the refit."
+                  if curve.get("predictor") == "selection"
+                  else "the refit scored better.")
+               if curve.get("predictor") is not None else ""))
+    chosen = chosen_point(curve)
     rows = [{"C": p["C"], "refit C": "" if p["refit_C"] is None else p["refit_C"],
              "held-out accuracy": p["accuracy"], "mean loss": p["loss"],
              "features": p["n_features"], "seconds": p["seconds"],
-             "chosen": "yes" if (p["C"] == curve["C"]
-                                 and p["refit_C"] == curve.get("refit_C")) else ""}
+             "chosen": "yes" if p is chosen else ""}
             for p in curve["points"]]
     return ['<h2 id="validation">Choice of C</h2>', "<p>" + html.escape(text) + "</p>",
             _img(figures["validation"], "held-out accuracy versus C"),
