@@ -589,6 +589,11 @@ def test_C_auto_lets_FGM_s_own_weights_predict_when_they_score_better(tmp_path,
                                X[:, model.features] @ model.coef + model.intercept)
     model.save(tmp_path / "m.json")
     assert Model.load(tmp_path / "m.json").predictor == "selection"
+    clf = FGMClassifier(B=2, max_iter=2, C="auto", refit=True).fit(X, y)
+    assert clf.validation_["predictor"] == "selection"
+    np.testing.assert_array_equal(clf.selected_coef_, clf.selection_coef_)
+    np.testing.assert_array_equal(
+        clf.predict(X), model.predict_from_decision(model.decision_function_store(store)))
     html = "".join(_validation_section({"validation": "v.png"}, curve))
     assert html.count("<td class=\"text\">yes</td>") == 1
     assert "they did, so the model predicts with them" in html
