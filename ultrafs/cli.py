@@ -807,7 +807,9 @@ def _fgm_options(func):
         *_run_options(),
         click.option("--refit", is_flag=True,
                      help="Refit an l2-regularised model of the same loss on the "
-                          "selected columns only and predict with it."),
+                          "selected columns only and predict with it (with --C auto, "
+                          "unless FGM's own weights score better on the held-out "
+                          "rows)."),
         click.option("--refit-C", "refit_C", type=click.FloatRange(min=0, min_open=True),
                      default=None, help="C of the refit (default: --C; with --C auto "
                                         "chosen on the same held-out rows)."),
