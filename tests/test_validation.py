@@ -507,20 +507,24 @@ def test_the_estimator_ignores_the_C_auto_split_for_any_other_C(rng):
     assert search.best_params_["C"] in (2.0, "auto")
 
 
+@pytest.mark.parametrize("refit", [False, True])
 @pytest.mark.parametrize("scheduler", ["threads", "synchronous", "processes"])
-def test_C_auto_is_deterministic_on_every_scheduler(rng, tmp_path, scheduler):
+def test_C_auto_is_deterministic_on_every_scheduler(rng, tmp_path, scheduler, refit):
     X, y = _problem(rng, n=200, m=30)
     path = tmp_path / "s.zarr"
     write_store(path, sp.csc_matrix(X), y)
     from ultrafs.store import open_store
 
     reference = select(open_store(path), B=2, max_iter=2, C="auto", cv=3, seed=7,
-                       scheduler="synchronous", block_size=30)
+                       scheduler="synchronous", block_size=30, refit=refit)
     got = select(open_store(path), B=2, max_iter=2, C="auto", cv=3, seed=7,
-                 scheduler=scheduler, block_size=7)
+                 scheduler=scheduler, block_size=7, refit=refit)
     assert _curve(got) == _curve(reference)
     assert got.features == reference.features
     np.testing.assert_array_equal(got.coef, reference.coef)
+    assert got.predictor == reference.predictor
+    if refit:
+        np.testing.assert_array_equal(got.refit["coef"], reference.refit["coef"])
 
 
 def test_C_auto_is_deterministic_on_a_local_cluster(rng, tmp_path, local_cluster_client):
@@ -529,12 +533,14 @@ def test_C_auto_is_deterministic_on_a_local_cluster(rng, tmp_path, local_cluster
     write_store(path, sp.csc_matrix(X), y)
     from ultrafs.store import open_store
 
-    reference = select(open_store(path), B=2, max_iter=2, C="auto", cv=3, seed=7,
-                       scheduler="synchronous")
-    got = select(open_store(path), B=2, max_iter=2, C="auto", cv=3, seed=7,
-                 scheduler=local_cluster_client, block_size=5)
-    assert _curve(got) == _curve(reference)
-    np.testing.assert_array_equal(got.coef, reference.coef)
+    for refit in (False, True):
+        reference = select(open_store(path), B=2, max_iter=2, C="auto", cv=3, seed=7,
+                           scheduler="synchronous", refit=refit)
+        got = select(open_store(path), B=2, max_iter=2, C="auto", cv=3, seed=7,
+                     scheduler=local_cluster_client, block_size=5, refit=refit)
+        assert _curve(got) == _curve(reference)
+        np.testing.assert_array_equal(got.coef, reference.coef)
+        assert got.predictor == reference.predictor
 
 
 def test_cli_C_auto(rng, tmp_path):
