@@ -219,9 +219,8 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
 def _predictor(refitted, validation):
     """Which weights predict: the refit's, unless there is none or the
     held-out rows of ``C="auto"`` scored FGM's own weights better."""
-    if refitted is None:
-        return "selection"
-    if validation is not None and validation.predictor == "selection":
+    if refitted is None or (validation is not None
+                            and validation.predictor == "selection"):
         return "selection"
     return "refit"
 

@@ -90,6 +90,8 @@ TARGETS = ("binary", "multiclass", "continuous")
 MAX_MODEL_BYTES = 256 * 2**20
 #: largest feature id of a model file (ids are int64 store ids)
 MAX_FEATURE_ID = 2**62
+#: which weights of a model predict: FGM's own, or its refit's
+PREDICTORS = ("selection", "refit")
 
 
 @dataclass
@@ -832,7 +834,7 @@ def _validation(value) -> None:
 
 def _predictor_name(value, what) -> None:
     """An optional ``predictor`` of a validation curve or point."""
-    if value is not None and value not in ("selection", "refit"):
+    if value is not None and value not in PREDICTORS:
         raise _Invalid(f"{what} must be selection or refit, got {_show(value)}")
 
 
@@ -858,7 +860,7 @@ def _history(value) -> list:
 def _read_refit(obj, shape, target, n_classes):
     """The optional ``refit`` and ``predictor`` of a model file, validated."""
     predictor = obj.get("predictor", "selection")
-    if predictor not in ("selection", "refit"):
+    if predictor not in PREDICTORS:
         raise _Invalid(f"unknown predictor {_show(predictor)} (expected selection "
                        "or refit)")
     raw = obj.get("refit")

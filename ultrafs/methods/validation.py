@@ -355,6 +355,7 @@ def _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool):
     n_refits = 1 if refit_grid is None else len(refit_grid)
     prefit = getattr(fit_and_score, "prefit", None)
     fitted = 0                  # grid values prefitted in lockstep so far
+    best_refit = {}             # C -> its best point of the refit walk
     for i, C in enumerate(grid):
         started = time.perf_counter()
         if prefit is not None and i >= fitted:
@@ -369,25 +370,23 @@ def _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool):
                     for k, (train, validation) in enumerate(folds)]
         improved = False
         points = []
+
+        def score(point):
+            nonlocal best, improved
+            points.append(point)
+            if best is None or _better(point, best):
+                best, improved = point, True
+
         if refit_grid is not None:       # FGM's own weights, outside the refit walk
-            points.append(_mean_point(_advance(per_fold, pool), C, refit_C=None,
-                                      predictor="selection"))
-            if best is None or _better(points[-1], best):
-                best = points[-1]
-                improved = True
+            score(_mean_point(_advance(per_fold, pool), C, refit_C=None,
+                              predictor="selection"))
+        labels = {} if refit_grid is None else {"predictor": "refit"}
         best_here = None
         below_here = 0
         for _ in range(n_refits):
             records = _advance(per_fold, pool)
-            if refit_grid is None:
-                point = _mean_point(records, C, refit_C=None)
-            else:
-                point = _mean_point(records, C, refit_C=records[0]["refit_C"],
-                                    predictor="refit")
-            points.append(point)
-            if best is None or _better(point, best):
-                best = point
-                improved = True
+            point = _mean_point(records, C, refit_C=records[0]["refit_C"], **labels)
+            score(point)
             if best_here is None or _better(point, best_here):
                 best_here = point
                 below_here = 0
@@ -395,6 +394,7 @@ def _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool):
                 below_here += 1
                 if below_here >= PATIENCE:
                     break
+        best_refit[float(C)] = best_here
         for fold in per_fold:            # let generators release their fits
             close = getattr(fold, "close", None)
             if close is not None:
@@ -410,13 +410,7 @@ def _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool):
     curve.refit_C = best["refit_C"]
     if refit_grid is not None:
         curve.predictor = best["predictor"]
-        if curve.predictor == "selection":
-            # the refit the model keeps next to FGM's weights: the best of this C
-            refits = [p for p in curve.points
-                      if p["C"] == best["C"] and p["predictor"] == "refit"]
-            top = refits[0]
-            for point in refits[1:]:
-                if _better(point, top):
-                    top = point
-            curve.refit_C = top["refit_C"]
+        # the refit the model keeps (and, when FGM's weights predict, keeps
+        # next to them): the best of the chosen C
+        curve.refit_C = best_refit[best["C"]]["refit_C"]
     return curve
