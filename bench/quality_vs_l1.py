@@ -38,8 +38,12 @@ Usage::
 
 ``--configs`` also takes ``c=VALUE`` entries: plain FGM at
 ``C = VALUE / mean ||x||^2`` (the sweep that chose ``DEFAULT_C_SCALE``), and
-``refit``: the plain defaults plus the l2 refit at the same C (``refit=True``:
-is a loss the weights or the selection?).
+``m=VALUE``: plain FGM at ``C = VALUE / mean_i max_j x_ij^2``, the default's
+rule with VALUE in place of ``DEFAULT_C_SCALE`` (the sweep of the default's
+constant), and ``refit``: the plain defaults plus the l2 refit at the same C
+(``refit=True``: is a loss the weights or the selection?).  Any
+configuration with the suffix ``:noint`` fits FGM without an intercept
+(``fit_intercept=False``; l1-LR keeps its own).
 Results go to ``bench/out/NAME.json`` and a markdown table to stdout.
 """
 
@@ -277,16 +281,19 @@ def fgm_fit(config, X, y, X_test, y_test, k):
 
     B, T = budget(k)
     kwargs = {}
+    if config.endswith(":noint"):
+        config = config[:-len(":noint")]
+        kwargs["fit_intercept"] = False
     if config == "recommended":
-        kwargs = {"C": "auto", "refit": True}
+        kwargs.update(C="auto", refit=True)
     elif config == "refit":
-        kwargs = {"refit": True}
+        kwargs.update(refit=True)
     elif config.startswith("c="):
         mean_sq = float(np.asarray(X.multiply(X).sum())) / X.shape[0]
-        kwargs = {"C": float(config[2:]) / mean_sq}
+        kwargs.update(C=float(config[2:]) / mean_sq)
     elif config.startswith("m="):
         mean_max = float(np.mean(abs(X).max(axis=1).toarray() ** 2))
-        kwargs = {"C": float(config[2:]) / mean_max}
+        kwargs.update(C=float(config[2:]) / mean_max)
     elif config != "plain":
         raise ValueError(config)
     started = time.perf_counter()
