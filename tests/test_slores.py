@@ -112,6 +112,14 @@ def region_centre(y, decision):
     return theta0 - (theta0 @ y / len(y)) * y
 
 
+#: SLSQP's leeway on the ball, relative to radius²: on some machines it
+#: stops ("positive directional derivative for linesearch") up to 5e-8
+#: outside the ball.  A point that far out raises <θ, v> by at most
+#: r‖v‖(√(1 + 1e-7) − 1) = 5e-8 r‖v‖, well inside the 1e-6 tolerance of
+#: the comparisons below.
+BALL_LEEWAY = 1e-7
+
+
 def brute_force_T(centre, radius, y, xstar, n_lam, v):
     """max_{θ∈𝒜} <θ, v> by SLSQP; 𝒜 = ball(centre, radius) ∩ {<θ,y> = 0}
     ∩ {<θ, x̄*> <= nλ}."""
@@ -130,7 +138,7 @@ def brute_force_T(centre, radius, y, xstar, n_lam, v):
                        constraints=cons, method="SLSQP",
                        options={"ftol": 1e-15, "maxiter": 2000})
         t = res.x
-        feasible = ((t - centre) @ (t - centre) <= radius ** 2 * (1 + 1e-9)
+        feasible = ((t - centre) @ (t - centre) <= radius ** 2 * (1 + BALL_LEEWAY)
                     and abs(t @ y) <= 1e-9 * len(y) and t @ xstar <= n_lam * (1 + 1e-9))
         if feasible:
             best = max(best, t @ v)
