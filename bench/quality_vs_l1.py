@@ -37,7 +37,8 @@ Usage::
     python bench/quality_vs_l1.py --l1-from NAME ...      # reuse NAME's l1-LR fits
 
 ``--configs`` also takes ``c=VALUE`` entries: plain FGM at
-``C = VALUE / mean ||x||^2`` (the sweep that chose ``DEFAULT_C_SCALE``), and
+``C = VALUE / mean ||x||^2`` (the squared row norm, the rule tried first:
+see ``ultrafs/methods/validation.py``),
 ``m=VALUE``: plain FGM at ``C = VALUE / mean_i max_j x_ij^2``, the default's
 rule with VALUE in place of ``DEFAULT_C_SCALE`` (the sweep of the default's
 constant), and ``refit``: the plain defaults plus the l2 refit at the same C
