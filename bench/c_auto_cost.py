@@ -28,6 +28,14 @@ against the inner store read with zero weights on the held-out rows
 (``RowSubsetStore.scattered``), and Q = 3 queries as three passes against
 one shared pass (``worst_case_analyses``: one read, one fused loop).
 
+``--peers``: what choosing C by held-out rows costs scikit-learn, as the
+same ratio: ``LogisticRegressionCV`` (its default grid of 8 values of C,
+10^-4 … 10^4) on the same folds as ``C='auto'`` (5 stratified folds up to
+10,000 training rows, else one stratified 20% hold-out), in CPU seconds,
+against one ``LogisticRegression`` fit at the C it chose: l1-LR
+(liblinear, each fit cold) and l2-LR (lbfgs, warm-started along the grid
+as scikit-learn does); both with an intercept, the best of 2 runs each.
+
 To compare two versions of ultrafs, run the script once under each (e.g.
 ``PYTHONPATH=/tmp/ultrafs_OLD python c_auto_cost.py --name c_auto_cost_old``)
 and print both with ``python c_auto_cost.py --compare c_auto_cost_old,c_auto_cost``.
@@ -234,6 +242,52 @@ def passes(repeats=7):
             run("3 queries, 1 shared pass, zero weights", [queries], share)]
 
 
+def _folds(y):
+    """``C='auto'``'s default folds for ``len(y)`` rows, for scikit-learn."""
+    from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit
+
+    from ultrafs.methods.validation import (DEFAULT_VALIDATION_FRACTION, SMALL_DATA_FOLDS,
+                                            SMALL_DATA_ROWS)
+
+    if len(y) <= SMALL_DATA_ROWS:
+        return list(StratifiedKFold(SMALL_DATA_FOLDS, shuffle=True,
+                                    random_state=0).split(np.zeros(len(y)), y))
+    return list(StratifiedShuffleSplit(1, test_size=DEFAULT_VALIDATION_FRACTION,
+                                       random_state=0).split(np.zeros(len(y)), y))
+
+
+def peers(cases):
+    """CPU seconds of scikit-learn's LogisticRegressionCV against one fit at
+    the C it chose, l1 (liblinear) and l2 (lbfgs), per case."""
+    from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
+
+    rows = []
+    for case in cases:
+        name, k, _ = _parse_case(case)
+        X, y = _data(name)
+        if y is None:
+            raise SystemExit(f"{name}: --peers takes sets in memory")
+        folds = _folds(y)
+        row = {"set": name, "rows": int(X.shape[0]), "folds": len(folds)}
+        for label, options in (("l1", {"penalty": "l1", "solver": "liblinear"}),
+                               ("l2", {"solver": "lbfgs", "max_iter": 1000})):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                cv_s, cv_wall, model = _best_times(lambda: LogisticRegressionCV(
+                    Cs=8, cv=folds, random_state=0, **options).fit(X, y))
+                C = float(model.C_[0])
+                one_s, one_wall, _ = _best_times(lambda: LogisticRegression(
+                    C=C, random_state=0, **options).fit(X, y))
+            row.update({f"{label}_C": C, f"{label}_cv_cpu_s": cv_s, f"{label}_fit_cpu_s": one_s,
+                        f"{label}_ratio": cv_s / one_s})
+        rows.append(row)
+        print(f"{name}: {len(folds)} fold(s); l1-LR CV {row['l1_cv_cpu_s']:.3f} s against one "
+              f"fit {row['l1_fit_cpu_s']:.4f} s (x{row['l1_ratio']:.1f}, C {row['l1_C']:.3g}); "
+              f"l2-LR CV {row['l2_cv_cpu_s']:.3f} s against {row['l2_fit_cpu_s']:.4f} s "
+              f"(x{row['l2_ratio']:.1f}, C {row['l2_C']:.3g})", flush=True)
+    return rows
+
+
 def compare(before_name, after_name):
     """The table of two versions; ``a+b+c`` names several runs of one version
     (medians of their times: the machine is shared and noisy)."""
@@ -268,7 +322,12 @@ def main():
                         help="Fold threads 1 vs 2 (cases set:k or set:k:cv).")
     parser.add_argument("--passes", action="store_true",
                         help="Seconds of one pass over a hold-out's training rows.")
+    parser.add_argument("--peers", action="store_true",
+                        help="scikit-learn's LogisticRegressionCV against one fit.")
     args = parser.parse_args()
+    if args.peers:
+        write_result(args.name + "_peers", {"rows": peers(args.cases.split(","))})
+        return
     if args.passes:
         write_result(args.name + "_passes", {"rows": passes()})
         return
