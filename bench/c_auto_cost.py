@@ -30,8 +30,9 @@ one shared pass (``worst_case_analyses``: one read, one fused loop).
 
 ``--peers``: what choosing C by held-out rows costs scikit-learn, as the
 same ratio: ``LogisticRegressionCV`` (its default grid of 8 values of C,
-10^-4 … 10^4) on the same folds as ``C='auto'`` (5 stratified folds up to
-10,000 training rows, else one stratified 20% hold-out), in CPU seconds,
+10^-4 … 10^4) on the rows ``C='auto'`` validates on
+(``validation.default_folds``: 5 stratified folds up to 10,000 training
+rows, else one stratified 20% hold-out; seed 0), in CPU seconds,
 against one ``LogisticRegression`` fit at the C it chose: l1-LR
 (liblinear, each fit cold) and l2-LR (lbfgs, warm-started along the grid
 as scikit-learn does); both with an intercept, the best of 2 runs each.
@@ -242,24 +243,12 @@ def passes(repeats=7):
             run("3 queries, 1 shared pass, zero weights", [queries], share)]
 
 
-def _folds(y):
-    """``C='auto'``'s default folds for ``len(y)`` rows, for scikit-learn."""
-    from sklearn.model_selection import StratifiedKFold, StratifiedShuffleSplit
-
-    from ultrafs.methods.validation import (DEFAULT_VALIDATION_FRACTION, SMALL_DATA_FOLDS,
-                                            SMALL_DATA_ROWS)
-
-    if len(y) <= SMALL_DATA_ROWS:
-        return list(StratifiedKFold(SMALL_DATA_FOLDS, shuffle=True,
-                                    random_state=0).split(np.zeros(len(y)), y))
-    return list(StratifiedShuffleSplit(1, test_size=DEFAULT_VALIDATION_FRACTION,
-                                       random_state=0).split(np.zeros(len(y)), y))
-
-
 def peers(cases):
     """CPU seconds of scikit-learn's LogisticRegressionCV against one fit at
     the C it chose, l1 (liblinear) and l2 (lbfgs), per case."""
     from sklearn.linear_model import LogisticRegression, LogisticRegressionCV
+
+    from ultrafs.methods.validation import default_folds
 
     rows = []
     for case in cases:
@@ -267,16 +256,16 @@ def peers(cases):
         X, y = _data(name)
         if y is None:
             raise SystemExit(f"{name}: --peers takes sets in memory")
-        folds = _folds(y)
+        folds, _, _ = default_folds(y)        # the rows C='auto' validates on
         row = {"set": name, "rows": int(X.shape[0]), "folds": len(folds)}
         for label, options in (("l1", {"penalty": "l1", "solver": "liblinear"}),
                                ("l2", {"solver": "lbfgs", "max_iter": 1000})):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                cv_s, cv_wall, model = _best_times(lambda: LogisticRegressionCV(
+                cv_s, _, model = _best_times(lambda: LogisticRegressionCV(
                     Cs=8, cv=folds, random_state=0, **options).fit(X, y))
                 C = float(model.C_[0])
-                one_s, one_wall, _ = _best_times(lambda: LogisticRegression(
+                one_s, _, _ = _best_times(lambda: LogisticRegression(
                     C=C, random_state=0, **options).fit(X, y))
             row.update({f"{label}_C": C, f"{label}_cv_cpu_s": cv_s, f"{label}_fit_cpu_s": one_s,
                         f"{label}_ratio": cv_s / one_s})

@@ -371,19 +371,8 @@ def _resolve_C(C, refit_C, refit, store, features, y, n_classes, space, fit_opti
                                **pass_options)
         if C == "scale":
             return center, refit_C, None
-        if validation_fraction is not None and cv is not None:
-            raise ParameterError("give validation_fraction or cv, not both")
-        if cv is None and validation_fraction is None \
-                and len(y) <= val.SMALL_DATA_ROWS:
-            cv = val.SMALL_DATA_FOLDS
-        if cv is not None:
-            folds = val.stratified_folds(y, cv, seed)
-            method, fraction = "cv", None
-        else:
-            fraction = (val.DEFAULT_VALIDATION_FRACTION if validation_fraction is None
-                        else float(validation_fraction))
-            folds = [val.stratified_split(y, fraction, seed)]
-            method = "holdout"
+        folds, method, fraction = val.default_folds(
+            y, validation_fraction=validation_fraction, cv=cv, seed=seed)
         grid = val.c_grid(center)
         refit_grid = None
         if refit:

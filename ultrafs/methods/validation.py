@@ -74,7 +74,7 @@ import numpy as np
 from ultrafs.errors import ParameterError
 
 __all__ = ["DEFAULT_C_SCALE", "C_GRID_EXPONENTS", "default_C", "c_grid",
-           "stratified_split", "stratified_folds", "ValidationCurve",
+           "stratified_split", "stratified_folds", "default_folds", "ValidationCurve",
            "choose_C", "lockstep_window", "chosen_point"]
 
 #: C · mean_i max_f φ_f(x_i)² of the default ``C="scale"``
@@ -167,6 +167,27 @@ def stratified_split(classes, fraction, seed=0):
     if len(validation) == 0:
         raise ParameterError("too few rows to hold any out for validation")
     return train, validation
+
+
+def default_folds(classes, *, validation_fraction=None, cv=None, seed=0):
+    """The rows ``C="auto"`` validates on: ``(folds, method, fraction)``.
+
+    ``cv`` folds (:func:`stratified_folds`), else a ``validation_fraction``
+    hold-out (:func:`stratified_split`); with neither, ``SMALL_DATA_FOLDS``
+    folds for at most ``SMALL_DATA_ROWS`` rows, else a
+    ``DEFAULT_VALIDATION_FRACTION`` hold-out.  ``folds`` is a list of
+    (train, validation) row arrays, ``method`` ``"cv"`` or ``"holdout"``,
+    ``fraction`` the hold-out's share (None for folds).
+    """
+    if validation_fraction is not None and cv is not None:
+        raise ParameterError("give validation_fraction or cv, not both")
+    if cv is None and validation_fraction is None and len(classes) <= SMALL_DATA_ROWS:
+        cv = SMALL_DATA_FOLDS
+    if cv is not None:
+        return stratified_folds(classes, cv, seed), "cv", None
+    fraction = (DEFAULT_VALIDATION_FRACTION if validation_fraction is None
+                else float(validation_fraction))
+    return [stratified_split(classes, fraction, seed)], "holdout", fraction
 
 
 def stratified_folds(classes, n_folds, seed=0):
@@ -413,8 +434,7 @@ def _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool):
         below = 0 if improved else below + 1
         if below >= PATIENCE:
             break
-    curve.C = best["C"]
-    curve.refit_C = best["refit_C"]
+    curve.C = best["C"]               # without a refit, refit_C stays None
     if refit_grid is not None:
         curve.predictor = best["predictor"]
         # the refit the model keeps (and, when FGM's weights predict, keeps
