@@ -1,12 +1,45 @@
 """Shared fixtures: seeds, real data location, a dask LocalCluster."""
 
+import importlib
 import os
+import sys
 from pathlib import Path
 
-import numpy as np
-import pytest
+
+def _import_without_assertion_rewriting(*names):
+    """Import third-party packages past pytest's assertion-rewriting hook.
+
+    pytest rewrites the asserts of every module of a distribution that
+    registers a pytest plugin (zarr registers ``zarr.testing``; hypothesis
+    its plugin), not only the plugin: about 150 modules, parsed and compiled
+    again in every xdist worker and every run where bytecode is not written
+    (``PYTHONDONTWRITEBYTECODE``), about 1 s of each worker's collection.
+    Their asserts are not this suite's, so they are imported once here,
+    before any test module, with the hook out of ``sys.meta_path``.
+    """
+    hooks = [h for h in sys.meta_path if type(h).__name__ == "AssertionRewritingHook"]
+    for hook in hooks:
+        sys.meta_path.remove(hook)
+    try:
+        for name in names:
+            importlib.import_module(name)
+    finally:
+        sys.meta_path[:0] = hooks
+
+
+_import_without_assertion_rewriting("zarr", "hypothesis", "hypothesis.strategies")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--full-matrix", action="store_true", default=False,
+        help="also generate the cases the contract suites leave out by default "
+             "(marked full_matrix; tests/store_contract.py)")
 
 
 @pytest.fixture

@@ -13,6 +13,14 @@ targets), and the target tests on every target of :data:`TARGET_KINDS`
 
 Reference results come from scipy slicing of the same matrix, and from
 the targets ``y`` themselves.
+
+A backend that only wraps or re-reads another (a latency wrapper, a second
+layout of the same format) sets :attr:`StoreContract.matrix_subset` and
+:attr:`StoreContract.target_subset` to a representative part of the matrix
+(every dtype, empty columns and rows, implicit ones, no entries). The rest
+of its matrix is generated only with ``pytest --full-matrix`` and carries
+the ``full_matrix`` marker, so ``pytest --full-matrix -m full_matrix`` runs
+exactly what the default run leaves out (``.ci/run`` does, after the suite).
 """
 
 from __future__ import annotations
@@ -114,6 +122,31 @@ def assert_block_equals(block: ColumnBlock, reference, first_column, dtype):
         assert block.data.dtype == dtype
 
 
+#: a representative part of the matrix, for backends that wrap another:
+#: both dtypes, empty columns and rows (valued), implicit ones (binary), a
+#: single column and a matrix without entries
+MATRIX_SUBSET = (("valued", np.float64), ("binary", np.float32),
+                 ("one_column", np.float32), ("no_entries", np.float64))
+#: a representative part of the targets: detected and explicit, two and
+#: five classes, real values, on both matrices and dtypes
+TARGET_SUBSET = (("binary", "valued", np.float64),
+                 ("multiclass-5", "binary", np.float32),
+                 ("multiclass-explicit", "valued", np.float64),
+                 ("continuous-explicit", "binary", np.float32))
+
+
+def _params(everything, subset, full, name):
+    """``pytest.param`` of the cases to run: ``subset`` (None: all), and with
+    ``full`` the others too, marked ``full_matrix``."""
+    chosen = everything if subset is None else [c for c in everything if c in subset]
+    assert subset is None or len(chosen) == len(subset), "unknown case in a subset"
+    params = [pytest.param(c, id=name(c)) for c in chosen]
+    if full:
+        params += [pytest.param(c, id=name(c), marks=pytest.mark.full_matrix)
+                   for c in everything if c not in chosen]
+    return params
+
+
 class StoreContract:
     """Base class of the shared column-store tests (not collected itself)."""
 
@@ -129,9 +162,28 @@ class StoreContract:
         """
         raise NotImplementedError
 
+    #: the ``(kind, dtype)`` cases run without ``--full-matrix`` (None: all)
+    matrix_subset: tuple | None = None
+    #: the ``(target kind, kind, dtype)`` target cases run without
+    #: ``--full-matrix`` (None: all)
+    target_subset: tuple | None = None
+
     # ------------------------------------------------------------ fixture
-    @pytest.fixture(params=[(k, d) for k in MATRIX_KINDS for d in DTYPES],
-                    ids=[f"{k}-{np.dtype(d).name}" for k in MATRIX_KINDS for d in DTYPES])
+    def pytest_generate_tests(self, metafunc):
+        """Parametrize ``case`` and ``target_case`` (indirectly) by the matrix."""
+        full = metafunc.config.getoption("full_matrix", default=False)
+        if "case" in metafunc.fixturenames:
+            everything = [(k, d) for k in MATRIX_KINDS for d in DTYPES]
+            metafunc.parametrize("case", _params(
+                everything, self.matrix_subset, full,
+                lambda c: f"{c[0]}-{np.dtype(c[1]).name}"), indirect=True)
+        if "target_case" in metafunc.fixturenames:
+            everything = [(t, k, d) for t in TARGET_KINDS for k, d in TARGET_MATRICES]
+            metafunc.parametrize("target_case", _params(
+                everything, self.target_subset, full,
+                lambda c: f"{c[0]}-{c[1]}-{np.dtype(c[2]).name}"), indirect=True)
+
+    @pytest.fixture
     def case(self, request, tmp_path):
         kind, dtype = request.param
         X, y = make_matrix(kind, dtype)
@@ -142,9 +194,7 @@ class StoreContract:
         np.testing.assert_array_equal(y, y_before)
         return SimpleNamespace(store=store, X=X, y=y, dtype=np.dtype(dtype), kind=kind)
 
-    @pytest.fixture(params=[(t, k, d) for t in TARGET_KINDS for k, d in TARGET_MATRICES],
-                    ids=[f"{t}-{k}-{np.dtype(d).name}" for t in TARGET_KINDS
-                         for k, d in TARGET_MATRICES])
+    @pytest.fixture
     def target_case(self, request, tmp_path):
         target_kind, kind, dtype = request.param
         X, _ = make_matrix(kind, dtype)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from ultrafs.errors import ClusterError, ParameterError
 
 __all__ = ["LOCAL_SCHEDULERS", "resolve_scheduler", "compute", "compute_graph", "local_get",
-           "WORKER_TIMEOUT_KEY", "DEFAULT_WORKER_TIMEOUT_S", "worker_timeout"]
+           "process_pool", "WORKER_TIMEOUT_KEY", "DEFAULT_WORKER_TIMEOUT_S",
+           "worker_timeout"]
 
 #: scheduler names understood without a cluster
 LOCAL_SCHEDULERS = ("threads", "processes", "synchronous")
@@ -79,12 +80,15 @@ def compute(collection, scheduler, num_workers=None, progress=None):
 
 
 def _local_options(scheduler, num_workers, progress):
-    """The ``num_workers`` keyword of a local run and its progress context."""
+    """The keywords of a local run (``num_workers``; the kept ``pool`` of
+    the process scheduler) and its progress context."""
     import contextlib
 
     kwargs = {}
     if num_workers is not None and scheduler != "synchronous":
         kwargs["num_workers"] = int(num_workers)
+    if scheduler == "processes":
+        kwargs["pool"] = process_pool(kwargs.get("num_workers"))
     reporter = contextlib.nullcontext()
     if progress is not None:
         from ultrafs.scoring.progress import PassProgress
@@ -269,3 +273,74 @@ def _start_progress(client, future):
 
     bar = _StderrBar([future], scheduler=client.scheduler.address, start=False)
     return asyncio.run_coroutine_threadsafe(bar.listen(), client.loop.asyncio_loop)
+
+
+# ------------------------------------------------------ the kept process pool
+_pools: dict = {}          # (pid, workers, context) -> ProcessPoolExecutor
+_pools_lock = None         # a threading.Lock, made on first use
+
+
+def process_pool(num_workers=None):
+    """The worker processes of the ``"processes"`` scheduler, kept across passes.
+
+    ``dask.multiprocessing.get`` starts a new pool of processes for every
+    call unless it is given one; each new process imports numpy, Dask and
+    ultrafs and loads the numba kernels again (1-2 s), and a run makes one
+    call per pass (FGM: one per outer iteration; ``C="auto"``: dozens). The
+    pool is therefore made once per process, worker count and
+    multiprocessing context (Dask's ``multiprocessing.context``, "spawn" by
+    default), with Dask's own worker initializer, reused by every later
+    pass, replaced when broken (a worker that died), and shut down at exit.
+    A forked child never reuses its parent's pool. Tasks carry everything
+    they read, so results are the same as with a fresh pool.
+
+    Parameters
+    ----------
+    num_workers : int, optional
+        Worker processes (default: Dask's ``num_workers`` or the CPU count).
+
+    Returns
+    -------
+    pool : concurrent.futures.ProcessPoolExecutor
+    """
+    import atexit
+    import os
+    import threading
+    from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
+
+    import dask
+    from dask.multiprocessing import CPU_COUNT, get_context, initialize_worker_process
+
+    global _pools_lock
+    if _pools_lock is None:
+        _pools_lock = threading.Lock()
+    workers = int(num_workers or dask.config.get("num_workers", None) or CPU_COUNT)
+    context = get_context()
+    key = (os.getpid(), workers, context.get_start_method())
+    with _pools_lock:
+        pool = _pools.get(key)
+        if pool is not None and not getattr(pool, "_broken", False):
+            return pool
+        if pool is not None:
+            pool.shutdown(wait=False, cancel_futures=True)
+        if not _pools:
+            atexit.register(_shutdown_pools)
+        # as dask.multiprocessing.get does for the pools it makes: one hash
+        # seed for the workers (inherited through the environment)
+        if os.environ.get("PYTHONHASHSEED") in (None, "0"):
+            os.environ["PYTHONHASHSEED"] = "6640"
+        initializer = partial(initialize_worker_process, user_initializer=dask.config.get(
+            "multiprocessing.initializer", None))
+        pool = ProcessPoolExecutor(workers, mp_context=context, initializer=initializer)
+        _pools[key] = pool
+        return pool
+
+
+def _shutdown_pools():
+    import os
+
+    for key, pool in list(_pools.items()):
+        if key[0] == os.getpid():
+            pool.shutdown(wait=True, cancel_futures=True)
+        _pools.pop(key, None)
