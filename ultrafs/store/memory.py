@@ -112,9 +112,9 @@ def _csr_to_compact_arrays(X, dtype):
         counts = np.zeros(width, dtype=np.int64)
         if csr_column_counts(indices, data, counts):
             raise InputFormatError("X contains NaN or infinite values")
-        used = np.flatnonzero(counts)
         column_ids = None
-        if sparse_id_layout(width, len(used)):
+        if sparse_id_layout(width, np.count_nonzero(counts)):
+            used = np.flatnonzero(counts)
             counts = counts[used]
             column_ids = used.astype(np.int64)
         indptr = np.zeros(len(counts) + 1, dtype=np.int64)
