@@ -94,8 +94,8 @@ def conversion():
     # the first conversion of a process also imports numba and loads the
     # two conversion kernels: timed separately, on a small matrix of the
     # same dtypes
-    small = X[:50]
-    _, first, first_cpu = clock(lambda: InMemoryStore(small, y[:50]))
+    rows = np.r_[np.flatnonzero(y > 0)[:25], np.flatnonzero(y < 0)[:25]]
+    _, first, first_cpu = clock(lambda: InMemoryStore(X[rows], y[rows]))
     _, tocsc, tocsc_cpu = clock(lambda: X.tocsc())
     _, store, store_cpu = clock(lambda: InMemoryStore(X, y))
     return {"first_call_small_seconds": first, "first_call_small_cpu_seconds": first_cpu,

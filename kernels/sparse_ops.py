@@ -795,7 +795,7 @@ def csr_column_counts(indices, data, counts):
     indices, data : ndarray, shape (nnz,)
         CSR column indices (int32 or int64) and values (float32 or
         float64) of a matrix without duplicate entries.
-    counts : ndarray of int64, shape (n_columns,)
+    counts : ndarray of int32 or int64, shape (n_columns,)
         Zeros on entry; ``counts[j]`` gains one per nonzero entry of
         column ``j`` (explicit zeros are not counted).
 
@@ -830,7 +830,7 @@ def csr_to_csc_fill(indptr, cols, data, nxt, out_indices, out_values):
     cols : ndarray of int32 or int64, shape (nnz,)
         The column of every entry: the CSR column indices themselves, or
         their numbers among the kept columns.
-    nxt : ndarray of int64
+    nxt : ndarray of int32 or int64
         Per column of ``cols``: where its first entry goes in the output
         (the CSC pointer of its new column; never read for a column with
         no nonzero entry). Advanced in place.
