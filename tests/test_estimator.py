@@ -92,3 +92,87 @@ def test_n_jobs_does_not_change_the_model(problem, monkeypatch):
     three = FGMClassifier(n_jobs=3, **params).fit(X, y)
     np.testing.assert_array_equal(one.coef_, three.coef_)
     assert one.C_ == three.C_
+
+
+# ------------------------------------------- scipy matrices -> the column store
+def _reference_compact(X, dtype):
+    """Canonical CSC of the used columns, by scipy's COO route (the slow one)."""
+    coo = sp.coo_matrix(X).astype(dtype)
+    coo.sum_duplicates()
+    coo.eliminate_zeros()
+    used = np.unique(coo.col).astype(np.int64)
+    csc = sp.csc_matrix((coo.data, (coo.row, np.searchsorted(used, coo.col))),
+                        shape=(X.shape[0], len(used)))
+    csc.sort_indices()
+    return csc, used
+
+
+@pytest.mark.parametrize("width", [60, 5_000, 2 ** 22 + 3, 2 ** 33])
+@pytest.mark.parametrize("fmt", ["csr", "coo", "csc"])
+@pytest.mark.parametrize("value_dtype", [np.float32, np.float64, np.int64])
+def test_scipy_inputs_become_the_canonical_compact_store(rng, width, fmt, value_dtype):
+    """Any scipy format, duplicates and explicit zeros included, becomes the
+    canonical CSC of the store (sorted rows, no zeros, the sparse id layout
+    exactly when its rule says so), never sharing the caller's arrays."""
+    from ultrafs.store.base import sparse_id_layout
+    from ultrafs.store.memory import compact_csc_arrays
+
+    if fmt == "csc" and width > 2 ** 23:
+        pytest.skip("a CSC matrix that wide has a per-column array already")
+    n_rows, nnz = 37, 400
+    rows = rng.integers(0, n_rows, nnz)
+    cols = rng.integers(0, min(width, 10 ** 9), nnz)
+    cols[: nnz // 4] = cols[nnz // 4: nnz // 2]             # duplicates
+    rows[: nnz // 4] = rows[nnz // 4: nnz // 2]
+    values = rng.integers(-2, 3, nnz).astype(value_dtype)   # zeros, and sums to zero
+    X = sp.coo_matrix((values, (rows, cols)), shape=(n_rows, width)).asformat(fmt)
+    if fmt == "csr":                                       # not canonical: unsorted rows
+        X = sp.csr_matrix((X.data[::-1].copy(), X.indices[::-1].copy(), X.indptr),
+                          shape=X.shape)
+    before = X.copy()
+    for dtype in (None, np.float32):
+        expected_dtype = np.float32 if (dtype is np.float32
+                                        or value_dtype is np.float32) else np.float64
+        indptr, indices, data, n, column_ids, id_space = compact_csc_arrays(X, dtype)
+        reference, used = _reference_compact(before, expected_dtype)
+        assert n == n_rows and id_space == width
+        assert indptr.dtype == np.int64 and indices.dtype == np.int32
+        assert data.dtype == expected_dtype
+        if sparse_id_layout(width, len(used)):
+            np.testing.assert_array_equal(column_ids, used)
+            expected = reference
+        else:
+            assert column_ids is None
+            expected = sp.csc_matrix((reference.data, reference.indices,
+                                      np.r_[0, np.cumsum(np.bincount(
+                                          used, np.diff(reference.indptr), width))]),
+                                     shape=(n_rows, width))
+        np.testing.assert_array_equal(indptr, expected.indptr)
+        np.testing.assert_array_equal(indices, expected.indices)
+        assert data.tobytes() == expected.data.astype(expected_dtype).tobytes()
+        for array in (indptr, indices, data):
+            assert not any(np.shares_memory(array, mine) for mine in
+                           (getattr(X, "data", None), getattr(X, "indices", None),
+                            getattr(X, "indptr", None)) if mine is not None)
+    parts = ("row", "col", "data") if fmt == "coo" else ("indptr", "indices", "data")
+    for part in parts:                                     # the caller's matrix as it was
+        np.testing.assert_array_equal(getattr(X, part), getattr(before, part))
+
+
+@pytest.mark.parametrize("width", [50, 2 ** 40])
+def test_non_finite_values_are_refused(width):
+    from ultrafs.errors import InputFormatError
+
+    X = sp.csr_matrix((np.array([1.0, np.inf]), np.array([3, 4]), np.array([0, 1, 2])),
+                      shape=(2, width))
+    with pytest.raises(InputFormatError, match="NaN or infinite"):
+        InMemoryStore(X, [0, 1])
+
+
+def test_csr_and_csc_fits_agree(problem):
+    X, y = problem
+    X = np.where(np.abs(X) > 1.0, X, 0.0)
+    csr = FGMClassifier(B=2, max_iter=3, scheduler="synchronous").fit(sp.csr_matrix(X), y)
+    csc = FGMClassifier(B=2, max_iter=3, scheduler="synchronous").fit(sp.csc_matrix(X), y)
+    np.testing.assert_array_equal(csr.selected_features_, csc.selected_features_)
+    assert csr.selected_coef_.tobytes() == csc.selected_coef_.tobytes()

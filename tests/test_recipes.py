@@ -372,6 +372,7 @@ ALLOWED = {
     "json_fields": set(),
     "rss": set(),
     "allocator": set(),
+    "names": set(),
     "store": {"errors", "atomic", "kernels", "ultrafs"},
     "scoring": {"errors", "kernels", "store"},
     "solvers": {"errors", "kernels"},

@@ -99,6 +99,81 @@ def test_local_select_imports_no_cluster_code_and_no_zarr(tmp_path, kind):
     assert json.loads((tmp_path / "m.json").read_text())["features"]
 
 
+PARSE_IN_A_FRESH_PROCESS = """
+import json, sys
+from ultrafs.cli import main
+args = json.loads(sys.argv[1])
+if args == ["--help"]:
+    try:
+        main(args, prog_name="ultrafs")
+    except SystemExit as exit:
+        assert not exit.code, exit.code
+else:                                  # parse select's options, run nothing
+    parent = main.make_context("ultrafs", list(args))
+    command = main.get_command(parent, args[0])
+    with command.make_context(args[0], list(args[1:]), parent=parent) as ctx:
+        parsed = {k: ctx.params[k] for k in ("loss", "poly", "B", "class_weight")}
+        print(json.dumps({k: str(v) for k, v in parsed.items()}), file=sys.stderr)
+heavy = ("ultrafs.solvers", "ultrafs.features", "ultrafs.kernels", "ultrafs.api",
+         "ultrafs.store", "ultrafs.methods", "ultrafs.scoring", "numba", "dask",
+         "zarr", "numpy", "scipy", "sklearn")
+print(json.dumps(sorted(name for name in sys.modules
+                        if any(name == h or name.startswith(h + ".") for h in heavy))))
+"""
+
+
+@pytest.mark.parametrize("args", [
+    ["--help"],
+    ["select", "--data", "d.zarr", "--out", "m.json", "--B", "7", "--loss",
+     "squared-hinge", "--poly", "2", "--class-weight", "balanced", "--C", "auto"],
+    ["select", "--data", "d.zarr", "--out", "m.json"],
+])
+def test_help_and_option_parsing_import_no_solver(args):
+    proc = subprocess.run([sys.executable, "-c", PARSE_IN_A_FRESH_PROCESS,
+                           json.dumps(args)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout.strip().splitlines()[-1]) == []
+    if args[0] == "select":
+        parsed = json.loads(proc.stderr.strip().splitlines()[-1])
+        assert parsed["loss"] == (args[args.index("--loss") + 1] if "--loss" in args
+                                  else "logistic")
+
+
+NAMES_OF_THE_REGISTRIES = """
+import json
+from ultrafs.features import FEATURE_SPACES
+from ultrafs.solvers.losses import loss_names
+print(json.dumps([sorted(loss_names()),
+                  sorted(str(c.poly_degree) for c in FEATURE_SPACES.values()
+                         if c.poly_degree is not None)]))
+"""
+
+
+def test_static_names_are_the_built_in_registry_members():
+    """ultrafs/names.py lists exactly what the registries hold in a fresh process."""
+    from ultrafs.names import LOSS_NAMES, POLY_DEGREES
+
+    proc = subprocess.run([sys.executable, "-c", NAMES_OF_THE_REGISTRIES],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    losses, degrees = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert list(LOSS_NAMES) == losses
+    assert list(POLY_DEGREES) == degrees
+
+
+def test_a_loaded_registry_adds_its_members_to_the_choices(monkeypatch):
+    from ultrafs import cli
+    from ultrafs.names import LOSS_NAMES
+    from ultrafs.solvers import losses
+
+    option = next(p for p in cli.main.commands["select"].params if p.name == "loss")
+    assert option.type.choices == tuple(LOSS_NAMES)       # registry loaded: the same
+    monkeypatch.setattr(losses, "loss_names", lambda: ["zeta-loss", *LOSS_NAMES])
+    assert option.type.choices == (*LOSS_NAMES, "zeta-loss")
+    monkeypatch.delitem(sys.modules, "ultrafs.solvers.losses")
+    assert option.type.choices == tuple(LOSS_NAMES)       # not loaded: static names
+
+
 def test_local_get_names_the_schedulers():
     import dask.local
     import dask.multiprocessing

@@ -24,36 +24,66 @@ from ultrafs.errors import UltraFSError, UltraFSWarning
 
 
 class RegistryChoice(click.Choice):
-    """A choice whose values are read from a registry when first needed.
+    """A choice of the built-in names, plus a registry's when it is loaded.
 
-    ``ultrafs --help`` stays instant: the registry (which imports the
-    kernels) is only loaded when a command's options are parsed or shown.
+    Neither ``ultrafs --help`` nor the parsing of a command's options
+    imports a registry (the loss registry imports numba and the solver
+    stack, the feature-space registry every space): the choices are the
+    static names of :mod:`ultrafs.names`, joined by the registry's own
+    names when its module has already been imported (a member registered
+    at run time, as ``tests/test_recipes.py`` does, is offered too).
+
+    Parameters
+    ----------
+    static : tuple of str
+        The built-in names (:mod:`ultrafs.names`).
+    module : str
+        The registry's module; read only when ``sys.modules`` holds it.
+    load : callable
+        ``load(module) -> iterable of str``: the registry's names.
     """
 
-    def __init__(self, load):
+    def __init__(self, static, module, load):
+        self._static = tuple(static)
+        self._module = module
         self._load = load
-        super().__init__((), case_sensitive=True)
+        super().__init__(self._static, case_sensitive=True)
 
     @property
     def choices(self):
-        return tuple(self._load())
+        loaded = sys.modules.get(self._module)
+        if loaded is None:
+            return self._static
+        names = list(self._static)
+        names += sorted(set(self._load(loaded)) - set(names))
+        return tuple(names)
 
     @choices.setter
     def choices(self, value):
         pass
 
 
-def _poly_degrees():
-    from ultrafs.features import FEATURE_SPACES
+def _poly_degrees(base):
+    """The degrees of the registered feature spaces (``features/base.py``)."""
+    return [str(cls.poly_degree) for cls in base.FEATURE_SPACES.values()
+            if cls.poly_degree is not None]
 
-    return sorted(str(cls.poly_degree) for cls in FEATURE_SPACES.values()
-                  if cls.poly_degree is not None)
+
+def _loss_names(losses):
+    """The registered loss names (``solvers/losses.py``)."""
+    return losses.loss_names()
 
 
-def _loss_names():
-    from ultrafs.solvers.losses import loss_names
+def _loss_choice():
+    from ultrafs.names import LOSS_NAMES
 
-    return loss_names()
+    return RegistryChoice(LOSS_NAMES, "ultrafs.solvers.losses", _loss_names)
+
+
+def _poly_choice():
+    from ultrafs.names import POLY_DEGREES
+
+    return RegistryChoice(POLY_DEGREES, "ultrafs.features.base", _poly_degrees)
 
 
 #: library wording -> command-line wording, applied to every error line
@@ -739,7 +769,7 @@ def _fgm_options(func):
                      show_default=True,
                      help="Seed of the held-out split (--validation-fraction) or "
                           "of the --C auto folds."),
-        click.option("--loss", type=RegistryChoice(_loss_names),
+        click.option("--loss", type=_loss_choice(),
                      default="logistic", show_default=True,
                      help="Loss (K >= 3 classes: multinomial logistic or "
                           "one-vs-rest squared hinge)."),
@@ -771,7 +801,7 @@ def _fgm_options(func):
                      help="Subproblem solver: auto (proximal Newton or APG), or mkl: "
                           "MKL-FGM, SimpleMKL in the dual (the paper's reference; "
                           "squared hinge, two classes, at most 5,000 rows)."),
-        click.option("--poly", type=RegistryChoice(_poly_degrees), default="1",
+        click.option("--poly", type=_poly_choice(), default="1",
                      show_default=True,
                      help="2: select among all degree-2 polynomial features "
                           "(linear, squares, crosses) generated on the fly."),

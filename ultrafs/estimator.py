@@ -21,12 +21,12 @@ __all__ = ["FGMClassifier"]
 
 def _unlabelled_store(X, id_offset):
     """Wrap a matrix as a store for prediction (labels are not used)."""
-    from ultrafs.store.memory import InMemoryStore, to_compact_csc
+    from ultrafs.store.memory import InMemoryStore, compact_csc_arrays
 
-    csc, column_ids, id_space = to_compact_csc(X)
+    indptr, indices, data, n_rows, column_ids, id_space = compact_csc_arrays(X)
     return InMemoryStore.from_csc_arrays(
-        csc.indptr, csc.indices, csc.data, csc.shape[0],
-        np.ones(csc.shape[0]), np.array([0.0, 1.0]), id_offset=id_offset,
+        indptr, indices, data, n_rows,
+        np.ones(n_rows), np.array([0.0, 1.0]), id_offset=id_offset,
         column_ids=column_ids, id_space=id_space)
 
 

@@ -23,6 +23,26 @@ from ultrafs.scoring.topk import TopK, merge_topk_results
 
 __all__ = ["run_block_tasks", "BlockRunner"]
 
+#: a file name in this environment variable receives, once per process, the
+#: wall-clock time (``time.time()``) at which the first pass starts and the
+#: process's CPU seconds until then (``time.process_time()``): how the
+#: start-up cost of a command is measured (``bench/io_startup.py``)
+FIRST_PASS_MARK = "ULTRAFS_FIRST_PASS_MARK"
+_marked = False
+
+
+def _mark_first_pass():
+    global _marked
+    if _marked:
+        return
+    _marked = True
+    path = os.environ.get(FIRST_PASS_MARK)
+    if path:
+        import time
+
+        with open(path, "w") as out:
+            out.write(f"{time.time()!r} {time.process_time()!r}")
+
 
 def run_block_tasks(blocks, task, merge, *, shared=None, scheduler=None,
                     num_workers=None, split_every=8, progress_label=None):
@@ -51,6 +71,8 @@ def run_block_tasks(blocks, task, merge, *, shared=None, scheduler=None,
     result
         The merged result.
     """
+    if not _marked:
+        _mark_first_pass()
     if len(blocks) == 1 and progress_label is None \
             and scheduler in (None, "threads", "synchronous"):
         # One block on a local scheduler: the graph would run the task and

@@ -11,7 +11,7 @@ from ultrafs.store.base import (ColumnBlock, ColumnStore, balanced_block_bounds,
                    sparse_id_layout)
 from ultrafs.store.targets import TARGET_TYPES, encode_targets, require_labels
 
-__all__ = ["InMemoryStore", "to_csc", "to_compact_csc"]
+__all__ = ["InMemoryStore", "to_csc", "to_compact_csc", "compact_csc_arrays"]
 
 #: default target of nonzeros per block of the default partition
 DEFAULT_BLOCK_NNZ = 1 << 20
@@ -52,9 +52,141 @@ def to_csc(X, dtype=None) -> sp.csc_matrix:
     return csc
 
 
-def _is_wide_sparse(X) -> bool:
-    """A scipy matrix not in CSC form: converting it would allocate per column."""
-    return sp.issparse(X) and X.format != "csc"
+#: the used columns of a scipy matrix are found with a count per column when
+#: it has at most this many columns per stored entry (or at most
+#: ``_COUNT_MIN_WIDTH`` columns), else by sorting its column indices: the
+#: work and memory stay in proportion to the entries, never to a hashed
+#: id range (2**31 columns and more)
+_COUNT_WIDTH_PER_ENTRY = 4
+_COUNT_MIN_WIDTH = 1 << 22
+
+
+def _value_dtype(X, dtype):
+    """The store's value dtype for ``X`` (None: float32 stays, else float64)."""
+    if dtype is None:
+        return np.dtype(np.float32) if X.dtype == np.float32 else np.dtype(np.float64)
+    return np.dtype(dtype)
+
+
+def _canonical_csr(X, dtype):
+    """``X`` (scipy, not CSC) as CSR without duplicates, values in ``dtype``.
+
+    Returns the matrix itself when it already is (the caller's arrays are
+    then only read), else a converted copy.
+    """
+    if X.dtype != dtype:                 # first: duplicates add up in ``dtype``
+        X = X.astype(dtype)
+    csr = X.tocsr() if X.format != "csr" else X
+    if not csr.has_canonical_format:
+        csr = csr.copy() if csr is X else csr
+        csr.sum_duplicates()
+    return csr
+
+
+def _csr_to_compact_arrays(X, dtype):
+    """The canonical CSC arrays of a scipy matrix given in any format but CSC.
+
+    One pass counts the nonzero entries of every column (or, for an id
+    range much wider than the entries, the used columns are found by
+    sorting the column indices), a second writes the CSC arrays row by row
+    (``kernels/sparse_ops.py``): no ``(row, column)`` sort, no scipy
+    intermediate, no per-column array for a hashed id range.
+
+    Returns
+    -------
+    indptr : ndarray of int64, shape (n_kept + 1,)
+    indices : ndarray of int32
+    data : ndarray of ``dtype``
+        Fresh arrays (never the caller's); sorted rows, no duplicates, no
+        zeros.
+    column_ids : ndarray of int64 or None
+        Original column of each kept column (the sparse id layout), or None.
+    id_space : int
+    """
+    from ultrafs.kernels.sparse_ops import csr_column_counts, csr_to_csc_fill
+
+    n_rows, width = X.shape
+    csr = _canonical_csr(X, dtype)
+    indices, data = csr.indices, csr.data
+    if width <= max(_COUNT_WIDTH_PER_ENTRY * len(indices), _COUNT_MIN_WIDTH):
+        # 32-bit counters and cursors when the entries allow: half the
+        # memory the scattered increments and writes touch
+        cursor_dtype = np.int32 if len(indices) < 2 ** 31 else np.int64
+        counts = np.zeros(width, dtype=cursor_dtype)
+        if csr_column_counts(indices, data, counts):
+            raise InputFormatError("X contains NaN or infinite values")
+        column_ids = None
+        if sparse_id_layout(width, np.count_nonzero(counts)):
+            used = np.flatnonzero(counts)
+            counts = counts[used]
+            column_ids = used.astype(np.int64)
+        indptr = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        # the output position of each column's next entry, by original column
+        # (no per-entry lookup of the new column number)
+        if column_ids is None:
+            nxt = indptr[:-1].astype(cursor_dtype)
+        else:
+            nxt = np.zeros(width, dtype=cursor_dtype)
+            nxt[used] = indptr[:-1]
+        cols = indices
+    else:
+        if not np.all(np.isfinite(data)):
+            raise InputFormatError("X contains NaN or infinite values")
+        nonzero = data != 0
+        kept = indices if nonzero.all() else indices[nonzero]
+        used = np.unique(kept).astype(np.int64)
+        if not sparse_id_layout(width, len(used)):       # as wide as its entries
+            csc = to_csc(X, dtype=dtype)
+            return (csc.indptr.astype(np.int64), csc.indices.astype(np.int32),
+                    csc.data, None, width)
+        cols = np.searchsorted(used, indices)
+        counts = np.bincount(cols[nonzero], minlength=len(used))
+        column_ids = used
+        indptr = np.zeros(len(counts) + 1, dtype=np.int64)
+        np.cumsum(counts, out=indptr[1:])
+        nxt = indptr[:-1].copy()
+    out_indices = np.empty(indptr[-1], dtype=np.int32)
+    out_values = np.empty(indptr[-1], dtype=dtype)
+    csr_to_csc_fill(csr.indptr, cols, data, nxt, out_indices, out_values)
+    return indptr, out_indices, out_values, column_ids, width
+
+
+def compact_csc_arrays(X, dtype=None):
+    """:func:`to_compact_csc` as raw arrays: what a store keeps.
+
+    Returns
+    -------
+    indptr : ndarray of int64, shape (n_kept + 1,)
+    indices : ndarray of int32, shape (nnz,)
+    data : ndarray of float32 or float64, shape (nnz,)
+        Canonical CSC arrays of the kept columns (sorted rows, no
+        duplicates, no explicit zeros); never sharing memory with ``X``.
+    n_rows : int
+    column_ids : ndarray of int64 or None
+        Original column of each kept column; None when every column is kept.
+    id_space : int
+        Number of columns of ``X``.
+    """
+    if sp.issparse(X) and X.format != "csc":
+        if X.shape[0] >= 2 ** 31:
+            raise InputFormatError(f"X has {X.shape[0]} rows; at most 2**31 - 1 are "
+                                   "supported")
+        indptr, indices, data, column_ids, id_space = _csr_to_compact_arrays(
+            X, _value_dtype(X, dtype))
+        return indptr, indices, data, X.shape[0], column_ids, id_space
+    csc = to_csc(X, dtype=dtype)
+    width = csc.shape[1]
+    indptr = csc.indptr.astype(np.int64, copy=False)
+    indices = csc.indices.astype(np.int32, copy=False)
+    column_ids = None
+    if width > SPARSE_IDS_MIN_EMPTY:
+        used = np.flatnonzero(np.diff(indptr))
+        if sparse_id_layout(width, len(used)):
+            # dropping empty columns keeps every entry where it is
+            indptr = np.concatenate((np.zeros(1, dtype=np.int64), indptr[used + 1]))
+            return indptr, indices, csc.data, csc.shape[0], used.astype(np.int64), width
+    return indptr, indices, csc.data, csc.shape[0], column_ids, width
 
 
 def to_compact_csc(X, dtype=None):
@@ -62,9 +194,9 @@ def to_compact_csc(X, dtype=None):
 
     A matrix as wide as a hashed feature space (``2**31`` columns, few of
     them used) is never given a per-column array: a scipy matrix in any
-    format but CSC goes through its ``(row, column, value)`` triplets, and
-    the non-empty columns are kept when :func:`~ultrafs.store.base.sparse_id_layout`
-    says so.
+    format but CSC is transposed by its rows (:func:`compact_csc_arrays`),
+    and the non-empty columns are kept when
+    :func:`~ultrafs.store.base.sparse_id_layout` says so.
 
     Returns
     -------
@@ -75,41 +207,12 @@ def to_compact_csc(X, dtype=None):
     id_space : int
         Number of columns of ``X``.
     """
-    if not sp.issparse(X) or X.shape[1] <= SPARSE_IDS_MIN_EMPTY:
-        # too narrow for the sparse layout (it needs more empty columns than
-        # this): no search for the used columns
-        csc = to_csc(X, dtype=dtype)
-        return csc, None, csc.shape[1]
-    if not _is_wide_sparse(X):
-        csc = to_csc(X, dtype=dtype)
-        width = csc.shape[1]
-        used = np.flatnonzero(np.diff(csc.indptr))
-        if not sparse_id_layout(width, len(used)):
-            return csc, None, width
-        return csc[:, used], used.astype(np.int64), width
-    n_rows, width = X.shape
-    if dtype is None:
-        dtype = np.float32 if X.dtype == np.float32 else np.float64
-    coo = X.tocoo(copy=True)
-    keep = coo.data != 0
-    rows = coo.row[keep].astype(np.int64)
-    cols = coo.col[keep].astype(np.int64)
-    values = coo.data[keep].astype(dtype)
-    if not np.all(np.isfinite(values)):
-        raise InputFormatError("X contains NaN or infinite values")
-    used = np.unique(cols)
-    if not sparse_id_layout(width, len(used)):
-        return to_csc(X, dtype=dtype), None, width
-    compact = np.searchsorted(used, cols)
-    csc = sp.csc_matrix((values, (rows, compact)), shape=(n_rows, len(used)), dtype=dtype)
-    csc.sum_duplicates()
-    csc.sort_indices()
-    csc.eliminate_zeros()
-    # a duplicate entry may sum to zero and empty a column: keep the layout exact
-    still = np.flatnonzero(np.diff(csc.indptr))
-    if len(still) != len(used):
-        csc, used = csc[:, still], used[still]
-    return csc, used.astype(np.int64), width
+    indptr, indices, data, n_rows, column_ids, id_space = compact_csc_arrays(X, dtype)
+    csc = sp.csc_matrix((data, indices, indptr), shape=(n_rows, len(indptr) - 1),
+                        copy=False)
+    csc.has_sorted_indices = True
+    csc.has_canonical_format = True
+    return csc, column_ids, id_space
 
 
 def _dataframe_names(X):
@@ -173,22 +276,24 @@ class InMemoryStore(ColumnStore):
                  id_offset=0, feature_names=None):
         if feature_names is None:
             feature_names = _dataframe_names(X)
-        csc, column_ids, id_space = to_compact_csc(X, dtype=dtype)
+        indptr, indices, data, n_rows, column_ids, id_space = compact_csc_arrays(
+            X, dtype=dtype)
         y = np.asarray(y)
-        if y.ndim != 1 or y.shape[0] != csc.shape[0]:
+        if y.ndim != 1 or y.shape[0] != n_rows:
             raise InputFormatError(
-                f"y must have shape ({csc.shape[0]},), got {y.shape}")
+                f"y must have shape ({n_rows},), got {y.shape}")
         self._target_type, self._classes = encode_targets(y, where="y", target=target)
         self._targets = np.array(y, dtype=np.float64)
         self._y_pm = None
         if self._target_type == "binary":
             self._y_pm = np.where(self._targets == self._classes[1], 1.0, -1.0)
-        self._indptr = csc.indptr.astype(np.int64)
-        self._indices = csc.indices.astype(np.int32)
-        self._data = csc.data
-        self.n_samples, self.n_features = csc.shape
-        self.nnz = int(csc.nnz)
-        self.dtype = csc.dtype
+        # fresh arrays (compact_csc_arrays never returns the caller's)
+        self._indptr = indptr
+        self._indices = indices
+        self._data = data
+        self.n_samples, self.n_features = int(n_rows), len(indptr) - 1
+        self.nnz = int(indptr[-1])
+        self.dtype = data.dtype
         self.id_offset = int(id_offset)
         self.column_ids = column_ids
         self._id_space = int(id_space)
