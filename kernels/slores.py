@@ -19,12 +19,13 @@ column from the statistics (``s_j = s0_j − shift·colsum_j``,
 makes no temporary array.
 
 *Stale* columns (the ℓ1 path's KKT pass certified them by a bound instead
-of reading them, :mod:`ultrafs.methods.l1_kkt`): their ``s0_j`` is a value
-at an older dual point, within ``slack_j >= 0`` of the true one, and their
-``B_j`` may belong to another cut.  They get the ball's bound with the
-slack added to ``s_error_j`` (``r N_j + |s_j| + s_error_j + slack_j``: the
-cut only tightens a bound, so dropping it stays safe).  ``slack_j < 0``
-marks a fresh column; an empty ``slack`` array, every column fresh.
+of reading them, :mod:`ultrafs.methods.l1_kkt`): column j's ``s0_j`` was
+computed at the reference point ``ref_id[j]``; where that is not
+``current`` it is within ``slack_j = ||x_j|| · reach[ref_id[j]]`` of the
+true one, and its ``B_j`` may belong to another cut.  Such a column gets
+the ball's bound with the slack added to ``s_error_j`` (``r N_j + |s_j| +
+s_error_j + slack_j``: the cut only tightens a bound, so dropping it stays
+safe).  An empty ``ref_id`` means every column is fresh.
 
 The KKT pass's kernels at the end: weighted sums of chosen columns
 (:func:`gathered_column_sums`, bit for bit the scoring kernels' sums), the
@@ -39,7 +40,7 @@ from numba import njit
 __all__ = ["GENERAL", "BALL", "POINT", "slores_bounds", "slores_keep_columns",
            "largest_shifted_correlation", "discarded_violators",
            "gathered_column_sums", "gathered_column_sums_binary",
-           "uncertified_columns", "assign_reference", "stale_slack"]
+           "uncertified_columns", "assign_reference"]
 
 GENERAL = 0
 BALL = 1
@@ -81,7 +82,7 @@ def _bound(s, s_err, cut, cut_err, n2, radius, cut_norm2, d, case):
 
 @njit(cache=True, nogil=True)
 def slores_bounds(s0, colsum, norms, norm2, cut, shift, s_gamma, shift_gamma,
-                  cut_gamma, radius, cut_norm2, d, case, out, slack):
+                  cut_gamma, radius, cut_norm2, d, case, out, ref_id, reach, current):
     """Fill ``out[j]`` with the bound of every column j.
 
     Parameters
@@ -97,16 +98,18 @@ def slores_bounds(s0, colsum, norms, norm2, cut, shift, s_gamma, shift_gamma,
     case : int
         :data:`GENERAL`, :data:`BALL` or :data:`POINT`.
     out : float64 array, shape (p,)
-    slack : float64 array, shape (p,) or (0,)
-        Stale columns' slack (see the module); empty: every column fresh.
+    ref_id : int32 array, shape (p,) or (0,)
+    reach : float64 array
+    current : int
+        Stale columns (see the module); an empty ``ref_id``: every column fresh.
     """
-    stale = slack.shape[0] > 0
+    stale = ref_id.shape[0] > 0
     for j in range(s0.shape[0]):
         a = abs(colsum[j])
         s_err = s_gamma * norms[j] + shift_gamma * a
         col_case = case
-        if stale and slack[j] >= 0.0:
-            s_err += slack[j]
+        if stale and ref_id[j] != current:
+            s_err += norms[j] * reach[ref_id[j]]
             if col_case == GENERAL:
                 col_case = BALL
         out[j] = _bound(s0[j] - shift * colsum[j], s_err, cut[j], cut_gamma * norms[j],
@@ -117,7 +120,7 @@ def slores_bounds(s0, colsum, norms, norm2, cut, shift, s_gamma, shift_gamma,
 @njit(cache=True, nogil=True)
 def slores_keep_columns(columns, every, s0, colsum, norms, norm2, constant, cut,
                         shift, s_gamma, shift_gamma, cut_gamma, radius, cut_norm2, d,
-                        case, n_lam, rtol, keep, slack):
+                        case, n_lam, rtol, keep, ref_id, reach, current):
     """Algorithm 1's test on ``columns``: ``keep[j]`` for each of them.
 
     ``keep[j] = T_j >= nλ − rtol (nλ + r N_j + |s_j|)`` and the column is
@@ -137,11 +140,11 @@ def slores_keep_columns(columns, every, s0, colsum, norms, norm2, constant, cut,
         ``n λ``.
     rtol : float
     keep : bool array, shape (p,)
-    slack : float64 array, shape (p,) or (0,)
-        Stale columns' slack (see the module); empty: every column fresh.
+    ref_id, reach, current
+        Stale columns (see the module); an empty ``ref_id``: every column fresh.
     """
     count = s0.shape[0] if columns.shape[0] == 0 and every else columns.shape[0]
-    stale = slack.shape[0] > 0
+    stale = ref_id.shape[0] > 0
     for k in range(count):
         j = k if every else columns[k]
         if constant[j]:
@@ -151,8 +154,8 @@ def slores_keep_columns(columns, every, s0, colsum, norms, norm2, constant, cut,
         s = s0[j] - shift * colsum[j]
         s_err = s_gamma * norms[j] + shift_gamma * a
         col_case = case
-        if stale and slack[j] >= 0.0:
-            s_err += slack[j]
+        if stale and ref_id[j] != current:
+            s_err += norms[j] * reach[ref_id[j]]
             if col_case == GENERAL:
                 col_case = BALL
         ball = radius * np.sqrt(norm2[j])
@@ -255,14 +258,14 @@ def gathered_column_sums_binary(indptr, indices, read_at, write_at, weights, out
 
 
 @njit(cache=True, nogil=True)
-def uncertified_columns(keep, s_ref, ref_id, norms, reach, threshold):
+def uncertified_columns(keep, s_ref, ref_id, norms, reach, threshold, out):
     """The discarded columns a bound cannot certify, and the largest bound.
 
     Column j's correlation was last computed at the reference dual point
     ``ref_id[j]``: ``s_ref[j]``.  For the new point θ,
     ``|x̄_j'θ| <= |s_ref[j]| + ||x_j|| · reach[ref_id[j]]`` where ``reach[r]``
     bounds ``||θ − θ_r||`` plus the rounding of ``s_ref`` (relative to
-    ``||x_j||``, see :mod:`ultrafs.methods.l1_kkt`).
+    ``||x_j||``, see :mod:`ultrafs.methods.l1_kkt`).  One pass.
 
     Parameters
     ----------
@@ -276,34 +279,27 @@ def uncertified_columns(keep, s_ref, ref_id, norms, reach, threshold):
     threshold : float
         ``nλ(1 + tol)``: a column whose bound is at most this satisfies
         its KKT condition.
+    out : int64 array, shape (p,)
+        Receives the uncertified columns, increasing, in ``out[:count]``.
 
     Returns
     -------
-    columns : int64 array
-        Increasing discarded columns whose bound exceeds ``threshold``.
+    count : int
     largest : float
         The largest bound among the certified discarded columns (0 if none).
     """
-    p = s_ref.shape[0]
     count = 0
     largest = 0.0
-    for j in range(p):
+    for j in range(s_ref.shape[0]):
         if keep[j]:
             continue
         b = abs(s_ref[j]) + norms[j] * reach[ref_id[j]]
         if b > threshold:
+            out[count] = j
             count += 1
         elif b > largest:
             largest = b
-    out = np.empty(count, dtype=np.int64)
-    k = 0
-    for j in range(p):
-        if keep[j]:
-            continue
-        if abs(s_ref[j]) + norms[j] * reach[ref_id[j]] > threshold:
-            out[k] = j
-            k += 1
-    return out, largest
+    return count, largest
 
 
 @njit(cache=True, nogil=True)
@@ -316,22 +312,3 @@ def assign_reference(columns, ref_id, counts, new):
         ref_id[j] = new
     counts[new] += columns.shape[0]
     return counts
-
-
-@njit(cache=True, nogil=True)
-def stale_slack(s_ref, ref_id, norms, reach, current, out):
-    """The screening's slack (see the module): -1 where ``ref_id[j] == current``
-    (fresh), else ``||x_j|| · reach[ref_id[j]]``; returns ``max_j |s_ref_j| +
-    max(slack_j, 0)``, an upper bound of ``||X̄'θ||_∞`` at the new reference."""
-    top = 0.0
-    for j in range(s_ref.shape[0]):
-        r = ref_id[j]
-        if r == current:
-            out[j] = -1.0
-            v = abs(s_ref[j])
-        else:
-            out[j] = norms[j] * reach[r]
-            v = abs(s_ref[j]) + out[j]
-        if v > top:
-            top = v
-    return top

@@ -37,11 +37,11 @@ rounding of the distance and of the stored ``s_j`` (γ_n = (n + 2)ε).
 The correlations kept for the next λ's screening are therefore a mix:
 *fresh* ones (computed at the final θ̂, with the next cut's products) and
 *stale* ones, each within ``slack_j = ||x_j|| reach_r`` of its value at θ̂
-(:func:`ultrafs.kernels.slores.stale_slack`); Slores gives the stale ones
-the ball's bound plus their slack, the strong rule their upper bound
-``|s_j| + slack_j``.  Memory: three p-vectors (``s``, the cut's products,
-the slack), ``ref_id`` (p int32) and at most :data:`MAX_REFERENCES`
-n-vectors.
+(the ``reach`` of the last check, which was at θ̂); Slores gives the stale
+ones the ball's bound plus their slack (:mod:`ultrafs.kernels.slores`), the
+strong rule their upper bound ``|s_j| + slack_j``.  Memory: two p-vectors
+(``s``, the cut's products), ``ref_id`` (p int32), a p-vector of int64 for
+the uncertified columns, and at most :data:`MAX_REFERENCES` n-vectors.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ import numpy as np
 
 from ultrafs.kernels.slores import (assign_reference, discarded_violators,
                                     gathered_column_sums,
-                                    gathered_column_sums_binary, stale_slack,
+                                    gathered_column_sums_binary,
                                     uncertified_columns)
 
 __all__ = ["KKTCheck", "MAX_REFERENCES", "FULL_PASS_SHARE", "READ_GROUP"]
@@ -117,7 +117,9 @@ class KKTCheck:
         if resident is not None:
             block = resident.read_range(0, resident.n_features)
             self.csc = (block.indptr, block.indices, block.data)
-        self._slack = None
+        self._uncertain = np.empty(self.s.size, dtype=np.int64)
+        self.reach = np.zeros(MAX_REFERENCES)
+        self.largest = 0.0
         self.columns_read = self.full_passes = self.checks = 0
 
     # ------------------------------------------------------------ helpers
@@ -208,9 +210,11 @@ class KKTCheck:
         full = slot is None
         if not full:
             reach = self._reach(theta)
-            uncertain, certified_top = uncertified_columns(
-                keep, self.s, self.ref_id, self.norms, reach, threshold)
-            full = uncertain.size > FULL_PASS_SHARE * self.s.size
+            count, certified_top = uncertified_columns(
+                keep, self.s, self.ref_id, self.norms, reach, threshold,
+                self._uncertain)
+            uncertain = self._uncertain[:count]
+            full = count > FULL_PASS_SHARE * self.s.size
         if full:
             self._full(weights, cut_weights)
             self.full_passes += 1
@@ -221,7 +225,10 @@ class KKTCheck:
             self.counts[:] = 0
             self.counts[0] = self.s.size
             self.current = 0
+            self.reach = np.zeros(MAX_REFERENCES)
             violators, largest = discarded_violators(self.s, keep, threshold)
+            self.largest = max(largest, float(np.abs(self.s[columns]).max())
+                               if columns.size else 0.0)
             return violators, largest
         self.points[slot] = np.array(theta, dtype=np.float64)
         self.current = slot
@@ -239,21 +246,29 @@ class KKTCheck:
         values = np.abs(self.s[uncertain])
         violators = uncertain[values > threshold]
         largest = max(certified_top, float(values.max()) if values.size else 0.0)
+        reach[slot] = 0.0
+        self.reach = reach
+        self.largest = max(largest, float(np.abs(self.s[columns]).max())
+                           if columns.size else 0.0)
         return violators, largest
 
     def screening_inputs(self):
-        """For the next λ's rule: ``(s, slack, largest)`` at the last check's θ̂.
+        """For the next λ's rule: ``(s, stale, largest)`` at the last check's θ̂.
 
-        ``slack`` is None when every column is fresh; else ``slack_j < 0``
-        marks a fresh column and ``slack_j >= 0`` a stale one (see the
-        module).  ``largest`` bounds ``max_j |x̄_j'θ̂|``.  ``s`` and
-        ``slack`` are this object's arrays, valid until the next check.
+        ``stale`` is None when every column is fresh, else ``(ref_id, reach,
+        current)``: column j is stale where ``ref_id[j] != current``, its
+        ``s_j`` within ``||x_j|| reach[ref_id[j]]`` of ``x̄_j'θ̂``.
+        ``largest`` bounds ``max_j |x̄_j'θ̂|``.  The arrays are this object's,
+        valid until the next check.
         """
         if self.counts[self.current] == self.s.size:
-            return self.s, None, float(np.abs(self.s).max()) if self.s.size else 0.0
-        if self._slack is None:
-            self._slack = np.empty_like(self.s)
-        reach = self._reach(self.points[self.current])
-        largest = stale_slack(self.s, self.ref_id, self.norms, reach, self.current,
-                              self._slack)
-        return self.s, self._slack, float(largest)
+            return self.s, None, self.largest
+        return self.s, (self.ref_id, self.reach, self.current), self.largest
+
+    def upper_correlations(self):
+        """``|s_j| + slack_j`` for every column (fresh: ``|s_j|``), a new array."""
+        upper = np.abs(self.s)
+        if self.counts[self.current] != self.s.size:
+            stale = self.ref_id != self.current
+            upper[stale] += self.norms[stale] * self.reach[self.ref_id[stale]]
+        return upper

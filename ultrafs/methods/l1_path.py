@@ -254,8 +254,8 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
     n_pos = stats.n_pos
     intercept = float(np.log(n_pos / (n - n_pos)))
     decision = np.full(n, intercept)
-    prev = {"lam": lam_max, "s": stats.s_max, "slack": None, "decision": decision,
-            "coef_l1": 0.0, "cut": None}
+    prev = {"lam": lam_max, "s": stats.s_max, "stale": None, "upper": None,
+            "decision": decision, "coef_l1": 0.0, "cut": None}
     with_cut = sequential and screening == "slores"
     for lam in grid:
         lam = float(lam)
@@ -345,9 +345,11 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
         path.coefs.append(np.asarray(result.coef[nonzero][order], dtype=np.float64))
         path.intercepts.append(float(result.intercept))
         intercept = float(result.intercept)
-        s_now, slack, largest = (checker.screening_inputs() if checker is not None
+        s_now, stale, largest = (checker.screening_inputs() if checker is not None
                                  else (None, None, None))
-        prev = {"lam": lam, "s": s_now, "slack": slack, "decision": result.decision,
+        prev = {"lam": lam, "s": s_now, "stale": stale,
+                "upper": checker.upper_correlations if stale is not None else None,
+                "decision": result.decision,
                 "coef_l1": float(np.abs(result.coef).sum()),
                 "cut": None if cut is None else dict(cut, cut=checker.cut),
                 "s_largest": largest}
@@ -377,8 +379,8 @@ def _screen(screening, sequential, stats, lam, y, prev):
     if screening == "strong":
         if sequential and prev["s"] is not None:
             correlations = prev["s"]
-            if prev.get("slack") is not None:   # stale columns: their upper bound
-                correlations = np.abs(correlations) + np.maximum(prev["slack"], 0.0)
+            if prev.get("upper") is not None:   # stale columns: their upper bound
+                correlations = prev["upper"]()
             keep = strong_keep(correlations, lam, prev["lam"], stats.n_samples,
                                stats.constant)
         else:
@@ -392,7 +394,7 @@ def _screen(screening, sequential, stats, lam, y, prev):
         region = sequential_region(stats, lam, decision=prev["decision"], y=y,
                                    coef_l1=prev["coef_l1"], s0=prev["s"],
                                    s0_largest=prev.get("s_largest"),
-                                   slack=prev.get("slack"), **cut)
+                                   stale=prev.get("stale"), **cut)
         # both rules are safe: the basic one is tested on the (usually far
         # smaller) keep set of the sequential one, and the intersection kept
         keep = slores_keep(stats, region, lam)
