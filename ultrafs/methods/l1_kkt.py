@@ -95,6 +95,9 @@ class KKTCheck:
     columns_read, full_passes, checks : int
         Totals: columns summed from the data (kept ones excluded), full
         passes, checks.
+    last_read : int64 array or None
+        The discarded columns the last check read (None: a full pass, all);
+        the others it certified by their bound.
     """
 
     def __init__(self, stats, y, theta_max, store, resident=None, run=None):
@@ -120,6 +123,7 @@ class KKTCheck:
         self._uncertain = np.empty(self.s.size, dtype=np.int64)
         self.reach = np.zeros(MAX_REFERENCES)
         self.largest = 0.0
+        self.last_read = None
         self.columns_read = self.full_passes = self.checks = 0
 
     # ------------------------------------------------------------ helpers
@@ -226,6 +230,7 @@ class KKTCheck:
             self.counts[0] = self.s.size
             self.current = 0
             self.reach = np.zeros(MAX_REFERENCES)
+            self.last_read = None
             violators, largest = discarded_violators(self.s, keep, threshold)
             self.largest = max(largest, float(np.abs(self.s[columns]).max())
                                if columns.size else 0.0)
@@ -234,6 +239,7 @@ class KKTCheck:
         self.current = slot
         self._read(uncertain, weights, cut_weights)
         self.columns_read += int(uncertain.size)
+        self.last_read = uncertain.copy()
         if columns.size:    # the kept columns, from the cache
             self._sums(cache_arrays, positions, columns, weights, self.s)
             if cut_weights is not None:
