@@ -19,19 +19,25 @@ the result on **every** column with one streamed KKT pass:
    columns kept so far, nothing else);
 3. :func:`ultrafs.solvers.l1_logistic.solve_l1_logistic` on the kept
    columns, warm-started from the previous λ, stopping on its KKT residual;
-4. the KKT pass (:func:`ultrafs.scoring.statistics.feature_statistics`,
-   one Dask task per block): ``x̄_j'θ̂`` for every column; a discarded
-   column with ``|x̄_j'θ̂| > nλ(1 + tol)`` violates the optimality
-   conditions: it is added and the problem solved again, until none is
-   left.  In the same pass, the sequential rule gets the products with the
-   column that cuts its next region.
+4. the KKT check (:class:`ultrafs.methods.l1_kkt.KKTCheck`): ``x̄_j'θ̂``
+   for the columns a bound from their last computed correlation cannot
+   certify (the others are certified unread); a discarded column with
+   ``|x̄_j'θ̂| > nλ(1 + tol)`` violates the optimality conditions: it is
+   added and the problem solved again, until none is left.  The columns
+   read also get the products with the column that cuts the sequential
+   rule's next region.
+
+When the store's decoded arrays fit ``memory_budget``
+(:mod:`ultrafs.methods.l1_resident`), the store is decoded once and every
+pass, fetch and check runs on that copy.
 
 Every model on the path therefore satisfies the KKT conditions on all p
 features to the solver's tolerance, whatever the rule; the per-λ record
 says how many violators the check found (``kkt_violations_found``: always
 0 for a safe rule in exact arithmetic) and how many remain
 (``kkt_violations_left``: 0 by construction).  Everything the path keeps
-in memory beyond the kept columns is O(p) statistics vectors.
+in memory beyond the kept columns is O(p) statistics vectors (and, within
+its budget, the decoded copy).
 """
 
 from __future__ import annotations
