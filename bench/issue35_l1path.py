@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -59,14 +60,19 @@ def base_tree(commit):
 
 
 def ultrafs_path(pythonpath, store, out):
-    env_cmd = ["env", f"PYTHONPATH={pythonpath}", sys.executable, "-m", "ultrafs.cli",
-               "path", "--data", str(store), "--screening", "slores",
+    # the console script, not ``python -m``: -m puts the working directory
+    # (this checkout) before PYTHONPATH on sys.path
+    exe = shutil.which("ultrafs") or str(Path(sys.executable).parent / "ultrafs")
+    env_cmd = ["env", f"PYTHONPATH={pythonpath}", exe, "path", "--data", str(store), "--screening", "slores",
                "--n-lambdas", "86", "--lambda-min-ratio", "0.1", "--tol", "1e-06",
                "--scheduler", "threads", "--out", str(out), "--no-progress"]
     load = os.getloadavg()[0]
     measured = run_measured(env_cmd)
     doc = json.loads(Path(out).read_text())
     steps = doc["path"]
+    probe = subprocess.run(["env", f"PYTHONPATH={pythonpath}", sys.executable, "-c",
+                            "import ultrafs; print(ultrafs.__file__)"], cwd="/tmp",
+                           capture_output=True, text=True).stdout.strip()
     phases = {key: float(sum(step[key] for step in steps)) for key in PHASES}
     inside = doc["statistics_seconds"] + sum(phases.values())
     return {"wall": measured["seconds"], "peak_rss_mb": measured["peak_rss_mb"],
@@ -76,7 +82,8 @@ def ultrafs_path(pythonpath, store, out):
             "kkt_columns_read": int(sum(step.get("kkt_columns_read", 0) for step in steps)),
             "kkt_full_passes": int(sum(step.get("kkt_full_passes", 0) for step in steps)),
             "kept": int(sum(step["kept"] for step in steps)),
-            "command": " ".join(env_cmd[2:]).replace(str(REPO) + "/", "")}
+            "imported": probe,
+            "command": " ".join(["ultrafs", *env_cmd[3:]]).replace(str(REPO) + "/", "")}
 
 
 def skglm_child(args):
