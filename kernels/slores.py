@@ -40,7 +40,7 @@ from numba import njit
 __all__ = ["GENERAL", "BALL", "POINT", "slores_bounds", "slores_keep_columns",
            "largest_shifted_correlation", "discarded_violators",
            "gathered_column_sums", "gathered_column_sums_binary",
-           "uncertified_columns", "assign_reference"]
+           "uncertified_columns", "assign_reference", "stale_kept"]
 
 GENERAL = 0
 BALL = 1
@@ -312,3 +312,20 @@ def assign_reference(columns, ref_id, counts, new):
         ref_id[j] = new
     counts[new] += columns.shape[0]
     return counts
+
+
+@njit(cache=True, nogil=True)
+def stale_kept(keep, ref_id, current):
+    """Increasing columns with ``keep[j]`` and ``ref_id[j] != current``: those a
+    rule kept on a stale correlation (worth reading, then testing again)."""
+    count = 0
+    for j in range(keep.shape[0]):
+        if keep[j] and ref_id[j] != current:
+            count += 1
+    out = np.empty(count, dtype=np.int64)
+    k = 0
+    for j in range(keep.shape[0]):
+        if keep[j] and ref_id[j] != current:
+            out[k] = j
+            k += 1
+    return out

@@ -34,7 +34,8 @@ source.
 Rounding.  ``reach_r = ||θ̂ − θ_r|| (1 + γ_n) + γ_n ||θ_r||`` covers the
 rounding of the distance and of the stored ``s_j`` (γ_n = (n + 2)ε).
 
-The correlations kept for the next λ's screening are therefore a mix:
+The correlations kept for the next λ's screening are therefore a mix
+(the stale ones a rule keeps are read and tested again, :meth:`KKTCheck.refresh`):
 *fresh* ones (computed at the final θ̂, with the next cut's products) and
 *stale* ones, each within ``slack_j = ||x_j|| reach_r`` of its value at θ̂
 (the ``reach`` of the last check, which was at θ̂); Slores gives the stale
@@ -124,6 +125,9 @@ class KKTCheck:
         self.reach = np.zeros(MAX_REFERENCES)
         self.largest = 0.0
         self.last_read = None
+        self._weights = None
+        self._cut_weights = None
+        self.columns_refreshed = 0
         self.columns_read = self.full_passes = self.checks = 0
 
     # ------------------------------------------------------------ helpers
@@ -210,6 +214,7 @@ class KKTCheck:
         """
         self.checks += 1
         weights = theta * self.y
+        self._weights, self._cut_weights = weights, cut_weights
         slot = next((r for r in range(MAX_REFERENCES) if self.points[r] is None), None)
         full = slot is None
         if not full:
@@ -270,6 +275,17 @@ class KKTCheck:
         if self.counts[self.current] == self.s.size:
             return self.s, None, self.largest
         return self.s, (self.ref_id, self.reach, self.current), self.largest
+
+    def refresh(self, columns):
+        """Read ``columns`` (increasing) at the last check's θ̂: their ``s`` and
+        cut products become fresh.  The screening calls it for the stale
+        columns its rule kept, then tests them again exactly."""
+        if columns.size == 0 or self._weights is None:
+            return
+        self._read(columns, self._weights, self._cut_weights)
+        assign_reference(columns, self.ref_id, self.counts, self.current)
+        self.columns_refreshed += int(columns.size)
+        self.columns_read += int(columns.size)
 
     def upper_correlations(self):
         """``|s_j| + slack_j`` for every column (fresh: ``|s_j|``), a new array."""

@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ultrafs.errors import ParameterError
+from ultrafs.kernels.slores import stale_kept
 from ultrafs.methods.column_cache import ColumnCache
 from ultrafs.methods.l1_kkt import KKTCheck
 from ultrafs.methods.l1_resident import DEFAULT_MEMORY_BUDGET, resident_store
@@ -355,6 +356,7 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
                                  else (None, None, None))
         prev = {"lam": lam, "s": s_now, "stale": stale,
                 "upper": checker.upper_correlations if stale is not None else None,
+                "refresh": checker.refresh if stale is not None else None,
                 "decision": result.decision,
                 "coef_l1": float(np.abs(result.coef).sum()),
                 "cut": None if cut is None else dict(cut, cut=checker.cut),
@@ -389,6 +391,11 @@ def _screen(screening, sequential, stats, lam, y, prev):
                 correlations = prev["upper"]()
             keep = strong_keep(correlations, lam, prev["lam"], stats.n_samples,
                                stats.constant)
+            if prev.get("upper") is not None:   # kept on a bound: read, test again
+                again = stale_kept(keep, *prev["stale"][::2])
+                prev["refresh"](again)
+                keep[again] = strong_keep(prev["s"][again], lam, prev["lam"],
+                                          stats.n_samples, stats.constant[again])
         else:
             keep = strong_keep(stats.s_max, lam, stats.lambda_max, stats.n_samples,
                                stats.constant)
@@ -404,6 +411,15 @@ def _screen(screening, sequential, stats, lam, y, prev):
         # both rules are safe: the basic one is tested on the (usually far
         # smaller) keep set of the sequential one, and the intersection kept
         keep = slores_keep(stats, region, lam)
+        if region.stale is not None and prev.get("refresh") is not None \
+                and region.s0 is prev["s"] and region.stale[0] is prev["stale"][0] \
+                and (prev["cut"] is None or region.cut is prev["cut"]["cut"]):
+            # the stale columns the bound kept: read them at θ0 (fresh s_j and
+            # B_j, in the region's own arrays) and test them again exactly
+            again = stale_kept(keep, region.stale[0], region.stale[2])
+            if again.size:
+                prev["refresh"](again)
+                keep[again] = slores_keep(stats, region, lam, columns=again)[again]
         return slores_keep(stats, basic, lam, candidates=keep)
     return slores_keep(stats, basic, lam)
 

@@ -514,7 +514,7 @@ def region_bounds(region: DualRegion, norm2) -> np.ndarray:
 
 
 def slores_keep(stats: SloresStatistics, region: DualRegion | None, lam,
-                rtol=DEFAULT_RTOL, candidates=None) -> np.ndarray:
+                rtol=DEFAULT_RTOL, candidates=None, columns=None) -> np.ndarray:
     """Algorithm 1: the columns that must enter the solver at ``lam``.
 
     Parameters
@@ -527,6 +527,8 @@ def slores_keep(stats: SloresStatistics, region: DualRegion | None, lam,
     rtol : float
         Tie tolerance: keep j when
         ``T_j >= nλ − rtol (nλ + r N_j + |s_j|)`` (pitfall B8-1).
+    columns : int64 array, optional
+        The same as ``candidates``, given as column numbers.
     candidates : bool array, shape (p,), optional
         Test only these columns (e.g. another safe rule's keep set); the
         others are discarded.
@@ -542,9 +544,12 @@ def slores_keep(stats: SloresStatistics, region: DualRegion | None, lam,
     keep = np.zeros(p, dtype=bool)
     if lam >= stats.lambda_max or region is None:
         return keep
-    every = candidates is None
-    columns = (np.zeros(0, dtype=np.int64) if every
-               else np.flatnonzero(candidates).astype(np.int64))
+    every = candidates is None and columns is None
+    if columns is not None:
+        columns = np.ascontiguousarray(columns, dtype=np.int64)
+    else:
+        columns = (np.zeros(0, dtype=np.int64) if every
+                   else np.flatnonzero(candidates).astype(np.int64))
     slores_keep_columns(columns, every, region.s0, region.colsum, region.norms, stats.norm2,
                         stats.constant, region.cut, region.shift, region.s_gamma,
                         region.shift_gamma, region.cut_gamma, float(region.radius),
