@@ -276,6 +276,9 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
             if callback is not None:
                 callback(record)
             continue
+        # columns the screening reads again (stale ones it kept) count here
+        read_before = checker.columns_read if checker is not None else 0
+        full_before = checker.full_passes if checker is not None else 0
         started = time.perf_counter()
         keep = _screen(screening, sequential, stats, lam, y, prev)
         first_keep = keep.copy()
@@ -283,8 +286,6 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
         seconds_screening = time.perf_counter() - started
         found = solves = 0
         seconds = {"fetch": 0.0, "solve": 0.0, "kkt": 0.0}
-        read_before = checker.columns_read if checker is not None else 0
-        full_before = checker.full_passes if checker is not None else 0
         warm_intercept = intercept
         cut = None
         for _ in range(MAX_KKT_ROUNDS):
