@@ -896,13 +896,22 @@ def test_bounds_kernel_matches_numpy(d):
     s_error = s_gamma * norms + shift_gamma * np.abs(colsum)
     cut_error = cut_gamma * norms
     args = (s0, colsum, norms, norm2, cut, shift, s_gamma, shift_gamma, cut_gamma)
-    got = slores_bounds(*args, 0.7, A, d, GENERAL, np.empty(p))
+    fresh = (np.zeros(0, dtype=np.int32), np.zeros(1), -1)
+    got = slores_bounds(*args, 0.7, A, d, GENERAL, np.empty(p), *fresh)
     ref = _numpy_bounds(s, s_error, cut, cut_error, norm2, 0.7, A, d)
     np.testing.assert_allclose(got, ref, rtol=1e-13, atol=1e-15)
-    ball = slores_bounds(*args, 0.7, A, d, BALL, np.empty(p))
+    ball = slores_bounds(*args, 0.7, A, d, BALL, np.empty(p), *fresh)
     np.testing.assert_allclose(ball, 0.7 * np.sqrt(norm2) + np.abs(s) + s_error,
                                rtol=1e-15)
-    point = slores_bounds(*args, 0.0, A, d, POINT, np.empty(p))
+    # stale columns (reference point != current): the ball plus their slack
+    ref_id = (np.arange(p) % 3).astype(np.int32)
+    reach = np.array([0.0, 0.3, 0.05])
+    stale = ref_id != 0
+    mixed = slores_bounds(*args, 0.7, A, d, GENERAL, np.empty(p), ref_id, reach, 0)
+    np.testing.assert_allclose(mixed[~stale], ref[~stale], rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(mixed[stale], (ball + norms * reach[ref_id])[stale],
+                               rtol=1e-15)
+    point = slores_bounds(*args, 0.0, A, d, POINT, np.empty(p), *fresh)
     np.testing.assert_allclose(point, np.abs(s) + s_error, rtol=1e-15)
     # the keep test on a subset of the columns leaves the others alone
     constant = norm2 == 0
@@ -911,10 +920,16 @@ def test_bounds_kernel_matches_numpy(d):
     n_lam = float(np.median(ref))
     slores_keep_columns(columns, False, s0, colsum, norms, norm2, constant, cut, shift,
                         s_gamma, shift_gamma, cut_gamma, 0.7, A, d, GENERAL, n_lam,
-                        1e-9, keep)
+                        1e-9, keep, *fresh)
     slack = 1e-9 * (n_lam + 0.7 * np.sqrt(norm2) + np.abs(s))
     expect = np.zeros(p, dtype=bool)
     expect[columns] = (ref[columns] >= n_lam - slack[columns]) & ~constant[columns]
+    np.testing.assert_array_equal(keep, expect)
+    keep = np.zeros(p, dtype=bool)
+    slores_keep_columns(columns, False, s0, colsum, norms, norm2, constant, cut, shift,
+                        s_gamma, shift_gamma, cut_gamma, 0.7, A, d, GENERAL, n_lam,
+                        1e-9, keep, ref_id, reach, 0)
+    expect[columns] = (mixed[columns] >= n_lam - slack[columns]) & ~constant[columns]
     np.testing.assert_array_equal(keep, expect)
 
 

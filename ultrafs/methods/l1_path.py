@@ -19,19 +19,25 @@ the result on **every** column with one streamed KKT pass:
    columns kept so far, nothing else);
 3. :func:`ultrafs.solvers.l1_logistic.solve_l1_logistic` on the kept
    columns, warm-started from the previous λ, stopping on its KKT residual;
-4. the KKT pass (:func:`ultrafs.scoring.statistics.feature_statistics`,
-   one Dask task per block): ``x̄_j'θ̂`` for every column; a discarded
-   column with ``|x̄_j'θ̂| > nλ(1 + tol)`` violates the optimality
-   conditions: it is added and the problem solved again, until none is
-   left.  In the same pass, the sequential rule gets the products with the
-   column that cuts its next region.
+4. the KKT check (:class:`ultrafs.methods.l1_kkt.KKTCheck`): ``x̄_j'θ̂``
+   for the columns a bound from their last computed correlation cannot
+   certify (the others are certified unread); a discarded column with
+   ``|x̄_j'θ̂| > nλ(1 + tol)`` violates the optimality conditions: it is
+   added and the problem solved again, until none is left.  The columns
+   read also get the products with the column that cuts the sequential
+   rule's next region.
+
+When the store's decoded arrays fit ``memory_budget``
+(:mod:`ultrafs.methods.l1_resident`), the store is decoded once and every
+pass, fetch and check runs on that copy.
 
 Every model on the path therefore satisfies the KKT conditions on all p
 features to the solver's tolerance, whatever the rule; the per-λ record
 says how many violators the check found (``kkt_violations_found``: always
 0 for a safe rule in exact arithmetic) and how many remain
 (``kkt_violations_left``: 0 by construction).  Everything the path keeps
-in memory beyond the kept columns is O(p) statistics vectors.
+in memory beyond the kept columns is O(p) statistics vectors (and, within
+its budget, the decoded copy).
 """
 
 from __future__ import annotations
@@ -42,8 +48,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ultrafs.errors import ParameterError
-from ultrafs.kernels.slores import discarded_violators
+from ultrafs.kernels.slores import stale_kept
 from ultrafs.methods.column_cache import ColumnCache
+from ultrafs.methods.l1_kkt import KKTCheck
+from ultrafs.methods.l1_resident import DEFAULT_MEMORY_BUDGET, resident_store
 from ultrafs.methods.slores import (basic_region, centred_column, dual_objective,
                                     labels_pm1, sequential_region, slores_keep,
                                     slores_statistics, theta_max)
@@ -52,7 +60,7 @@ from ultrafs.solvers.l1_logistic import solve_l1_logistic
 
 __all__ = ["SCREENINGS", "L1Path", "lambda_grid", "fit_l1_path",
            "DEFAULT_N_LAMBDAS", "DEFAULT_LAMBDA_MIN_RATIO",
-           "DEFAULT_LAMBDA_MAX_RATIO", "DEFAULT_TOL"]
+           "DEFAULT_LAMBDA_MAX_RATIO", "DEFAULT_TOL", "DEFAULT_MEMORY_BUDGET"]
 
 SCREENINGS = ("slores", "strong", "none")
 #: the paper's grid: λ/λ_max = 0.95, 0.94, …, 0.10 (86 values)
@@ -184,7 +192,8 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
                 lambda_max_ratio=DEFAULT_LAMBDA_MAX_RATIO, screening="slores",
                 sequential=True, tol=DEFAULT_TOL, max_iter=500, stop_at_nnz=None,
                 block_size=None, scheduler=None, num_workers=None,
-                statistics=None, callback=None) -> L1Path:
+                statistics=None, callback=None,
+                memory_budget=DEFAULT_MEMORY_BUDGET) -> L1Path:
     """The ℓ1-logistic regression path of a store, screened and certified.
 
     Parameters
@@ -213,6 +222,12 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
         Reuse statistics computed before (same store and labels).
     callback : callable, optional
         ``callback(record)`` after every λ.
+    memory_budget : int or None
+        Bytes the store's decoded copy may take in memory
+        (:mod:`ultrafs.methods.l1_resident`, default 1 GiB): within it, the
+        store is decoded once and every pass, fetch and KKT check runs on
+        the copy; None or 0 keeps the path out of core.  Same results
+        either way.
 
     Returns
     -------
@@ -222,7 +237,9 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
     y = labels_pm1(store.read_labels() if y is None else y)
     n, p = store.n_samples, store.n_features
     run = dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers)
-    stats = statistics if statistics is not None else slores_statistics(store, y, **run)
+    resident = resident_store(store, y, memory_budget)
+    source = store if resident is None else resident
+    stats = statistics if statistics is not None else slores_statistics(source, y, **run)
     lam_max = stats.lambda_max
     if lam_max == 0.0 and lambdas is None:
         raise ParameterError(
@@ -237,12 +254,16 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
     path = L1Path(lambdas=grid, lambda_max=lam_max, screening=screening,
                   sequential=bool(sequential), statistics_seconds=stats.seconds,
                   n_features=p, n_samples=n)
-    cache = _Cache(store)
+    cache = _Cache(source)
+    checker = None
+    if screening != "none":
+        checker = KKTCheck(stats, y, theta_max(y), store, resident, run)
     n_pos = stats.n_pos
     intercept = float(np.log(n_pos / (n - n_pos)))
     decision = np.full(n, intercept)
-    prev = {"lam": lam_max, "s": stats.s_max, "decision": decision,
-            "coef_l1": 0.0, "cut": None}
+    prev = {"lam": lam_max, "s": stats.s_max, "stale": None, "upper": None,
+            "decision": decision, "coef_l1": 0.0, "cut": None}
+    with_cut = sequential and screening == "slores"
     for lam in grid:
         lam = float(lam)
         if lam >= lam_max:
@@ -255,6 +276,9 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
             if callback is not None:
                 callback(record)
             continue
+        # columns the screening reads again (stale ones it kept) count here
+        read_before = checker.columns_read if checker is not None else 0
+        full_before = checker.full_passes if checker is not None else 0
         started = time.perf_counter()
         keep = _screen(screening, sequential, stats, lam, y, prev)
         first_keep = keep.copy()
@@ -263,6 +287,7 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
         found = solves = 0
         seconds = {"fetch": 0.0, "solve": 0.0, "kkt": 0.0}
         warm_intercept = intercept
+        cut = None
         for _ in range(MAX_KKT_ROUNDS):
             columns = np.flatnonzero(keep)
             t0 = time.perf_counter()
@@ -280,15 +305,15 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
             cache.coef[:] = 0.0
             cache.coef[positions] = result.coef
             warm_intercept = result.intercept
-            if screening == "none":
-                s_all, cut = None, None
+            if checker is None:
                 violators = np.zeros(0, dtype=np.int64)
                 break
-            s_all, cut = _kkt_pass(store, result.theta * y, cache, columns, positions,
-                                   result.coef, sequential and screening == "slores",
-                                   n, run)
+            cut_weights, cut = (_cut_of(cache, columns, positions, result.coef, n)
+                                if with_cut else (None, None))
+            violators, outside = checker.check(
+                result.theta, keep, columns, positions, cache.arrays(),
+                n * lam * (1.0 + tol), cut_weights)
             seconds["kkt"] += time.perf_counter() - t2
-            violators, outside = discarded_violators(s_all, keep, n * lam * (1.0 + tol))
             if violators.size == 0:
                 break
             found += int(violators.size)
@@ -305,7 +330,7 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
         # an unsafe rule's wrong discards are the violators found instead
         discarded = p - kept - int(np.count_nonzero(~first_keep[nz_columns]))
         residual = result.kkt / lam
-        if s_all is not None:   # the discarded columns: (|x̄_j'θ̂|/n − λ)_+ / λ
+        if checker is not None:     # the discarded columns: (|x̄_j'θ̂|/n − λ)_+ / λ
             residual = max(residual, (outside / n - lam) / lam, 0.0)
         record = {
             "lambda": lam, "ratio": lam / lam_max, "C": 1.0 / (n * lam),
@@ -318,18 +343,24 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
             "seconds_fetch": seconds["fetch"], "seconds_solving": seconds["solve"],
             "seconds_kkt": seconds["kkt"], "cached_columns": cache.cache.n_columns,
             "solver_iterations": int(result.n_iter),
+            "kkt_columns_read": (checker.columns_read - read_before
+                                 if checker is not None else 0),
+            "kkt_full_passes": (checker.full_passes - full_before
+                                if checker is not None else 0),
         }
         path.records.append(record)
         path.columns.append(nz_columns[order].astype(np.int64))
         path.coefs.append(np.asarray(result.coef[nonzero][order], dtype=np.float64))
         path.intercepts.append(float(result.intercept))
         intercept = float(result.intercept)
-        largest = None
-        if s_all is not None:   # max |x̄_j'θ̂|: the discarded ones' and the kept ones'
-            inside = s_all[columns]
-            largest = max(outside, float(np.abs(inside).max()) if inside.size else 0.0)
-        prev = {"lam": lam, "s": s_all, "decision": result.decision,
-                "coef_l1": float(np.abs(result.coef).sum()), "cut": cut,
+        s_now, stale, largest = (checker.screening_inputs() if checker is not None
+                                 else (None, None, None))
+        prev = {"lam": lam, "s": s_now, "stale": stale,
+                "upper": checker.upper_correlations if stale is not None else None,
+                "refresh": checker.refresh if stale is not None else None,
+                "decision": result.decision,
+                "coef_l1": float(np.abs(result.coef).sum()),
+                "cut": None if cut is None else dict(cut, cut=checker.cut),
                 "s_largest": largest}
         if callback is not None:
             callback(record)
@@ -356,8 +387,16 @@ def _screen(screening, sequential, stats, lam, y, prev):
         return np.ones(p, dtype=bool)
     if screening == "strong":
         if sequential and prev["s"] is not None:
-            keep = strong_keep(prev["s"], lam, prev["lam"], stats.n_samples,
+            correlations = prev["s"]
+            if prev.get("upper") is not None:   # stale columns: their upper bound
+                correlations = prev["upper"]()
+            keep = strong_keep(correlations, lam, prev["lam"], stats.n_samples,
                                stats.constant)
+            if prev.get("upper") is not None:   # kept on a bound: read, test again
+                again = stale_kept(keep, *prev["stale"][::2])
+                prev["refresh"](again)
+                keep[again] = strong_keep(prev["s"][again], lam, prev["lam"],
+                                          stats.n_samples, stats.constant[again])
         else:
             keep = strong_keep(stats.s_max, lam, stats.lambda_max, stats.n_samples,
                                stats.constant)
@@ -368,34 +407,36 @@ def _screen(screening, sequential, stats, lam, y, prev):
         cut = prev["cut"] or {}
         region = sequential_region(stats, lam, decision=prev["decision"], y=y,
                                    coef_l1=prev["coef_l1"], s0=prev["s"],
-                                   s0_largest=prev.get("s_largest"), **cut)
+                                   s0_largest=prev.get("s_largest"),
+                                   stale=prev.get("stale"), **cut)
         # both rules are safe: the basic one is tested on the (usually far
         # smaller) keep set of the sequential one, and the intersection kept
         keep = slores_keep(stats, region, lam)
+        if region.stale is not None and prev.get("refresh") is not None \
+                and region.s0 is prev["s"] and region.stale[0] is prev["stale"][0] \
+                and (prev["cut"] is None or region.cut is prev["cut"]["cut"]):
+            # the stale columns the bound kept: read them at θ0 (fresh s_j and
+            # B_j, in the region's own arrays) and test them again exactly
+            again = stale_kept(keep, region.stale[0], region.stale[2])
+            if again.size:
+                prev["refresh"](again)
+                keep[again] = slores_keep(stats, region, lam, columns=again)[again]
         return slores_keep(stats, basic, lam, candidates=keep)
     return slores_keep(stats, basic, lam)
 
 
-def _kkt_pass(store, weights, cache, columns, positions, coef, with_cut, n, run):
-    """One streamed pass: ``x̄_j'θ̂`` for every column (and the next cut's B)."""
-    from ultrafs.scoring.statistics import feature_statistics
-
-    cut = None
-    if with_cut:
-        active = np.flatnonzero(coef)
-        if active.size:
-            best = active[np.argmax(np.abs(coef[active]))]
-            rows, values = cache.dense_column(positions[best])
-            sign = 1.0 if coef[best] > 0 else -1.0
-            cut_weights = centred_column(values, rows, n, sign)
-            cut_norm2 = float(np.sum(cut_weights * cut_weights))
-            if cut_norm2 > 0:
-                both = np.column_stack([weights, cut_weights])
-                stats = feature_statistics(store, ("weighted_sum",), weights=both, **run)
-                sums = stats["weighted_sum"]
-                cut = {"cut": np.ascontiguousarray(sums[:, 1]),
-                       "cut_norm2": cut_norm2,
-                       "j0": int(columns[best]), "j0_sign": sign}
-                return np.ascontiguousarray(sums[:, 0]), cut
-    stats = feature_statistics(store, ("weighted_sum",), weights=weights, **run)
-    return stats["weighted_sum"], None
+def _cut_of(cache, columns, positions, coef, n):
+    """The weights of the next cut (the centred column of the largest weight)
+    and its description, or (None, None) without a usable column."""
+    active = np.flatnonzero(coef)
+    if not active.size:
+        return None, None
+    best = active[np.argmax(np.abs(coef[active]))]
+    rows, values = cache.dense_column(positions[best])
+    sign = 1.0 if coef[best] > 0 else -1.0
+    cut_weights = centred_column(values, rows, n, sign)
+    cut_norm2 = float(np.sum(cut_weights * cut_weights))
+    if cut_norm2 <= 0:
+        return None, None
+    return cut_weights, {"cut_norm2": cut_norm2, "j0": int(columns[best]),
+                         "j0_sign": sign}

@@ -307,6 +307,12 @@ class DualRegion:
         single point, d <= −1 a cut that misses the ball.
     j0 : int
         The cut's column, always kept.
+    stale : (ref_id, reach, current) or None
+        Stale columns, ``ref_id[j] != current``: ``s0_j`` is within
+        ``slack_j = ||x_j|| reach[ref_id[j]]`` of ``x̄_j'θ0`` and ``B_j`` may
+        be another cut's; they get the ball's bound plus the slack
+        (:mod:`ultrafs.kernels.slores`).  None: every column's ``s0_j`` and
+        ``B_j`` are exact.
     """
 
     lam: float
@@ -322,6 +328,15 @@ class DualRegion:
     cut_norm2: float
     d: float
     j0: int
+    stale: tuple | None = None
+
+    @property
+    def slack(self) -> np.ndarray:
+        """``slack_j`` of every column (−1 where fresh)."""
+        if self.stale is None:
+            return np.full(self.s0.shape, -1.0)
+        ref_id, reach, current = self.stale
+        return np.where(ref_id == current, -1.0, self.norms * reach[ref_id])
 
     @property
     def s(self) -> np.ndarray:
@@ -380,7 +395,7 @@ def basic_region(stats: SloresStatistics, lam) -> DualRegion:
 
 def sequential_region(stats: SloresStatistics, lam, *, decision, y, coef_l1,
                       s0, cut=None, cut_norm2=None, j0=None, j0_sign=1.0,
-                      s0_largest=None) -> DualRegion:
+                      s0_largest=None, stale=None) -> DualRegion:
     """A region around any primal point (β0, c0): the inexact-safe radius.
 
     With θ0 = σ(−y ⊙ f0) for the decision values ``f0 = Xβ0 + c0`` and any
@@ -410,7 +425,12 @@ def sequential_region(stats: SloresStatistics, lam, *, decision, y, coef_l1,
         ``max_j |s0_j|`` when the caller knows it: the feasible dual point
         is then scaled by an upper bound of ``||X̄'θc||_∞`` formed from
         scalars (``|shift|`` is tiny near an optimum) instead of a pass over
-        the p columns.
+        the p columns.  With ``stale``, it must bound ``max_j |s0_j| +
+        slack_j``.
+    stale : (ref_id, reach, current), optional
+        Stale columns (:class:`DualRegion`): the path's KKT pass leaves the
+        correlations of the columns it certified by a bound at older dual
+        points.  A stale cut column drops the cut (the ball alone).
     """
     lam = float(lam)
     if not 0.0 < lam < stats.lambda_max:
@@ -432,6 +452,8 @@ def sequential_region(stats: SloresStatistics, lam, *, decision, y, coef_l1,
         if s0_largest is None:
             top = largest_shifted_correlation(s0, stats.colsum, stats.column_norms,
                                               shift, s_gamma, shift_gamma)
+            if stale is not None:
+                top += float(np.max(stale[1])) * stats.largest_norm
         else:   # an upper bound of the same maximum
             top = (float(s0_largest) + (abs(shift) + shift_gamma) * stats.largest_colsum
                    + s_gamma * stats.largest_norm)
@@ -447,6 +469,11 @@ def sequential_region(stats: SloresStatistics, lam, *, decision, y, coef_l1,
         cut, cut_norm2 = stats.cut, stats.cut_norm2
         j0, j0_sign = stats.j0, stats.j0_sign
     A = float(cut_norm2)
+    if stale is not None:
+        stale = (np.ascontiguousarray(stale[0], dtype=np.int32),
+                 np.ascontiguousarray(stale[1], dtype=np.float64), int(stale[2]))
+        if stale[0][j0] != stale[2]:    # a stale cut column: the ball alone
+            A = 0.0
     inner = j0_sign * (s0[j0] - shift * stats.colsum[j0])      # <θc, x̄*>
     d = (inner - n * lam) / (r * np.sqrt(A)) if r > 0 and A > 0 else np.inf
     return DualRegion(lam=lam, radius=r, s0=s0, colsum=stats.colsum,
@@ -454,7 +481,14 @@ def sequential_region(stats: SloresStatistics, lam, *, decision, y, coef_l1,
                       shift_gamma=shift_gamma,
                       cut=np.ascontiguousarray(cut, dtype=np.float64),
                       cut_gamma=_gamma(n) * float(np.sqrt(A)), cut_norm2=A,
-                      d=float(d), j0=int(j0))
+                      d=float(d), j0=int(j0), stale=stale)
+
+
+_FRESH = (np.zeros(0, dtype=np.int32), np.zeros(1), -1)
+
+
+def _stale(region):
+    return _FRESH if region.stale is None else region.stale
 
 
 def region_bounds(region: DualRegion, norm2) -> np.ndarray:
@@ -475,11 +509,12 @@ def region_bounds(region: DualRegion, norm2) -> np.ndarray:
     return slores_bounds(region.s0, region.colsum, region.norms, norm2, region.cut,
                          region.shift, region.s_gamma, region.shift_gamma,
                          region.cut_gamma, float(region.radius),
-                         float(region.cut_norm2), float(region.d), region.case, out)
+                         float(region.cut_norm2), float(region.d), region.case, out,
+                         *_stale(region))
 
 
 def slores_keep(stats: SloresStatistics, region: DualRegion | None, lam,
-                rtol=DEFAULT_RTOL, candidates=None) -> np.ndarray:
+                rtol=DEFAULT_RTOL, candidates=None, columns=None) -> np.ndarray:
     """Algorithm 1: the columns that must enter the solver at ``lam``.
 
     Parameters
@@ -492,6 +527,8 @@ def slores_keep(stats: SloresStatistics, region: DualRegion | None, lam,
     rtol : float
         Tie tolerance: keep j when
         ``T_j >= nλ − rtol (nλ + r N_j + |s_j|)`` (pitfall B8-1).
+    columns : int64 array, optional
+        The same as ``candidates``, given as column numbers.
     candidates : bool array, shape (p,), optional
         Test only these columns (e.g. another safe rule's keep set); the
         others are discarded.
@@ -507,13 +544,16 @@ def slores_keep(stats: SloresStatistics, region: DualRegion | None, lam,
     keep = np.zeros(p, dtype=bool)
     if lam >= stats.lambda_max or region is None:
         return keep
-    every = candidates is None
-    columns = (np.zeros(0, dtype=np.int64) if every
-               else np.flatnonzero(candidates).astype(np.int64))
+    every = candidates is None and columns is None
+    if columns is not None:
+        columns = np.ascontiguousarray(columns, dtype=np.int64)
+    else:
+        columns = (np.zeros(0, dtype=np.int64) if every
+                   else np.flatnonzero(candidates).astype(np.int64))
     slores_keep_columns(columns, every, region.s0, region.colsum, region.norms, stats.norm2,
                         stats.constant, region.cut, region.shift, region.s_gamma,
                         region.shift_gamma, region.cut_gamma, float(region.radius),
                         float(region.cut_norm2), float(region.d), region.case,
-                        stats.n_samples * float(lam), float(rtol), keep)
+                        stats.n_samples * float(lam), float(rtol), keep, *_stale(region))
     keep[region.j0] = not stats.constant[region.j0]
     return keep

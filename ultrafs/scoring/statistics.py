@@ -109,7 +109,9 @@ class FeatureStatistics:
 def _block_statistics(block, store, names, weights, keep, output):
     """Task: the statistics (and keep-mask) of one column range."""
     start, stop = block
-    cols = store.read_range(start, stop)
+    # the block lives in this thread's reused buffers until its next read:
+    # every statistic below is a fresh array, nothing keeps ``cols``
+    cols = store.read_range_transient(start, stop)
     stats = {}
     if keep is not None:        # the rule sees its block's column numbers
         stats["columns"] = np.arange(start, stop, dtype=np.int64)
