@@ -56,11 +56,13 @@ import numpy as np
 
 from ultrafs.errors import ParameterError
 from ultrafs.kernels.prox import block_norms as _block_norms
-from ultrafs.kernels.prox_newton import (eigen_workspace, l21sq_model_bcd,
-                                         l21sq_model_polish)
+from ultrafs.kernels.prox_newton import (bias_pseudo_inverse, eigen_workspace,
+                                         l21sq_model_bcd, l21sq_model_bcd_k,
+                                         l21sq_model_polish, l21sq_model_polish_k)
 from ultrafs.solvers.base import Solver, set_stop_params
 from ultrafs.solvers.penalties import L21Squared
-from ultrafs.solvers.subproblem import DEFAULT_KKT_TOL, SubproblemResult, kkt_residual
+from ultrafs.solvers.subproblem import (DEFAULT_KKT_TOL, SubproblemResult, _as_bias,
+                                        kkt_residual)
 
 __all__ = ["ProxNewton"]
 
@@ -107,12 +109,8 @@ class ProxNewton(Solver):
         self.max_sweeps = int(max_sweeps)
 
     def check_capabilities(self, datafit, penalty) -> None:
-        """Also require one output and the l2,1-squared penalty."""
+        """Also require a second-order loss and the l2,1-squared penalty."""
         super().check_capabilities(datafit, penalty)
-        if datafit.n_outputs != 1:
-            raise ParameterError(
-                f"{type(self).__name__} solves binary datafits (one output per "
-                f"sample), not {datafit.n_outputs} outputs")
         if not getattr(datafit.loss, "second_order", False):
             raise ParameterError(
                 f"{type(self).__name__} needs a loss with a second derivative and "
@@ -144,10 +142,12 @@ class ProxNewton(Solver):
         tolerance, by a Newton step on the nonzero blocks
         (:func:`~ultrafs.kernels.prox_newton.l21sq_model_polish`).
         """
+        tol = max(min(0.1, kkt) * min(1.0, kkt), _MIN_INNER_TOL)
+        if pb.datafit.n_outputs > 1:
+            return self._direction_k(pb, H, grad, grad_b, coef, bias, tol)
         g = np.empty(pb.p + 1)
         g[:-1] = grad
         g[-1] = grad_b
-        tol = max(min(0.1, kkt) * min(1.0, kkt), _MIN_INNER_TOL)
         z = np.array(coef, dtype=np.float64)
         c = float(bias)
         workspace = eigen_workspace(pb.block_ptr)
@@ -165,6 +165,34 @@ class ProxNewton(Solver):
             used += sweeps
             if swept >= residual and polished >= residual:
                 break  # neither makes progress: the rounding floor
+            residual = swept
+        return z, c
+
+    def _direction_k(self, pb, H, grad, grad_b, coef, bias, tol):
+        """:meth:`_direction` with K intercepts (``bias`` of shape (K,)):
+        the same rounds, by :func:`~ultrafs.kernels.prox_newton.l21sq_model_bcd_k`
+        and :func:`~ultrafs.kernels.prox_newton.l21sq_model_polish_k`."""
+        bias = np.asarray(bias, dtype=np.float64)
+        g = np.concatenate([grad, np.zeros(len(bias)) if np.ndim(grad_b) == 0
+                            else grad_b])
+        Binv = bias_pseudo_inverse(H, pb.p, self.fit_intercept)
+        z = np.array(coef, dtype=np.float64)
+        c = bias.copy()
+        workspace = eigen_workspace(pb.block_ptr)
+        chunk = max(_MIN_ROUND, len(g) // 6)
+        args = (H, g, coef, bias, pb.block_ptr, Binv)
+        used, residual = l21sq_model_bcd_k(*args, tol, min(chunk, self.max_sweeps), z, c,
+                                           *workspace)
+        while residual > tol and used < self.max_sweeps:
+            polished = l21sq_model_polish_k(*args, z, c)
+            if polished <= tol:
+                break
+            sweeps, swept = l21sq_model_bcd_k(*args, tol,
+                                              min(chunk, self.max_sweeps - used), z, c,
+                                              *workspace)
+            used += sweeps
+            if swept >= residual and polished >= residual:
+                break
             residual = swept
         return z, c
 
@@ -187,9 +215,9 @@ class ProxNewton(Solver):
         """
         dw = z - coef
         db = c - bias
-        if bias + db == bias and np.array_equal(coef + dw, coef):
+        if np.array_equal(bias + db, bias) and np.array_equal(coef + dw, coef):
             return None  # no representable move
-        delta = (float(grad @ dw) + grad_b * db
+        delta = (float(grad @ dw) + float(np.dot(grad_b, db))
                  + _penalty_change(coef, dw, pb.block_ptr))
         if not delta < 0.0:
             return None
@@ -235,7 +263,9 @@ class ProxNewton(Solver):
             return self._solve(pb, coef0, bias0, lipschitz0)
 
     def _solve(self, pb, coef0, bias0, lipschitz0):
-        coef, bias = np.array(coef0, dtype=np.float64), float(bias0)
+        coef = np.array(coef0, dtype=np.float64)
+        bias = (float(bias0) if pb.datafit.n_outputs == 1
+                else np.array(bias0, dtype=np.float64))
         history = []
         converged = False
         decrease = previous = value = None
@@ -244,7 +274,7 @@ class ProxNewton(Solver):
         # line search anyway), and the objective by its accurate changes: the
         # history decreases strictly, even below the rounding of F itself
         f = pb.decision(coef, bias)
-        derivative = np.empty(pb.n)
+        derivative = np.empty(pb.datafit.decision_size)
         for n_iter in range(1, self.max_iter + 1):
             fresh_value, grad, grad_b, kkt = self._state(pb, coef, bias, f, derivative)
             if value is None:
@@ -270,8 +300,9 @@ class ProxNewton(Solver):
             kkt = self._state(pb, coef, bias, f, derivative)[3]
         decision = pb.decision(coef, bias)
         return SubproblemResult(
-            coef=coef, bias=bias, objective=pb.objective(coef, decision),
-            n_iter=n_iter, lipschitz=_curvature(H, lipschitz0), converged=converged,
+            coef=coef, bias=_as_bias(bias), objective=pb.objective(coef, decision),
+            n_iter=n_iter, lipschitz=_curvature(H, pb.p, lipschitz0),
+            converged=converged,
             decision=decision, history=history, kkt=kkt)
 
 
@@ -321,11 +352,11 @@ def _penalty_change(coef, dw, block_ptr):
     return 0.5 * gain * float(np.sum(old) + np.sum(new))
 
 
-def _curvature(H, default):
+def _curvature(H, p, default):
     """Largest eigenvalue of ``H[:p, :p]`` by power iteration (``default`` if none)."""
-    if H is None or H.shape[0] < 2:
+    if H is None or p < 1:
         return default
-    A = H[:-1, :-1]
+    A = H[:p, :p]
     v = np.ones(A.shape[0]) / math.sqrt(A.shape[0])
     estimate = 0.0
     for _ in range(_POWER_ITER):
