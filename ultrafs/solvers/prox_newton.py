@@ -129,7 +129,10 @@ class ProxNewton(Solver):
         """
         value = pb.penalty.value(coef, pb.block_ptr) + pb.datafit.value_derivative(f, d)
         grad = pb.gradient(d)
-        grad_b = pb.datafit.bias_gradient(d) if self.fit_intercept else 0.0
+        if self.fit_intercept:
+            grad_b = pb.datafit.bias_gradient(d)
+        else:
+            grad_b = 0.0 if pb.datafit.n_outputs == 1 else np.zeros(pb.datafit.n_outputs)
         kkt, _ = kkt_residual(pb, coef, grad, grad_b, self.fit_intercept)
         return value, grad, grad_b, kkt
 
