@@ -22,8 +22,9 @@ Each iteration, at ``theta = (w, b)`` (Lee, Sun & Saunders 2014,
    K x K Hessian, in ``O(K^2 sum_i (nnz_i + 1)^2)``).  The Hessian is the
    step's dominant cost (on imdb, B = 30, T = 10: 72% of the solves, the
    model's sweeps 1%), so it is kept for the next step when the last step
-   was a full one (``s = 1``) and cut the relative residual at least
-   fourfold (``reuse_hessian``): the model is then still a good one, and a
+   was a full one (``s = 1``) and either cut the relative residual at least
+   fourfold or changed ``F`` by the model's predicted change within 10%
+   (``reuse_hessian``): the model is then still a good one, and a
    step on it costs a gradient and a line search, O(nnz), against
    ``sum_i nnz_i^2`` for a new Hessian.  A kept Hessian whose direction
    finds no decrease is replaced at once by the current point's.  The
@@ -93,6 +94,8 @@ _MIN_INNER_TOL = 1e-13
 # A Hessian is kept for the next step when the last step was a full one and
 # cut the relative KKT residual at least by this factor.
 _REUSE_CONTRACTION = 0.25
+# ... or when its decrease was the model's predicted one within this share.
+_REUSE_AGREEMENT = 0.1
 # Power iterations for the returned curvature estimate.
 _POWER_ITER = 30
 
@@ -114,8 +117,9 @@ class ProxNewton(Solver):
         Maximum sweeps of the inner block coordinate descent.
     reuse_hessian : bool, default True
         Keep the last Hessian for the next step when the last step was a
-        full one and cut the residual at least fourfold (see the module
-        notes); False builds one at every step.
+        full one and cut the residual at least fourfold or matched the
+        model's predicted decrease within 10% (see the module notes);
+        False builds one at every step.
     """
 
     datafit_required = ("value", "value_derivative", "gradient", "decision",
@@ -295,7 +299,7 @@ class ProxNewton(Solver):
         converged = False
         decrease = previous = value = None
         H = None
-        full_step, kkt_step = False, math.inf
+        full_step, kkt_step, agreement = False, math.inf, math.inf
         # the decision is carried from step to step (X d is formed for the
         # line search anyway), and the objective by its accurate changes: the
         # history decreases strictly, even below the rounding of F itself
@@ -310,7 +314,8 @@ class ProxNewton(Solver):
                 history.append(value)
                 break
             reuse = (self.reuse_hessian and H is not None and full_step
-                     and kkt <= _REUSE_CONTRACTION * kkt_step)
+                     and (kkt <= _REUSE_CONTRACTION * kkt_step
+                          or abs(agreement - 1.0) <= _REUSE_AGREEMENT))
             if not reuse:
                 H = pb.datafit.hessian(f)
             z, c = self._direction(pb, H, grad, grad_b, coef, bias, kkt)
@@ -325,6 +330,9 @@ class ProxNewton(Solver):
                 converged = self.kkt_tol is None or kkt <= self.kkt_tol
                 history.append(value)
                 break
+            if accepted[4] == 1.0:  # the model's own point: how well did it predict?
+                predicted = _model_change(pb, H, grad, grad_b, coef, bias, z, c)
+                agreement = accepted[3] / predicted if predicted < 0.0 else math.inf
             coef, bias, f, change, step = accepted
             full_step, kkt_step = step == 1.0, kkt
             decrease, previous = -change, value
@@ -385,6 +393,16 @@ def _penalty_change(coef, dw, block_ptr):
             d = dw[lo:hi]
             gain += float(d @ (2.0 * coef[lo:hi] + d)) / denominator
     return 0.5 * gain * float(np.sum(old) + np.sum(new))
+
+
+def _model_change(pb, H, grad, grad_b, coef, bias, z, c):
+    """The model's change ``g' d + 1/2 d' H d + Omega(z) - Omega(coef)`` at ``(z, c)``."""
+    d = np.concatenate([z - coef, np.atleast_1d(np.subtract(c, bias))])
+    g = np.concatenate([grad, np.atleast_1d(grad_b)])
+    if len(g) < len(d):  # no intercept: its gradient is the float 0
+        g = np.concatenate([grad, np.zeros(len(d) - len(grad))])
+    return (float(g @ d) + 0.5 * float(d @ (H @ d))
+            + _penalty_change(coef, z - coef, pb.block_ptr))
 
 
 def _curvature(H, p, default):
