@@ -16,6 +16,12 @@ values are passed flattened row-major: ``f[i * K + k]`` is ``F[i, k]``
     ``sum_i l(y_i, F_i - b)`` with respect to the intercepts ``b`` (K of
     them), given ``d = dl/dF`` at ``f``: the step size of the bias update.
 
+Proximal Newton (few coefficients; serial): ``<loss>_value_change_weighted(y,
+f, s, delta)``, the change of the weighted value computed term by term, and
+``<loss>_hessian_factors_weighted(y, f, s, a, u)``, the per-sample Hessians
+``s_i (diag(a_i) - u_i u_i')`` as factors (``u`` unused by the diagonal
+one-vs-rest Hessian).
+
 Sample weights: ``<loss>_value_weighted(y, f, s)``,
 ``<loss>_value_derivative_weighted(y, f, s, out)`` and
 ``<loss>_bias_curvature_weighted(y, f, s, d)`` take float64 per-sample

@@ -1,4 +1,4 @@
-"""Kernels of the proximal Newton solver of the binary FGM subproblem.
+"""Kernels of the proximal Newton solver of the FGM subproblem.
 
 (See :mod:`ultrafs.solvers.prox_newton` for the method.)
 
@@ -41,6 +41,15 @@
 ``eigen_workspace(block_ptr)``, ``l21sq_model_residual(...)``
     the storage of the blocks' eigen-decompositions, and the model's
     relative KKT residual (the measure both model solvers stop on).
+
+K outputs per sample (multi-class): ``csr_multi_gram(indptr, indices, data,
+colval, a, u, K, out)`` builds ``sum_i ([x_i, -1]' [x_i, -1]) kron (diag(a_i)
+- u_i u_i')`` (coefficient ``(j, k)`` at ``j K + k``, the K intercepts
+last); ``l21sq_model_bcd_k``, ``l21sq_model_polish_k`` and
+``l21sq_model_residual_k`` are the model's solvers above with ``nb``
+intercepts, eliminated through ``bias_pseudo_inverse(H, p, fit_intercept)``
+(the pseudo-inverse of their block: the multinomial one is singular along
+``(1, ..., 1)``).
 
 Labels, losses and C enter only through ``weights``, ``H`` and ``g``.
 Matrix-vector products are plain loops: a threaded BLAS call per block
