@@ -6,7 +6,8 @@ Usage: python bench/hessian_cost_model.py fresh|reuse
   (fresh: reuse_hessian=False, a Hessian at every step)
 """
 import sys, numpy as np
-sys.path.insert(0, "/work/wt-solver/bench")
+import pathlib
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from common import imdb_stores
 from ultrafs.api import select
 from ultrafs.store import open_store

@@ -4,7 +4,8 @@ model sweeps, gradients and certificates, line searches (issue 35, item 6).
 Usage: python bench/newton_profile.py
 """
 import sys, time
-sys.path.insert(0, "/work/wt-solver/bench")
+import pathlib
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 from common import imdb_stores
 from ultrafs.api import select
 from ultrafs.store import open_store
