@@ -16,6 +16,12 @@ values are passed flattened row-major: ``f[i * K + k]`` is ``F[i, k]``
     ``sum_i l(y_i, F_i - b)`` with respect to the intercepts ``b`` (K of
     them), given ``d = dl/dF`` at ``f``: the step size of the bias update.
 
+Proximal Newton (few coefficients; serial): ``<loss>_value_change_weighted(y,
+f, s, delta)``, the change of the weighted value computed term by term, and
+``<loss>_hessian_factors_weighted(y, f, s, a, u)``, the per-sample Hessians
+``s_i (diag(a_i) - u_i u_i')`` as factors (``u`` unused by the diagonal
+one-vs-rest Hessian).
+
 Sample weights: ``<loss>_value_weighted(y, f, s)``,
 ``<loss>_value_derivative_weighted(y, f, s, out)`` and
 ``<loss>_bias_curvature_weighted(y, f, s, d)`` take float64 per-sample
@@ -59,6 +65,10 @@ __all__ = [
     "ovr_squared_hinge_bias_curvature_weighted",
     "multinomial_derivative",
     "ovr_squared_hinge_derivative",
+    "multinomial_value_change_weighted",
+    "multinomial_hessian_factors_weighted",
+    "ovr_squared_hinge_value_change_weighted",
+    "ovr_squared_hinge_hessian_factors_weighted",
     # parallel twins (same arguments, same bytes; see row_chunks.py)
     "multinomial_value_weighted_parallel",
     "multinomial_value_derivative_weighted_parallel",
@@ -344,3 +354,138 @@ def ovr_squared_hinge_bias_curvature_weighted_parallel(y, f, s, d):
     for c in prange(parts.shape[0]):
         _ovr_counts(y, f, s, K, c * CHUNK, min(n, (c + 1) * CHUNK), parts[c])
     return _largest_column_sum(parts, K)
+
+
+# -- what proximal Newton needs (few coefficients: serial kernels) ------------
+@njit(cache=True, nogil=True)
+def multinomial_value_change_weighted(y, f, s, delta):
+    """Return ``sum_i s_i (l(y_i, F_i + D_i) - l(y_i, F_i))``, term by term.
+
+    Per sample ``log sum_k p_ik exp(D_ik) - D_{i y_i}`` with ``p_i =
+    softmax(F_i)``: ``log1p(sum_k p_ik expm1(D_ik))`` while every ``D_ik``
+    is at most 1 (no difference of two log-sum-exps, so a change far below
+    the rounding of the value stays accurate), the difference of the two
+    log-sum-exps otherwise (a large change: no cancellation to fear).
+
+    Parameters
+    ----------
+    y : ndarray of int64, shape (n,)
+    f, delta : ndarray of float64, shape (n * K,)
+    s : ndarray of float64, shape (n,) or (0,) (no weights)
+
+    Returns
+    -------
+    float
+    """
+    n = len(y)
+    K = len(f) // n if n else 0
+    weighted = len(s) > 0
+    total = 0.0
+    g = np.empty(K)
+    for i in range(n):
+        w = s[i] if weighted else 1.0
+        if w == 0.0:
+            continue
+        start = i * K
+        top, lse = _logsumexp_row(f, start, K)
+        big = 0.0
+        for k in range(K):
+            if delta[start + k] > big:
+                big = delta[start + k]
+        if big <= 1.0:
+            acc = 0.0
+            for k in range(K):
+                acc += math.exp(f[start + k] - top - lse) * math.expm1(delta[start + k])
+            change = math.log1p(acc)
+        else:
+            for k in range(K):
+                g[k] = f[start + k] + delta[start + k]
+            top2, lse2 = _logsumexp_row(g, 0, K)
+            change = (top2 - top) + (lse2 - lse)
+        total += w * (change - delta[start + y[i]])
+    return total
+
+
+@njit(cache=True, nogil=True)
+def multinomial_hessian_factors_weighted(y, f, s, a, u):
+    """Write the factors of the per-sample Hessians ``s_i (diag(p_i) - p_i p_i')``.
+
+    ``a[i * K + k] = s_i p_ik`` and ``u[i * K + k] = sqrt(s_i) p_ik``, so the
+    Hessian of ``s_i l(y_i, .)`` at ``F_i`` is ``diag(a_i) - u_i u_i'``.
+
+    Parameters
+    ----------
+    y : ndarray of int64, shape (n,)
+    f : ndarray of float64, shape (n * K,)
+    s : ndarray of float64, shape (n,) or (0,) (no weights)
+    a, u : ndarray of float64, shape (n * K,)
+        Overwritten.
+    """
+    n = len(y)
+    K = len(f) // n if n else 0
+    weighted = len(s) > 0
+    for i in range(n):
+        w = s[i] if weighted else 1.0
+        root = math.sqrt(w) if w > 0.0 else 0.0
+        start = i * K
+        top, lse = _logsumexp_row(f, start, K)
+        shift = top + lse
+        for k in range(K):
+            p = math.exp(f[start + k] - shift)
+            a[start + k] = w * p
+            u[start + k] = root * p
+
+
+@njit(cache=True, nogil=True)
+def ovr_squared_hinge_value_change_weighted(y, f, s, delta):
+    """Return ``sum_i s_i sum_k (h(1 - Y_ik (F_ik + D_ik)) - h(1 - Y_ik F_ik))``.
+
+    ``h(m) = max(0, m)^2 / 2``; per entry ``D (D/2 - Y m)`` where the margin
+    loss stays active (no difference of two values), else the difference.
+
+    Parameters
+    ----------
+    y : ndarray of int64, shape (n,)
+    f, delta : ndarray of float64, shape (n * K,)
+    s : ndarray of float64, shape (n,) or (0,) (no weights)
+
+    Returns
+    -------
+    float
+    """
+    n = len(y)
+    K = len(f) // n if n else 0
+    weighted = len(s) > 0
+    total = 0.0
+    for i in range(n):
+        w = s[i] if weighted else 1.0
+        if w == 0.0:
+            continue
+        start = i * K
+        acc = 0.0
+        for k in range(K):
+            sign = 1.0 if k == y[i] else -1.0
+            m0 = 1.0 - sign * f[start + k]
+            d = delta[start + k]
+            m1 = m0 - sign * d
+            if m0 > 0.0 and m1 > 0.0:
+                acc += d * (0.5 * d - sign * m0)
+            else:
+                acc += 0.5 * (max(m1, 0.0) ** 2 - max(m0, 0.0) ** 2)
+        total += w * acc
+    return total
+
+
+@njit(cache=True, nogil=True)
+def ovr_squared_hinge_hessian_factors_weighted(y, f, s, a, u):
+    """Write ``a[i * K + k] = s_i [1 - Y_ik F_ik > 0]`` (the generalised Hessian,
+    diagonal: ``u`` is not written and may be empty)."""
+    n = len(y)
+    K = len(f) // n if n else 0
+    weighted = len(s) > 0
+    for i in range(n):
+        w = s[i] if weighted else 1.0
+        start = i * K
+        for k in range(K):
+            sign = 1.0 if k == y[i] else -1.0
+            a[start + k] = w if 1.0 - sign * f[start + k] > 0.0 else 0.0

@@ -232,3 +232,91 @@ def test_multiclass_inputs_are_validated(rng):
     with pytest.raises(ParameterError, match="bias0"):
         solve_subproblem(X.indptr, X.indices, X.data, [0, 3], np.arange(10) % 3, 1.0,
                          n_classes=3, bias0=[1.0, 2.0])
+
+
+# -- proximal Newton with K outputs ------------------------------------------------
+def _dense_factors(loss, y, F):
+    """The per-sample K x K Hessians of the dense losses."""
+    n, K = F.shape
+    if loss == "logistic":
+        P = softmax(F, axis=1)
+        return np.stack([np.diag(P[i]) - np.outer(P[i], P[i]) for i in range(n)])
+    Y = -np.ones_like(F)
+    Y[np.arange(n), y] = 1.0
+    return np.stack([np.diag((1.0 - Y[i] * F[i] > 0).astype(float)) for i in range(n)])
+
+
+@pytest.mark.parametrize("loss", sorted(DENSE))
+@pytest.mark.parametrize("weighted", [False, True])
+def test_multiclass_hessian_matches_the_dense_formula(rng, loss, weighted):
+    n, p, K, C = 30, 5, 4, 1.7
+    X = _sparse(rng, n, p, density=0.5, empty_cols=(2,))
+    y = rng.integers(0, K, n).astype(np.int64)
+    s = rng.uniform(0.0, 2.0, n) if weighted else None
+    datafit = make_datafit(X.indptr, X.indices, X.data, y, C, loss=loss, n_classes=K,
+                           sample_weight=s)
+    F = rng.standard_normal((n, K))
+    H = datafit.hessian(F.ravel())
+    W = _dense_factors(loss, y, F) * (1.0 if s is None else s[:, None, None])
+    Xt = np.hstack([X.toarray(), -np.ones((n, 1))])
+    expected = C * sum(np.kron(np.outer(Xt[i], Xt[i]), W[i]) for i in range(n))
+    np.testing.assert_allclose(H, expected, atol=1e-12)
+
+
+@pytest.mark.parametrize("loss", sorted(DENSE))
+def test_multiclass_value_change_is_accurate(rng, loss):
+    n, K = 50, 5
+    obj = get_loss(loss, "multiclass")
+    y = rng.integers(0, K, n).astype(np.int64)
+    f = rng.standard_normal(n * K) * 2
+    s = rng.uniform(0.5, 1.5, n)
+    for scale in (3.0, 1e-3):
+        delta = rng.standard_normal(n * K) * scale
+        expected = obj.value(y, f + delta, s) - obj.value(y, f, s)
+        assert obj.value_change(y, f, delta, s) == pytest.approx(expected, rel=1e-8,
+                                                                 abs=1e-12)
+    # far below the rounding of the value: still the first-order change
+    tiny = rng.standard_normal(n * K) * 1e-12
+    d = obj.derivative(y, f)
+    assert obj.value_change(y, f, tiny) == pytest.approx(float(d @ tiny), rel=1e-3)
+    assert obj.value_change(y, f, np.zeros(n * K)) == 0.0
+
+
+@pytest.mark.parametrize("loss", sorted(DENSE))
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_multiclass_newton_agrees_with_apg(rng, loss, fit_intercept, weighted):
+    n, p, K = 150, 9, 4
+    X = _sparse(rng, n, p, density=0.5, empty_cols=(4,))
+    W = rng.standard_normal((p, K)) * (rng.random((p, 1)) < 0.6)
+    y = np.argmax(X.toarray() @ W + 0.3 * rng.standard_normal((n, K)), axis=1)
+    s = rng.uniform(0.2, 2.0, n) if weighted else None
+    block_ptr = np.array([0, 3, 7, 9])
+    args = (X.indptr, X.indices, X.data, block_ptr, y, 2.0)
+    kw = dict(loss=loss, n_classes=K, fit_intercept=fit_intercept, sample_weight=s)
+    newton = solve_subproblem(*args, **kw, solver="newton", kkt_tol=1e-9, tol=1e-15)
+    apg = solve_subproblem(*args, **kw, solver="apg", kkt_tol=1e-7, tol=1e-15,
+                           max_iter=50000)
+    assert newton.converged and newton.kkt <= 1e-9
+    assert newton.n_iter < 40
+    assert np.shape(newton.bias) == (K,)
+    assert newton.objective <= apg.objective + 1e-9 * abs(apg.objective)
+    assert newton.objective == pytest.approx(apg.objective, rel=1e-8)
+    assert newton.objective == pytest.approx(objective(
+        X.indptr, X.indices, X.data, block_ptr, y, 2.0, newton.coef, newton.bias,
+        loss=loss, n_classes=K, sample_weight=s), rel=1e-12)
+    assert np.all(np.diff(newton.history) <= 0.0)
+    if not fit_intercept:
+        assert np.all(newton.bias == 0.0)
+
+
+def test_multiclass_auto_runs_newton_and_certifies(rng):
+    n, p, K = 200, 6, 5
+    X = _sparse(rng, n, p, density=0.4)
+    y = rng.integers(0, K, n).astype(np.int64)
+    block_ptr = np.array([0, 2, 6])
+    auto = solve_subproblem(X.indptr, X.indices, X.data, block_ptr, y, 1.0, n_classes=K)
+    newton = solve_subproblem(X.indptr, X.indices, X.data, block_ptr, y, 1.0,
+                              n_classes=K, solver="newton")
+    np.testing.assert_array_equal(auto.coef, newton.coef)
+    assert auto.converged and auto.kkt <= 1e-4

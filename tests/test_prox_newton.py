@@ -451,7 +451,12 @@ def test_auto_picks_newton_for_small_binary_certified_problems(rng):
     assert choose_solver(binary, solver="apg") == "apg"
     classes = np.arange(len(y)) % 3
     multi = make_datafit(X.indptr, X.indices, X.data, classes, 1.0, n_classes=3)
-    assert choose_solver(multi) == "apg"
+    # K outputs: Newton while its Hessian costs few passes over the data
+    assert choose_solver(multi) == "newton"
+    dense = sp.csc_matrix(np.ones((40, 200)))
+    costly = make_datafit(dense.indptr, dense.indices, dense.data, np.arange(40) % 3,
+                          1.0, n_classes=3)
+    assert choose_solver(costly) == "apg"
     wide = sp.csc_matrix((len(y), apg_module.NEWTON_MAX_COEF + 1))
     wide = make_datafit(wide.indptr, wide.indices, wide.data, y, 1.0)
     assert choose_solver(wide) == "apg"
@@ -463,8 +468,6 @@ def test_auto_picks_newton_for_small_binary_certified_problems(rng):
         solve(first_order, np.array([0, X.shape[1]]), solver="newton")
     with pytest.raises(ParameterError, match="solver must be"):
         choose_solver(binary, solver="lbfgs")
-    with pytest.raises(ParameterError, match="binary"):
-        solve(multi, np.array([0, 3, X.shape[1] * 3]), solver="newton")
     with pytest.raises(ParameterError, match="l2,1-squared"):
         solve(binary, np.array([0, X.shape[1]]), penalty=GroupL1(), solver="newton")
 
@@ -483,3 +486,31 @@ def test_auto_is_the_default_and_gives_the_certified_solution(rng):
     newton = solve_subproblem(*_args(X, block_ptr), y, 1.0, solver="newton")
     np.testing.assert_array_equal(auto.coef, newton.coef)
     assert auto.n_iter == newton.n_iter
+
+
+@pytest.mark.parametrize("loss", LOSS_NAMES)
+def test_kept_hessians_reach_the_same_certified_optimum(rng, loss):
+    """Reusing a Hessian across steps changes the path, not the certified point."""
+    from ultrafs.solvers.apg import _Problem
+    from ultrafs.solvers.prox_newton import ProxNewton
+
+    X, y, block_ptr = _problem(rng, n=300)
+    datafit = make_datafit(X.indptr, X.indices, X.data, y, 5.0, loss=loss)
+    built = []
+    hessian = datafit.hessian
+    datafit.hessian = lambda f: built.append(1) or hessian(f)
+    pb = _Problem(datafit, L21Squared(), block_ptr)
+    bias0 = datafit.optimal_bias()
+    results = {}
+    for reuse in (False, True):
+        built.clear()
+        solver = ProxNewton(reuse_hessian=reuse, **TIGHT)
+        results[reuse] = (solver.solve(pb, np.zeros(X.shape[1]), bias0, 1.0), len(built))
+    (fresh, n_fresh), (kept, n_kept) = results[False], results[True]
+    assert fresh.converged and kept.converged
+    assert kept.kkt <= 1e-9 and fresh.kkt <= 1e-9
+    assert kept.objective == pytest.approx(fresh.objective, rel=1e-12)
+    np.testing.assert_allclose(kept.coef, fresh.coef, atol=1e-6)
+    # every step of the fresh run builds one; the kept run no more
+    assert n_fresh == fresh.n_iter - 1
+    assert n_kept <= n_fresh

@@ -194,14 +194,20 @@ class Datafit:
         return self.C * self.loss.value_change(self.y, f, delta, self.sample_weight)
 
     def hessian(self, f):
-        """Return the Hessian of ``P`` over ``(w, b)`` at ``f`` (one output).
+        """Return the Hessian of ``P`` over ``(w, b)`` at ``f``.
 
-        ``C [X, -1]' diag(s l''(y, f)) [X, -1]``, dense ``(p + 1, p + 1)``, the
-        last index being ``b``; for the squared hinge ``l''`` is its
-        generalised second derivative.
+        One output: ``C [X, -1]' diag(s l''(y, f)) [X, -1]``, dense ``(p + 1,
+        p + 1)``, the last index being ``b``; for the squared hinge ``l''``
+        is its generalised second derivative.  K outputs: ``C sum_i
+        ([x_i, -1]' [x_i, -1]) kron W_i`` with ``W_i`` the loss's K x K
+        Hessian at ``F_i`` (times ``s_i``), dense ``((p + 1) K, (p + 1) K)``,
+        the K intercepts last (:meth:`CSCOperator.multi_gram`).
         """
         if self.n_outputs != 1:
-            raise ParameterError("the Hessian is built for one output per sample")
+            a, u = self.loss.hessian_factors(self.y, f, self.sample_weight)
+            a *= self.C
+            u *= np.sqrt(self.C)
+            return self.operator.multi_gram(a, u)
         weights = self.loss.second_derivative(self.y, f, weights=self.sample_weight)
         weights *= self.C
         return self.operator.augmented_gram(weights)

@@ -526,6 +526,51 @@ class MulticlassLoss(Loss):
             raise ParameterError(
                 f"f must hold K values per sample of y, got {len(f)} for {len(y)}")
 
+    #: writes the factors ``a, u`` of the per-sample Hessians ``s_i (diag(a_i)
+    #: - u_i u_i')`` (``(y, f, s, a, u)``, ``s`` empty for no weights); None
+    #: where the loss has none
+    _hessian_factors_kernel = None
+    #: whether the per-sample Hessians have the rank-one part ``u_i u_i'``
+    #: (False: diagonal, ``u`` is not written)
+    rank_one_hessian = True
+
+    @property
+    def second_order(self) -> bool:
+        """Whether :meth:`hessian_factors` and :meth:`value_change` exist
+        (what proximal Newton needs of a multi-class loss)."""
+        return (self._hessian_factors_kernel is not None
+                and self._weighted_value_change_kernel is not None)
+
+    def hessian_factors(self, y, f, weights=None):
+        """Return ``(a, u)``: the Hessian of ``s_i l(y_i, .)`` at ``F_i`` is
+        ``diag(a_i) - u_i u_i'``.
+
+        Parameters
+        ----------
+        y : ndarray of int64, shape (n,)
+        f : ndarray of float64, shape (n * K,)
+        weights : ndarray of float64, shape (n,), optional
+
+        Returns
+        -------
+        a : ndarray of float64, shape (n * K,)
+        u : ndarray of float64, shape (n * K,), or (0,) for a diagonal Hessian
+
+        Raises
+        ------
+        ParameterError
+            If the loss provides no second derivatives.
+        """
+        if self._hessian_factors_kernel is None:
+            raise ParameterError(
+                f"the {self.target} loss {self.name!r} has no second derivatives")
+        self._check(y, f)
+        s = _NO_WEIGHTS if weights is None else self._weights(y, weights)
+        a = np.empty(len(f), dtype=np.float64)
+        u = np.empty(len(f) if self.rank_one_hessian else 0, dtype=np.float64)
+        self._hessian_factors_kernel(y, f, s, a, u)
+        return a, u
+
     def dual(self, y, f, out=None, weights=None):
         """Return ``-dl/df`` at every sample and class, shape ``(n * K,)``."""
         out = self.derivative(y, f, out, weights=weights)
@@ -559,6 +604,8 @@ class MultinomialLogistic(MulticlassLoss):
         _pair(_mk, "multinomial_value_derivative_weighted"))
     _weighted_curvature_kernel = staticmethod(
         _pair(_mk, "multinomial_bias_curvature_weighted"))
+    _weighted_value_change_kernel = staticmethod(_mk.multinomial_value_change_weighted)
+    _hessian_factors_kernel = staticmethod(_mk.multinomial_hessian_factors_weighted)
 
     def optimal_constant(self, y, n_outputs=1, weights=None):
         """Return ``log(n_k / n)`` per class (defined up to a common shift).
@@ -592,6 +639,10 @@ class OneVsRestSquaredHinge(MulticlassLoss):
         _pair(_mk, "ovr_squared_hinge_value_derivative_weighted"))
     _weighted_curvature_kernel = staticmethod(
         _pair(_mk, "ovr_squared_hinge_bias_curvature_weighted"))
+    _weighted_value_change_kernel = staticmethod(
+        _mk.ovr_squared_hinge_value_change_weighted)
+    _hessian_factors_kernel = staticmethod(_mk.ovr_squared_hinge_hessian_factors_weighted)
+    rank_one_hessian = False
 
     def optimal_constant(self, y, n_outputs=1, weights=None):
         """Return ``(n_k - (n - n_k)) / n`` per class, the exact minimiser.

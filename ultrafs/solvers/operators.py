@@ -310,6 +310,42 @@ class CSCOperator:
                                                         bounds(), out),
             self.nnz)
 
+    def multi_gram(self, a, u):
+        """Return ``sum_i ([x_i, -1]' [x_i, -1]) kron (diag(a_i) - u_i u_i')``.
+
+        The Hessian of a K-output datafit over ``(W, b)`` jointly, dense
+        ``((p + 1) K, (p + 1) K)`` (coefficient ``(j, k)`` at ``j K + k``, the
+        intercepts last), from the CSR arrays of ``X`` (a copy made once per
+        operator) in ``O(K^2 sum_i (nnz_i + 1)^2)``
+        (:func:`~ultrafs.kernels.prox_newton.csr_multi_gram`).  Serial: the
+        solvers build it only for few coefficients.
+
+        Parameters
+        ----------
+        a : ndarray of float64, shape (n * K,)
+        u : ndarray of float64, shape (n * K,), or (0,) for diagonal ``W_i``
+
+        Returns
+        -------
+        ndarray of float64, shape ((p + 1) K, (p + 1) K)
+        """
+        K = self.n_outputs
+        size = (self.n_columns + 1) * K
+        out = np.empty((size, size), dtype=np.float64)
+        indptr, indices, data = self._csr()
+        if len(data) < self.nnz:   # pattern only: one value per column
+            colval, data = self._column_values(), _NO_VALUES
+        else:
+            colval = _NO_VALUES
+        return _newton.csr_multi_gram(indptr, indices, data, colval,
+                                      np.ascontiguousarray(a, dtype=np.float64),
+                                      np.ascontiguousarray(u, dtype=np.float64), K, out)
+
+    def multi_gram_work(self):
+        """``sum_i (nnz_i + 1)^2``: :meth:`multi_gram`'s additions per ``K^2``."""
+        counts = np.bincount(self.indices, minlength=self.n_rows).astype(np.float64)
+        return float(np.sum((counts + 1.0) ** 2))
+
     def _windowed_gram(self, weights, ranges, out):
         """:meth:`augmented_gram` from the CSC arrays, a window of rows at a time."""
         starts, bounds = ranges
