@@ -37,7 +37,7 @@ from ultrafs.kernels.row_chunks import dispatch
 
 __all__ = ["BasisOperator", "RFFBasis", "RBFBasis", "rff_group", "GROUP",
            "MAX_GROUP_BYTES", "max_group_inputs", "DEFAULT_ROW_CHUNK",
-           "DEFAULT_CACHE_BYTES"]
+           "DEFAULT_CACHE_BYTES", "PRODUCT_ROWS"]
 
 #: basis functions per group (a tile's width; the unit of the RFF draws)
 GROUP = 256
@@ -45,8 +45,12 @@ GROUP = 256
 MAX_GROUP_BYTES = 256 * 2 ** 20
 #: rows per tile by default
 DEFAULT_ROW_CHUNK = 4096
-#: largest ``N * M * 8`` kept in memory by default (1 GiB)
+#: the memory budget of a basis by default: ``Φ`` (``N * M * 8`` bytes) is
+#: held in memory up to 1 GiB (a9a's 32,561 rows x 1,000 features: 260 MB)
 DEFAULT_CACHE_BYTES = 2 ** 30
+#: rows per block of the products ``Φ' r`` (part of the summation order:
+#: the blocks' partials are added in row order, whatever ``row_chunk``)
+PRODUCT_ROWS = 4096
 
 
 def max_group_inputs() -> int:
@@ -286,9 +290,10 @@ class BasisOperator:
     basis : RFFBasis or RBFBasis
         Makes the tiles.
     row_chunk : int, default :data:`DEFAULT_ROW_CHUNK`
-        Rows per tile when tiles are made again.
+        Rows per tile when tiles are made.
     cache_bytes : int, default :data:`DEFAULT_CACHE_BYTES`
-        Keep every tile when ``N * M * 8 <= cache_bytes``.
+        The memory budget of the basis: ``Φ`` is held in memory (one
+        Fortran-ordered float64 array) when ``N * M * 8 <= cache_bytes``.
 
     Attributes
     ----------
@@ -301,7 +306,11 @@ class BasisOperator:
     nnz : int
         ``N * M`` (dense).
     cached : bool
-        Whether the tiles are kept.
+        Whether ``Φ`` is held in memory.
+    basis_bytes : int
+        ``N * M * 8``, the bytes ``Φ`` takes in memory.
+    cache_bytes : int
+        The budget it was compared with.
     """
 
     n_outputs = 1
@@ -318,8 +327,10 @@ class BasisOperator:
         self.n_rows = self.rows.n_rows
         self.n_coef = int(basis.n_coef)
         self.row_chunk = int(row_chunk)
-        self.cached = self.n_rows * self.n_coef * 8 <= cache_bytes
-        self._cache = None
+        self.cache_bytes = int(cache_bytes)
+        self.basis_bytes = self.n_rows * self.n_coef * 8
+        self.cached = self.basis_bytes <= self.cache_bytes
+        self._matrix = None
 
     # ------------------------------------------------------------ sizes
     @property
@@ -336,37 +347,59 @@ class BasisOperator:
         lo = GROUP * g
         return lo, min(lo + GROUP, self.n_coef)
 
+    def _blocks(self):
+        """Row blocks of the products: ``(r0, r1)``, :data:`PRODUCT_ROWS` rows."""
+        for r0 in range(0, self.n_rows, PRODUCT_ROWS):
+            yield r0, min(r0 + PRODUCT_ROWS, self.n_rows)
+
     # ------------------------------------------------------------ tiles
-    def _group_cache(self):
-        """Every group's ``(N, width)`` tile, made once (cached mode)."""
-        if self._cache is None:
-            cache = []
+    def matrix(self):
+        """``Φ`` in memory: float64, shape (N, M), Fortran-ordered (made on
+        first use; only when :attr:`cached`)."""
+        if not self.cached:
+            raise ParameterError(
+                f"the basis ({self.basis_bytes / 2 ** 20:,.0f} MiB) exceeds its memory "
+                f"budget ({self.cache_bytes / 2 ** 20:,.0f} MiB): it is made tile by tile")
+        if self._matrix is None:
+            full = np.empty((self.n_rows, self.n_coef), dtype=np.float64, order="F")
             for g in range(self.n_groups):
                 lo, hi = self._span(g)
-                tile = np.empty((self.n_rows, hi - lo), dtype=np.float64)
-                self.basis.fill(self.rows, 0, self.n_rows, self.basis.group(g), tile)
-                cache.append(tile)
-            self._cache = cache
-        return self._cache
+                for r0, r1, tile in self._tiles(self.rows, self.basis.group(g), hi - lo):
+                    full[r0:r1, lo:hi] = tile
+            self._matrix = full
+        return self._matrix
 
-    def _tiles(self, rows, group, width):
-        """Tiles of ``rows`` for one group's arrays: ``(r0, r1, tile)`` in row
-        order; the tile buffer is reused (use it before the next one)."""
-        n = rows.n_rows
-        buffer = np.empty((min(self.row_chunk, max(n, 1)), width), dtype=np.float64)
-        for r0 in range(0, n, self.row_chunk):
+    def _tiles(self, rows, group, width, r_lo=0, r_hi=None):
+        """Tiles of ``rows[r_lo:r_hi]`` for one group's arrays: ``(r0, r1,
+        tile)`` in row order (C-ordered, at most ``row_chunk`` rows); the
+        tile buffer is reused (use it before the next one)."""
+        n = rows.n_rows if r_hi is None else r_hi
+        buffer = np.empty((min(self.row_chunk, max(n - r_lo, 1)), width),
+                          dtype=np.float64)
+        for r0 in range(r_lo, n, self.row_chunk):
             r1 = min(r0 + self.row_chunk, n)
             tile = buffer[:r1 - r0]
             self.basis.fill(rows, r0, r1, group, tile)
             yield r0, r1, tile
 
-    def _group_tiles(self, g):
-        """All tiles of group ``g``: ``(r0, r1, tile)`` in row order."""
-        if self.cached:
-            yield 0, self.n_rows, self._group_cache()[g]
-            return
+    def _product_blocks(self, g):
+        """``Φ[r0:r1, group g]`` as Fortran-ordered blocks of
+        :data:`PRODUCT_ROWS` rows: ``(r0, r1, block)`` in row order (views of
+        the basis in memory, or made again into a reused buffer)."""
         lo, hi = self._span(g)
-        yield from self._tiles(self.rows, self.basis.group(g), hi - lo)
+        if self.cached:
+            full = self.matrix()
+            for r0, r1 in self._blocks():
+                yield r0, r1, full[r0:r1, lo:hi]
+            return
+        group = self.basis.group(g)
+        buffer = np.empty((min(PRODUCT_ROWS, max(self.n_rows, 1)), hi - lo),
+                          dtype=np.float64, order="F")
+        for r0, r1 in self._blocks():
+            block = buffer[:r1 - r0]
+            for t0, t1, tile in self._tiles(self.rows, group, hi - lo, r0, r1):
+                block[t0 - r0:t1 - r0] = tile
+            yield r0, r1, block
 
     # --------------------------------------------------------- products
     @staticmethod
@@ -377,7 +410,7 @@ class BasisOperator:
         return v
 
     def matvec(self, w):
-        """``Φ w``.
+        """``Φ w``: each entry sums the terms of the nonzero ``w_k`` in order of ``k``.
 
         Parameters
         ----------
@@ -389,13 +422,20 @@ class BasisOperator:
         """
         w = self._vector(w, self.n_coef, "w")
         out = np.zeros(self.n_rows, dtype=np.float64)
+        if self.cached:
+            cols = np.flatnonzero(w).astype(np.int64)
+            if len(cols):
+                _run(_tiles.columns_matvec_acc, _tiles.columns_matvec_acc_parallel,
+                     self.n_rows * len(cols), self.matrix(), cols,
+                     np.ascontiguousarray(w[cols]), out)
+            return out
         for g in range(self.n_groups):
             lo, hi = self._span(g)
             local = np.flatnonzero(w[lo:hi])
             if len(local) == 0:
                 continue                 # T * 0 adds nothing to any sum
-            if self.cached or len(local) == hi - lo:
-                tiles, coef = self._group_tiles(g), w[lo:hi]
+            if len(local) == hi - lo:
+                tiles, coef = self._tiles(self.rows, self.basis.group(g), hi - lo), w[lo:hi]
             else:                        # only the columns of nonzero weights
                 tiles = self._tiles(self.rows, self.basis.group(g, local), len(local))
                 coef = np.ascontiguousarray(w[lo + local])
@@ -405,7 +445,8 @@ class BasisOperator:
         return out
 
     def rmatvec(self, r):
-        """``Φ' r``.
+        """``Φ' r``: BLAS on each group's blocks of :data:`PRODUCT_ROWS`
+        rows, the blocks' partials added in row order.
 
         Parameters
         ----------
@@ -419,13 +460,14 @@ class BasisOperator:
         out = np.zeros(self.n_coef, dtype=np.float64)
         for g in range(self.n_groups):
             lo, hi = self._span(g)
-            for r0, r1, tile in self._group_tiles(g):
-                _run(_tiles.tile_rmatvec_acc, _tiles.tile_rmatvec_acc_parallel,
-                     tile.size, tile, r[r0:r1], out[lo:hi])
+            acc = out[lo:hi]
+            for r0, r1, block in self._product_blocks(g):
+                acc += block.T @ r[r0:r1]
         return out
 
     def rmatvec_hess(self, r, s):
-        """``(Φ' r, (Φ∘Φ)' s)`` in one pass over the tiles.
+        """``(Φ' r, (Φ∘Φ)' s)``, in the order of :meth:`rmatvec` (one
+        pass over the blocks).
 
         Parameters
         ----------
@@ -439,11 +481,18 @@ class BasisOperator:
         s = self._vector(s, self.n_rows, "s")
         out_r = np.zeros(self.n_coef, dtype=np.float64)
         out_s = np.zeros(self.n_coef, dtype=np.float64)
+        square = None
         for g in range(self.n_groups):
             lo, hi = self._span(g)
-            for r0, r1, tile in self._group_tiles(g):
-                _run(_tiles.tile_rmatvec_hess_acc, _tiles.tile_rmatvec_hess_acc_parallel,
-                     tile.size, tile, r[r0:r1], s[r0:r1], out_r[lo:hi], out_s[lo:hi])
+            acc_r, acc_s = out_r[lo:hi], out_s[lo:hi]
+            for r0, r1, block in self._product_blocks(g):
+                if square is None or square.shape[1] != hi - lo:
+                    square = np.empty((min(PRODUCT_ROWS, self.n_rows), hi - lo),
+                                      dtype=np.float64, order="F")
+                sq = square[:r1 - r0]
+                np.multiply(block, block, out=sq)
+                acc_r += block.T @ r[r0:r1]
+                acc_s += sq.T @ s[r0:r1]
         return out_r, out_s
 
     # ------------------------------------------------------ dense parts
@@ -474,7 +523,7 @@ class BasisOperator:
             pick = np.flatnonzero(groups == g)
             local = unique[pick] - GROUP * g
             if self.cached:
-                full[:, pick] = self._group_cache()[g][:, local]
+                full[:, pick] = self.matrix()[:, GROUP * g + local]
                 continue
             for r0, r1, tile in self._tiles(self.rows, self.basis.group(g, local),
                                             len(local)):
@@ -498,9 +547,7 @@ class BasisOperator:
         rows = self._checked_index(rows, self.n_rows, "rows")
         out = np.empty((len(rows), self.n_coef), dtype=np.float64)
         if self.cached:
-            for g, tile in enumerate(self._group_cache()):
-                lo, hi = self._span(g)
-                out[:, lo:hi] = tile[rows]
+            out[:] = self.matrix()[rows]
             return out
         picked = self.rows.take(rows)
         for g in range(self.n_groups):
