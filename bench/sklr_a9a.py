@@ -209,12 +209,30 @@ def run_cli(solver, pythonpath, extra=()):
     lines = proc.stderr.splitlines()
     peak = next((float(l.split()[1]) / 1024 for l in lines
                  if l.startswith("ultrafs-peak-kb ")), None)
-    acc = next((l for l in proc.stdout.splitlines() if "accuracy" in l and "test" in l),
-               None)
+    acc = next((l for l in (proc.stdout + proc.stderr).splitlines()
+                if "test accuracy" in l), None)
     return {"solver": solver, "pythonpath": pythonpath, "extra": list(extra),
             "wall": wall, "peak_rss_mb": peak, "rc": proc.returncode,
-            "accuracy_line": acc, "stdout": proc.stdout[-2000:],
+            "accuracy_line": acc, "output": (proc.stdout + proc.stderr)[-3000:],
             "progress": [l for l in lines if l.startswith("sklr")]}
+
+
+def run_cli_part(args, doc, rnd):
+    """The issue's command, after (this tree) and, if asked, before (capped)."""
+    root = str(Path(__file__).resolve().parent.parent)
+    for solver in args.cli_solvers.split(","):
+        runs = [(root, ())]
+        if args.cli_before:
+            runs.append((args.cli_before, ("--max-iter", "100")))
+        for pythonpath, extra in runs:
+            rec = run_cli(solver, pythonpath, extra)
+            rec["round"] = rnd
+            rec["load"] = os.getloadavg()
+            doc["cli"].append(rec)
+            print(f"cli {solver} {pythonpath} {' '.join(extra)}: {rec['wall']:.1f} s, "
+                  f"peak {rec['peak_rss_mb']} MB, rc {rec['rc']}, {rec['accuracy_line']}",
+                  flush=True)
+            write_result(args.name, doc)
 
 
 # ------------------------------------------------------------------ main
@@ -243,8 +261,9 @@ def main():
     doc = {"load_start": os.getloadavg(), "args": vars(args), "rows": [], "cli": []}
     path = None
     for rnd in range(args.rounds):
-        for part in ("a9a", "synthetic"):
-            if part not in parts:
+        for part in parts:                      # in the order given
+            if part == "cli":
+                run_cli_part(args, doc, rnd)
                 continue
             methods = args.methods if part == "a9a" else (args.synthetic_methods
                                                           or args.methods)
@@ -258,25 +277,7 @@ def main():
                       f"iters {row['n_iter']:5d}  gap {row['rel_gap']:.1e}  nnz "
                       f"{row['nnz']:4d}  acc {row['accuracy']:.4f}  load "
                       f"{row['load'][0]:.1f}", flush=True)
-                path = write_result(args.name, doc)
-        if "cli" in parts:
-            root = str(Path(__file__).resolve().parent.parent)
-            for solver in args.cli_solvers.split(","):
-                rec = run_cli(solver, root)
-                rec["round"] = rnd
-                rec["load"] = os.getloadavg()
-                doc["cli"].append(rec)
-                print(f"cli {solver}: {rec['wall']:.1f} s, peak {rec['peak_rss_mb']} MB, "
-                      f"rc {rec['rc']}, {rec['accuracy_line']}", flush=True)
-                if args.cli_before:
-                    rec = run_cli(solver, args.cli_before, ("--max-iter", "100"))
-                    rec["round"] = rnd
-                    rec["load"] = os.getloadavg()
-                    doc["cli"].append(rec)
-                    print(f"cli before {solver} (--max-iter 100): {rec['wall']:.1f} s, "
-                          f"peak {rec['peak_rss_mb']} MB, rc {rec['rc']}, "
-                          f"{rec['accuracy_line']}", flush=True)
-                path = write_result(args.name, doc)
+                write_result(args.name, doc)
     doc["load_end"] = os.getloadavg()
     path = write_result(args.name, doc)
     print(f"wrote {path}")
