@@ -13,16 +13,28 @@ functions (``kernels/basis_tiles.py``).  Two bases:
 * :class:`RBFBasis`: ``Φ[i, k] = exp(-||x_i - p_k||² / σ²)`` for points
   ``p_k`` (CSR).
 
-:class:`BasisOperator` gives the products the l1 solvers need.  When
-``N * M * 8 <= cache_bytes`` it makes every tile once, on the first
-product, and keeps them (one ``(N, G)`` array per group); otherwise every
-product makes its tiles again, one at a time (memory ``row_chunk * G``
-floats plus one group of the basis).  Summation orders are fixed (groups
-in order, rows in order; ``kernels/basis_tiles.py``), so the results are
-the same bytes for any ``row_chunk``, with or without the cache, and for
-any number of threads.  Coefficients equal to zero are skipped by
-:meth:`BasisOperator.matvec` (adding ``T * 0`` never changes a sum), so a
-sparse ``w`` costs only its nonzero columns when tiles are made again.
+:class:`BasisOperator` gives the products the l1 solvers need.  Its memory
+budget is ``cache_bytes`` (default :data:`DEFAULT_CACHE_BYTES`, 1 GiB):
+
+* ``N * M * 8 <= cache_bytes``: ``Φ`` is made once, on the first product,
+  and held as one Fortran-ordered float64 ``(N, M)`` array (column ``k``
+  contiguous: CGD's columns are copies of memory, ``Φ w`` reads only the
+  columns of nonzero weights);
+* otherwise every product makes its tiles again, one at a time (memory
+  ``row_chunk * G`` floats plus one block of :data:`PRODUCT_ROWS` rows).
+
+Summation orders are fixed and the same in both modes, so the results are
+the same bytes for any ``row_chunk``, with or without the basis in memory,
+and for any number of threads:
+
+* ``Φ w``: each entry adds the terms of the nonzero ``w_k`` in order of
+  ``k`` (``kernels/basis_tiles.py``: :func:`columns_matvec_acc` on the
+  array, :func:`tile_matvec_acc` on tiles made of those columns);
+* ``Φ' r`` and ``(Φ∘Φ)' s``: per group of :data:`GROUP` functions and per
+  fixed block of :data:`PRODUCT_ROWS` rows, a BLAS product (``block.T @
+  r``, one thread: :func:`one_blas_thread`) of the Fortran-ordered block;
+  the blocks' partials are added in row order.  Each entry of a ``dgemv``
+  with a transposed matrix is one dot product, computed by one thread.
 """
 
 from __future__ import annotations
