@@ -167,6 +167,51 @@ def child(name, method, n_rows, n_components, cache_bytes):
     print("RESULT " + json.dumps(row), flush=True)
 
 
+def products_child(reps=5):
+    """Per-call time of the operator's products on a9a's Φ (one JSON line)."""
+    import ultrafs
+    from ultrafs.features.rff import RandomFourierFeatures
+    from ultrafs.store import as_store
+
+    Xtr, ytr, _, _ = load_a9a()
+    space = RandomFourierFeatures(as_store(Xtr, ytr), D, None, SEED)
+    op = space.operator()
+    rng = np.random.default_rng(0)
+    r, s = rng.standard_normal(op.n_rows), rng.random(op.n_rows)
+    w = np.zeros(D)
+    w[rng.choice(D, 67, replace=False)] = rng.standard_normal(67)   # a9a's support size
+    cols = np.sort(rng.choice(D, 50, replace=False))
+    t0 = time.perf_counter()
+    op.rmatvec(r)                        # makes (or, before, caches) the basis
+    row = {"library": str(Path(ultrafs.__file__).parent), "first_product": time.perf_counter() - t0}
+    calls = {"matvec_67_nonzero": lambda: op.matvec(w), "rmatvec": lambda: op.rmatvec(r),
+             "rmatvec_hess": lambda: op.rmatvec_hess(r, s),
+             "columns_50": lambda: op.columns(cols)}
+    for name, call in calls.items():
+        call()
+        times = []
+        for _ in range(reps):
+            t = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - t)
+        row[name] = {"median": float(np.median(times)), "min": float(np.min(times))}
+    print("RESULT " + json.dumps(row), flush=True)
+
+
+def run_products(pythonpath, rounds):
+    out = []
+    for _ in range(rounds):
+        cmd = [sys.executable, __file__, "--products-child"]
+        proc = subprocess.run(["/usr/bin/time", "-f", "ultrafs-peak-kb %M", *cmd],
+                              capture_output=True, text=True,
+                              env=dict(os.environ, PYTHONPATH=pythonpath))
+        line = next(l for l in proc.stdout.splitlines() if l.startswith("RESULT "))
+        row = json.loads(line[len("RESULT "):])
+        row["load"] = os.getloadavg()
+        out.append(row)
+    return out
+
+
 def run_child(name, method, args):
     cmd = [sys.executable, __file__, "--child", name, method,
            "--synthetic-rows", str(args.synthetic_rows),
@@ -203,8 +248,10 @@ def run_cli(solver, pythonpath, extra=()):
            "--overwrite", "--progress", *extra]
     env = dict(os.environ, PYTHONPATH=pythonpath)
     started = time.perf_counter()
+    # run from the library's root: ``python -m`` puts the working directory
+    # first on sys.path, ahead of PYTHONPATH
     proc = subprocess.run(["/usr/bin/time", "-f", "ultrafs-peak-kb %M", *cmd],
-                          capture_output=True, text=True, env=env)
+                          capture_output=True, text=True, env=env, cwd=pythonpath)
     wall = time.perf_counter() - started
     lines = proc.stderr.splitlines()
     peak = next((float(l.split()[1]) / 1024 for l in lines
@@ -251,7 +298,11 @@ def main():
                              "runs its CLI with --max-iter 100")
     parser.add_argument("--name", default="issue35_sklr")
     parser.add_argument("--child", nargs=2, default=None)
+    parser.add_argument("--products-child", action="store_true")
     args = parser.parse_args()
+    if args.products_child:
+        products_child()
+        return
     if args.child:
         name, method = args.child
         n = D if name == "a9a" else args.synthetic_D
@@ -264,6 +315,15 @@ def main():
         for part in parts:                      # in the order given
             if part == "cli":
                 run_cli_part(args, doc, rnd)
+                continue
+            if part == "products":          # after, then before (if given), per round
+                root = str(Path(__file__).resolve().parent.parent)
+                for where in [root] + ([args.cli_before] if args.cli_before else []):
+                    for row in run_products(where, 1):
+                        row["round"] = rnd
+                        doc.setdefault("products", []).append(row)
+                        print("products", json.dumps(row), flush=True)
+                write_result(args.name, doc)
                 continue
             methods = args.methods if part == "a9a" else (args.synthetic_methods
                                                           or args.methods)
