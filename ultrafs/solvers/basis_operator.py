@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import threading
 
 import numpy as np
 
@@ -370,6 +371,7 @@ class BasisOperator:
         self.basis_bytes = self.n_rows * self.n_coef * 8
         self.cached = self.basis_bytes <= self.cache_bytes
         self._matrix = None
+        self._local = threading.local()     # per-thread scratch of rmatvec_hess
 
     # ------------------------------------------------------------ sizes
     @property
@@ -523,16 +525,20 @@ class BasisOperator:
         s = self._vector(s, self.n_rows, "s")
         out_r = np.zeros(self.n_coef, dtype=np.float64)
         out_s = np.zeros(self.n_coef, dtype=np.float64)
-        square = None
+        # kept per thread: a fresh 8 MB buffer per call is page-faulted again
+        # every time where large arrays get their own mapping (the CLI's
+        # glibc settings, ultrafs/allocator.py)
+        square = getattr(self._local, "square", None)
+        if square is None:
+            square = np.empty((min(PRODUCT_ROWS, max(self.n_rows, 1)), GROUP),
+                              dtype=np.float64, order="F")
+            self._local.square = square
         with one_blas_thread():
             for g in range(self.n_groups):
                 lo, hi = self._span(g)
                 acc_r, acc_s = out_r[lo:hi], out_s[lo:hi]
                 for r0, r1, block in self._product_blocks(g):
-                    if square is None or square.shape[1] != hi - lo:
-                        square = np.empty((min(PRODUCT_ROWS, self.n_rows), hi - lo),
-                                          dtype=np.float64, order="F")
-                    sq = square[:r1 - r0]
+                    sq = square[:r1 - r0, :hi - lo]
                     np.multiply(block, block, out=sq)
                     acc_r += block.T @ r[r0:r1]
                     acc_s += sq.T @ s[r0:r1]
