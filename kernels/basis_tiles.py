@@ -48,12 +48,15 @@ __all__ = [
     "tile_matvec_acc", "tile_matvec_acc_parallel",
     "tile_rmatvec_acc", "tile_rmatvec_acc_parallel",
     "tile_rmatvec_hess_acc", "tile_rmatvec_hess_acc_parallel",
-    "COLUMN_RUN",
+    "columns_matvec_acc", "columns_matvec_acc_parallel",
+    "COLUMN_RUN", "ROW_RUN",
 ]
 
 #: columns per thread's run in the column-parallel products (a cache line
 #: of float64)
 COLUMN_RUN = 8
+#: rows per thread's run in :func:`columns_matvec_acc_parallel`
+ROW_RUN = 4096
 
 
 # --------------------------------------------------------------- rows x A
@@ -345,3 +348,46 @@ def tile_rmatvec_hess_acc_parallel(tile, r, s, out_r, out_s):
         lo = q * COLUMN_RUN
         _rmatvec_hess_run(tile, r, s, out_r, out_s, lo, min(lo + COLUMN_RUN, G))
     return out_r, out_s
+
+
+# ------------------------------------------- a basis held in memory (F order)
+@njit(cache=True, nogil=True)
+def _columns_matvec_run(A, cols, coef, out, lo, hi):
+    for q in range(len(cols)):
+        c = cols[q]
+        v = coef[q]
+        for i in range(lo, hi):
+            out[i] += A[i, c] * v
+
+
+@njit(cache=True, nogil=True)
+def columns_matvec_acc(A, cols, coef, out):
+    """``out[i] += Σ_q A[i, cols[q]] coef[q]``, ``q`` in order from ``out[i]``.
+
+    The columns of a Fortran-ordered matrix are contiguous, so the loop
+    over rows vectorises and a sparse ``w`` costs only its nonzero
+    columns.  Each ``out[i]`` adds the same terms in the same order as
+    :func:`tile_matvec_acc` over tiles made of the columns ``cols``.
+
+    Parameters
+    ----------
+    A : float64 array, shape (N, M), Fortran-ordered
+    cols : int64 array, shape (p,)
+        Increasing column numbers.
+    coef : float64 array, shape (p,)
+    out : float64 array, shape (N,)
+        Updated in place.
+    """
+    _columns_matvec_run(A, cols, coef, out, 0, A.shape[0])
+    return out
+
+
+@njit(cache=True, nogil=True, parallel=True)
+def columns_matvec_acc_parallel(A, cols, coef, out):
+    """:func:`columns_matvec_acc`, runs of :data:`ROW_RUN` rows split
+    between threads (same bytes)."""
+    N = A.shape[0]
+    for q in prange((N + ROW_RUN - 1) // ROW_RUN):
+        lo = q * ROW_RUN
+        _columns_matvec_run(A, cols, coef, out, lo, min(lo + ROW_RUN, N))
+    return out

@@ -224,6 +224,37 @@ def test_t12_products_equal_the_dense_reference_bit_for_bit_across_tiles(kind, d
 
 
 @pytest.mark.parametrize("kind", ["rff", "rbf"])
+def test_products_over_many_row_blocks_same_bytes_in_memory_or_made_again(kind,
+                                                                          monkeypatch):
+    """Φ' r and (Φ∘Φ)' s sum fixed blocks of PRODUCT_ROWS rows (BLAS each)
+    and add the partials in row order: the basis held in memory and the basis
+    made again tile by tile (any row_chunk) give the same bytes."""
+    monkeypatch.setattr(basis_operator, "PRODUCT_ROWS", 13)
+    space, Z, y = operator_problem(kind, np.float64)
+    N, M = Z.shape
+    assert N > 3 * 13
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal(M) * (rng.random(M) < 0.2)
+    r, s = rng.standard_normal(N), rng.random(N)
+    held = space.operator(row_chunk=7, cache_bytes=2 ** 30)
+    assert held.cached and held.basis_bytes == N * M * 8
+    matrix = held.matrix()
+    assert matrix.flags.f_contiguous and matrix.shape == (N, M)
+    np.testing.assert_array_equal(matrix, held.columns(np.arange(M)))
+    first = _products(held, w, r, s, y)
+    close(first["rmatvec"], Z.T @ r)
+    close(first["hess"][1], (Z * Z).T @ s)
+    for row_chunk in (1, 5, 13, N):
+        other = _products(space.operator(row_chunk=row_chunk, cache_bytes=0), w, r, s, y)
+        for name, value in first.items():
+            np.testing.assert_array_equal(np.asarray(other[name]), np.asarray(value),
+                                          err_msg=name)
+    streamed = space.operator(cache_bytes=0)
+    with pytest.raises(ParameterError, match="memory budget"):
+        streamed.matrix()
+
+
+@pytest.mark.parametrize("kind", ["rff", "rbf"])
 def test_threaded_products_give_the_same_bytes(kind, monkeypatch):
     """The parallel twins, forced on every call, change no bit."""
     space, Z, y = operator_problem(kind, np.float64)

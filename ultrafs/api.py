@@ -848,7 +848,7 @@ def _mslr_labels(store):
 def select_sklr(data, y=None, *, basis="rff", n_components=1000, sigma=None, seed=0,
                 solver="cgd", lam_ratio=0.1, lam=None, two_stage=None,
                 fit_intercept=True, tol=None, max_iter=None, scaling=None,
-                row_chunk=None, cache_bytes=None, command=None):
+                row_chunk=None, cache_bytes=None, command=None, progress=False):
     """Fit sparse kernel logistic regression (seed 001) and return its :class:`Model`.
 
     Parameters
@@ -872,6 +872,9 @@ def select_sklr(data, y=None, *, basis="rff", n_components=1000, sigma=None, see
         See :func:`ultrafs.methods.sklr.fit_sklr`.
     command : str, optional
         Recorded in ``params``.
+    progress : bool
+        Progress lines on stderr (how the basis is held, the solver's
+        objective and duality gap); see :func:`ultrafs.methods.sklr.fit_sklr`.
 
     Returns
     -------
@@ -900,7 +903,7 @@ def select_sklr(data, y=None, *, basis="rff", n_components=1000, sigma=None, see
     result = fit_sklr(space, labels, solver=solver, lam_ratio=lam_ratio, lam=lam,
                       two_stage=two_stage, fit_intercept=fit_intercept, tol=tol,
                       max_iter=max_iter, scaling=scaling, seed=seed,
-                      row_chunk=row_chunk, cache_bytes=cache_bytes)
+                      row_chunk=row_chunk, cache_bytes=cache_bytes, progress=progress)
     sol = result.solution
     cert = sol.certificate
     params = {"method": "sklr", "basis": basis, "solver": solver,

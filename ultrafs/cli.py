@@ -1476,7 +1476,8 @@ def _select_sklr(data_path, label, out, test_path, overwrite, sklr, params):
         two_stage=sklr["two_stage"], fit_intercept=not params["no_intercept"],
         tol=params["tol"] if _given("tol") else None,
         max_iter=params["max_iter"] if _given("max_iter") else None,
-        scaling=sklr["mfista_scaling"], command=" ".join(["ultrafs"] + sys.argv[1:]))
+        scaling=sklr["mfista_scaling"], command=" ".join(["ultrafs"] + sys.argv[1:]),
+        progress=_progress_enabled(params["progress"]))
     scores = _held_out_scores(model, held_out, test_store, test_path)
     _emit_json(model.to_dict(), out)
     p = model.params

@@ -23,6 +23,7 @@ estimator) build both and write the model.
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -34,7 +35,12 @@ from ultrafs.solvers.l1_problem import L1Problem
 from ultrafs.solvers.l1_solvers import L1_SOLVERS, solve_l1
 from ultrafs.solvers.losses import get_loss
 
-__all__ = ["SKLRResult", "fit_sklr", "DEFAULT_TOL", "DEFAULT_MAX_ITER", "BASES"]
+__all__ = ["SKLRResult", "fit_sklr", "DEFAULT_TOL", "DEFAULT_MAX_ITER", "BASES",
+           "SolverProgress", "PROGRESS_SECONDS"]
+
+#: at most one progress line per this many seconds (and one per certificate
+#: check when they are further apart)
+PROGRESS_SECONDS = 2.0
 
 #: the kernel bases by the faces' name (feature-space kinds)
 BASES = ("rff", "rbf")
@@ -87,6 +93,67 @@ class SKLRResult:
                 f"{cert.rel_gap:.2g} above tol")
 
 
+class SolverProgress:
+    """Progress lines of an l1 solver on stderr (the ``callback`` of the solvers).
+
+    A line at most every :data:`PROGRESS_SECONDS` seconds, at an iteration
+    whose certificate was checked (SGD-C: every epoch), e.g. ``sklr fista:
+    iteration 120 of at most 3,000, F 1.23456e+04, relative gap 3.2e-05
+    (tol 1e-06), 12 s``.
+
+    Parameters
+    ----------
+    solver : str
+    max_iter : int
+    tol : float
+    unit : str
+        ``"iteration"`` or ``"epoch"``.
+    stream : file, default ``sys.stderr``
+    """
+
+    def __init__(self, solver, max_iter, tol, unit="iteration", stream=None):
+        self.solver = solver
+        self.max_iter = int(max_iter)
+        self.tol = float(tol)
+        self.unit = unit
+        self.stream = sys.stderr if stream is None else stream
+        self.started = time.perf_counter()
+        self.last = None
+        self.stage = ""
+
+    def say(self, text) -> None:
+        """One line of text (prefixed ``sklr``)."""
+        print(f"sklr{self.stage}: {text}", file=self.stream, flush=True)
+
+    def __call__(self, record) -> None:
+        if "rel_gap" not in record:
+            return
+        now = time.perf_counter()
+        if self.last is not None and now - self.last < PROGRESS_SECONDS:
+            return
+        self.last = now
+        from ultrafs.scoring.progress import format_seconds
+
+        self.say(f"{self.solver} {self.unit} {int(record['iter']):,} of at most "
+                 f"{self.max_iter:,}, F {record['objective']:.6g}, relative gap "
+                 f"{record['rel_gap']:.2g} (tol {self.tol:g}), "
+                 f"{format_seconds(now - self.started)}")
+
+
+def _describe_operator(operator) -> str:
+    """How the basis is held: in memory within its budget, or made per product."""
+    size = getattr(operator, "basis_bytes", None)
+    if size is None:
+        return f"basis {operator.n_rows:,} x {operator.n_coef:,}"
+    mib = size / 2 ** 20
+    budget = operator.cache_bytes / 2 ** 20
+    shape = f"{operator.n_rows:,} x {operator.n_coef:,} float64 ({mib:,.0f} MiB)"
+    if operator.cached:
+        return f"basis {shape} held in memory (budget {budget:,.0f} MiB)"
+    return (f"basis {shape} over its memory budget ({budget:,.0f} MiB): made again "
+            "tile by tile at every product")
+
+
 def check_solver_options(solver, lam_ratio, lam, two_stage, scaling):
     """One-line errors for the options the faces pass, before any pass."""
     if solver not in L1_SOLVERS:
@@ -107,7 +174,7 @@ def check_solver_options(solver, lam_ratio, lam, two_stage, scaling):
 
 def fit_sklr(space, y, *, solver="cgd", lam_ratio=0.1, lam=None, two_stage=None,
              fit_intercept=True, tol=None, max_iter=None, scaling=None, seed=0,
-             row_chunk=None, cache_bytes=None) -> SKLRResult:
+             row_chunk=None, cache_bytes=None, progress=False) -> SKLRResult:
     """Fit sparse kernel logistic regression on a kernel basis.
 
     Parameters
@@ -132,7 +199,13 @@ def fit_sklr(space, y, *, solver="cgd", lam_ratio=0.1, lam=None, two_stage=None,
     seed : int
         SGD-C's permutations.
     row_chunk, cache_bytes : optional
-        Tiles of the basis operator (:class:`~ultrafs.solvers.basis_operator.BasisOperator`).
+        Tiles of the basis operator and its memory budget
+        (:class:`~ultrafs.solvers.basis_operator.BasisOperator`: ``Φ`` is
+        held in memory when ``N * M * 8 <= cache_bytes``, by default
+        :data:`~ultrafs.solvers.basis_operator.DEFAULT_CACHE_BYTES`, 1 GiB).
+    progress : bool
+        Lines on stderr: how the basis is held, then the solver's objective
+        and relative duality gap (:class:`SolverProgress`).
 
     Returns
     -------
@@ -154,12 +227,27 @@ def fit_sklr(space, y, *, solver="cgd", lam_ratio=0.1, lam=None, two_stage=None,
         options = {"tol": options["tol"], "max_epochs": options["max_iter"], "seed": seed}
     if scaling is not None:
         options["scaling"] = scaling
+    if progress:
+        reporter = SolverProgress(solver, options.get("max_iter", options.get("max_epochs")),
+                                  options["tol"], "epoch" if solver == "sgd" else "iteration")
+        reporter.say(f"{_describe_operator(operator)}; λ = {lam:.6g} "
+                     f"({lam / lam_max if lam_max > 0 else float('nan'):.4g} λ_max)")
+        options["callback"] = reporter
     out = solve_l1(problem, solver, two_stage_ratio=two_stage, **options)
     coef, bias = out.coef, out.bias
     stage1, solution = None, out
     if two_stage is not None:
         stage1 = out.stage1
         solution = out.stage2 if out.stage2 is not None else out.stage1
+    if progress:
+        from ultrafs.scoring.progress import format_seconds
+
+        cert = solution.certificate
+        reporter.say(f"{solver} stopped after {solution.n_iter:,} "
+                     f"{reporter.unit}s: F {cert.primal:.6g}, relative gap "
+                     f"{cert.rel_gap:.2g} ({'certified' if solution.converged else 'NOT certified'}"
+                     f" at tol {options['tol']:g}), {int(np.count_nonzero(coef)):,} nonzero "
+                     f"weights, {format_seconds(time.perf_counter() - started)}")
     history = [{name: value for name, value in record.items()
                 if isinstance(value, (int, float)) and not isinstance(value, bool)}
                for record in solution.history]

@@ -13,21 +13,35 @@ functions (``kernels/basis_tiles.py``).  Two bases:
 * :class:`RBFBasis`: ``Φ[i, k] = exp(-||x_i - p_k||² / σ²)`` for points
   ``p_k`` (CSR).
 
-:class:`BasisOperator` gives the products the l1 solvers need.  When
-``N * M * 8 <= cache_bytes`` it makes every tile once, on the first
-product, and keeps them (one ``(N, G)`` array per group); otherwise every
-product makes its tiles again, one at a time (memory ``row_chunk * G``
-floats plus one group of the basis).  Summation orders are fixed (groups
-in order, rows in order; ``kernels/basis_tiles.py``), so the results are
-the same bytes for any ``row_chunk``, with or without the cache, and for
-any number of threads.  Coefficients equal to zero are skipped by
-:meth:`BasisOperator.matvec` (adding ``T * 0`` never changes a sum), so a
-sparse ``w`` costs only its nonzero columns when tiles are made again.
+:class:`BasisOperator` gives the products the l1 solvers need.  Its memory
+budget is ``cache_bytes`` (default :data:`DEFAULT_CACHE_BYTES`, 1 GiB):
+
+* ``N * M * 8 <= cache_bytes``: ``Φ`` is made once, on the first product,
+  and held as one Fortran-ordered float64 ``(N, M)`` array (column ``k``
+  contiguous: CGD's columns are copies of memory, ``Φ w`` reads only the
+  columns of nonzero weights);
+* otherwise every product makes its tiles again, one at a time (memory
+  ``row_chunk * G`` floats plus one block of :data:`PRODUCT_ROWS` rows).
+
+Summation orders are fixed and the same in both modes, so the results are
+the same bytes for any ``row_chunk``, with or without the basis in memory,
+and for any number of threads:
+
+* ``Φ w``: each entry adds the terms of the nonzero ``w_k`` in order of
+  ``k`` (``kernels/basis_tiles.py``: :func:`columns_matvec_acc` on the
+  array, :func:`tile_matvec_acc` on tiles made of those columns);
+* ``Φ' r`` and ``(Φ∘Φ)' s``: per group of :data:`GROUP` functions and per
+  fixed block of :data:`PRODUCT_ROWS` rows, a BLAS product (``block.T @
+  r``, one thread: :func:`one_blas_thread`) of the Fortran-ordered block;
+  the blocks' partials are added in row order.  Each entry of a ``dgemv``
+  with a transposed matrix is one dot product, computed by one thread.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 
 import numpy as np
 
@@ -37,7 +51,7 @@ from ultrafs.kernels.row_chunks import dispatch
 
 __all__ = ["BasisOperator", "RFFBasis", "RBFBasis", "rff_group", "GROUP",
            "MAX_GROUP_BYTES", "max_group_inputs", "DEFAULT_ROW_CHUNK",
-           "DEFAULT_CACHE_BYTES"]
+           "DEFAULT_CACHE_BYTES", "PRODUCT_ROWS"]
 
 #: basis functions per group (a tile's width; the unit of the RFF draws)
 GROUP = 256
@@ -45,8 +59,38 @@ GROUP = 256
 MAX_GROUP_BYTES = 256 * 2 ** 20
 #: rows per tile by default
 DEFAULT_ROW_CHUNK = 4096
-#: largest ``N * M * 8`` kept in memory by default (1 GiB)
+#: the memory budget of a basis by default: ``Φ`` (``N * M * 8`` bytes) is
+#: held in memory up to 1 GiB (a9a's 32,561 rows x 1,000 features: 260 MB)
 DEFAULT_CACHE_BYTES = 2 ** 30
+#: rows per block of the products ``Φ' r`` (part of the summation order:
+#: the blocks' partials are added in row order, whatever ``row_chunk``)
+PRODUCT_ROWS = 4096
+
+
+_BLAS = []
+
+
+def one_blas_thread():
+    """A context in which BLAS runs on one thread (the products' ``Φ' r``).
+
+    The products are matrix-vector products, bound by memory bandwidth:
+    OpenBLAS's spinning threads gain little there and lose a lot when
+    another process holds a core (a9a's 32,561 x 1,000 ``Φ' r`` took 25 ms
+    on one thread, 95-220 ms on two, with two shared cores at a load of
+    13; ``(Φ∘Φ)' s`` 80 ms against 1.0-1.4 s).  ``Φ' r`` gives the same
+    bytes on any number of threads (each entry is one thread's dot
+    product), so this changes the time only.
+    """
+    if not _BLAS:
+        try:
+            from threadpoolctl import ThreadpoolController
+        except ImportError:  # pragma: no cover - a dependency of scikit-learn
+            _BLAS.append(None)
+        else:
+            _BLAS.append(ThreadpoolController())
+    if _BLAS[0] is None:  # pragma: no cover
+        return contextlib.nullcontext()
+    return _BLAS[0].limit(limits=1, user_api="blas")
 
 
 def max_group_inputs() -> int:
@@ -286,9 +330,10 @@ class BasisOperator:
     basis : RFFBasis or RBFBasis
         Makes the tiles.
     row_chunk : int, default :data:`DEFAULT_ROW_CHUNK`
-        Rows per tile when tiles are made again.
+        Rows per tile when tiles are made.
     cache_bytes : int, default :data:`DEFAULT_CACHE_BYTES`
-        Keep every tile when ``N * M * 8 <= cache_bytes``.
+        The memory budget of the basis: ``Φ`` is held in memory (one
+        Fortran-ordered float64 array) when ``N * M * 8 <= cache_bytes``.
 
     Attributes
     ----------
@@ -301,7 +346,11 @@ class BasisOperator:
     nnz : int
         ``N * M`` (dense).
     cached : bool
-        Whether the tiles are kept.
+        Whether ``Φ`` is held in memory.
+    basis_bytes : int
+        ``N * M * 8``, the bytes ``Φ`` takes in memory.
+    cache_bytes : int
+        The budget it was compared with.
     """
 
     n_outputs = 1
@@ -318,8 +367,11 @@ class BasisOperator:
         self.n_rows = self.rows.n_rows
         self.n_coef = int(basis.n_coef)
         self.row_chunk = int(row_chunk)
-        self.cached = self.n_rows * self.n_coef * 8 <= cache_bytes
-        self._cache = None
+        self.cache_bytes = int(cache_bytes)
+        self.basis_bytes = self.n_rows * self.n_coef * 8
+        self.cached = self.basis_bytes <= self.cache_bytes
+        self._matrix = None
+        self._local = threading.local()     # per-thread scratch of rmatvec_hess
 
     # ------------------------------------------------------------ sizes
     @property
@@ -336,37 +388,59 @@ class BasisOperator:
         lo = GROUP * g
         return lo, min(lo + GROUP, self.n_coef)
 
+    def _blocks(self):
+        """Row blocks of the products: ``(r0, r1)``, :data:`PRODUCT_ROWS` rows."""
+        for r0 in range(0, self.n_rows, PRODUCT_ROWS):
+            yield r0, min(r0 + PRODUCT_ROWS, self.n_rows)
+
     # ------------------------------------------------------------ tiles
-    def _group_cache(self):
-        """Every group's ``(N, width)`` tile, made once (cached mode)."""
-        if self._cache is None:
-            cache = []
+    def matrix(self):
+        """``Φ`` in memory: float64, shape (N, M), Fortran-ordered (made on
+        first use; only when :attr:`cached`)."""
+        if not self.cached:
+            raise ParameterError(
+                f"the basis ({self.basis_bytes / 2 ** 20:,.0f} MiB) exceeds its memory "
+                f"budget ({self.cache_bytes / 2 ** 20:,.0f} MiB): it is made tile by tile")
+        if self._matrix is None:
+            full = np.empty((self.n_rows, self.n_coef), dtype=np.float64, order="F")
             for g in range(self.n_groups):
                 lo, hi = self._span(g)
-                tile = np.empty((self.n_rows, hi - lo), dtype=np.float64)
-                self.basis.fill(self.rows, 0, self.n_rows, self.basis.group(g), tile)
-                cache.append(tile)
-            self._cache = cache
-        return self._cache
+                for r0, r1, tile in self._tiles(self.rows, self.basis.group(g), hi - lo):
+                    full[r0:r1, lo:hi] = tile
+            self._matrix = full
+        return self._matrix
 
-    def _tiles(self, rows, group, width):
-        """Tiles of ``rows`` for one group's arrays: ``(r0, r1, tile)`` in row
-        order; the tile buffer is reused (use it before the next one)."""
-        n = rows.n_rows
-        buffer = np.empty((min(self.row_chunk, max(n, 1)), width), dtype=np.float64)
-        for r0 in range(0, n, self.row_chunk):
+    def _tiles(self, rows, group, width, r_lo=0, r_hi=None):
+        """Tiles of ``rows[r_lo:r_hi]`` for one group's arrays: ``(r0, r1,
+        tile)`` in row order (C-ordered, at most ``row_chunk`` rows); the
+        tile buffer is reused (use it before the next one)."""
+        n = rows.n_rows if r_hi is None else r_hi
+        buffer = np.empty((min(self.row_chunk, max(n - r_lo, 1)), width),
+                          dtype=np.float64)
+        for r0 in range(r_lo, n, self.row_chunk):
             r1 = min(r0 + self.row_chunk, n)
             tile = buffer[:r1 - r0]
             self.basis.fill(rows, r0, r1, group, tile)
             yield r0, r1, tile
 
-    def _group_tiles(self, g):
-        """All tiles of group ``g``: ``(r0, r1, tile)`` in row order."""
-        if self.cached:
-            yield 0, self.n_rows, self._group_cache()[g]
-            return
+    def _product_blocks(self, g):
+        """``Φ[r0:r1, group g]`` as Fortran-ordered blocks of
+        :data:`PRODUCT_ROWS` rows: ``(r0, r1, block)`` in row order (views of
+        the basis in memory, or made again into a reused buffer)."""
         lo, hi = self._span(g)
-        yield from self._tiles(self.rows, self.basis.group(g), hi - lo)
+        if self.cached:
+            full = self.matrix()
+            for r0, r1 in self._blocks():
+                yield r0, r1, full[r0:r1, lo:hi]
+            return
+        group = self.basis.group(g)
+        buffer = np.empty((min(PRODUCT_ROWS, max(self.n_rows, 1)), hi - lo),
+                          dtype=np.float64, order="F")
+        for r0, r1 in self._blocks():
+            block = buffer[:r1 - r0]
+            for t0, t1, tile in self._tiles(self.rows, group, hi - lo, r0, r1):
+                block[t0 - r0:t1 - r0] = tile
+            yield r0, r1, block
 
     # --------------------------------------------------------- products
     @staticmethod
@@ -377,7 +451,7 @@ class BasisOperator:
         return v
 
     def matvec(self, w):
-        """``Φ w``.
+        """``Φ w``: each entry sums the terms of the nonzero ``w_k`` in order of ``k``.
 
         Parameters
         ----------
@@ -389,13 +463,22 @@ class BasisOperator:
         """
         w = self._vector(w, self.n_coef, "w")
         out = np.zeros(self.n_rows, dtype=np.float64)
+        if self.cached:
+            cols = np.flatnonzero(w).astype(np.int64)
+            if len(cols):
+                # serial: a9a's Φ w over 67 columns took 0.7 ms on one thread,
+                # 25 ms (median) on two shared cores (its parallel twin,
+                # columns_matvec_acc_parallel, gives the same bytes)
+                _tiles.columns_matvec_acc(self.matrix(), cols,
+                                          np.ascontiguousarray(w[cols]), out)
+            return out
         for g in range(self.n_groups):
             lo, hi = self._span(g)
             local = np.flatnonzero(w[lo:hi])
             if len(local) == 0:
                 continue                 # T * 0 adds nothing to any sum
-            if self.cached or len(local) == hi - lo:
-                tiles, coef = self._group_tiles(g), w[lo:hi]
+            if len(local) == hi - lo:
+                tiles, coef = self._tiles(self.rows, self.basis.group(g), hi - lo), w[lo:hi]
             else:                        # only the columns of nonzero weights
                 tiles = self._tiles(self.rows, self.basis.group(g, local), len(local))
                 coef = np.ascontiguousarray(w[lo + local])
@@ -405,7 +488,8 @@ class BasisOperator:
         return out
 
     def rmatvec(self, r):
-        """``Φ' r``.
+        """``Φ' r``: BLAS on each group's blocks of :data:`PRODUCT_ROWS`
+        rows, the blocks' partials added in row order.
 
         Parameters
         ----------
@@ -417,15 +501,17 @@ class BasisOperator:
         """
         r = self._vector(r, self.n_rows, "r")
         out = np.zeros(self.n_coef, dtype=np.float64)
-        for g in range(self.n_groups):
-            lo, hi = self._span(g)
-            for r0, r1, tile in self._group_tiles(g):
-                _run(_tiles.tile_rmatvec_acc, _tiles.tile_rmatvec_acc_parallel,
-                     tile.size, tile, r[r0:r1], out[lo:hi])
+        with one_blas_thread():
+            for g in range(self.n_groups):
+                lo, hi = self._span(g)
+                acc = out[lo:hi]
+                for r0, r1, block in self._product_blocks(g):
+                    acc += block.T @ r[r0:r1]
         return out
 
     def rmatvec_hess(self, r, s):
-        """``(Φ' r, (Φ∘Φ)' s)`` in one pass over the tiles.
+        """``(Φ' r, (Φ∘Φ)' s)``, in the order of :meth:`rmatvec` (one
+        pass over the blocks).
 
         Parameters
         ----------
@@ -439,11 +525,23 @@ class BasisOperator:
         s = self._vector(s, self.n_rows, "s")
         out_r = np.zeros(self.n_coef, dtype=np.float64)
         out_s = np.zeros(self.n_coef, dtype=np.float64)
-        for g in range(self.n_groups):
-            lo, hi = self._span(g)
-            for r0, r1, tile in self._group_tiles(g):
-                _run(_tiles.tile_rmatvec_hess_acc, _tiles.tile_rmatvec_hess_acc_parallel,
-                     tile.size, tile, r[r0:r1], s[r0:r1], out_r[lo:hi], out_s[lo:hi])
+        # kept per thread: a fresh 8 MB buffer per call is page-faulted again
+        # every time where large arrays get their own mapping (the CLI's
+        # glibc settings, ultrafs/allocator.py)
+        square = getattr(self._local, "square", None)
+        if square is None:
+            square = np.empty((min(PRODUCT_ROWS, max(self.n_rows, 1)), GROUP),
+                              dtype=np.float64, order="F")
+            self._local.square = square
+        with one_blas_thread():
+            for g in range(self.n_groups):
+                lo, hi = self._span(g)
+                acc_r, acc_s = out_r[lo:hi], out_s[lo:hi]
+                for r0, r1, block in self._product_blocks(g):
+                    sq = square[:r1 - r0, :hi - lo]
+                    np.multiply(block, block, out=sq)
+                    acc_r += block.T @ r[r0:r1]
+                    acc_s += sq.T @ s[r0:r1]
         return out_r, out_s
 
     # ------------------------------------------------------ dense parts
@@ -474,7 +572,7 @@ class BasisOperator:
             pick = np.flatnonzero(groups == g)
             local = unique[pick] - GROUP * g
             if self.cached:
-                full[:, pick] = self._group_cache()[g][:, local]
+                full[:, pick] = self.matrix()[:, GROUP * g + local]
                 continue
             for r0, r1, tile in self._tiles(self.rows, self.basis.group(g, local),
                                             len(local)):
@@ -498,9 +596,7 @@ class BasisOperator:
         rows = self._checked_index(rows, self.n_rows, "rows")
         out = np.empty((len(rows), self.n_coef), dtype=np.float64)
         if self.cached:
-            for g, tile in enumerate(self._group_cache()):
-                lo, hi = self._span(g)
-                out[:, lo:hi] = tile[rows]
+            out[:] = self.matrix()[rows]
             return out
         picked = self.rows.take(rows)
         for g in range(self.n_groups):

@@ -320,9 +320,12 @@ class L1Problem:
         if self.fit_intercept:
             kkt = max(kkt, abs(self.bias_gradient(derivative)))
             b_star, f_star = self.best_bias(w, b, f)
-            d_star = np.empty(d.n)
-            d.value_derivative(f_star, d_star)
-            grad_star = self.gradient(d_star)[0]
+            if b_star == b:               # b is already the best bias: f* = f
+                grad_star = grad
+            else:
+                d_star = np.empty(d.n)
+                d.value_derivative(f_star, d_star)
+                grad_star = self.gradient(d_star)[0]
         else:
             b_star, f_star, grad_star = b, f, grad
         # xi = -C s dl/df, Φ' xi = -grad

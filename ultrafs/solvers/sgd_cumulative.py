@@ -87,7 +87,7 @@ def _choose_eta0(problem, w0, b0, decay, seed, code):
 
 
 def sgd_cumulative(problem, w0=None, b0=None, *, eta0="auto", decay=2.0, max_epochs=10,
-                   tol=1e-2, seed=0) -> L1Solution:
+                   tol=1e-2, seed=0, callback=None) -> L1Solution:
     """Solve an :class:`~ultrafs.solvers.l1_problem.L1Problem` by SGD-C.
 
     Parameters
@@ -104,6 +104,9 @@ def sgd_cumulative(problem, w0=None, b0=None, *, eta0="auto", decay=2.0, max_epo
         Stop at a relative duality gap ``<= tol`` (checked after each epoch).
     seed : int
         Seeds the permutations and the subsample of ``eta0="auto"``.
+    callback : callable, optional
+        Called with each epoch's history record (``iter``, ``objective``,
+        ``gap``, ``rel_gap``, ``nnz``).
 
     Returns
     -------
@@ -154,6 +157,8 @@ def sgd_cumulative(problem, w0=None, b0=None, *, eta0="auto", decay=2.0, max_epo
         cert = problem.certificate(w, state[2])
         history.append({"iter": epoch, "objective": cert.primal, "gap": cert.gap,
                         "rel_gap": cert.rel_gap, "nnz": int(np.count_nonzero(w))})
+        if callback is not None:
+            callback(history[-1])
         if cert.rel_gap <= tol:
             converged = True
             break
