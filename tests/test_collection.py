@@ -43,3 +43,8 @@ def test_two_collections_give_the_same_ids():
     differing = sorted(set(first) ^ set(second))
     assert not differing, f"{len(differing)} ids differ, e.g. {differing[:5]}"
     assert first == second, "the same ids in another order"
+    # every test the quick subset leaves out by name still exists
+    from conftest import SLOW_TESTS, function_id
+
+    functions = {function_id(nodeid) for nodeid in first}
+    assert SLOW_TESTS <= functions, sorted(SLOW_TESTS - functions)
