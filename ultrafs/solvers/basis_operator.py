@@ -39,7 +39,6 @@ and for any number of threads:
 
 from __future__ import annotations
 
-import contextlib
 import math
 import threading
 
@@ -48,6 +47,7 @@ import numpy as np
 from ultrafs.errors import ParameterError
 from ultrafs.kernels import basis_tiles as _tiles
 from ultrafs.kernels.row_chunks import dispatch
+from ultrafs.solvers.blas_threads import one_blas_thread
 
 __all__ = ["BasisOperator", "RFFBasis", "RBFBasis", "rff_group", "GROUP",
            "MAX_GROUP_BYTES", "max_group_inputs", "DEFAULT_ROW_CHUNK",
@@ -65,32 +65,6 @@ DEFAULT_CACHE_BYTES = 2 ** 30
 #: rows per block of the products ``Φ' r`` (part of the summation order:
 #: the blocks' partials are added in row order, whatever ``row_chunk``)
 PRODUCT_ROWS = 4096
-
-
-_BLAS = []
-
-
-def one_blas_thread():
-    """A context in which BLAS runs on one thread (the products' ``Φ' r``).
-
-    The products are matrix-vector products, bound by memory bandwidth:
-    OpenBLAS's spinning threads gain little there and lose a lot when
-    another process holds a core (a9a's 32,561 x 1,000 ``Φ' r`` took 25 ms
-    on one thread, 95-220 ms on two, with two shared cores at a load of
-    13; ``(Φ∘Φ)' s`` 80 ms against 1.0-1.4 s).  ``Φ' r`` gives the same
-    bytes on any number of threads (each entry is one thread's dot
-    product), so this changes the time only.
-    """
-    if not _BLAS:
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:  # pragma: no cover - a dependency of scikit-learn
-            _BLAS.append(None)
-        else:
-            _BLAS.append(ThreadpoolController())
-    if _BLAS[0] is None:  # pragma: no cover
-        return contextlib.nullcontext()
-    return _BLAS[0].limit(limits=1, user_api="blas")
 
 
 def max_group_inputs() -> int:

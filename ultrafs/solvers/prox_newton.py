@@ -63,8 +63,6 @@ eigenvalue of the last Hessian in ``w`` (a curvature APG can start from).
 
 from __future__ import annotations
 
-import contextlib
-import importlib
 import math
 
 import numpy as np
@@ -75,6 +73,7 @@ from ultrafs.kernels.prox_newton import (bias_pseudo_inverse, eigen_workspace,
                                          l21sq_model_bcd, l21sq_model_bcd_k,
                                          l21sq_model_polish, l21sq_model_polish_k)
 from ultrafs.solvers.base import Solver, set_stop_params
+from ultrafs.solvers.blas_threads import one_blas_thread
 from ultrafs.solvers.penalties import L21Squared
 from ultrafs.solvers.subproblem import (DEFAULT_KKT_TOL, SubproblemResult, _as_bias,
                                         kkt_residual)
@@ -288,7 +287,7 @@ class ProxNewton(Solver):
         SubproblemResult
         """
         self.check_capabilities(pb.datafit, pb.penalty)
-        with _single_threaded_blas():
+        with one_blas_thread():
             return self._solve(pb, coef0, bias0, lipschitz0)
 
     def _solve(self, pb, coef0, bias0, lipschitz0):
@@ -347,33 +346,6 @@ class ProxNewton(Solver):
             n_iter=n_iter, lipschitz=_curvature(H, pb.p, lipschitz0),
             converged=converged,
             decision=decision, history=history, kkt=kkt)
-
-
-_BLAS = []
-
-
-def _single_threaded_blas():
-    """A context in which BLAS and LAPACK run on one thread.
-
-    The solver calls LAPACK on small matrices (one eigen-decomposition per
-    block and Newton step): threads gain nothing there, and OpenBLAS's
-    spinning threads lose a lot when another process holds a core (on two
-    shared cores the model solve of a 2000-column subproblem took 13 s
-    instead of 0.8 s).
-    """
-    if not _BLAS:
-        # the controller lists the libraries loaded when it is made: load the
-        # LAPACK numba's np.linalg calls first
-        importlib.import_module("scipy.linalg.cython_lapack")
-        try:
-            from threadpoolctl import ThreadpoolController
-        except ImportError:  # pragma: no cover - a dependency of scikit-learn
-            _BLAS.append(None)
-        else:
-            _BLAS.append(ThreadpoolController())
-    if _BLAS[0] is None:  # pragma: no cover
-        return contextlib.nullcontext()
-    return _BLAS[0].limit(limits=1, user_api="blas")
 
 
 def _penalty_change(coef, dw, block_ptr):

@@ -119,7 +119,7 @@ from ultrafs.errors import ParameterError
 from ultrafs.solvers.base import Solver, set_stop_params
 from ultrafs.solvers.losses import SquaredHinge
 from ultrafs.solvers.penalties import L21Squared
-from ultrafs.solvers.prox_newton import _single_threaded_blas
+from ultrafs.solvers.blas_threads import one_blas_thread
 from ultrafs.solvers.subproblem import DEFAULT_KKT_TOL, SubproblemResult, kkt_residual
 
 __all__ = ["SimpleMKL", "MKLResult", "best_bias", "MAX_SAMPLES", "DEFAULT_GAP_TOL"]
@@ -486,7 +486,7 @@ class SimpleMKL(Solver):
         MKLResult
         """
         self.check_problem(pb)
-        with _single_threaded_blas():
+        with one_blas_thread():
             return _Run(self, pb).run(coef0)
 
 
