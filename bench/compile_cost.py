@@ -1,0 +1,372 @@
+"""What numba compiles on a first run, per command, from an empty kernel cache.
+
+Issue 35 (item 2): "a first run in seconds". Every ultrafs kernel is
+``njit(cache=True)``; a process that finds no cache entry compiles it. This
+script runs each command of :data:`RUNS` in a fresh process whose kernel
+cache (``NUMBA_CACHE_DIR`` and ``XDG_CACHE_HOME``, see ``kernels/_cache.py``)
+points at a temporary folder, and records per run:
+
+- ``wall_s``: the child's wall time (interpreter start included) and its
+  peak RSS (GNU time);
+- ``compile_s``: the sum of the durations of numba's top-level
+  ``numba:compile`` events (numba emits them only for a real compile, not a
+  cache load; a kernel typed inside another's compile is nested in it and
+  counted once, in its parent's total and as its own ``self_s``);
+- ``functions`` / ``signatures``: distinct ultrafs kernels and compiled
+  (kernel, signature) pairs (numba's own helpers, ``np.empty``, sorts,
+  ``np.linalg.solve``..., which numba compiles as functions too, are
+  counted apart and their time charged to the kernel that needed them);
+- ``top``: the kernels with the largest ``kernel_s``: their compile time
+  with the numba helpers they needed and without the ultrafs kernels they
+  call (each compiled, and counted, on its own), with their signatures;
+- ``duplicates``: kernels compiled for more than one signature in that
+  run (two dtypes, index widths, layouts ``C``/``A``, ``readonly`` arrays).
+
+Two modes:
+
+``shared`` (the default): every run shares ONE empty cache, in the order of
+:data:`RUNS` (``demo`` first), so each later run shows what it compiles on
+top of what the earlier ones left: "each further method".
+
+``alone``: each run on its own empty cache: what a user pays who runs only
+that command first.
+
+The child processes install the listener themselves (``--probe``), before
+ultrafs is imported, and write their events as JSON; the parent only
+launches and collects. The small stores the runs read are written once,
+with a separate throwaway kernel cache, so that setting them up warms
+nothing that is measured.
+
+Usage::
+
+    python bench/compile_cost.py                       # shared cache, all runs
+    python bench/compile_cost.py --mode alone          # each run on its own cache
+    python bench/compile_cost.py --mode both --runs demo,select
+    python bench/compile_cost.py --demo-size small     # a 1000 x 2000 demo
+
+Raw results go to ``bench/out/compile_cost_<mode>.json``; ``--markdown``
+prints the tables of ``bench/issue35_compile.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+BENCH_DIR = Path(__file__).resolve().parent
+REPO = BENCH_DIR.parent
+sys.path.insert(0, str(BENCH_DIR))
+
+#: small data for every run but ``demo`` (rows, columns, relevant columns)
+SMALL = (1000, 2000, 20)
+#: a short run: few features, few iterations (what matters is what it compiles)
+SHORT = ["--B", "10", "--max-iter", "3", "--no-progress"]
+
+
+def _select(*extra, data="small"):
+    return ["cli", "select", "--data", f"{{work}}/{data}.zarr", "--out",
+            "{work}/model.json", "--overwrite", *SHORT, *extra]
+
+
+#: name -> the child's command ("cli" + arguments of ``ultrafs``, or "api")
+RUNS = {
+    "demo": ["cli", "demo", "--dir", "{work}/demo", "{demo_size}"],
+    "select": _select(),
+    "C_auto": _select("--C", "auto"),
+    "poly2": _select("--poly", "2"),
+    "l1": _select("--method", "l1", "--features", "10"),
+    "mslr": _select("--method", "mslr"),
+    "sklr": _select("--method", "sklr"),
+    "gsrfs": _select("--method", "gsrfs", "--features", "10"),
+    "hik": _select("--kernel", "hik", data="nonneg"),
+    "chi2": _select("--kernel", "chi2", data="nonneg"),
+    "path": ["cli", "path", "--data", "{work}/small.zarr", "--out",
+             "{work}/path.json", "--no-progress"],
+    "api": ["api", "{work}"],
+}
+
+
+# --------------------------------------------------------------------------
+# the child side: a compile listener, then the command
+
+
+class _Recorder:
+    """Collects ``numba:compile`` events with nesting, per thread."""
+
+    def __init__(self):
+        from numba.core import event
+
+        self.records = []
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        recorder = self
+
+        class Listener(event.Listener):
+            def on_start(self, ev):
+                recorder._start(ev)
+
+            def on_end(self, ev):
+                recorder._end(ev)
+
+        event.register("numba:compile", Listener())
+
+    def _stack(self):
+        stack = getattr(self._local, "stack", None)
+        if stack is None:
+            stack = self._local.stack = []
+        return stack
+
+    def _start(self, ev):
+        # [start time, children's totals, nearest nested kernels' totals]
+        self._stack().append([time.perf_counter(), 0.0, 0.0])
+
+    def _end(self, ev):
+        stack = self._stack()
+        started, nested, nested_kernels = stack.pop()
+        total = time.perf_counter() - started
+        data = ev.data or {}
+        disp = data.get("dispatcher")
+        func = getattr(disp, "py_func", None)
+        module = getattr(func, "__module__", "?") or "?"
+        name = f"{module}.{getattr(func, '__qualname__', '?')}"
+        ours = module.split(".")[0] == "ultrafs"
+        if stack:
+            stack[-1][1] += total
+            # numba's own helpers (np.empty, sorts, ...) count for the
+            # ultrafs kernel whose compile needed them
+            stack[-1][2] += total if ours else nested_kernels
+        options = getattr(disp, "targetoptions", {}) or {}
+        args = data.get("args") or ()
+        with self._lock:
+            self.records.append({
+                "function": name,
+                "ultrafs": ours,
+                "signature": "(" + ", ".join(str(a) for a in args) + ")",
+                "parallel": bool(options.get("parallel")),
+                "depth": len(stack),
+                "total_s": total,
+                "self_s": total - nested,
+                # with the numba helpers it needed, without nested kernels
+                "kernel_s": total - nested_kernels,
+            })
+
+
+def _api_run(work):
+    """The Python API: FGMClassifier.fit on small dense data."""
+    from ultrafs import FGMClassifier
+    from ultrafs.datasets.planted import make_planted_problem
+
+    n, p, k = SMALL
+    problem = make_planted_problem(n, p, k, n_test=10, seed=1)
+    clf = FGMClassifier(B=10, max_iter=3)
+    clf.fit(problem.X_train, problem.y_train)
+    clf.predict(problem.X_test)
+
+
+def probe(out, command):
+    started = time.perf_counter()
+    recorder = _Recorder()
+    status = 0
+    try:
+        if command[0] == "cli":
+            from ultrafs.cli import main
+
+            try:
+                main.main(args=command[1:], prog_name="ultrafs",
+                          standalone_mode=False)
+            except SystemExit as exc:       # pragma: no cover - click's exits
+                status = exc.code or 0
+        else:
+            _api_run(command[1])
+    finally:
+        Path(out).write_text(json.dumps({
+            "status": status,
+            "inner_wall_s": time.perf_counter() - started,
+            "records": recorder.records,
+        }))
+    return status
+
+
+# --------------------------------------------------------------------------
+# the parent side
+
+
+def _write_small_stores(work, env):
+    code = f"""
+import numpy as np
+from ultrafs.datasets.planted import make_planted_problem
+from ultrafs.store.writers.zarr_writer import write_store
+pb = make_planted_problem({SMALL[0]}, {SMALL[1]}, {SMALL[2]}, n_test=10, seed=0)
+write_store({str(work / 'small.zarr')!r}, pb.X_train, pb.y_train, overwrite=True)
+write_store({str(work / 'nonneg.zarr')!r}, np.abs(pb.X_train), pb.y_train, overwrite=True)
+"""
+    subprocess.run([sys.executable, "-c", code], env=env, check=True)
+
+
+def _env(cache):
+    env = dict(os.environ)
+    env["NUMBA_CACHE_DIR"] = str(cache)
+    env["XDG_CACHE_HOME"] = str(cache)
+    env["ULTRAFS_CACHE_DIR"] = str(Path(cache) / "ultrafs-data")
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO)] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
+
+
+def _summarise(name, measured, probe_result, top):
+    records = probe_result["records"]
+    roots = [r for r in records if r["depth"] == 0]
+    kernels = [r for r in records if r["ultrafs"]]
+    functions = {}
+    for r in kernels:
+        functions.setdefault(r["function"], []).append(r)
+    duplicates = {f: [r["signature"] for r in rs] for f, rs in functions.items()
+                  if len(rs) > 1}
+    parallel = [r for r in kernels if r["parallel"]]
+    return {
+        "run": name,
+        "status": probe_result["status"],
+        "wall_s": measured["seconds"],
+        "peak_rss_mb": measured["peak_rss_mb"],
+        "compile_s": sum(r["total_s"] for r in roots),
+        "functions": len(functions),
+        "signatures": len(kernels),
+        "numba_helper_signatures": len(records) - len(kernels),
+        "parallel_signatures": len(parallel),
+        "parallel_compile_s": sum(r["kernel_s"] for r in parallel),
+        "top": sorted(kernels, key=lambda r: -r["kernel_s"])[:top],
+        "duplicates": duplicates,
+        "records": records,
+        "stderr_tail": measured["stderr"][-2000:],
+    }
+
+
+def run_one(name, cache, work, demo_size, top):
+    command = [part.format(work=work, demo_size=demo_size) for part in RUNS[name]]
+    command = [c for part in command for c in (part.split() if part == demo_size
+                                               else [part])]
+    out = Path(work) / f"probe-{name}.json"
+    from common import run_measured
+
+    saved = dict(os.environ)
+    os.environ.update(_env(cache))     # run_measured's child inherits it
+    try:
+        measured = run_measured([sys.executable, str(Path(__file__).resolve()),
+                                 "--probe", str(out), "--", *command])
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+    result = _summarise(name, measured, json.loads(out.read_text()), top)
+    print(f"{name:8s} wall {result['wall_s']:7.1f} s  compile "
+          f"{result['compile_s']:7.1f} s  {result['functions']:4d} functions  "
+          f"{result['signatures']:4d} signatures "
+          f"({result['parallel_signatures']} parallel, "
+          f"{result['parallel_compile_s']:.1f} s)", file=sys.stderr, flush=True)
+    return result
+
+
+def measure(mode, names, demo_size, top, keep):
+    tmp = Path(tempfile.mkdtemp(prefix="ultrafs-compile-cost-"))
+    try:
+        work = tmp / "work"
+        work.mkdir()
+        _write_small_stores(work, _env(tmp / "setup-cache"))
+        results = []
+        if mode == "shared":
+            cache = tmp / "cache-shared"
+            for name in names:
+                results.append(run_one(name, cache, work, demo_size, top))
+        else:
+            for name in names:
+                results.append(run_one(name, tmp / f"cache-{name}", work,
+                                       demo_size, top))
+        return results
+    finally:
+        if not keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def markdown(mode, results, top=8):
+    lines = [f"mode `{mode}`:", "",
+             "| run | wall s | compile s | functions | signatures | parallel "
+             "(s) | peak RSS MiB |", "|---|---:|---:|---:|---:|---:|---:|"]
+    for r in results:
+        lines.append(f"| {r['run']} | {r['wall_s']:.1f} | {r['compile_s']:.1f} | "
+                     f"{r['functions']} | {r['signatures']} | "
+                     f"{r['parallel_signatures']} ({r['parallel_compile_s']:.1f}) | "
+                     f"{r['peak_rss_mb']:.0f} |")
+    lines.append(f"| **total** | {sum(r['wall_s'] for r in results):.1f} | "
+                 f"{sum(r['compile_s'] for r in results):.1f} | "
+                 f"{sum(r['functions'] for r in results)} | "
+                 f"{sum(r['signatures'] for r in results)} | | |")
+    lines.append("")
+    for r in results:
+        lines.append(f"top kernels of `{r['run']}` (seconds, with the numba helpers they needed, without nested kernels):")
+        lines.append("")
+        for rec in r["top"][:top]:
+            short = rec["function"].replace("ultrafs.kernels.", "")
+            par = " parallel" if rec["parallel"] else ""
+            lines.append(f"- {rec['kernel_s']:.2f} s `{short}{rec['signature']}`{par}")
+        if r["duplicates"]:
+            lines.append("")
+            lines.append("  compiled for more than one signature: " + ", ".join(
+                f"`{f.replace('ultrafs.kernels.', '')}` ×{len(s)}"
+                for f, s in sorted(r["duplicates"].items())))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["--probe"]:
+        out = argv[1]
+        command = argv[3:] if argv[2:3] == ["--"] else argv[2:]
+        sys.exit(probe(out, command))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--mode", choices=["shared", "alone", "both"], default="shared")
+    parser.add_argument("--runs", default=",".join(RUNS),
+                        help="comma-separated subset of: " + ", ".join(RUNS))
+    parser.add_argument("--demo-size", choices=["default", "small"], default="default",
+                        help="default: ultrafs demo as shipped (4096 x 4096); "
+                             "small: 1000 x 2000, 20 relevant, --max-iter 3")
+    parser.add_argument("--top", type=int, default=15)
+    parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--keep", action="store_true",
+                        help="keep the temporary folder (caches and stores)")
+    parser.add_argument("--tag", default="", help="suffix of the result file name")
+    args = parser.parse_args(argv)
+    names = [n for n in args.runs.split(",") if n]
+    unknown = set(names) - set(RUNS)
+    if unknown:
+        parser.error(f"unknown runs: {sorted(unknown)}")
+    demo_size = ("--no-progress" if args.demo_size == "default" else
+                 f"--n-samples {SMALL[0]} --n-features {SMALL[1]} "
+                 f"--n-relevant {SMALL[2]} --max-iter 3 --no-progress")
+    modes = ["shared", "alone"] if args.mode == "both" else [args.mode]
+    from common import write_result
+    import numba
+
+    for mode in modes:
+        load = os.getloadavg()
+        results = measure(mode, names, demo_size, args.top, args.keep)
+        path = write_result(f"compile_cost_{mode}{args.tag}", {
+            "mode": mode, "demo_size": args.demo_size, "numba": numba.__version__,
+            "loadavg_before": load, "loadavg_after": os.getloadavg(),
+            "results": results})
+        print(f"wrote {path}", file=sys.stderr)
+        if args.markdown:
+            print(markdown(mode, results))
+            print(f"\nload average before {load[0]:.2f}, after "
+                  f"{os.getloadavg()[0]:.2f}\n")
+
+
+if __name__ == "__main__":
+    main()
