@@ -67,27 +67,28 @@ sys.path.insert(0, str(BENCH_DIR))
 
 #: small data for every run but ``demo`` (rows, columns, relevant columns)
 SMALL = (1000, 2000, 20)
-#: a short run: few features, few iterations (what matters is what it compiles)
-SHORT = ["--B", "10", "--max-iter", "3", "--no-progress"]
+#: a short FGM run: few features, few iterations (what matters is what it
+#: compiles, not what it selects)
+SHORT = ["--B", "10", "--max-iter", "3"]
 
 
 def _select(*extra, data="small"):
     return ["cli", "select", "--data", f"{{work}}/{data}.zarr", "--out",
-            "{work}/model.json", "--overwrite", *SHORT, *extra]
+            "{work}/model.json", "--overwrite", "--no-progress", *extra]
 
 
 #: name -> the child's command ("cli" + arguments of ``ultrafs``, or "api")
 RUNS = {
     "demo": ["cli", "demo", "--dir", "{work}/demo", "{demo_size}"],
-    "select": _select(),
-    "C_auto": _select("--C", "auto"),
-    "poly2": _select("--poly", "2"),
+    "select": _select(*SHORT),
+    "C_auto": _select(*SHORT, "--C", "auto"),
+    "poly2": _select(*SHORT, "--poly", "2"),
     "l1": _select("--method", "l1", "--features", "10"),
-    "mslr": _select("--method", "mslr"),
+    "mslr": _select(*SHORT, "--method", "mslr"),
     "sklr": _select("--method", "sklr"),
     "gsrfs": _select("--method", "gsrfs", "--features", "10"),
-    "hik": _select("--kernel", "hik", data="nonneg"),
-    "chi2": _select("--kernel", "chi2", data="nonneg"),
+    "hik": _select(*SHORT, "--kernel", "hik", data="nonneg"),
+    "chi2": _select(*SHORT, "--kernel", "chi2", data="nonneg"),
     "path": ["cli", "path", "--data", "{work}/small.zarr", "--out",
              "{work}/path.json", "--no-progress"],
     "api": ["api", "{work}"],
@@ -261,6 +262,9 @@ def run_one(name, cache, work, demo_size, top):
     try:
         measured = run_measured([sys.executable, str(Path(__file__).resolve()),
                                  "--probe", str(out), "--", *command])
+    except RuntimeError as exc:       # a failed run is recorded, not fatal
+        print(f"{name} FAILED: {exc}", file=sys.stderr, flush=True)
+        return {"run": name, "status": "failed", "error": str(exc)[-3000:]}
     finally:
         os.environ.clear()
         os.environ.update(saved)
@@ -298,6 +302,10 @@ def markdown(mode, results, top=8):
     lines = [f"mode `{mode}`:", "",
              "| run | wall s | compile s | functions | signatures | parallel "
              "(s) | peak RSS MiB |", "|---|---:|---:|---:|---:|---:|---:|"]
+    failed = [r for r in results if r.get("status") == "failed"]
+    results = [r for r in results if r.get("status") != "failed"]
+    for r in failed:
+        lines.append(f"| {r['run']} | failed | | | | | |")
     for r in results:
         lines.append(f"| {r['run']} | {r['wall_s']:.1f} | {r['compile_s']:.1f} | "
                      f"{r['functions']} | {r['signatures']} | "
