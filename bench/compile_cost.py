@@ -8,8 +8,9 @@ points at a temporary folder, and records per run:
 
 - ``wall_s``: the child's wall time (interpreter start included) and its
   peak RSS (GNU time);
-- ``compile_s``: the sum of the durations of numba's top-level
-  ``numba:compile`` events (numba emits them only for a real compile, not a
+- ``compile_s`` and ``compile_cpu_s``: the sum of the durations (wall, and
+  CPU time of the compiling thread: a figure the machine's other load
+  hardly changes) of numba's top-level ``numba:compile`` events (numba emits them only for a real compile, not a
   cache load; a kernel typed inside another's compile is nested in it and
   counted once, in its parent's total and as its own ``self_s``);
 - ``functions`` / ``signatures``: distinct ultrafs kernels and compiled
@@ -67,6 +68,9 @@ sys.path.insert(0, str(BENCH_DIR))
 
 #: small data for every run but ``demo`` (rows, columns, relevant columns)
 SMALL = (1000, 2000, 20)
+#: tinier data for the methods whose run, not their compile, is slow at SMALL
+#: (sklr, gsrfs, the additive kernels): same dtypes, so the same kernels
+TINY = (300, 300, 10)
 #: a short FGM run: few features, few iterations (what matters is what it
 #: compiles, not what it selects)
 SHORT = ["--B", "10", "--max-iter", "3"]
@@ -85,10 +89,10 @@ RUNS = {
     "poly2": _select(*SHORT, "--poly", "2"),
     "l1": _select("--method", "l1", "--features", "10"),
     "mslr": _select(*SHORT, "--method", "mslr"),
-    "sklr": _select("--method", "sklr"),
-    "gsrfs": _select("--method", "gsrfs", "--features", "10"),
-    "hik": _select(*SHORT, "--kernel", "hik", data="nonneg"),
-    "chi2": _select(*SHORT, "--kernel", "chi2", data="nonneg"),
+    "sklr": _select("--method", "sklr", "--n-components", "200", data="tiny"),
+    "gsrfs": _select("--method", "gsrfs", "--features", "10", data="tiny"),
+    "hik": _select(*SHORT, "--kernel", "hik", data="tiny_nonneg"),
+    "chi2": _select(*SHORT, "--kernel", "chi2", data="tiny_nonneg"),
     "path": ["cli", "path", "--data", "{work}/small.zarr", "--out",
              "{work}/path.json", "--no-progress"],
     "api": ["api", "{work}"],
@@ -126,13 +130,16 @@ class _Recorder:
         return stack
 
     def _start(self, ev):
-        # [start time, children's totals, nearest nested kernels' totals]
-        self._stack().append([time.perf_counter(), 0.0, 0.0])
+        # [start wall, start thread CPU, children's totals (wall, CPU),
+        #  nearest nested kernels' totals (wall, CPU)]
+        self._stack().append([time.perf_counter(), time.thread_time(),
+                              0.0, 0.0, 0.0, 0.0])
 
     def _end(self, ev):
         stack = self._stack()
-        started, nested, nested_kernels = stack.pop()
+        started, started_cpu, nested, nested_cpu, nested_k, nested_k_cpu = stack.pop()
         total = time.perf_counter() - started
+        cpu = time.thread_time() - started_cpu
         data = ev.data or {}
         disp = data.get("dispatcher")
         func = getattr(disp, "py_func", None)
@@ -140,10 +147,13 @@ class _Recorder:
         name = f"{module}.{getattr(func, '__qualname__', '?')}"
         ours = module.split(".")[0] == "ultrafs"
         if stack:
-            stack[-1][1] += total
+            parent = stack[-1]
+            parent[2] += total
+            parent[3] += cpu
             # numba's own helpers (np.empty, sorts, ...) count for the
             # ultrafs kernel whose compile needed them
-            stack[-1][2] += total if ours else nested_kernels
+            parent[4] += total if ours else nested_k
+            parent[5] += cpu if ours else nested_k_cpu
         options = getattr(disp, "targetoptions", {}) or {}
         args = data.get("args") or ()
         with self._lock:
@@ -156,7 +166,11 @@ class _Recorder:
                 "total_s": total,
                 "self_s": total - nested,
                 # with the numba helpers it needed, without nested kernels
-                "kernel_s": total - nested_kernels,
+                "kernel_s": total - nested_k,
+                # the same in CPU seconds of the compiling thread: what the
+                # compile cost, whatever else the machine was running
+                "total_cpu_s": cpu,
+                "kernel_cpu_s": cpu - nested_k_cpu,
             })
 
 
@@ -207,7 +221,10 @@ from ultrafs.datasets.planted import make_planted_problem
 from ultrafs.store.writers.zarr_writer import write_store
 pb = make_planted_problem({SMALL[0]}, {SMALL[1]}, {SMALL[2]}, n_test=10, seed=0)
 write_store({str(work / 'small.zarr')!r}, pb.X_train, pb.y_train, overwrite=True)
-write_store({str(work / 'nonneg.zarr')!r}, np.abs(pb.X_train), pb.y_train, overwrite=True)
+pb = make_planted_problem({TINY[0]}, {TINY[1]}, {TINY[2]}, n_test=10, seed=0)
+write_store({str(work / 'tiny.zarr')!r}, pb.X_train, pb.y_train, overwrite=True)
+write_store({str(work / 'tiny_nonneg.zarr')!r}, np.abs(pb.X_train), pb.y_train,
+            overwrite=True)
 """
     subprocess.run([sys.executable, "-c", code], env=env, check=True)
 
@@ -238,12 +255,14 @@ def _summarise(name, measured, probe_result, top):
         "wall_s": measured["seconds"],
         "peak_rss_mb": measured["peak_rss_mb"],
         "compile_s": sum(r["total_s"] for r in roots),
+        "compile_cpu_s": sum(r["total_cpu_s"] for r in roots),
         "functions": len(functions),
         "signatures": len(kernels),
         "numba_helper_signatures": len(records) - len(kernels),
         "parallel_signatures": len(parallel),
         "parallel_compile_s": sum(r["kernel_s"] for r in parallel),
-        "top": sorted(kernels, key=lambda r: -r["kernel_s"])[:top],
+        "parallel_compile_cpu_s": sum(r["kernel_cpu_s"] for r in parallel),
+        "top": sorted(kernels, key=lambda r: -r["kernel_cpu_s"])[:top],
         "duplicates": duplicates,
         "records": records,
         "stderr_tail": measured["stderr"][-2000:],
@@ -270,7 +289,8 @@ def run_one(name, cache, work, demo_size, top):
         os.environ.update(saved)
     result = _summarise(name, measured, json.loads(out.read_text()), top)
     print(f"{name:8s} wall {result['wall_s']:7.1f} s  compile "
-          f"{result['compile_s']:7.1f} s  {result['functions']:4d} functions  "
+          f"{result['compile_s']:7.1f} s (CPU {result['compile_cpu_s']:6.1f} s)  "
+          f"{result['functions']:4d} functions  "
           f"{result['signatures']:4d} signatures "
           f"({result['parallel_signatures']} parallel, "
           f"{result['parallel_compile_s']:.1f} s)", file=sys.stderr, flush=True)
@@ -288,6 +308,7 @@ def measure(mode, names, demo_size, top, keep):
             cache = tmp / "cache-shared"
             for name in names:
                 results.append(run_one(name, cache, work, demo_size, top))
+            cross_run(results)
         else:
             for name in names:
                 results.append(run_one(name, tmp / f"cache-{name}", work,
@@ -298,36 +319,68 @@ def measure(mode, names, demo_size, top, keep):
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+def cross_run(results):
+    """Mark, in shared mode, the new signatures of kernels an earlier run compiled.
+
+    Sets ``result["recompiled"]``: kernel -> [[signature, earlier
+    signatures, kernel_s], ...].
+    """
+    seen = {}
+    for result in results:
+        result["recompiled"] = {}
+        records = [r for r in result.get("records", ()) if r["ultrafs"]]
+        for rec in records:
+            earlier = seen.get(rec["function"])
+            if earlier and rec["signature"] not in earlier:
+                result["recompiled"].setdefault(rec["function"], []).append(
+                    [rec["signature"], sorted(earlier), rec.get("kernel_cpu_s",
+                                                                rec["kernel_s"])])
+        for rec in records:
+            seen.setdefault(rec["function"], set()).add(rec["signature"])
+
+
 def markdown(mode, results, top=8):
     lines = [f"mode `{mode}`:", "",
-             "| run | wall s | compile s | functions | signatures | parallel "
-             "(s) | peak RSS MiB |", "|---|---:|---:|---:|---:|---:|---:|"]
+             "| run | wall s | compile s | compile CPU s | kernels | signatures | "
+             "parallel (CPU s) | peak RSS MiB |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     failed = [r for r in results if r.get("status") == "failed"]
     results = [r for r in results if r.get("status") != "failed"]
     for r in failed:
-        lines.append(f"| {r['run']} | failed | | | | | |")
+        lines.append(f"| {r['run']} | failed | | | | | | |")
     for r in results:
         lines.append(f"| {r['run']} | {r['wall_s']:.1f} | {r['compile_s']:.1f} | "
+                     f"{r.get('compile_cpu_s', float('nan')):.1f} | "
                      f"{r['functions']} | {r['signatures']} | "
-                     f"{r['parallel_signatures']} ({r['parallel_compile_s']:.1f}) | "
+                     f"{r['parallel_signatures']} "
+                     f"({r.get('parallel_compile_cpu_s', float('nan')):.1f}) | "
                      f"{r['peak_rss_mb']:.0f} |")
     lines.append(f"| **total** | {sum(r['wall_s'] for r in results):.1f} | "
                  f"{sum(r['compile_s'] for r in results):.1f} | "
+                 f"{sum(r.get('compile_cpu_s', float('nan')) for r in results):.1f} | "
                  f"{sum(r['functions'] for r in results)} | "
                  f"{sum(r['signatures'] for r in results)} | | |")
     lines.append("")
     for r in results:
-        lines.append(f"top kernels of `{r['run']}` (seconds, with the numba helpers they needed, without nested kernels):")
+        lines.append(f"top kernels of `{r['run']}` (compile CPU seconds, with the "
+                     "numba helpers they needed, without nested kernels):")
         lines.append("")
         for rec in r["top"][:top]:
             short = rec["function"].replace("ultrafs.kernels.", "")
             par = " parallel" if rec["parallel"] else ""
-            lines.append(f"- {rec['kernel_s']:.2f} s `{short}{rec['signature']}`{par}")
+            cpu = rec.get("kernel_cpu_s", float("nan"))
+            lines.append(f"- {cpu:.2f} s (wall {rec['kernel_s']:.2f} s) "
+                         f"`{short}{rec['signature']}`{par}")
         if r["duplicates"]:
             lines.append("")
             lines.append("  compiled for more than one signature: " + ", ".join(
                 f"`{f.replace('ultrafs.kernels.', '')}` ×{len(s)}"
                 for f, s in sorted(r["duplicates"].items())))
+        if r.get("recompiled"):
+            lines.append("")
+            lines.append("  new signatures of kernels an earlier run compiled: " + "; ".join(
+                f"`{f.replace('ultrafs.kernels.', '')}{new[0][0]}` ({new[0][2]:.2f} s)"
+                for f, new in sorted(r["recompiled"].items())))
         lines.append("")
     return "\n".join(lines)
 
@@ -350,7 +403,17 @@ def main(argv=None):
     parser.add_argument("--keep", action="store_true",
                         help="keep the temporary folder (caches and stores)")
     parser.add_argument("--tag", default="", help="suffix of the result file name")
+    parser.add_argument("--from-json", default=None,
+                        help="print the tables of a saved result file, run nothing")
     args = parser.parse_args(argv)
+    if args.from_json:
+        saved = json.loads(Path(args.from_json).read_text())
+        if saved["mode"] == "shared":
+            cross_run(saved["results"])
+        print(markdown(saved["mode"], saved["results"]))
+        print(f"\nload average before {saved['loadavg_before'][0]:.2f}, after "
+              f"{saved['loadavg_after'][0]:.2f}; numba {saved['numba']}\n")
+        return
     names = [n for n in args.runs.split(",") if n]
     unknown = set(names) - set(RUNS)
     if unknown:

@@ -523,8 +523,11 @@ def _pair_sources(first, second, t):
 def _pair_entries_of(indptr, indices, data, first, second, t):
     """Entries of output column ``t`` of :func:`pair_columns` (nothing written)."""
     a, b = _pair_sources(first, second, t)
+    # np.int64(0), not 0: a literal would compile _pair_column (and
+    # _pair_entries) a second time, for Literal[int](0) (issue 35)
     return _pair_column(indptr, indices, data, data.shape[0] > 0, a, b, 1.0,
-                        np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float64), 0)
+                        np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float64),
+                        np.int64(0))
 
 
 @njit(cache=True, nogil=True)
