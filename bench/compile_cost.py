@@ -361,6 +361,22 @@ def markdown(mode, results, top=8):
                  f"{sum(r['functions'] for r in results)} | "
                  f"{sum(r['signatures'] for r in results)} | | |")
     lines.append("")
+    by_file = {}
+    for r in results:
+        for rec in r.get("records", ()):
+            if rec["ultrafs"]:
+                module = rec["function"].rsplit(".", 1)[0].split(".")[0:3]
+                key = ".".join(module).replace("ultrafs.kernels.", "kernels/") + ".py"
+                cpu, n = by_file.get(key, (0.0, 0))
+                by_file[key] = (cpu + rec.get("kernel_cpu_s", 0.0), n + 1)
+    lines.append("compile CPU seconds by kernel file, all runs above together "
+                 "(signatures):")
+    lines.append("")
+    lines.append("| file | CPU s | signatures |")
+    lines.append("|---|---:|---:|")
+    for key, (cpu, n) in sorted(by_file.items(), key=lambda kv: -kv[1][0]):
+        lines.append(f"| {key} | {cpu:.1f} | {n} |")
+    lines.append("")
     for r in results:
         lines.append(f"top kernels of `{r['run']}` (compile CPU seconds, with the "
                      "numba helpers they needed, without nested kernels):")
