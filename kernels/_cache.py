@@ -47,10 +47,14 @@ import threading
 from numba.core import caching as _caching
 from numba.core import event as _event
 
-NOTICE = ("{pkg}: compiling numba kernels for first use (about 20 s; "
-          "cached for later runs)")
-NOTICE_UNCACHED = ("{pkg}: compiling numba kernels (about 20 s; not cached: "
-                   "{where} is not writable)")
+# the figures: bench/issue35_compile.md (bench/compile_cost.py): ultrafs demo
+# compiles for 28 s of CPU time, each further method for 10 s or less; the
+# compiles run on one thread, so on a loaded machine they take several times
+# that (5x at a load of 11 on 2 cores)
+NOTICE = ("{pkg}: compiling numba kernels for first use (up to about 30 s of "
+          "CPU time, longer on a busy machine; cached for later runs)")
+NOTICE_UNCACHED = ("{pkg}: compiling numba kernels (up to about 30 s of CPU time; "
+                   "not cached: {where} is not writable)")
 
 _PACKAGE = __name__.rpartition(".")[0]   # "ultrafs.kernels"
 _DISPLAY = "ultrafs"                     # the notice's prefix, the cache folder's name

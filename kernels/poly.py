@@ -815,7 +815,8 @@ def live_columns_of_block(indptr, indices, data, weights, binary, nonnegative,
         if live >= min_weight:
             if n_live == out.shape[0]:
                 grown = np.empty(min(n_columns, 2 * n_live), dtype=np.int64)
-                grown[:n_live] = out
+                for t in range(n_live):   # a loop, not grown[:n_live] = out:
+                    grown[t] = out[t]      # numba compiles slice copies slowly
                 out = grown
             out[n_live] = j
             n_live += 1

@@ -31,8 +31,9 @@ way, so the choice is about safety and speed only:
 * ``omp`` and ``tbb`` are thread-safe: any thread may launch at any time
   (a model fitted inside a thread, or two at once).
 
-The threading layer is started, and recorded, by the first parallel call
-(a tiny kernel), under a lock. Kernels that Dask tasks call (the scoring
+The threading layer is started, and recorded, by the first parallel call,
+under a lock, through numba's own launcher (no kernel compiled for it: a
+``parallel=True`` compile costs seconds on a first run). Kernels that Dask tasks call (the scoring
 kernels) stay serial and never come here.
 
 This module imports nothing of ultrafs.
