@@ -517,7 +517,7 @@ class _HeldOutScorer:
         if hasattr(held_out, "adopt"):       # quantise as the fitted space does
             held_out.adopt(part)
         block = held_out.materialize(result.keys[nonzero])
-        y_held = self.y[validation]
+        y_held = _read_only(self.y[validation])
         n_features = int(np.count_nonzero(nonzero))
         # FGM's own weights (the only record without a refit; with one, they
         # compete with the refits for which model predicts)
