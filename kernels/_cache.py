@@ -47,10 +47,15 @@ import threading
 from numba.core import caching as _caching
 from numba.core import event as _event
 
-NOTICE = ("{pkg}: compiling numba kernels for first use (about 20 s; "
-          "cached for later runs)")
-NOTICE_UNCACHED = ("{pkg}: compiling numba kernels (about 20 s; not cached: "
-                   "{where} is not writable)")
+# the figures: bench/issue35_compile.md (bench/compile_cost.py): ultrafs demo
+# compiles for 21-23 s on a quiet machine (28 s of CPU at a load of 11 on 2
+# cores), each further method for 7 s or less; a method run first compiles
+# the shared FGM kernels too (16-31 s); compiles run on one thread, so a
+# loaded machine takes several times that in wall time (5x at load 11)
+NOTICE = ("{pkg}: compiling numba kernels for first use (up to about 30 s of "
+          "CPU time, longer on a busy machine; cached for later runs)")
+NOTICE_UNCACHED = ("{pkg}: compiling numba kernels (up to about 30 s of CPU time; "
+                   "not cached: {where} is not writable)")
 
 _PACKAGE = __name__.rpartition(".")[0]   # "ultrafs.kernels"
 _DISPLAY = "ultrafs"                     # the notice's prefix, the cache folder's name

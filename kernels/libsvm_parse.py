@@ -180,7 +180,11 @@ def parse_decimal(buf, start, stop):
 @numba.njit(cache=True, nogil=True)
 def _grow_rows(arr, new_len):
     out = np.empty((new_len, arr.shape[1]), dtype=arr.dtype)
-    out[:arr.shape[0]] = arr
+    # loops, not out[:len(arr)] = arr: numba's array-to-slice assignment
+    # costs about 2 s of compilation the first time in a process (issue 35)
+    for i in range(arr.shape[0]):
+        for j in range(arr.shape[1]):
+            out[i, j] = arr[i, j]
     return out
 
 

@@ -523,8 +523,11 @@ def _pair_sources(first, second, t):
 def _pair_entries_of(indptr, indices, data, first, second, t):
     """Entries of output column ``t`` of :func:`pair_columns` (nothing written)."""
     a, b = _pair_sources(first, second, t)
+    # np.int64(0), not 0: a literal would compile _pair_column (and
+    # _pair_entries) a second time, for Literal[int](0) (issue 35)
     return _pair_column(indptr, indices, data, data.shape[0] > 0, a, b, 1.0,
-                        np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float64), 0)
+                        np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float64),
+                        np.int64(0))
 
 
 @njit(cache=True, nogil=True)
@@ -812,7 +815,8 @@ def live_columns_of_block(indptr, indices, data, weights, binary, nonnegative,
         if live >= min_weight:
             if n_live == out.shape[0]:
                 grown = np.empty(min(n_columns, 2 * n_live), dtype=np.int64)
-                grown[:n_live] = out
+                for t in range(n_live):   # a loop, not grown[:n_live] = out:
+                    grown[t] = out[t]      # numba compiles slice copies slowly
                 out = grown
             out[n_live] = j
             n_live += 1

@@ -31,8 +31,9 @@ way, so the choice is about safety and speed only:
 * ``omp`` and ``tbb`` are thread-safe: any thread may launch at any time
   (a model fitted inside a thread, or two at once).
 
-The threading layer is started, and recorded, by the first parallel call
-(a tiny kernel), under a lock. Kernels that Dask tasks call (the scoring
+The threading layer is started, and recorded, by the first parallel call,
+under a lock, through numba's own launcher (no kernel compiled for it: a
+``parallel=True`` compile costs seconds on a first run). Kernels that Dask tasks call (the scoring
 kernels) stay serial and never come here.
 
 This module imports nothing of ultrafs.
@@ -82,10 +83,32 @@ def ordered_sum(parts):
 
 @njit(cache=True, nogil=True, parallel=True)
 def _start(x):
-    """A trivial parallel kernel: running it starts numba's threading layer."""
+    """A trivial parallel kernel: running it starts numba's threading layer.
+
+    Only a fallback (:func:`_start_layer`): a ``parallel=True`` compile costs
+    seconds on a first run.
+    """
     for i in prange(len(x)):
         x[i] = i
     return x
+
+
+def _start_layer() -> None:
+    """Start numba's threading layer, without compiling a kernel if possible.
+
+    ``numba.np.ufunc.parallel._launch_threads`` is what numba's first
+    parallel launch calls (numba 0.49 through 0.68); where it is missing the
+    trivial kernel :func:`_start` is compiled and run instead.
+    """
+    try:
+        from numba.np.ufunc.parallel import _launch_threads
+    except ImportError:  # pragma: no cover - a numba without it
+        _launch_threads = None
+    if _launch_threads is not None:
+        _launch_threads()
+        if _started_layer() is not None:
+            return
+    _start(np.empty(2))  # pragma: no cover - only without _launch_threads
 
 
 def _started_layer():
@@ -117,7 +140,7 @@ def _ensure_started() -> str:
     if _layer is None:
         with _lock:
             if _layer is None:
-                _start(np.empty(2))
+                _start_layer()
                 _layer_pid = os.getpid()
                 _layer = numba.threading_layer()
     return _layer

@@ -130,7 +130,9 @@ def sort_grouped(keys, group_size):
         if stop < n and keys[stop] // group_size < group:
             ok = False
         if stop - start > _INSERTION_MAX:
-            keys[start:stop] = np.sort(keys[start:stop])
+            ordered = np.sort(keys[start:stop])
+            for t in range(stop - start):   # not keys[start:stop] = ...: numba
+                keys[start + t] = ordered[t]  # compiles slice copies slowly
             start = stop
             continue
         for i in range(start + 1, stop):

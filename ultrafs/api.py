@@ -430,6 +430,18 @@ def _fold_threads(store, n_folds, fit_options) -> int:
     return max(1, min(int(workers), n_folds))
 
 
+def _read_only(targets):
+    """``targets`` (a fold's copy) made read-only, as a store's targets are.
+
+    numba compiles a kernel once per array type, and a read-only array is a
+    type of its own: the loss kernels, compiled for the stores' read-only
+    targets by a plain fit, would compile again for a fold's writable copy
+    (issue 35).
+    """
+    targets.flags.writeable = False
+    return targets
+
+
 class _HeldOutScorer:
     """Fits FGM (and refits) on training rows, scores them on held-out rows."""
 
@@ -475,7 +487,8 @@ class _HeldOutScorer:
         specs = []
         for fold, train, validation in folds:
             part, _ = self._spaces(fold, train, validation)
-            specs.append((part, self.y[train], self._warm.setdefault(fold, GridWarmStart()),
+            specs.append((part, _read_only(self.y[train]),
+                          self._warm.setdefault(fold, GridWarmStart()),
                           None if self.weights is None else self.weights[train]))
         results = fit_fgm_folds(specs, Cs, n_classes=self.n_classes, **self.options)
         for (fold, _, _), fold_results in zip(folds, results):
@@ -496,7 +509,7 @@ class _HeldOutScorer:
         w_train = None if w is None else w[train]
         w_held = None if w is None else w[validation]
         part, held_out = self._spaces(fold, train, validation)
-        y_train = self.y[train]
+        y_train = _read_only(self.y[train])
         if (fold, float(C)) not in self._fits:
             self.prefit([(fold, train, validation)], [C])
         result = self._fits.pop((fold, float(C)))
@@ -504,7 +517,7 @@ class _HeldOutScorer:
         if hasattr(held_out, "adopt"):       # quantise as the fitted space does
             held_out.adopt(part)
         block = held_out.materialize(result.keys[nonzero])
-        y_held = self.y[validation]
+        y_held = _read_only(self.y[validation])
         n_features = int(np.count_nonzero(nonzero))
         # FGM's own weights (the only record without a refit; with one, they
         # compete with the refits for which model predicts)
