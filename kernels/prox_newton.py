@@ -297,7 +297,7 @@ def csr_constant_gram_parallel(indptr, indices, weights, scale, bounds, out):
     for r in prange(len(bounds) - 1):
         _pattern_gram_rows(indptr, indices, weights, bounds[r], bounds[r + 1], out)
     for j in prange(size):
-        _fold_scaled(out, scale, j)
+        _fold_scaled(out, scale, np.int64(j))   # int64 like the serial call: one compile
     return out
 
 
@@ -339,7 +339,8 @@ def _pointers_and_cursors(counts, cursors, n_rows):
     place, and the fill cursors into ``cursors``; returns the entries."""
     for i in range(n_rows):
         counts[i + 1] += counts[i]
-    cursors[:n_rows] = counts[:n_rows]
+    for i in range(n_rows):     # a loop: a slice copy costs ~2 s of compilation
+        cursors[i] = counts[i]
     return counts[n_rows]
 
 
@@ -453,7 +454,7 @@ def csc_augmented_gram_parallel(indices, data, weights, scale, starts, bounds, w
                                gram_bounds[t + 1], out)
     for j in prange(size):
         if pattern:
-            _fold_scaled(out, scale, j)
+            _fold_scaled(out, scale, np.int64(j))
         else:
             for k in range(j + 1, size):
                 v = out[j, k] + out[k, j]
@@ -771,7 +772,8 @@ def l21sq_model_bcd(H, g, coef, bias, block_ptr, fit_intercept, tol, max_sweeps,
                 if not have[h]:
                     A = _block_schur(H, lo, hi, p, beta)
                     ev, Q = np.linalg.eigh(A)
-                    vals[lo:hi] = ev
+                    for i in range(hi - lo):   # a loop, not a slice copy
+                        vals[lo + i] = ev[i]
                     vecs[offsets[h]:offsets[h + 1]] = Q.ravel()
                     have[h] = True
                 Q = vecs[offsets[h]:offsets[h + 1]].reshape((m, m))
@@ -1233,7 +1235,8 @@ def l21sq_model_bcd_k(H, g, coef, bias, block_ptr, Binv, tol, max_sweeps, z, c,
                                 A[i, j] = v
                                 A[j, i] = v
                     ev, Q = np.linalg.eigh(A)
-                    vals[lo:hi] = ev
+                    for i in range(hi - lo):   # a loop, not a slice copy
+                        vals[lo + i] = ev[i]
                     vecs[offsets[h]:offsets[h + 1]] = Q.ravel()
                     have[h] = True
                 Q = vecs[offsets[h]:offsets[h + 1]].reshape((m, m))

@@ -171,12 +171,12 @@ def _heap_push(heap_scores, heap_keys, size, score, key):
     if size < heap_scores.shape[0]:
         heap_scores[size] = score
         heap_keys[size] = key
-        _sift_up(heap_scores, heap_keys, size)
+        _sift_up(heap_scores, heap_keys, np.int64(size))
         return size + 1
     if _ranks_before(score, key, heap_scores[0], heap_keys[0]):
         heap_scores[0] = score
         heap_keys[0] = key
-        _sift_down(heap_scores, heap_keys, size, 0)
+        _sift_down(heap_scores, heap_keys, np.int64(size), np.int64(0))
     return size
 
 
@@ -207,11 +207,24 @@ def _is_excluded(excluded, key):
 
 @njit(cache=True, nogil=True)
 def _sorted_heap(heap_scores, heap_keys, size):
-    order = np.argsort(heap_keys[:size], kind="mergesort")
-    keys = heap_keys[:size][order]
-    scores = heap_scores[:size][order]
-    order = np.argsort(-scores, kind="mergesort")  # stable: ties keep key order
-    return keys[order].copy(), scores[order].copy()
+    """The ``size`` kept candidates of a heap, best first: (keys, scores).
+
+    A heap sort of a copy (the heap is left as it is): the root, the worst
+    kept candidate, goes to the end, and the heap shrinks by one. Ranks are
+    a total order (score, then key; keys are distinct), so this is the one
+    ranking a stable sort by key and then by score would give, without the
+    two ``argsort`` calls that cost seconds of compilation per process.
+    """
+    keys = np.empty(size, dtype=heap_keys.dtype)
+    scores = np.empty(size, dtype=heap_scores.dtype)
+    for i in range(size):
+        keys[i] = heap_keys[i]
+        scores[i] = heap_scores[i]
+    for last in range(size - 1, 0, -1):
+        keys[0], keys[last] = keys[last], keys[0]
+        scores[0], scores[last] = scores[last], scores[0]
+        _sift_down(scores, keys, np.int64(last), np.int64(0))
+    return keys, scores
 
 
 @njit(cache=True, nogil=True)

@@ -507,9 +507,9 @@ def csc_block_matvec_into_ranges(indptr, indices, data, colval, w, block_ptr, st
 def csc_block_matvec_into_parallel(indptr, indices, data, colval, w, block_ptr, starts,
                                    bounds, out):
     """:func:`csc_block_matvec_into_ranges` over threads (the same bytes)."""
-    for r in prange(len(bounds) - 1):
+    for r in prange(len(bounds) - 1):   # np.int64: the serial twin's signature
         _scatter_range(indptr, indices, data, colval, w, block_ptr, starts, bounds[r],
-                       bounds[r + 1], r, out)
+                       bounds[r + 1], np.int64(r), out)
     return out
 
 
