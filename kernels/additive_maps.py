@@ -591,7 +591,7 @@ def _hik_topk(indptr, indices, data, scale, weights, first_key, excluded, k, q):
     n = k if k > 0 else 0
     heap_scores = np.empty(n, dtype=np.float64)
     heap_keys = np.empty(n, dtype=np.int64)
-    size = 0
+    size = np.int64(0)
     if k <= 0:
         return _sorted_heap(heap_scores, heap_keys, size)
     ex = np.searchsorted(excluded, first_key)
@@ -620,7 +620,7 @@ def _hik_topk_multi(indptr, indices, data, scale, weights, first_key, excluded, 
     n = k if k > 0 else 0
     heap_scores = np.empty(n, dtype=np.float64)
     heap_keys = np.empty(n, dtype=np.int64)
-    size = 0
+    size = np.int64(0)
     if k <= 0:
         return _sorted_heap(heap_scores, heap_keys, size)
     ex = np.searchsorted(excluded, first_key)
@@ -652,7 +652,7 @@ def _vz_topk(indptr, indices, data, weights, first_key, excluded, k, coef, step)
     n = k if k > 0 else 0
     heap_scores = np.empty(n, dtype=np.float64)
     heap_keys = np.empty(n, dtype=np.int64)
-    size = 0
+    size = np.int64(0)
     if k <= 0:
         return _sorted_heap(heap_scores, heap_keys, size)
     ex = np.searchsorted(excluded, first_key)
@@ -682,7 +682,7 @@ def _vz_topk_multi(indptr, indices, data, weights, first_key, excluded, k, coef,
     n = k if k > 0 else 0
     heap_scores = np.empty(n, dtype=np.float64)
     heap_keys = np.empty(n, dtype=np.int64)
-    size = 0
+    size = np.int64(0)
     if k <= 0:
         return _sorted_heap(heap_scores, heap_keys, size)
     ex = np.searchsorted(excluded, first_key)

@@ -658,7 +658,7 @@ def l1_logistic_solve(indptr, indices, data, columns, y, s, lam, coef0,
     order = np.empty(m, dtype=np.int64)
     active = np.empty(m, dtype=np.int64)
     target = tol * lam
-    n_iter = 0
+    n_iter = np.int64(0)   # not a literal: _solve_working_set compiles once
     n_sweeps = 0
     n_rounds = 0
     ws_size = max(ws_start, 1)

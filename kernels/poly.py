@@ -250,7 +250,7 @@ def cross_topk(left_indptr, left_indices, left_data, left_columns, left_pos,
     touched = np.empty(n_right, dtype=np.int64)
     heap_scores = np.empty(k, dtype=np.float64)
     heap_keys = np.empty(k, dtype=np.int64)
-    size = 0
+    size = np.int64(0)
     n_evaluated = 0
     n_pruned = 0
     slack = 1.0 + BOUND_SLACK
@@ -336,7 +336,7 @@ def cross_topk_multi(left_indptr, left_indices, left_data, left_columns, left_po
     wx = np.empty(n_classes)
     heap_scores = np.empty(k, dtype=np.float64)
     heap_keys = np.empty(k, dtype=np.int64)
-    size = 0
+    size = np.int64(0)
     n_evaluated = 0
     n_pruned = 0
     slack = 1.0 + BOUND_SLACK
@@ -677,7 +677,7 @@ def gram_topk(gram, columns, scale, excluded, n_features, k, split=0):
     p = columns.shape[0]
     heap_scores = np.empty(k, dtype=np.float64)
     heap_keys = np.empty(k, dtype=np.int64)
-    size = 0
+    size = np.int64(0)
     n_nonzero = 0
     for a in range(p if split <= 0 else split):
         j = columns[a]
@@ -753,7 +753,7 @@ def column_pass_topk(indptr, indices, data, weights, binary, first_column,
     n_columns = indptr.shape[0] - 1
     heap_scores = np.empty(max(k, 1), dtype=np.float64)
     heap_keys = np.empty(max(k, 1), dtype=np.int64)
-    size = 0
+    size = np.int64(0)
     seed_scores = np.empty(max(n_seed, 1), dtype=np.float64)
     seed_keys = np.empty(max(n_seed, 1), dtype=np.int64)
     n_seeds = 0

@@ -251,7 +251,7 @@ def topk_scores(scores, first_key, excluded, k):
     """
     heap_scores = np.empty(k, dtype=np.float64)
     heap_keys = np.empty(k, dtype=np.int64)
-    size = 0
+    size = np.int64(0)
     n = scores.shape[0]
     ex = np.searchsorted(excluded, first_key)
     n_excluded = excluded.shape[0]
@@ -289,7 +289,7 @@ def _block_topk(indptr, indices, data, weights, first_key, excluded, k, scale, b
     """
     heap_scores = np.empty(k, dtype=np.float64)
     heap_keys = np.empty(k, dtype=np.int64)
-    size = 0
+    size = np.int64(0)
     ex = np.searchsorted(excluded, first_key)
     for j in range(indptr.shape[0] - 1):
         acc = 0.0
@@ -335,7 +335,7 @@ def _block_topk_multi(indptr, indices, data, weights, first_key, excluded, k, sc
     n_classes = weights.shape[1]
     heap_scores = np.empty(k, dtype=np.float64)
     heap_keys = np.empty(k, dtype=np.int64)
-    size = 0
+    size = np.int64(0)
     ex = np.searchsorted(excluded, first_key)
     acc = np.zeros(n_classes, dtype=np.float64)
     for j in range(indptr.shape[0] - 1):
@@ -559,7 +559,7 @@ def topk_keyed(scores, keys, excluded, k):
     """
     heap_scores = np.empty(k, dtype=np.float64)
     heap_keys = np.empty(k, dtype=np.int64)
-    size = 0
+    size = np.int64(0)
     for j in range(scores.shape[0]):
         s = scores[j]
         key = keys[j]
