@@ -47,7 +47,7 @@ import threading
 from numba.core import caching as _caching
 from numba.core import event as _event
 
-# the figures: bench/issue35_compile.md (bench/compile_cost.py): ultrafs demo
+# the figures: bench/README.md §20.2 (bench/compile_cost.py): ultrafs demo
 # compiles for 21-23 s on a quiet machine (28 s of CPU at a load of 11 on 2
 # cores), each further method for 7 s or less; a method run first compiles
 # the shared FGM kernels too (16-31 s); compiles run on one thread, so a

@@ -36,7 +36,7 @@ Measured (tol 1e-6, 0.05 λ_max, 1,000 random features): on a9a's
 1,670 with the bias as one more coordinate (``exact_bias=False``: metric
 1 (plain) or its curvature (multi-scale)), whose step the coupling of the
 bias with the basis' mean holds back; on all 32,561 rows this code takes
-100 (``bench/issue35_sklr.md``).
+100 (``bench/README.md §20.3``).
 
 Stop: the relative duality gap (:meth:`L1Problem.certificate`) at ``y_k``,
 checked every ``check_every`` iterations, ``<= tol``; otherwise
