@@ -582,6 +582,44 @@ def _secular_solve(qhat, evals, lam):
     return out
 
 
+
+@njit(cache=True, nogil=True)
+def _keep_eigen(A, vals, vecs, offsets, h, lo):
+    """Keep block ``h``'s eigen-decomposition of ``A`` (m x m, symmetric):
+    its eigenvalues at ``vals[lo:lo + m]``, its eigenvectors (row-major) at
+    ``vecs[offsets[h]:offsets[h + 1]]``."""
+    ev, Q = np.linalg.eigh(A)
+    for i in range(ev.shape[0]):   # loops, not slice copies (compile time)
+        vals[lo + i] = ev[i]
+    flat = Q.ravel()
+    for i in range(flat.shape[0]):
+        vecs[offsets[h] + i] = flat[i]
+
+
+@njit(cache=True, nogil=True)
+def _eigen_block_step(vals, vecs, offsets, h, lo, hi, q, lam):
+    """The minimiser ``u`` of ``q'u + u'Au/2 + |u|^2/2 + lam |u|`` for block
+    ``h`` through the kept eigen-decomposition of ``A`` (:func:`_keep_eigen`):
+    a scaled solve for ``lam = 0``, the secular equation otherwise."""
+    m = hi - lo
+    Q = vecs[offsets[h]:offsets[h + 1]].reshape((m, m))
+    qhat = np.zeros(m)
+    for k in range(m):
+        for i in range(m):
+            qhat[i] += Q[k, i] * q[k]
+    if lam == 0.0:
+        uhat = np.empty(m)
+        for i in range(m):
+            ev = vals[lo + i] if vals[lo + i] > 0.0 else 0.0
+            uhat[i] = -qhat[i] / (ev + 1.0)
+    else:
+        uhat = _secular_solve(qhat, vals[lo:hi], lam)
+    u = np.zeros(m)
+    for k in range(m):
+        for i in range(m):
+            u[k] += Q[k, i] * uhat[i]
+    return u
+
 @njit(cache=True, nogil=True)
 def _model_kkt(r, z, norms, block_ptr, p, use_bias):
     """Relative KKT residual of the model at ``z`` (gradient ``r`` of its smooth part).
@@ -771,27 +809,9 @@ def l21sq_model_bcd(H, g, coef, bias, block_ptr, fit_intercept, tol, max_sweeps,
             else:
                 if not have[h]:
                     A = _block_schur(H, lo, hi, p, beta)
-                    ev, Q = np.linalg.eigh(A)
-                    for i in range(hi - lo):   # a loop, not a slice copy
-                        vals[lo + i] = ev[i]
-                    vecs[offsets[h]:offsets[h + 1]] = Q.ravel()
+                    _keep_eigen(A, vals, vecs, offsets, h, lo)
                     have[h] = True
-                Q = vecs[offsets[h]:offsets[h + 1]].reshape((m, m))
-                qhat = np.zeros(m)
-                for k in range(m):
-                    for i in range(m):
-                        qhat[i] += Q[k, i] * q[k]
-                if lam == 0.0:
-                    uhat = np.empty(m)
-                    for i in range(m):
-                        ev = vals[lo + i] if vals[lo + i] > 0.0 else 0.0
-                        uhat[i] = -qhat[i] / (ev + 1.0)
-                else:
-                    uhat = _secular_solve(qhat, vals[lo:hi], lam)
-                u = np.zeros(m)
-                for k in range(m):
-                    for i in range(m):
-                        u[k] += Q[k, i] * uhat[i]
+                u = _eigen_block_step(vals, vecs, offsets, h, lo, hi, q, lam)
             for k in range(m):
                 # a coordinate without curvature (an empty column) has a zero
                 # row in H and in g: the block problem decouples it and its
@@ -1234,27 +1254,9 @@ def l21sq_model_bcd_k(H, g, coef, bias, block_ptr, Binv, tol, max_sweeps, z, c,
                                 v = 0.5 * (A[i, j] + A[j, i])
                                 A[i, j] = v
                                 A[j, i] = v
-                    ev, Q = np.linalg.eigh(A)
-                    for i in range(hi - lo):   # a loop, not a slice copy
-                        vals[lo + i] = ev[i]
-                    vecs[offsets[h]:offsets[h + 1]] = Q.ravel()
+                    _keep_eigen(A, vals, vecs, offsets, h, lo)
                     have[h] = True
-                Q = vecs[offsets[h]:offsets[h + 1]].reshape((m, m))
-                qhat = np.zeros(m)
-                for k in range(m):
-                    for i in range(m):
-                        qhat[i] += Q[k, i] * q[k]
-                if lam == 0.0:
-                    uhat = np.empty(m)
-                    for i in range(m):
-                        ev = vals[lo + i] if vals[lo + i] > 0.0 else 0.0
-                        uhat[i] = -qhat[i] / (ev + 1.0)
-                else:
-                    uhat = _secular_solve(qhat, vals[lo:hi], lam)
-                u = np.zeros(m)
-                for k in range(m):
-                    for i in range(m):
-                        u[k] += Q[k, i] * uhat[i]
+                u = _eigen_block_step(vals, vecs, offsets, h, lo, hi, q, lam)
             for k in range(m):
                 if H[lo + k, lo + k] == 0.0:
                     u[k] = 0.0  # no curvature: decoupled, its minimiser is 0
