@@ -184,16 +184,23 @@ def test_pass_through_latency_gives_identical_candidates(tmp_path, rng, schedule
 
 
 def test_threads_overlap_latency(rng):
-    """32 blocks x 25 ms: 8 threads keep 8 reads in flight (ideal 0.1 s).
+    """32 blocks x 25 ms on 8 threads: the reads wait out their latency together.
 
-    Without overlap the pass would take at least 0.8 s; the bound below
-    leaves a wide margin for a loaded machine.
+    Judged by the reads in flight at once (the store counts them), not by
+    the pass's wall time, which a loaded machine stretches (this test used
+    to demand under 0.4 s and failed by chance with 4 xdist workers on 2
+    cores); bench/README §5 measures the time.
     """
     X, y, weights = pass_problem(rng, m=320)
     store = LatencyColumnStore(InMemoryStore(X, y), 0.025)
     features = LinearFeatures(store)
     worst_case_analysis(features, weights, 5, block_size=10, num_workers=8)  # warm
+    store.max_in_flight = 0
     _, stats = worst_case_analysis(features, weights, 5, block_size=10,
                                    scheduler="threads", num_workers=8)
     assert stats.n_blocks == 32
-    assert 0.1 <= stats.seconds < 0.4
+    assert store.max_in_flight >= 2
+    serial = LatencyColumnStore(InMemoryStore(X, y), 0.001)
+    worst_case_analysis(LinearFeatures(serial), weights, 5, block_size=10,
+                        scheduler="synchronous")
+    assert serial.max_in_flight == 1

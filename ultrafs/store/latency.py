@@ -64,6 +64,9 @@ class LatencyColumnStore(StoreWrapper):
     n_reads : int
         Delayed reads made through this object (not shared with pickled
         copies; a counter for tests).
+    max_in_flight : int
+        The most reads that were waiting out their latency at the same time
+        (likewise): above 1, the reads of a pass overlapped.
 
     Notes
     -----
@@ -77,6 +80,8 @@ class LatencyColumnStore(StoreWrapper):
         self._latency = _check_latency(latency_s)
         self._count_lock = threading.Lock()
         self.n_reads = 0
+        self.max_in_flight = 0
+        self._in_flight = 0
 
     def __reduce__(self):
         return (type(self), (self._inner, self._latency))
@@ -114,8 +119,14 @@ class LatencyColumnStore(StoreWrapper):
     def _wait(self) -> None:
         with self._count_lock:
             self.n_reads += 1
-        if self._latency > 0.0:
-            time.sleep(self._latency)
+            self._in_flight += 1
+            self.max_in_flight = max(self.max_in_flight, self._in_flight)
+        try:
+            if self._latency > 0.0:
+                time.sleep(self._latency)
+        finally:
+            with self._count_lock:
+                self._in_flight -= 1
 
     def read_range(self, start, stop) -> ColumnBlock:
         """``inner.read_range(start, stop)`` after one latency."""
