@@ -1,4 +1,4 @@
-"""Regenerate the CLI reference blocks of README.md from ``--help``.
+"""Regenerate the CLI reference blocks of docs/CLI.md from ``--help``.
 
 Each block sits after a marker ``<!-- help:COMMAND -->`` and is a fenced
 ``text`` block; ``tests/test_cli.py`` fails when a block is stale.
@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from ultrafs.cli import main
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+CLI_DOC = Path(__file__).resolve().parents[1] / "docs" / "CLI.md"
 
 
 def help_text(command: str) -> str:
@@ -24,7 +24,7 @@ def help_text(command: str) -> str:
 
 
 def main_() -> None:
-    text = README.read_text()
+    text = CLI_DOC.read_text()
 
     def replace(match):
         command = match.group(1)
@@ -32,7 +32,7 @@ def main_() -> None:
 
     new = re.sub(r"<!-- help:(\w+) -->\n```text\n.*?\n```", replace, text,
                  flags=re.S)
-    README.write_text(new)
+    CLI_DOC.write_text(new)
 
 
 if __name__ == "__main__":
