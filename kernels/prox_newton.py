@@ -708,12 +708,20 @@ def eigen_workspace(block_ptr):
     workspace).
     """
     t = len(block_ptr) - 1
-    size = 0
+    return (np.empty(_eigen_offsets(block_ptr)[t]), np.empty(block_ptr[t]),
+            np.zeros(t, dtype=np.bool_))
+
+
+@njit(cache=True, nogil=True)
+def _eigen_offsets(block_ptr):
+    """Where block ``h``'s eigenvectors start in the workspace's ``vectors``
+    (``offsets[h]``; ``offsets[t]``: its size): blocks of ``m * m`` floats."""
+    t = len(block_ptr) - 1
+    offsets = np.zeros(t + 1, dtype=np.int64)
     for h in range(t):
         m = block_ptr[h + 1] - block_ptr[h]
-        size += m * m
-    return (np.empty(size), np.empty(block_ptr[t]),
-            np.zeros(t, dtype=np.bool_))
+        offsets[h + 1] = offsets[h] + m * m
+    return offsets
 
 
 @njit(cache=True, nogil=True)
@@ -759,10 +767,7 @@ def l21sq_model_bcd(H, g, coef, bias, block_ptr, fit_intercept, tol, max_sweeps,
         c = bias
     r = _model_gradient(H, g, coef, bias, z, c, use_bias)
     norms = _block_norms(z, block_ptr)
-    offsets = np.zeros(t + 1, dtype=np.int64)
-    for h in range(t):
-        m = block_ptr[h + 1] - block_ptr[h]
-        offsets[h + 1] = offsets[h] + m * m
+    offsets = _eigen_offsets(block_ptr)
     residual = _model_kkt(r, z, norms, block_ptr, p, use_bias)
     checkpoint = residual
     sweeps = 0
@@ -1178,10 +1183,7 @@ def l21sq_model_bcd_k(H, g, coef, bias, block_ptr, Binv, tol, max_sweeps, z, c,
         c[:] = bias
     r = _model_gradient_k(H, g, coef, bias, z, c, use_bias)
     norms = _block_norms(z, block_ptr)
-    offsets = np.zeros(t + 1, dtype=np.int64)
-    for h in range(t):
-        m = block_ptr[h + 1] - block_ptr[h]
-        offsets[h + 1] = offsets[h] + m * m
+    offsets = _eigen_offsets(block_ptr)
     residual = _model_kkt_k(r, z, norms, block_ptr, p, use_bias)
     checkpoint = residual
     sweeps = 0
