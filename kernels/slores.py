@@ -80,6 +80,21 @@ def _bound(s, s_err, cut, cut_err, n2, radius, cut_norm2, d, case):
     return best + s_err
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _column_error(j, colsum, norms, s_gamma, shift_gamma, case, stale, ref_id, reach,
+                  current):
+    """Column ``j``'s error bound on ``s_j`` and its case: a stale column
+    (its correlation from an older dual point) adds ``|x_j| reach`` and is
+    bounded by the ball instead of the general region."""
+    s_err = s_gamma * norms[j] + shift_gamma * abs(colsum[j])
+    col_case = case
+    if stale and ref_id[j] != current:
+        s_err += norms[j] * reach[ref_id[j]]
+        if col_case == GENERAL:
+            col_case = BALL
+    return s_err, col_case
+
+
 @njit(cache=True, nogil=True)
 def slores_bounds(s0, colsum, norms, norm2, cut, shift, s_gamma, shift_gamma,
                   cut_gamma, radius, cut_norm2, d, case, out, ref_id, reach, current):
@@ -105,13 +120,8 @@ def slores_bounds(s0, colsum, norms, norm2, cut, shift, s_gamma, shift_gamma,
     """
     stale = ref_id.shape[0] > 0
     for j in range(s0.shape[0]):
-        a = abs(colsum[j])
-        s_err = s_gamma * norms[j] + shift_gamma * a
-        col_case = case
-        if stale and ref_id[j] != current:
-            s_err += norms[j] * reach[ref_id[j]]
-            if col_case == GENERAL:
-                col_case = BALL
+        s_err, col_case = _column_error(j, colsum, norms, s_gamma, shift_gamma, case, stale,
+                                        ref_id, reach, current)
         out[j] = _bound(s0[j] - shift * colsum[j], s_err, cut[j], cut_gamma * norms[j],
                         norm2[j], radius, cut_norm2, d, col_case)
     return out
@@ -150,14 +160,9 @@ def slores_keep_columns(columns, every, s0, colsum, norms, norm2, constant, cut,
         if constant[j]:
             keep[j] = False
             continue
-        a = abs(colsum[j])
         s = s0[j] - shift * colsum[j]
-        s_err = s_gamma * norms[j] + shift_gamma * a
-        col_case = case
-        if stale and ref_id[j] != current:
-            s_err += norms[j] * reach[ref_id[j]]
-            if col_case == GENERAL:
-                col_case = BALL
+        s_err, col_case = _column_error(j, colsum, norms, s_gamma, shift_gamma, case, stale,
+                                        ref_id, reach, current)
         ball = radius * np.sqrt(norm2[j])
         threshold = n_lam - rtol * (n_lam + ball + abs(s))
         if ball + abs(s) + s_err < threshold:   # the ball alone discards it
