@@ -5,6 +5,7 @@ import pytest
 import scipy.sparse as sp
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from ultrafs.methods import c_choice
 from ultrafs import FGMClassifier
 from ultrafs.store import InMemoryStore
 
@@ -85,7 +86,7 @@ def test_n_jobs_does_not_change_the_model(problem, monkeypatch):
     on here for small data); the model is the same for every value."""
     import ultrafs.api as api
 
-    monkeypatch.setattr(api, "THREADED_FOLDS_MIN_NNZ", 0)
+    monkeypatch.setattr(c_choice, "THREADED_FOLDS_MIN_NNZ", 0)
     X, y = problem
     params = dict(B=2, max_iter=2, C="auto", cv=3, refit=True)
     one = FGMClassifier(n_jobs=1, **params).fit(X, y)

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from ultrafs.methods import c_choice
 from ultrafs.errors import ParameterError
 from ultrafs.features.linear import LinearFeatures
 from ultrafs.features.poly import PolyFeatures
@@ -212,13 +213,13 @@ def test_C_auto_is_the_same_with_and_without_lockstep(rng, tmp_path, monkeypatch
     write_store(tmp_path / "s.zarr", sp.csc_matrix(X), y)
     store = open_store(tmp_path / "s.zarr")
     calls = []          # per fold, the number of Cs each prefit fitted
-    prefit = api._HeldOutScorer.prefit
+    prefit = c_choice.HeldOutScorer.prefit
 
     def counted(self, folds, Cs):
         calls.extend(len(Cs) for _ in folds)
         return prefit(self, folds, Cs)
 
-    monkeypatch.setattr(api._HeldOutScorer, "prefit", counted)
+    monkeypatch.setattr(c_choice.HeldOutScorer, "prefit", counted)
     for kwargs in ({"cv": 3}, {"validation_fraction": 0.25}):
         lock = select(store, B=3, max_iter=3, C="auto", refit=True, seed=3, **kwargs)
         assert calls and calls[0] == 1 + val.PATIENCE

@@ -7,6 +7,7 @@ import pytest
 import scipy.sparse as sp
 from click.testing import CliRunner
 
+from ultrafs.methods import c_choice
 from ultrafs.api import select
 from ultrafs.cli import main
 from ultrafs.errors import ParameterError
@@ -371,15 +372,15 @@ def test_C_auto_fold_threads_follow_scheduler_and_size(rng, monkeypatch):
     X, y = _problem(rng, n=200, m=30)
     store = InMemoryStore(X, y)
     options = {"scheduler": None, "num_workers": None}
-    assert api._fold_threads(store, 5, {**options, "num_workers": 3}) == 1  # small
-    monkeypatch.setattr(api, "THREADED_FOLDS_MIN_NNZ", store.nnz)
-    assert api._fold_threads(store, 5, options) >= 1
-    assert api._fold_threads(store, 5, {**options, "num_workers": 3}) == 3
-    assert api._fold_threads(store, 1, {**options, "num_workers": 3}) == 1
-    assert api._fold_threads(store, 5, {**options, "num_workers": 3,
+    assert c_choice.fold_threads(store, 5, {**options, "num_workers": 3}) == 1  # small
+    monkeypatch.setattr(c_choice, "THREADED_FOLDS_MIN_NNZ", store.nnz)
+    assert c_choice.fold_threads(store, 5, options) >= 1
+    assert c_choice.fold_threads(store, 5, {**options, "num_workers": 3}) == 3
+    assert c_choice.fold_threads(store, 1, {**options, "num_workers": 3}) == 1
+    assert c_choice.fold_threads(store, 5, {**options, "num_workers": 3,
                                         "scheduler": "synchronous"}) == 1
     monkeypatch.setattr(rows, "MATERIALIZE_MAX_NNZ", store.nnz - 1)
-    assert api._fold_threads(store, 5, {**options, "num_workers": 3}) == 1
+    assert c_choice.fold_threads(store, 5, {**options, "num_workers": 3}) == 1
     monkeypatch.setattr(rows, "MATERIALIZE_MAX_NNZ", store.nnz)
     threaded = select(X, y, B=2, max_iter=2, C="auto", refit=True, cv=4, num_workers=4)
     serial = select(X, y, B=2, max_iter=2, C="auto", refit=True, cv=4, num_workers=1)

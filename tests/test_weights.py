@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from ultrafs.api import _held_out_scores, class_weight_values, select
+from ultrafs.api import class_weight_values, select
+from ultrafs.methods.c_choice import held_out_scores
 from ultrafs.datasets.planted import make_planted_multiclass, make_planted_problem
 from ultrafs.errors import ParameterError
 from ultrafs.features import make_feature_space
@@ -376,9 +377,9 @@ def test_held_out_scores_are_weighted_means():
     block = _block(X)
     y = np.array([1.0, -1.0, -1.0, -1.0])
     coef = np.array([1.0])
-    plain = _held_out_scores(block, coef, 0.0, y, None, "logistic")
+    plain = held_out_scores(block, coef, 0.0, y, None, "logistic")
     assert plain["accuracy"] == 0.75
-    weighted = _held_out_scores(block, coef, 0.0, y, None, "logistic",
+    weighted = held_out_scores(block, coef, 0.0, y, None, "logistic",
                                 np.array([3.0, 1.0, 1.0, 1.0]))
     assert weighted["accuracy"] == pytest.approx(5.0 / 6.0)
     losses = np.log1p(np.exp(-y * np.array([1.0, 1.0, -1.0, -1.0])))

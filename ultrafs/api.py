@@ -1,125 +1,101 @@
-"""Functional core shared by the CLI and the estimator."""
+"""The functional face: fit any registered method on data, return a Model.
+
+:func:`fit` is the one entry point behind every face (the CLI, the
+scikit-learn estimators of :mod:`ultrafs.sklearn`): it resolves the method
+(:mod:`ultrafs.methods.registry`), checks its parameters once (the method's
+:class:`~ultrafs.methods.params.Params`), reads the targets
+(:func:`~ultrafs.methods.targets.read_targets`), runs the method's ``fit``
+under one :class:`~ultrafs.methods.execution.Execution` and turns the result
+into a :class:`~ultrafs.model.Model`.  :func:`select` is FGM's spelling.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ultrafs.features import make_feature_space
-from ultrafs.methods.fgm import fit_fgm, sample_weight_digest
-from ultrafs.solvers.apg import DEFAULT_KKT_TOL
-from ultrafs.solvers.datafits import check_sample_weight, make_datafit
-from ultrafs.methods.checkpoint import Checkpoint, store_fingerprint
-from ultrafs.store.targets import require_labels
 from ultrafs.errors import ParameterError
+from ultrafs.methods.execution import Execution
+from ultrafs.methods.registry import get_method
+from ultrafs.methods.targets import class_weight_values, read_targets
+from ultrafs.store import as_store
+from ultrafs.store.targets import require_labels
 from ultrafs.model import Model
 from ultrafs.solvers.gram_operators import ScaledGramOperator
-from ultrafs.store import as_store
 
-__all__ = ["select", "class_weight_values", "l1_path", "select_l1", "l1_model",
-           "path_to_dict", "select_mslr", "select_sklr", "select_gsrfs", "gsrfs_targets",
-           "fit_gsrfs_store"]
+__all__ = ["fit", "select", "execution_of", "class_weight_values", "l1_path",
+           "select_l1", "l1_model", "path_to_dict", "select_mslr", "select_sklr",
+           "select_gsrfs", "gsrfs_targets", "fit_gsrfs_store"]
+
+#: the keywords of an :class:`Execution` that the faces accept loose
+EXECUTION_KEYWORDS = ("scheduler", "num_workers", "block_size", "progress", "callback",
+                      "memory_limit", "checkpoint", "resume", "command")
+
+#: which method feature each execution keyword needs
+_NEEDS = {"checkpoint": "checkpoint", "resume": "checkpoint",
+          "memory_limit": "memory_limit", "scheduler": "passes",
+          "num_workers": "passes", "block_size": "passes"}
 
 
-def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
-           tol=1e-3, fit_intercept=True, inner_tol=1e-3, inner_max_iter=1000,
-           inner_kkt_tol=DEFAULT_KKT_TOL,
-           block_size=None, scheduler=None, num_workers=None, callback=None,
-           command=None, poly=1, gamma=1.0, coef0=1.0, checkpoint=None,
-           resume=False, progress=False, refit=False, refit_C=None,
-           validation_fraction=None, cv=None, seed=0, sample_weight=None,
-           class_weight=None, memory_limit=None, groups=None, tree=None,
-           kernel=None, kernel_params=None, inner_solver="auto"):
-    """Select features with FGM and return the fitted :class:`Model`.
+def execution_of(method, execution=None, **loose) -> Execution:
+    """The run's :class:`Execution`: ``execution`` with the ``loose``
+    keywords set; a keyword the method does not use (given, not None or
+    False) is refused in one line."""
+    execution = Execution() if execution is None else execution
+    for name, value in loose.items():
+        if name not in EXECUTION_KEYWORDS:
+            raise ParameterError(f"unknown execution keyword {name!r}")
+        need = _NEEDS.get(name)
+        if need is not None and need not in method.execution and value not in (
+                None, False):
+            raise ParameterError(f"{name} does not apply to {method.display_name} "
+                                 f"(--method {method.name})")
+    return execution.replace(**loose) if loose else execution
+
+
+def fit(method, data, y=None, *, sample_weight=None, execution=None, **options) -> Model:
+    """Fit a registered method on data and return its :class:`Model`.
 
     Parameters
     ----------
+    method : str or Method
+        A name of :func:`ultrafs.methods.registry.method_names` ("fgm",
+        "l1", "mslr", "sklr", "gsrfs", ...).
     data : ColumnStore, path of a store, ndarray or scipy.sparse matrix
-    y : array-like, optional
-        Labels when ``data`` is an array: two classes (binary FGM) or
-        K >= 3 classes (one feature set shared by all classes).
-    C : float, "scale" or "auto"
-        Weight of the loss.  "scale" (the default):
-        ``DEFAULT_C_SCALE / mean_i ||phi(x_i)||^2``, which behaves the same
-        whatever the scale of the rows; "auto": chosen on held-out rows
-        (see :mod:`ultrafs.methods.validation`); a number is used as is.
-    B, loss, max_iter, tol, fit_intercept, inner_tol, inner_max_iter,
-    inner_kkt_tol, inner_solver,
-    block_size, scheduler, num_workers, callback
-        See :func:`ultrafs.methods.fgm.fit_fgm`.
-    command : str, optional
-        Recorded in the model's ``params``.
-    poly : {1, 2}
-        1: the candidates are the columns; 2: all degree-2 polynomial
-        features of the kernel (gamma x'z + coef0)^2, generated on the fly.
-    gamma, coef0 : float
-        Kernel parameters for ``poly=2`` (gamma > 0, coef0 >= 0).
-    checkpoint : path, optional
-        Directory where the loop state is committed after every outer
-        iteration (see :mod:`ultrafs.methods.checkpoint`).
-    resume : bool
-        Continue from the checkpoint's state; refused (with the reason)
-        when it was written for other data or parameters.
-    progress : bool
-        Show the progress of every scoring pass on stderr.
-    refit : bool
-        Also fit an ℓ2-regularised model of the same loss on the selected
-        columns only (``1/2 ||W||^2 + refit_C sum_i loss_i``, the paper's
-        de-biased model, solved to the same KKT certificate) and predict
-        with it; the model keeps FGM's weights too.  With ``C="auto"`` the
-        held-out rows also score FGM's own weights, and those predict
-        (``Model.predictor == "selection"``) where they score better.
-    refit_C : float, optional
-        ``C`` of the refit (default: ``C``; with ``C="auto"`` chosen on the
-        same held-out rows, from the same grid).
-    validation_fraction : float, optional
-        Share of the rows held out (stratified) by ``C="auto"``; default
-        0.2 unless ``cv`` is given.
-    cv : int, optional
-        ``C="auto"`` with this many stratified folds instead of one split.
-        With the threads scheduler, folds whose rows are copied into memory
-        and data of at least 2**20 entries or 10,000 rows, up to
-        ``num_workers`` (default: the CPU count) folds are fitted at once;
-        the choice is the same for every thread count.
-    seed : int
-        Seed of the split or folds of ``C="auto"``.
+    y : array-like of shape (n_samples,), optional
+        Targets when ``data`` is a matrix.
     sample_weight : array-like of shape (n_samples,), optional
-        Per-sample weights ``s_i``: FGM, the refit and ``C="auto"`` minimise
-        ``C sum_i s_i loss_i`` (+ penalty).  Finite, ``>= 0``, not all zero.
-    class_weight : "balanced", dict or None
-        Weights per class, multiplied into ``sample_weight``: "balanced" is
-        ``n_samples / (n_classes * count(class))`` (as scikit-learn, counts
-        over all rows); a dict maps class values (the store's ``classes``)
-        to weights (classes it does not name keep weight 1).  With weights
-        ``C="auto"`` scores the held-out rows by their weighted accuracy
-        (then the weighted mean loss): with ``"balanced"`` that is about
-        the balanced accuracy.  ``C="scale"`` uses the weighted mean.  The
-        model's ``params`` record ``class_weight`` ("balanced" or "given"),
-        ``class_weights`` (one per class) and ``sample_weight_digest`` (the
-        SHA-256 of the weights used, which checkpoints compare).
-    memory_limit : int, optional
-        Bytes the run may hold: the loop stops before an outer iteration
-        whose projected peak resident memory would exceed it (see
-        :func:`ultrafs.methods.fgm.fit_fgm`); the stop reason says so.
-    groups : optional
-        Select groups of columns (paper §2.2–2.3): one group id per column
-        (an int array; negative: in no group), a mapping ``{group id:
-        [feature ids]}`` or a pair ``(feature_ids, group_ids)`` (a feature
-        may be in several groups), or a
-        :class:`~ultrafs.features.groups.GroupMap`.  ``B`` and the budget
-        then count groups; model features are ``[group id, feature id]``.
-    tree : int array, optional
-        Tree-structured groups (Definition 1): the parent of every node,
-        -1 for roots; nodes ``0..m-1`` are the columns (leaves), the others
-        inner nodes (:mod:`ultrafs.features.tree`).  Features are
-        ``[node id, feature id]``.
-    kernel : {"hik", "chi2", "intersection", "js"}, optional
-        Select the features of an additive kernel (paper §6.1): each
-        feature's explicit map is a group generated on the fly
-        (:mod:`ultrafs.features.additive`; values must be >= 0).  Model
-        features are ``[feature id, l]`` (generated column l).
-    kernel_params : dict, optional
-        ``{"q": 100}`` (HIK levels), or ``{"n": 5, "period": L}`` (order and
-        sampling step of the chi2 / intersection / JS maps).
+        Per-row weights (methods with ``Method.weights``).
+    execution : Execution, optional
+        Scheduler, workers, block size, progress, memory limit, checkpoint.
+    **options
+        The method's parameters (its ``Params`` fields), and the fields of
+        an :class:`Execution` given loose (``scheduler=``, ``num_workers=``,
+        ...).
+
+    Returns
+    -------
+    Model
+    """
+    method = get_method(method)
+    loose = {name: options.pop(name) for name in EXECUTION_KEYWORDS if name in options}
+    execution = execution_of(method, execution, **loose)
+    params = method.make_params(**options)
+    store = as_store(data, y)
+    targets = read_targets(store, method.targets, method, sample_weight=sample_weight,
+                           class_weight=getattr(params, "class_weight", None))
+    result = method.fit(store, targets, params, execution)
+    return method.to_model(result, store, targets, params, execution)
+
+
+def select(data, y=None, *, sample_weight=None, execution=None, **options) -> Model:
+    """Select features with FGM and return the fitted :class:`Model`.
+
+    FGM's parameters are those of
+    :class:`~ultrafs.methods.fgm_method.FGMParams` (``B``, ``C`` (a number,
+    "scale" or "auto"), ``loss``, ``max_iter``, ``tol``, ``refit``, ``poly``,
+    ``groups``, ``tree``, ``kernel``, ``class_weight``, ``seed``, ...); the
+    run's are those of :class:`~ultrafs.methods.execution.Execution`.  See
+    :func:`fit`.
 
     Returns
     -------
@@ -129,447 +105,14 @@ def select(data, y=None, *, B=50, C="scale", loss="logistic", max_iter=10,
         proposed (``n_features``) next to the nonzero count
         (``n_nonzero``).
     """
-    store = as_store(data, y)
-    features = make_feature_space(store, poly=poly, gamma=gamma, coef0=coef0,
-                                  groups=groups, tree=tree, kernel=kernel,
-                                  kernel_params=kernel_params)
-    # the structure, converted once, for the spaces of row subsets (C="auto")
-    space = {"poly": poly, "gamma": gamma, "coef0": coef0,
-             "groups": getattr(features, "groups", None) if groups is not None else None,
-             "tree": getattr(features, "tree", None),
-             "kernel": kernel, "kernel_params": kernel_params}
-    y, n_classes = _classification_targets(store)
-    weights, weight_params = _sample_weights(store, y, n_classes, sample_weight,
-                                             class_weight)
-    fit_options = {"B": B, "loss": loss, "max_iter": max_iter, "tol": tol,
-                   "fit_intercept": fit_intercept, "inner_tol": inner_tol,
-                   "inner_max_iter": inner_max_iter, "inner_kkt_tol": inner_kkt_tol,
-                   "block_size": block_size, "scheduler": scheduler,
-                   "num_workers": num_workers, "sample_weight": weights,
-                   "inner_solver": inner_solver}
-    C_rule = C if isinstance(C, str) else "given"
-    C, refit_C, validation = _resolve_C(
-        C, refit_C, refit, store, features, y, n_classes,
-        space, fit_options,
-        validation_fraction, cv, seed)
-    params = {"poly": int(poly), "B": int(B), "C": float(C), "C_rule": C_rule,
-              "loss": loss,
-              "max_iter": int(max_iter), "tol": float(tol),
-              "fit_intercept": bool(fit_intercept),
-              "inner_tol": float(inner_tol), "inner_max_iter": int(inner_max_iter),
-              "inner_kkt_tol": None if inner_kkt_tol is None else float(inner_kkt_tol),
-              "id_offset": int(store.id_offset), **weight_params}
-    if inner_solver != "auto":        # recorded (and compared by checkpoints) when chosen
-        params["inner_solver"] = inner_solver
-    params.update({name: value for name, value in features.spec().items()
-                   if name not in ("kind", "scales")})
-    if features.kind != "linear" and features.poly_degree is None:
-        params["space"] = features.kind
-        params["n_candidates"] = int(features.n_candidates)
-        digest = getattr(features, "structure_digest", None)
-        if digest is not None:
-            params["structure_digest"] = digest()
-    if resume and checkpoint is None:
-        raise ParameterError("resume needs a checkpoint directory")
-    saver = None
-    if checkpoint is not None:
-        saver = Checkpoint(checkpoint, store_fingerprint(store), params)
-    result = fit_fgm(
-        features, y, n_classes=n_classes, B=B, C=C, loss=loss, max_iter=max_iter,
-        tol=tol, fit_intercept=fit_intercept, inner_tol=inner_tol,
-        inner_max_iter=inner_max_iter, inner_kkt_tol=inner_kkt_tol,
-        block_size=block_size,
-        scheduler=scheduler, num_workers=num_workers, callback=callback,
-        checkpoint=saver, resume=resume, progress=progress, sample_weight=weights,
-        memory_limit=memory_limit, inner_solver=inner_solver)
-    if command:
-        params["command"] = command
-    # names the data the model was fitted on (see ultrafs/store/fingerprint.py)
-    params["data_fingerprint"] = getattr(store, "fingerprint", None)
-    # "selected" means a nonzero weight: the features the ℓ2,1² penalty set
-    # to zero stay in the history (what each pass proposed), not in the model
-    nonzero = result.nonzero()
-    refitted = None
-    if refit:
-        refitted = _refit(features, result, nonzero, y, n_classes, loss,
-                          float(C if refit_C is None else refit_C), fit_intercept,
-                          inner_tol, inner_kkt_tol, weights)
-        params["refit_C"] = refitted["C"]
-    if validation is not None:
-        params["validation"] = validation.to_dict()
-    return Model(
-        features=features.feature_ids(result.keys[nonzero]),
-        coef=np.asarray(result.coef_matrix()[nonzero], dtype=np.float64),
-        intercept=-result.bias,
-        batches=_nonzero_batches(result.batch_ptr, nonzero),
-        loss=loss,
-        classes=[float(c) for c in store.classes],
-        target="binary" if n_classes is None else "multiclass",
-        feature_space=features.spec(),
-        params=params,
-        history=result.history,
-        stop_reason=result.stop_reason,
-        refit=refitted,
-        predictor=_predictor(refitted, validation),
-        feature_names=Model.names_from_store(
-            features.feature_ids(result.keys[nonzero]), store, features.kind),
-    )
-
-
-def _predictor(refitted, validation):
-    """Which weights predict: the refit's, unless there is none or the
-    held-out rows of ``C="auto"`` scored FGM's own weights better."""
-    if refitted is None or (validation is not None
-                            and validation.predictor == "selection"):
-        return "selection"
-    return "refit"
+    return fit("fgm", data, y, sample_weight=sample_weight, execution=execution,
+               **options)
 
 
 def _classification_targets(store):
-    """The store's labels as FGM takes them: (±1 labels, None) or (indices, K)."""
-    target = getattr(store, "target_type", "binary")
-    if target == "binary":
-        return store.read_labels(), None
-    if target == "multiclass":
-        return store.read_class_indices(), len(store.classes)
-    where = getattr(store, "path", None)
-    require_labels(target, str(where or "data"))
-    raise ParameterError(
-        f"{where or 'data'}: FGM selects features for classification, but the "
-        f"targets are {target} (regression methods are not available yet)")
+    from ultrafs.methods.targets import classification_targets
 
-
-def class_weight_values(class_weight, classes, class_index):
-    """Per-class weights, aligned with ``classes``.
-
-    Parameters
-    ----------
-    class_weight : "balanced" or dict
-        "balanced": ``n / (K * count_k)`` (scikit-learn's rule); a dict maps
-        class values to weights > 0 (finite); classes not named get 1.
-    classes : sequence
-        The class values (a store's ``classes``).
-    class_index : int array, shape (n,)
-        Index in ``classes`` of every sample.
-
-    Returns
-    -------
-    ndarray of float64, shape (K,)
-    """
-    classes = list(classes)
-    K = len(classes)
-    if isinstance(class_weight, str):
-        if class_weight != "balanced":
-            raise ParameterError(
-                f"class_weight must be 'balanced', a dict or None, got {class_weight!r}")
-        counts = np.bincount(class_index, minlength=K).astype(np.float64)
-        if np.any(counts == 0):
-            raise ParameterError("class_weight='balanced' needs a sample of every class")
-        return len(class_index) / (K * counts)
-    if not isinstance(class_weight, dict):
-        raise ParameterError(
-            f"class_weight must be 'balanced', a dict or None, got {class_weight!r}")
-    values = np.ones(K)
-    for key, weight in class_weight.items():
-        k = _class_position(key, classes)
-        try:
-            weight = float(weight)
-        except (TypeError, ValueError):
-            weight = float("nan")
-        if not (np.isfinite(weight) and weight >= 0):
-            raise ParameterError(
-                f"class_weight of class {key!r} must be a finite number >= 0, got "
-                f"{class_weight[key]!r}")
-        values[k] = weight
-    return values
-
-
-def _class_position(key, classes):
-    """Index of the class value ``key`` in ``classes`` (numbers compare as floats)."""
-    for k, value in enumerate(classes):
-        if key == value:
-            return k
-        try:
-            if float(key) == float(value):
-                return k
-        except (TypeError, ValueError):
-            pass
-    shown = ", ".join(f"{c:g}" if isinstance(c, float) else str(c) for c in classes)
-    raise ParameterError(f"class_weight names class {key!r}, not one of the classes "
-                         f"({shown})")
-
-
-def _sample_weights(store, y, n_classes, sample_weight, class_weight):
-    """The per-sample weights of the fit (or None) and what the model records."""
-    weights = check_sample_weight(sample_weight, len(y))
-    params = {}
-    if class_weight is not None:
-        class_index = (np.asarray(y > 0, dtype=np.int64) if n_classes is None
-                       else np.asarray(y, dtype=np.int64))
-        per_class = class_weight_values(class_weight, store.classes, class_index)
-        by_sample = per_class[class_index]
-        weights = by_sample if weights is None else weights * by_sample
-        weights = check_sample_weight(weights, len(y))
-        params["class_weight"] = ("balanced" if isinstance(class_weight, str)
-                                  else "given")
-        params["class_weights"] = [float(w) for w in per_class]
-    if weights is not None:
-        params["sample_weight"] = sample_weight is not None
-        params["sample_weight_digest"] = sample_weight_digest(weights)
-    return weights, params
-
-
-def _nonzero_batches(batch_ptr, nonzero):
-    """Batch boundaries counting only the features with a nonzero weight."""
-    counts = [int(np.count_nonzero(nonzero[lo:hi]))
-              for lo, hi in zip(batch_ptr[:-1], batch_ptr[1:])]
-    return [0] + np.cumsum(counts, dtype=np.int64).tolist()
-
-
-def _refit(features, result, nonzero, y, n_classes, loss, C, fit_intercept,
-           inner_tol, inner_kkt_tol, sample_weight=None):
-    """ℓ2-regularised refit of the same loss on the selected columns only.
-
-    With one block the ℓ2,1² penalty is ``1/2 ||W||^2``: the refit is the
-    FGM subproblem on one block, solved by the same APG from FGM's weights
-    (:func:`ultrafs.methods.refit.refit_block`).
-    """
-    from ultrafs.methods.refit import check_refit_C, refit_block
-
-    C = check_refit_C(C)
-    nonzero_coef = result.coef_matrix()[nonzero]
-    block = features.materialize(result.keys[nonzero])
-    return refit_block(block, y, loss=loss, C=C, n_classes=n_classes,
-                       fit_intercept=fit_intercept, coef0=nonzero_coef,
-                       bias0=result.bias, tol=inner_tol, kkt_tol=inner_kkt_tol,
-                       sample_weight=sample_weight)
-
-
-
-def _resolve_C(C, refit_C, refit, store, features, y, n_classes, space, fit_options,
-               validation_fraction, cv, seed):
-    """The C (and refit C) to fit with: given, data-scaled, or validated.
-
-    Returns
-    -------
-    C : float
-    refit_C : float or None
-    validation : ValidationCurve or None
-    """
-    from ultrafs.methods import validation as val
-
-    pass_options = {name: fit_options[name]
-                    for name in ("block_size", "scheduler", "num_workers")}
-    if (validation_fraction is not None or cv is not None) and not (
-            isinstance(C, str) and C == "auto"):
-        raise ParameterError("validation_fraction and cv choose C: they need C='auto'")
-    if isinstance(C, str):
-        if C not in ("scale", "auto"):
-            raise ParameterError(f"C must be a number > 0, 'scale' or 'auto', got {C!r}")
-        # weighted like the loss: integer weights give the C of repeated rows
-        center = val.default_C(features, sample_weight=fit_options.get("sample_weight"),
-                               **pass_options)
-        if C == "scale":
-            return center, refit_C, None
-        folds, method, fraction = val.default_folds(
-            y, validation_fraction=validation_fraction, cv=cv, seed=seed)
-        grid = val.c_grid(center)
-        refit_grid = None
-        if refit:
-            refit_grid = grid if refit_C is None else [float(refit_C)]
-        scorer = _HeldOutScorer(store, y, n_classes, space, fit_options)
-        n_jobs = _fold_threads(store, len(folds), fit_options)
-        if n_jobs > 1:
-            scorer.prepare(folds)           # the copies, made in this thread
-        curve = val.choose_C(folds, grid, scorer, refit_grid=refit_grid,
-                             method=method, fraction=fraction, seed=seed,
-                             n_jobs=n_jobs)
-        return curve.C, curve.refit_C if refit else refit_C, curve
-    if isinstance(C, bool) or not isinstance(C, (int, float, np.integer, np.floating)):
-        raise ParameterError(f"C must be a number > 0, 'scale' or 'auto', got {C!r}")
-    return float(C), refit_C, None
-
-
-#: folds are fitted in threads at once only for data with at least this
-#: many entries or rows: smaller fits spend most of their time in Python
-#: and threads slow them (5-fold C="auto" + refit, 2 cores, wall seconds
-#: one thread -> two, bench/c_auto_cost.py --threads: dexter 19k entries
-#: 0.38 -> 0.61, rcv1_small 56k 0.57 -> 0.72, arcene 383k 0.53 -> 0.63;
-#: gisette 3.5M 2.11 -> 1.62, a9a 32,561 rows 3.01 -> 1.99, imdb unigrams
-#: 25,000 rows 7.19 -> 4.82)
-THREADED_FOLDS_MIN_NNZ = 1 << 20
-THREADED_FOLDS_MIN_ROWS = 10_000
-
-
-def _fold_threads(store, n_folds, fit_options) -> int:
-    """Threads that fit the folds of ``C="auto"`` at the same time.
-
-    Folds run concurrently only when their rows are copied into memory
-    (:func:`~ultrafs.store.rows.rows_in_memory`: the store holds at most
-    ``MATERIALIZE_MAX_NNZ`` entries, so K fits at once hold little), the
-    fits are large enough to gain (``THREADED_FOLDS_MIN_NNZ`` entries or
-    ``THREADED_FOLDS_MIN_ROWS`` rows) and the scheduler is local threads;
-    ``"synchronous"``, ``"processes"`` and a distributed client fit the
-    folds one after the other.  The threads are ``num_workers`` (default:
-    the CPU count), at most one per fold.  The choice is the same for every
-    thread count: each fold's fits are deterministic and the curve is
-    assembled in fold order.
-    """
-    import os
-
-    from ultrafs.scoring.scheduling import resolve_scheduler
-    from ultrafs.store.rows import MATERIALIZE_MAX_NNZ
-
-    if n_folds < 2 or store.nnz > MATERIALIZE_MAX_NNZ:
-        return 1
-    if store.nnz < THREADED_FOLDS_MIN_NNZ and store.n_samples < THREADED_FOLDS_MIN_ROWS:
-        return 1
-    if resolve_scheduler(fit_options.get("scheduler")) != "threads":
-        return 1
-    workers = fit_options.get("num_workers") or os.cpu_count() or 1
-    return max(1, min(int(workers), n_folds))
-
-
-def _read_only(targets):
-    """``targets`` (a fold's copy) made read-only, as a store's targets are.
-
-    numba compiles a kernel once per array type, and a read-only array is a
-    type of its own: the loss kernels, compiled for the stores' read-only
-    targets by a plain fit, would compile again for a fold's writable copy
-    (issue 35).
-    """
-    targets.flags.writeable = False
-    return targets
-
-
-class _HeldOutScorer:
-    """Fits FGM (and refits) on training rows, scores them on held-out rows."""
-
-    def __init__(self, store, y, n_classes, space, fit_options):
-        self.store = store
-        self.y = y
-        self.n_classes = n_classes
-        self.space = space
-        self.options = dict(fit_options)
-        self.weights = self.options.pop("sample_weight", None)
-        self._fold_spaces = {}
-        self._warm = {}
-        self._fits = {}
-
-    def _spaces(self, fold, train, validation):
-        """The fold's training and held-out feature spaces, made once per fold
-        (in memory when small: :func:`~ultrafs.store.rows.rows_in_memory`)."""
-        from ultrafs.store.rows import rows_in_memory
-
-        if fold not in self._fold_spaces:
-            self._fold_spaces[fold] = (
-                make_feature_space(rows_in_memory(self.store, train), **self.space),
-                make_feature_space(rows_in_memory(self.store, validation), **self.space))
-        return self._fold_spaces[fold]
-
-    def prepare(self, folds):
-        """Make every fold's spaces now (before threads fit the folds)."""
-        for fold, (train, validation) in enumerate(folds):
-            self._spaces(fold, train, validation)
-
-    def prefit(self, folds, Cs):
-        """Fit FGM at every C of ``Cs`` on every fold of ``folds`` (``(index,
-        train_rows, validation_rows)`` each) in one lockstep
-        (:func:`~ultrafs.methods.fgm_grid.fit_fgm_folds`): a fold's fits
-        share their passes, and folds whose training parts are row subsets
-        of one store too large to copy read it once per outer iteration for
-        all their fits.  The calls for these Cs then use the fits.  Each
-        fold's fits along the grid share a
-        :class:`~ultrafs.methods.fgm.GridWarmStart`."""
-        from ultrafs.methods.fgm import GridWarmStart
-        from ultrafs.methods.fgm_grid import fit_fgm_folds
-
-        specs = []
-        for fold, train, validation in folds:
-            part, _ = self._spaces(fold, train, validation)
-            specs.append((part, _read_only(self.y[train]),
-                          self._warm.setdefault(fold, GridWarmStart()),
-                          None if self.weights is None else self.weights[train]))
-        results = fit_fgm_folds(specs, Cs, n_classes=self.n_classes, **self.options)
-        for (fold, _, _), fold_results in zip(folds, results):
-            for C, result in zip(Cs, fold_results):
-                self._fits[fold, float(C)] = result
-
-    def __call__(self, fold, train, validation, C, refit_grid):
-        """Score the fold's FGM fit at ``C``; yield its held-out record, then
-        one per refit C.
-
-        A generator: :func:`~ultrafs.methods.validation.choose_C` asks for
-        the refit Cs one at a time and stops asking when its walk ends.
-        The fit is :meth:`prefit`'s (made now, alone, when the walk did
-        not prefit ``C``).
-        """
-        o = self.options
-        w = self.weights
-        w_train = None if w is None else w[train]
-        w_held = None if w is None else w[validation]
-        part, held_out = self._spaces(fold, train, validation)
-        y_train = _read_only(self.y[train])
-        if (fold, float(C)) not in self._fits:
-            self.prefit([(fold, train, validation)], [C])
-        result = self._fits.pop((fold, float(C)))
-        nonzero = result.nonzero()
-        if hasattr(held_out, "adopt"):       # quantise as the fitted space does
-            held_out.adopt(part)
-        block = held_out.materialize(result.keys[nonzero])
-        y_held = _read_only(self.y[validation])
-        n_features = int(np.count_nonzero(nonzero))
-        # FGM's own weights (the only record without a refit; with one, they
-        # compete with the refits for which model predicts)
-        yield {"refit_C": None, "n_features": n_features,
-               **_held_out_scores(block, result.coef_matrix()[nonzero],
-                                  result.bias, y_held, self.n_classes, o["loss"],
-                                  w_held)}
-        if refit_grid is None:
-            return
-        from ultrafs.methods.refit import refit_block
-
-        columns = part.materialize(result.keys[nonzero])
-        # warm start along the increasing grid: each refit starts from the
-        # previous one (the first from FGM's weights)
-        coef, bias = result.coef_matrix()[nonzero], result.bias
-        for refit_C in refit_grid:
-            refitted = refit_block(columns, y_train, loss=o["loss"], C=float(refit_C),
-                                   n_classes=self.n_classes,
-                                   fit_intercept=o["fit_intercept"], coef0=coef,
-                                   bias0=bias, tol=o["inner_tol"],
-                                   kkt_tol=o["inner_kkt_tol"], sample_weight=w_train)
-            coef, bias = refitted["coef"], -refitted["intercept"]
-            yield {"refit_C": float(refit_C), "n_features": n_features,
-                   **_held_out_scores(block, refitted["coef"], -refitted["intercept"],
-                                      y_held, self.n_classes, o["loss"], w_held)}
-
-
-def _held_out_scores(block, coef, bias, y, n_classes, loss, sample_weight=None):
-    """Accuracy and mean loss of ``X_block @ coef - bias`` on encoded targets.
-
-    With sample weights both are weighted means (``sum_i s_i [correct_i] /
-    sum_i s_i`` and ``sum_i s_i loss_i / sum_i s_i``); held-out rows whose
-    weights are all zero score by the unweighted means.
-    """
-    datafit = make_datafit(block.indptr, block.indices, block.values(np.float64), y,
-                           1.0, loss=loss, n_classes=n_classes)
-    decision = datafit.decision(np.asarray(coef, dtype=np.float64).ravel(),
-                                np.asarray(bias, dtype=np.float64)
-                                if datafit.n_outputs > 1 else float(bias))
-    mean_loss = datafit.value(decision) / len(y)
-    if datafit.n_outputs == 1:
-        correct = np.where(decision > 0, 1.0, -1.0) == y
-    else:
-        correct = np.argmax(decision.reshape(len(y), -1), axis=1) == y
-    if sample_weight is not None and np.sum(sample_weight) > 0:
-        total = float(np.sum(sample_weight))
-        weighted = make_datafit(block.indptr, block.indices, block.values(np.float64),
-                                y, 1.0, loss=loss, n_classes=n_classes,
-                                sample_weight=sample_weight)
-        return {"accuracy": float(np.dot(sample_weight, correct) / total),
-                "loss": float(weighted.value(decision) / total)}
-    return {"accuracy": float(np.mean(correct)), "loss": float(mean_loss)}
+    return classification_targets(store)
 
 
 # --------------------------------------------------------------- ℓ1 paths

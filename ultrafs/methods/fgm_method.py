@@ -1,0 +1,412 @@
+"""FGM, the Feature Generating Machine (seed 003), as a registered method.
+
+Its parameters (:class:`FGMParams`), its fit (the feature space, the
+choice of C, :func:`ultrafs.methods.fgm.fit_fgm`, the ℓ2 refit) and how the
+result becomes a :class:`~ultrafs.model.Model`.  The engine is imported when
+``fit`` runs: this module stays light for ``ultrafs select --help``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ultrafs.errors import ParameterError
+from ultrafs.methods.params import Params, param
+from ultrafs.methods.registry import Method, register
+
+__all__ = ["FGMParams", "FGM", "FGMFit", "fit", "to_model", "plain_stop_reason"]
+
+#: the inner solver's default KKT tolerance
+#: (:data:`ultrafs.solvers.subproblem.DEFAULT_KKT_TOL`, checked by a test)
+INNER_KKT_TOL = 1e-4
+
+
+@dataclass
+class FGMParams(Params):
+    """FGM's parameters (see :func:`ultrafs.methods.fgm.fit_fgm`)."""
+
+    B: int = param(50, "Features added per outer iteration.", kind="int", low=1,
+                   option="--B")
+    C: Any = param("scale", "Weight of the empirical loss: a number > 0, 'scale' "
+                   "(10 / mean over rows of the largest squared value: the same model "
+                   "whatever the scale of the rows) or 'auto' (chosen on held-out rows, "
+                   "see --validation-fraction and --cv).", low=0, low_open=True,
+                   words=("scale", "auto"), option="--C", cli_type="C")
+    loss: str = param("logistic", "Loss (K >= 3 classes: multinomial logistic or "
+                      "one-vs-rest squared hinge).", kind="text", cli_type="loss")
+    max_iter: int = param(10, "T: select up to B x T features with a nonzero weight "
+                          "(at most 3T outer iterations).", kind="int", low=1)
+    tol: float = param(1e-3, "ε_c of eq. 37, the outer loop's relative objective "
+                       "decrease; 0 disables it (the loop runs until the budget B x T "
+                       "is held).", low=0)
+    fit_intercept: bool = param(True, "Learn a bias.", kind="bool",
+                                option="--fit-intercept/--no-intercept")
+    inner_tol: float = param(1e-3, "ε_in of the subproblem solver: the relative "
+                             "decrease that triggers its optimality check.", low=0,
+                             low_open=True)
+    inner_max_iter: int = param(1000, "Iteration cap of the subproblem solver.",
+                                kind="int", low=1)
+    inner_kkt_tol: Any = param(INNER_KKT_TOL, "Relative KKT residual that certifies "
+                               "each subproblem's solution; 0 stops on --inner-tol "
+                               "alone (the paper's rule).", low=0, none=True)
+    inner_solver: str = param("auto", "Subproblem solver: auto (proximal Newton or "
+                              "APG), or mkl: MKL-FGM, SimpleMKL in the dual (the paper's "
+                              "reference; squared hinge, two classes, at most 5,000 "
+                              "rows).", kind="choice", words=("auto", "apg", "newton",
+                                                              "mkl"))
+    poly: int = param(1, "2: select among all degree-2 polynomial features (linear, "
+                      "squares, crosses) generated on the fly.", kind="int", low=1,
+                      cli_type="poly")
+    gamma: float = param(1.0, "γ of the degree-2 kernel (γ x'z + r)^2.", low=0,
+                         low_open=True)
+    coef0: float = param(1.0, "r of the degree-2 kernel.", low=0)
+    groups: Any = param(None, "Select groups of features (B groups per iteration): "
+                        "FEATURE_ID GROUP_ID per line (a feature may be in several "
+                        "groups), or .npy / .parquet (docs/GROUPS.md).", kind="any",
+                        none=True, cli_type="file")
+    tree: Any = param(None, "Select nodes of a tree of groups: the parent of every node "
+                      "per line (-1: root); nodes 0..m-1 are the columns "
+                      "(docs/GROUPS.md).", kind="any", none=True, cli_type="file")
+    kernel: Any = param(None, "Select features of an additive kernel: each feature's "
+                        "explicit map is a group generated on the fly (hik: q = 100 "
+                        "levels; the others: 11 columns; docs/ADDITIVE_KERNELS.md).",
+                        kind="choice", words=("hik", "chi2", "intersection", "js"),
+                        none=True)
+    kernel_params: Any = param(None, "{'q': 100} (HIK levels) or {'n': 5, 'period': L} "
+                               "(order and sampling step of the chi2 / intersection / "
+                               "JS maps).", kind="any", none=True, cli=False)
+    kernel_q: Any = param(None, "Levels of the --kernel hik map [default: 100].",
+                          kind="int", low=1, high=10_000, none=True, option="--q")
+    kernel_n: Any = param(None, "Order n of the --kernel chi2 / intersection / js maps: "
+                          "2n+1 columns per feature [default: 5].", kind="int", low=0,
+                          high=50, none=True)
+    kernel_period: Any = param(None, "Sampling period L of the chi2 / intersection / js "
+                               "maps [default: 0.315 / 0.34 / 0.25, "
+                               "docs/ADDITIVE_KERNELS.md].", low=0, low_open=True,
+                               none=True)
+    refit: bool = param(False, "Refit an l2-regularised model of the same loss on the "
+                        "selected columns only and predict with it (with --C auto, "
+                        "unless FGM's own weights score better on the held-out rows).",
+                        kind="bool")
+    refit_C: Any = param(None, "C of the refit (default: --C; with --C auto chosen on "
+                         "the same held-out rows).", low=0, low_open=True, none=True)
+    validation_fraction: Any = param(None, "--C auto: the share of the rows C is chosen "
+                                     "on (default 0.2; 5 folds for at most 10,000 rows); "
+                                     "the model is then fitted on all rows.", low=0,
+                                     high=1, low_open=True, high_open=True, none=True)
+    cv: Any = param(None, "--C auto: K stratified folds instead of one hold-out.",
+                    kind="int", low=2, none=True)
+    class_weight: Any = param(None, "Weight the loss of each class: 'balanced' (n / (K x "
+                              "the class's count), for imbalanced data) or a mapping "
+                              "class value -> weight (CLI: VALUE:WEIGHT,...; others keep "
+                              "1). --C auto then scores held-out rows by their weighted "
+                              "accuracy.", kind="any", none=True, cli_type="class_weight")
+    seed: int = param(0, "Seed of the held-out split or folds of --C auto (and of "
+                      "--validation-fraction's split).", kind="int", low=0,
+                      old=("--split-seed",))
+
+    def check(self):
+        if self.refit_C is not None and not self.refit:
+            raise ParameterError("refit_C is the C of the refit: it needs refit=True")
+        if (self.validation_fraction is not None or self.cv is not None) \
+                and self.C != "auto":
+            raise ParameterError("validation_fraction and cv choose C: they need "
+                                 "C='auto'")
+        if self.poly != 2 and (self.gamma != 1.0 or self.coef0 != 1.0):
+            raise ParameterError("gamma and coef0 are parameters of the degree-2 "
+                                 "kernel: they apply to poly=2")
+
+    def kernel_options(self):
+        """The additive kernel's parameters: ``kernel_params`` and the
+        ``kernel_q`` / ``kernel_n`` / ``kernel_period`` spellings, merged."""
+        options = dict(self.kernel_params or {})
+        if self.kernel_q is not None:
+            if self.kernel != "hik":
+                raise ParameterError("--q is the number of levels of --kernel hik")
+            options["q"] = self.kernel_q
+        for name in ("n", "period"):
+            value = getattr(self, f"kernel_{name}")
+            if value is not None:
+                if self.kernel not in ("chi2", "intersection", "js"):
+                    raise ParameterError(f"--kernel-{name} applies to --kernel chi2, "
+                                         "intersection or js")
+                options[name] = value
+        return options or None
+
+
+@dataclass
+class FGMFit:
+    """What FGM's fit returns: the loop's result and what surrounds it."""
+
+    result: Any                 # methods.fgm.FGMResult
+    features: Any               # the feature space
+    C: float
+    C_rule: str
+    refitted: dict | None
+    validation: Any             # methods.validation.ValidationCurve or None
+
+
+def _structure(store, params):
+    """The feature space's structure: groups / tree (objects or files)."""
+    groups, tree = params.groups, params.tree
+    if isinstance(groups, (str, os.PathLike)):
+        from ultrafs.features.group_files import read_groups_file
+        from ultrafs.features.groups import group_map
+
+        _, value = read_groups_file(groups)
+        try:
+            groups = group_map(store, value)
+        except ParameterError as exc:
+            raise ParameterError(f"{os.fspath(params.groups)}: {exc}") from None
+    if isinstance(tree, (str, os.PathLike)):
+        from ultrafs.features.group_files import read_tree_file
+        from ultrafs.features.tree import Tree
+
+        try:
+            tree = Tree(read_tree_file(tree), store.n_features)
+        except ParameterError as exc:
+            raise ParameterError(f"{os.fspath(params.tree)}: {exc}") from None
+    return groups, tree
+
+
+def fit(store, targets, params: FGMParams, execution) -> FGMFit:
+    """Select features with FGM (see :func:`ultrafs.api.select`)."""
+    from ultrafs.features import make_feature_space
+    from ultrafs.methods.c_choice import resolve_C
+    from ultrafs.methods.checkpoint import Checkpoint, store_fingerprint
+    from ultrafs.methods.fgm import fit_fgm
+
+    groups, tree = _structure(store, params)
+    kernel_params = params.kernel_options()
+    features = make_feature_space(store, poly=params.poly, gamma=params.gamma,
+                                  coef0=params.coef0, groups=groups, tree=tree,
+                                  kernel=params.kernel, kernel_params=kernel_params)
+    # the structure, converted once, for the spaces of row subsets (C="auto")
+    space = {"poly": params.poly, "gamma": params.gamma, "coef0": params.coef0,
+             "groups": getattr(features, "groups", None) if groups is not None else None,
+             "tree": getattr(features, "tree", None),
+             "kernel": params.kernel, "kernel_params": kernel_params}
+    y, n_classes, weights = targets.y, targets.n_classes, targets.sample_weight
+    fit_options = {"B": params.B, "loss": params.loss, "max_iter": params.max_iter,
+                   "tol": params.tol, "fit_intercept": params.fit_intercept,
+                   "inner_tol": params.inner_tol, "inner_max_iter": params.inner_max_iter,
+                   "inner_kkt_tol": params.inner_kkt_tol or None,
+                   **execution.passes(), "sample_weight": weights,
+                   "inner_solver": params.inner_solver}
+    C_rule = params.C if isinstance(params.C, str) else "given"
+    C, refit_C, validation = resolve_C(
+        params.C, params.refit_C, params.refit, store, features, y, n_classes, space,
+        fit_options, params.validation_fraction, params.cv, params.seed)
+    if execution.resume and execution.checkpoint is None:
+        raise ParameterError("resume needs a checkpoint directory")
+    saver = None
+    if execution.checkpoint is not None:
+        saver = Checkpoint(execution.checkpoint, store_fingerprint(store),
+                           _recorded(params, store, features, targets, C, C_rule))
+    options = {k: v for k, v in fit_options.items() if k != "B"}
+    result = fit_fgm(features, y, n_classes=n_classes, B=params.B, C=C,
+                     callback=execution.callback, checkpoint=saver,
+                     resume=execution.resume, progress=execution.progress,
+                     memory_limit=execution.memory_limit, **options)
+    refitted = None
+    if params.refit:
+        refitted = _refit(features, result, y, n_classes, params,
+                          float(C if refit_C is None else refit_C), weights)
+    return FGMFit(result, features, C, C_rule, refitted, validation)
+
+
+def _recorded(params, store, features, targets, C, C_rule) -> dict:
+    """What the model (and the checkpoint, which compares it) records."""
+    kkt = params.inner_kkt_tol or None
+    recorded = {"poly": int(params.poly), "B": int(params.B), "C": float(C),
+                "C_rule": C_rule, "loss": params.loss, "max_iter": int(params.max_iter),
+                "tol": float(params.tol), "fit_intercept": bool(params.fit_intercept),
+                "inner_tol": float(params.inner_tol),
+                "inner_max_iter": int(params.inner_max_iter),
+                "inner_kkt_tol": None if kkt is None else float(kkt),
+                "id_offset": int(store.id_offset), **targets.weight_params}
+    if params.inner_solver != "auto":   # recorded (and compared by checkpoints) when chosen
+        recorded["inner_solver"] = params.inner_solver
+    recorded.update({name: value for name, value in features.spec().items()
+                     if name not in ("kind", "scales")})
+    if features.kind != "linear" and features.poly_degree is None:
+        recorded["space"] = features.kind
+        recorded["n_candidates"] = int(features.n_candidates)
+        digest = getattr(features, "structure_digest", None)
+        if digest is not None:
+            recorded["structure_digest"] = digest()
+    return recorded
+
+
+def _refit(features, result, y, n_classes, params, C, sample_weight):
+    """ℓ2-regularised refit of the same loss on the selected columns only:
+    the FGM subproblem on one block (``1/2 ||W||^2``), from FGM's weights
+    (:func:`ultrafs.methods.refit.refit_block`)."""
+    from ultrafs.methods.refit import check_refit_C, refit_block
+
+    nonzero = result.nonzero()
+    block = features.materialize(result.keys[nonzero])
+    return refit_block(block, y, loss=params.loss, C=check_refit_C(C),
+                       n_classes=n_classes, fit_intercept=params.fit_intercept,
+                       coef0=result.coef_matrix()[nonzero], bias0=result.bias,
+                       tol=params.inner_tol, kkt_tol=params.inner_kkt_tol or None,
+                       sample_weight=sample_weight)
+
+
+def _nonzero_batches(batch_ptr, nonzero):
+    """Batch boundaries counting only the features with a nonzero weight."""
+    import numpy as np
+
+    counts = [int(np.count_nonzero(nonzero[lo:hi]))
+              for lo, hi in zip(batch_ptr[:-1], batch_ptr[1:])]
+    return [0] + np.cumsum(counts, dtype=np.int64).tolist()
+
+
+def predictor(refitted, validation) -> str:
+    """Which weights predict: the refit's, unless there is none or the
+    held-out rows of ``C="auto"`` scored FGM's own weights better."""
+    if refitted is None or (validation is not None
+                            and validation.predictor == "selection"):
+        return "selection"
+    return "refit"
+
+
+def to_model(fitted: FGMFit, store, targets, params: FGMParams, execution):
+    """The :class:`~ultrafs.model.Model` of an FGM fit: only the features with
+    a nonzero weight (in some class); ``history`` keeps what each pass
+    proposed."""
+    import numpy as np
+
+    from ultrafs.model import Model
+
+    result, features = fitted.result, fitted.features
+    recorded = _recorded(params, store, features, targets, fitted.C, fitted.C_rule)
+    if execution.command:
+        recorded["command"] = execution.command
+    # names the data the model was fitted on (see ultrafs/store/fingerprint.py)
+    recorded["data_fingerprint"] = getattr(store, "fingerprint", None)
+    nonzero = result.nonzero()
+    if fitted.refitted is not None:
+        recorded["refit_C"] = fitted.refitted["C"]
+    if fitted.validation is not None:
+        recorded["validation"] = fitted.validation.to_dict()
+    ids = features.feature_ids(result.keys[nonzero])
+    return Model(
+        features=ids,
+        coef=np.asarray(result.coef_matrix()[nonzero], dtype=np.float64),
+        intercept=-result.bias,
+        batches=_nonzero_batches(result.batch_ptr, nonzero),
+        loss=params.loss,
+        classes=[float(c) for c in store.classes],
+        target="binary" if targets.n_classes is None else "multiclass",
+        feature_space=features.spec(),
+        params=recorded,
+        history=result.history,
+        stop_reason=result.stop_reason,
+        refit=fitted.refitted,
+        predictor=predictor(fitted.refitted, fitted.validation),
+        feature_names=Model.names_from_store(ids, store, features.kind),
+    )
+
+
+def plain_stop_reason(reason):
+    """FGM's stop reason in plain words."""
+    match = re.match(r"holds the budget of B x max_iter = (\d+)", reason)
+    if match:
+        return f"reached its budget of {int(match.group(1)):,} features (--B x --max-iter)"
+    match = re.match(r"relative objective decrease (\S+) <= tol=(\S+)", reason)
+    if match:
+        return (f"converged: the last iteration improved the objective by "
+                f"{float(match.group(1)):.2%}, under --tol {match.group(2)}")
+    if reason.startswith("no candidate feature"):
+        return "no other feature would improve the model"
+    match = re.match(r"reached (\d+) outer iterations.*holding (\d+) of the (\d+)", reason)
+    if match:
+        return (f"stopped after {match.group(1)} iterations (3 x --max-iter) with "
+                f"{match.group(2)} of its {match.group(3)} budgeted features")
+    return reason
+
+
+def summary_lines(model, store):
+    """What a person reads after ``select``: ``(name, text)`` pairs."""
+    import numpy as np
+
+    params = model.params
+    n_features = len(model.features)
+    budget = params.get("B", 0) * params.get("max_iter", 0)
+    coef = np.asarray(model.coef)
+    lines = []
+    space = params.get("space")
+    if space in ("groups", "tree") or model.feature_space.get("kind") in (
+            "hik", "chi2", "intersection", "js"):
+        unit = {"groups": "groups", "tree": "nodes"}.get(space, "kernels (features)")
+        shown = ", ".join(str(u) for u in model.selected_groups[:10])
+        more = len(model.selected_groups) - 10
+        lines.append((f"{unit} selected", f"{len(model.selected_groups):,} of "
+                      f"{budget:,} (--B {params.get('B')} x --max-iter "
+                      f"{params.get('max_iter')}) among {params.get('n_candidates', 0):,}: "
+                      f"{shown}" + (f" and {more:,} more" if more > 0 else "")))
+        lines.append(("columns", f"{n_features:,} with a nonzero weight, of "
+                      f"{store.n_features:,} columns of {store.n_samples:,} rows"))
+    else:
+        lines.append(("features selected", f"{n_features:,} of {budget:,} "
+                      f"(--B {params.get('B')} x --max-iter {params.get('max_iter')}), "
+                      f"among {store.n_features:,} columns of {store.n_samples:,} rows"))
+    if coef.ndim == 2 and coef.shape[1] > 1:
+        lines.append(("nonzero weights", f"{int(np.count_nonzero(coef)):,} of "
+                      f"{coef.size:,} ({n_features:,} features x {coef.shape[1]} "
+                      "classes)"))
+    else:
+        lines.append(("nonzero weights", f"{int(np.count_nonzero(coef)):,} of "
+                      f"{coef.size:,}"))
+    if model.history:
+        lines.append(("objective", f"{model.history[-1]['objective']:.6g} after "
+                      f"{len(model.history)} iteration"
+                      f"{'s' * (len(model.history) != 1)}"))
+    lines.append(("stopped because", plain_stop_reason(model.stop_reason or "")))
+    lines.append(("C", f"{params.get('C', 0):g} ({params.get('C_rule', 'given')})"))
+    validation = params.get("validation")
+    if validation:
+        from ultrafs.methods.validation import chosen_point
+
+        best = chosen_point(validation)
+        if best is not None and "accuracy" in best:
+            lines.append(("validation accuracy", f"{best['accuracy']:.4f} at the chosen "
+                          f"C ({validation.get('method')}; the model is then fitted on "
+                          "all rows)"))
+    if model.refit is not None:
+        lines.append(("predicts with", "the refit" if model.predictor == "refit" else
+                      "FGM's own weights" + (" (they scored better than the refit on "
+                                             "the held-out rows)" if validation else "")))
+    return lines
+
+
+def progress_line(record) -> str:
+    """One stderr line per outer iteration."""
+    from ultrafs.scoring.progress import format_seconds
+
+    seconds = sum(record.get(f"{phase}_seconds", 0.0)
+                  for phase in ("score", "materialize", "solve"))
+    return (f"{record['n_features']:,} features ({record['n_nonzero']:,} with a "
+            f"nonzero weight), objective {record['objective']:.6g}, "
+            + (f"{record['pairs_evaluated']:,} of {record['candidates']:,} "
+               "pairs evaluated, " if "pairs_evaluated" in record else "")
+            + f"{format_seconds(seconds)} (scoring "
+            f"{format_seconds(record['score_seconds'])}, solving "
+            f"{format_seconds(record['solve_seconds'])})")
+
+
+FGM = register(Method(
+    name="fgm", display_name="FGM", description="the Feature Generating Machine",
+    summary="fgm: the Feature Generating Machine (seed 003): B features per outer "
+            "iteration, up to B x max_iter with a nonzero weight.",
+    params=FGMParams, fit=fit, to_model=to_model,
+    targets=("binary", "multiclass"), weights=True,
+    execution=("passes", "progress", "checkpoint", "memory_limit"),
+    objective="min_{d in D} max_{alpha} -1/2 ||sum_t d_t w_t||^2 + C sum_i loss_i "
+              "(eq. 30; on the selected batches: 1/2 ||W||_{2,1}^2 + C sum_i loss_i)",
+    estimator="FGMClassifier", summary_lines=summary_lines, progress_line=progress_line,
+    figures=("objective", "timing", "features", "accuracy", "validation"), order=0))
