@@ -1,0 +1,270 @@
+"""Minimax sparse logistic regression (MSLR, seed 000) as a registered method.
+
+Its parameters (:class:`MSLRParams`), its fit (the candidates, the
+cutting plane of :func:`ultrafs.methods.mslr.fit_mslr`, then the paper's
+ℓ2-LR refit on the selected columns, :func:`ultrafs.methods.mslr.retrain`),
+how the result becomes a :class:`~ultrafs.model.Model`, the CLI's summary
+and progress lines and the fitted attributes of its estimator.  The engine
+is imported when ``fit`` runs: this module stays light for
+``ultrafs select --help``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ultrafs.errors import ParameterError
+from ultrafs.methods.params import Params, param, specs_of
+from ultrafs.methods.registry import Method, register
+
+__all__ = ["MSLRParams", "MSLRFit", "MSLR", "fit", "to_model", "summary_lines",
+           "progress_line", "estimator_attributes", "OLD_KEYWORDS"]
+
+#: the Python keywords of ``api.select_mslr`` and ``MSLRClassifier`` the
+#: vocabulary renamed (issue 36), old -> new
+OLD_KEYWORDS = {"retrain": "refit", "retrain_C": "refit_C",
+                "retrain_intercept": "fit_intercept", "subproblem_tol": "inner_tol"}
+
+
+@dataclass
+class MSLRParams(Params):
+    """MSLR's parameters (see :func:`ultrafs.methods.mslr.fit_mslr` and
+    :func:`ultrafs.methods.mslr.retrain`)."""
+
+    B: int = param(10, "r: features per constraint (the top r of the worst-case "
+                   "scores); at most B x max_iter features are selected.", kind="int",
+                   low=1, option="--B")
+    C: Any = param(10.0, "Weight of the loss of the minimax problem (the paper's 10), "
+                   "or 'scale': FGM's data-scaled default (10 / mean over rows of the "
+                   "largest squared value; 10 on 0/1 data).", low=0, low_open=True,
+                   words=("scale",), option="--C", cli_type="C")
+    max_iter: int = param(10, "T_m: cutting-plane iterations (constraints) at most.",
+                          kind="int", low=1)
+    tol: float = param(1e-3, "ε of the cutting plane's violation test: stop when the "
+                       "new constraint's violation is at most tol x |max_t f_t(α)|; 0 "
+                       "disables it (T_m iterations unless a constraint repeats).",
+                       low=0)
+    inner_tol: float = param(1e-4, "Relative duality gap that certifies each reduced "
+                             "minimax problem (smoothing and coordinate descent).",
+                             low=0, low_open=True, old=("subproblem_tol",))
+    refit: bool = param(True, "Refit l2-regularised logistic regression on the selected "
+                        "columns and predict with it (the paper's protocol); "
+                        "--no-refit predicts with MSLR's own classifier (no bias).",
+                        kind="bool", old=("retrain", "--no-retrain"))
+    refit_C: Any = param(5.0, "C of the refit (the paper's 5), or 'auto': chosen on 20% "
+                         "of the rows held out (stratified, seeded by --seed), then "
+                         "fitted on all rows.", low=0, low_open=True, words=("auto",),
+                         cli_type="number_or_auto", old=("retrain_C", "--retrain-C"))
+    fit_intercept: bool = param(True, "The refit has an unpenalised intercept (MSLR "
+                                "itself has none).", kind="bool",
+                                option="--fit-intercept/--no-intercept",
+                                old=("retrain_intercept",))
+    poly: int = param(1, "2: select among all degree-2 polynomial features (linear, "
+                      "squares, crosses) generated on the fly.", kind="int", low=1,
+                      cli_type="poly")
+    gamma: float = param(1.0, "γ of the degree-2 kernel (γ x'z + r)^2.", low=0,
+                         low_open=True)
+    coef0: float = param(1.0, "r of the degree-2 kernel.", low=0)
+    seed: int = param(0, "Seed of the coordinate sweeps' row orders and of the held-out "
+                      "split of --refit-C auto.", kind="int", low=0,
+                      old=("--split-seed",))
+
+    def check(self):
+        if not self.refit and self.refit_C != _default("refit_C"):
+            raise ParameterError("refit_C is the C of the refit: it needs refit=True")
+        if self.poly != 2 and (self.gamma != 1.0 or self.coef0 != 1.0):
+            raise ParameterError("gamma and coef0 are parameters of the degree-2 "
+                                 "kernel: they apply to poly=2")
+
+
+def _default(name):
+    return specs_of(MSLRParams)[name][0]
+
+
+@dataclass
+class MSLRFit:
+    """What MSLR's fit returns: the cutting plane's result and what surrounds it."""
+
+    result: Any                 # methods.mslr.MSLRResult
+    features: Any               # the feature space
+    C: float
+    C_rule: str
+    refitted: dict | None       # methods.mslr.retrain's dict, or None
+
+
+def fit(store, targets, params: MSLRParams, execution) -> MSLRFit:
+    """Select features with MSLR and refit ℓ2-LR on them (``params.refit``).
+
+    Parameters
+    ----------
+    store : ColumnStore
+    targets : Targets
+        ±1 labels (``kind == "binary"``).
+    params : MSLRParams
+    execution : Execution
+        Its passes, ``callback`` (each iteration's record) and ``progress``.
+
+    Returns
+    -------
+    MSLRFit
+    """
+    import numpy as np
+
+    from ultrafs.features import make_feature_space
+    from ultrafs.methods.mslr import fit_mslr, retrain
+    from ultrafs.methods.validation import default_C
+
+    labels = np.asarray(targets.y, dtype=np.float64)
+    features = make_feature_space(store, poly=params.poly, gamma=params.gamma,
+                                  coef0=params.coef0)
+    C, C_rule = params.C, "given"
+    if C == "scale":
+        C_rule = "scale"
+        C = default_C(features, **execution.passes())
+    result = fit_mslr(features, labels, B=params.B, C=C, max_iter=params.max_iter,
+                      tol=params.tol, subproblem_tol=params.inner_tol,
+                      callback=execution.callback, progress=execution.progress,
+                      seed=params.seed, **execution.passes())
+    refitted = None
+    if params.refit and len(result.keys):
+        refitted = retrain(result.block, labels, C=params.refit_C,
+                           fit_intercept=params.fit_intercept, seed=params.seed)
+    return MSLRFit(result, features, float(C), C_rule, refitted)
+
+
+def to_model(fitted: MSLRFit, store, targets, params: MSLRParams, execution):
+    """The :class:`~ultrafs.model.Model` of an MSLR fit.
+
+    ``features`` is the union of the constraints in order of first
+    selection (at most ``B * max_iter``), ``coef`` MSLR's classifier
+    ``v = d ⊙ c(α)`` (intercept 0), ``refit`` the ℓ2-LR refit (which
+    predicts), ``params["constraints"]`` the feature ids of every ``S_t``
+    and ``params["mu"]`` their weights.  ``params["refit_C"]`` is the refit's
+    C (chosen, with ``refit_C="auto"``: ``params["refit_C_rule"]``, and the
+    held-out curve in ``params["retrain_validation"]``).
+    """
+    import numpy as np
+
+    from ultrafs.model import Model
+
+    result, features, refitted = fitted.result, fitted.features, fitted.refitted
+    ids = features.feature_ids(result.keys)
+    recorded = {"method": "mslr", "poly": int(params.poly), "B": int(params.B),
+                "C": float(fitted.C), "C_rule": fitted.C_rule,
+                "max_iter": int(params.max_iter), "tol": float(params.tol),
+                "inner_tol": float(params.inner_tol), "seed": int(params.seed),
+                "loss": "logistic", "id_offset": int(store.id_offset),
+                "constraints": [[ids[k] for k in members]
+                                for members in result.constraints],
+                "mu": [float(v) for v in result.mu],
+                "n_active": int(np.count_nonzero(result.active())),
+                "data_fingerprint": getattr(store, "fingerprint", None)}
+    recorded.update({name: value for name, value in features.spec().items()
+                     if name not in ("kind", "scales")})
+    if refitted is not None:
+        # what refit_prefix (the report's curves) reads: the refit's C and
+        # intercept setting; MSLR itself has no intercept
+        recorded.update(refit_C=float(refitted["C"]),
+                        refit_C_rule="auto" if params.refit_C == "auto" else "given",
+                        fit_intercept=bool(params.fit_intercept))
+        if "validation" in refitted:
+            recorded["retrain_validation"] = refitted["validation"]
+    else:
+        recorded["fit_intercept"] = False
+    if execution.command:
+        recorded["command"] = execution.command
+    return Model(
+        features=ids,
+        coef=np.asarray(result.coef, dtype=np.float64),
+        intercept=0.0,
+        batches=[int(b) for b in result.batch_ptr],
+        loss="logistic",
+        classes=[float(c) for c in store.classes],
+        target="binary",
+        feature_space=features.spec(),
+        params=recorded,
+        history=result.history,
+        stop_reason=result.stop_reason,
+        refit=None if refitted is None else {
+            "coef": np.asarray(refitted["coef"], dtype=np.float64),
+            "intercept": float(refitted["intercept"]), "C": float(refitted["C"])},
+        predictor="refit" if refitted is not None else "selection",
+        feature_names=Model.names_from_store(ids, store, features.kind),
+    )
+
+
+def summary_lines(model, store):
+    """What a person reads after ``select --method mslr``: ``(name, text)`` pairs."""
+    p = model.params
+    last = model.history[-1] if model.history else {}
+    lines = [("features selected",
+              f"{len(model.features):,} of {p['B'] * p['max_iter']:,} (--B {p['B']} x "
+              f"--max-iter {p['max_iter']}) in {len(p['constraints'])} constraints, "
+              f"{p['n_active']:,} in constraints of weight > 1e-6; among "
+              f"{store.n_features:,} columns of {store.n_samples:,} rows"),
+             ("C", f"{p['C']:g} ({p.get('C_rule', 'given')})")]
+    if last:
+        lines.append(("subproblem", f"P(v) {last['objective']:.6g}, relative duality "
+                      f"gap {last['rel_gap']:.2g} "
+                      f"({'certified' if last['certified'] else 'NOT certified'})"))
+    lines.append(("stopped because", model.stop_reason))
+    if model.refit is not None:
+        chosen = p.get("retrain_validation")
+        lines.append(("refit", f"ℓ2-LR, C = {p['refit_C']:g}"
+                      + (" (chosen on held-out rows)" if chosen else "")
+                      + (", with an intercept" if p.get("fit_intercept") else
+                         ", no intercept") + "; it predicts"))
+    return lines
+
+
+def progress_line(record) -> str:
+    """One stderr line per cutting-plane iteration."""
+    from ultrafs.scoring.progress import format_seconds
+
+    return (f"iteration {record['iteration']}: {record['n_features']:,} features in "
+            f"{record['n_constraints']} constraints, P(v) {record['objective']:.6g} "
+            f"(relative gap {record['rel_gap']:.2g}, q {record['q']:.3g}, "
+            f"{record['sweeps']:,} sweeps), scoring "
+            f"{format_seconds(record['score_seconds'])}, solving "
+            f"{format_seconds(record['solve_seconds'])}")
+
+
+def estimator_attributes(model, id_offset) -> dict:
+    """``MSLRClassifier``'s fitted attributes besides the common ones.
+
+    Returns
+    -------
+    dict
+        ``constraints_``: list of int64 arrays, the columns of every
+        constraint ``S_t`` in selection order; ``mu_``: ndarray of shape
+        (n_constraints,), their weights (sum 1); ``_mslr_coef``: ndarray of
+        shape (n_selected,), MSLR's own weights ``v`` (no bias) of the
+        selected columns in increasing order (``selected_features_``), which
+        the estimator's ``mslr_coef_`` spreads over every input column.
+    """
+    import numpy as np
+
+    columns = np.asarray(model.features, dtype=np.int64) - id_offset
+    order = np.argsort(columns, kind="stable")
+    return {"constraints_": [np.asarray(s, dtype=np.int64) - id_offset
+                             for s in model.params["constraints"]],
+            "mu_": np.asarray(model.params["mu"], dtype=np.float64),
+            "_mslr_coef": np.asarray(model.coef, dtype=np.float64)[order]}
+
+
+MSLR = register(Method(
+    name="mslr", display_name="MSLR", description="minimax sparse logistic regression",
+    summary="mslr: minimax sparse logistic regression (seed 000): r = B features per "
+            "constraint, T_m = max_iter constraints at most, no bias; refitted by "
+            "l2-LR on its selection.",
+    params=MSLRParams, fit=fit, to_model=to_model, targets=("binary",), weights=False,
+    execution=("passes", "progress"),
+    objective="min_{d in D} max_{alpha in (0,C)^n} -f(alpha, d), D = {d in [0,1]^m : "
+              "sum_j d_j <= r} (the relaxed l0-constrained logistic regression without "
+              "bias; then the l2-LR refit 1/2 ||w||^2 + refit_C sum_i log(1 + "
+              "exp(-y_i (x_i'w + c))) on the selected columns)",
+    estimator="MSLRClassifier", estimator_kind="classifier",
+    summary_lines=summary_lines, progress_line=progress_line,
+    estimator_attributes=estimator_attributes,
+    figures=("objective", "timing", "features", "accuracy"), order=20))
