@@ -712,12 +712,12 @@ def test_retrain_auto_is_deterministic():
         retrain(result.block, y, C="best")
 
 
-def test_select_mslr_model():
-    from ultrafs.api import select_mslr
+def test_mslr_model_of_the_api():
+    from ultrafs.api import fit as fit_method
 
     X, y = problem(100, 30, 5, seed=19)
     labels = np.where(y > 0, 7.0, 3.0)              # any two (numeric) classes
-    model = select_mslr(X, labels, B=3, max_iter=3, C=10.0)
+    model = fit_method("mslr", X, labels, B=3, max_iter=3, C=10.0)
     result, ids = fit(InMemoryStore(X, y), y, B=3, C=10.0, max_iter=3)
     assert model.params["method"] == "mslr"
     assert model.params["B"] == 3 and model.params["max_iter"] == 3
@@ -728,12 +728,12 @@ def test_select_mslr_model():
     assert model.params["constraints"] == [list(ids[s]) for s in result.constraints]
     np.testing.assert_allclose(model.params["mu"], result.mu)
     assert model.predictor == "refit" and model.refit["C"] == 5.0
-    plain = select_mslr(X, labels, B=3, max_iter=3, C=10.0, retrain=False)
+    plain = fit_method("mslr", X, labels, B=3, max_iter=3, C=10.0, refit=False)
     assert plain.predictor == "selection" and plain.refit is None
     report = plain.evaluate_store(InMemoryStore(X, labels))
     assert report["accuracy"] == pytest.approx(np.mean(np.sign(X[:, ids] @ result.coef) == y))
     with pytest.raises(ParameterError):
-        select_mslr(X, labels, B=3, retrain_C=-1.0)
+        fit_method("mslr", X, labels, B=3, refit_C=-1.0)
 
 
 # ============================================ T8: synthetic 1 against ℓ1-LR
@@ -796,7 +796,7 @@ def test_t8_synthetic_recovery_against_l1():
 def test_t9_leukemia(data_dir):
     from sklearn.datasets import load_svmlight_file
 
-    from ultrafs.api import select_mslr
+    from ultrafs.api import fit as fit_method
 
     train, test = data_dir / "leu.svm.bz2", data_dir / "leu.t.svm.bz2"
     if not (train.exists() and test.exists()):
@@ -807,7 +807,7 @@ def test_t9_leukemia(data_dir):
     Xt = sp.csr_matrix(Xt, dtype=np.float64)
     assert X.shape == (38, 7129) and Xt.shape == (34, 7129)
     r, T_m = 2, 4
-    model = select_mslr(X, y, B=r, max_iter=T_m, C=10.0)
+    model = fit_method("mslr", X, y, B=r, max_iter=T_m, C=10.0)
     assert model.params["method"] == "mslr"
     assert 1 <= len(model.features) <= r * T_m
     assert len(model.params["constraints"]) == len(model.params["mu"]) <= T_m

@@ -1389,6 +1389,7 @@ def _select_l1(data_path, label, out, test_path, overwrite, l1, params):
 def _select_mslr(data_path, label, out, test_path, overwrite, mslr, params):
     """``select --method mslr``: minimax sparse LR, retrained by ℓ2-LR."""
     from ultrafs.api import select_mslr
+    from ultrafs.methods.mslr_method import progress_line, summary_lines
 
     for name in _NOT_MSLR:
         if _given(name):
@@ -1406,13 +1407,7 @@ def _select_mslr(data_path, label, out, test_path, overwrite, mslr, params):
 
     def report(record):
         if show:
-            click.echo(
-                f"iteration {record['iteration']}: {record['n_features']:,} features in "
-                f"{record['n_constraints']} constraints, P(v) {record['objective']:.6g} "
-                f"(relative gap {record['rel_gap']:.2g}, q {record['q']:.3g}, "
-                f"{record['sweeps']:,} sweeps), scoring "
-                f"{format_seconds(record['score_seconds'])}, solving "
-                f"{format_seconds(record['solve_seconds'])}", err=True)
+            click.echo(progress_line(record), err=True)
 
     C = 10.0 if not _given("C") else params["C"]
     with _scheduler_for_run(params["scheduler"], params["connect_timeout"],
@@ -1428,31 +1423,14 @@ def _select_mslr(data_path, label, out, test_path, overwrite, mslr, params):
             seed=params["split_seed"], command=" ".join(["ultrafs"] + sys.argv[1:]))
     scores = _held_out_scores(model, held_out, test_store, test_path)
     _emit_json(model.to_dict(), out)
-    p = model.params
-    last = model.history[-1] if model.history else {}
-    lines = [("features selected",
-              f"{len(model.features):,} of {p['B'] * p['max_iter']:,} (--B {p['B']} x "
-              f"--max-iter {p['max_iter']}) in {len(p['constraints'])} constraints, "
-              f"{p['n_active']:,} in constraints of weight > 1e-6; among "
-              f"{store.n_features:,} columns of {store.n_samples:,} rows"),
-             ("C", f"{p['C']:g} ({p.get('C_rule', 'given')})")]
-    if last:
-        lines.append(("subproblem", f"P(v) {last['objective']:.6g}, relative duality "
-                      f"gap {last['rel_gap']:.2g} "
-                      f"({'certified' if last['certified'] else 'NOT certified'})"))
-    lines.append(("stopped because", model.stop_reason))
-    if model.refit is not None:
-        chosen = p.get("retrain_validation")
-        lines.append(("retrained", f"ℓ2-LR, C = {p['refit_C']:g}"
-                      + (" (chosen on held-out rows)" if chosen else "")
-                      + (", with an intercept" if p.get("fit_intercept") else
-                         ", no intercept") + "; it predicts"))
+    lines = summary_lines(model, store)
     _print_summary(lines, scores, out, summary, started)
 
 
 def _select_sklr(data_path, label, out, test_path, overwrite, sklr, params):
     """``select --method sklr``: sparse kernel logistic regression (seed 001)."""
     from ultrafs.api import select_sklr
+    from ultrafs.methods.sklr_method import summary_lines
 
     for name in _NOT_SKLR:
         if _given(name):
@@ -1480,20 +1458,7 @@ def _select_sklr(data_path, label, out, test_path, overwrite, sklr, params):
         progress=_progress_enabled(params["progress"]))
     scores = _held_out_scores(model, held_out, test_store, test_path)
     _emit_json(model.to_dict(), out)
-    p = model.params
-    what = (f"{p['n_basis']:,} random Fourier features (seed {p['seed']})"
-            if basis == "rff" else f"{p['n_basis']:,} RBF kernel columns (training rows)")
-    lines = [("basis", f"{what}, σ = {p['sigma']:.6g}, on {store.n_features:,} "
-              f"columns of {store.n_samples:,} rows"),
-             ("nonzero weights", f"{p['nnz']:,} ({p['nnz_pct']:.2f}% of the basis)"),
-             ("λ", f"{p['lam']:.6g} = {p['lam_ratio']:.4g} λ_max"
-              + (f"; stage 2 on the support at λ = {p['lam2']:.6g}"
-                 if p.get("lam2") is not None else "")),
-             ("solver", f"{solver}: {p['n_iter']:,} "
-              f"{'epochs' if solver == 'sgd' else 'iterations'}, relative duality "
-              f"gap {p['rel_gap']:.2g} "
-              f"({'certified' if p['converged'] else 'NOT certified'} at {p['tol']:g})"),
-             ("stopped because", model.stop_reason)]
+    lines = summary_lines(model, store)
     _print_summary(lines, scores, out, summary, started)
 
 
