@@ -109,7 +109,8 @@ def test_bad_parameters_are_one_line(moons):
              "mfista_scaling applies to solver='mfista'"),
             ({"basis": "rbf", "n_components": 9}, "it applies to basis='rff'"),
             ({"seed": -1}, "seed must be an integer >= 0"),
-            ({"lam_ratio": 0.2}, "lam_ratio was renamed: use lambda_ratio (--lambda-ratio)"),
+            ({"lam_ratio": 0.2},
+             "lam_ratio was renamed: use lambda_ratio (--lambda-ratio)"),
             ({"scaling": "min"}, "scaling was renamed: use mfista_scaling"),
             ({"scheduler": "threads"}, "scheduler does not apply to sparse kernel LR")):
         with pytest.raises(ParameterError) as info:
@@ -130,7 +131,8 @@ def test_the_old_api_spelling_is_the_same_fit(moons):
                       mfista_scaling="hessian")
     assert old.features == new.features and old.intercept == new.intercept
     np.testing.assert_array_equal(old.coef, new.coef)
-    assert old.params["lambda_ratio"] == pytest.approx(0.2) and "lam_ratio" not in old.params
+    assert old.params["lambda_ratio"] == pytest.approx(0.2)
+    assert "lam_ratio" not in old.params
 
 
 def test_lam_overrides_the_ratio(moons):
