@@ -508,7 +508,7 @@ def test_kernel_c_auto_quantises_held_out_rows_like_the_fit():
 
 
 # ------------------------------------------------------------ estimator
-from ultrafs.estimator import FGMClassifier  # noqa: E402
+from ultrafs.sklearn import FGMClassifier  # noqa: E402
 
 
 @pytest.mark.parametrize("structure", ["groups", "overlapping", "tree", "hik", "chi2"])

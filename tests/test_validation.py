@@ -11,7 +11,7 @@ from ultrafs.methods import c_choice
 from ultrafs.api import select
 from ultrafs.cli import main
 from ultrafs.errors import ParameterError
-from ultrafs.estimator import FGMClassifier
+from ultrafs.sklearn import FGMClassifier
 from ultrafs.features.linear import LinearFeatures
 from ultrafs.features.poly import PolyFeatures
 from ultrafs.kernels.sparse_ops import csc_take_rows, csc_take_rows_pattern

@@ -119,6 +119,14 @@ class FGMParams(Params):
             raise ParameterError("gamma and coef0 are parameters of the degree-2 "
                                  "kernel: they apply to poly=2")
 
+    @classmethod
+    def estimator_options(cls, options):
+        """``validation_fraction`` and ``cv`` are ignored unless C is "auto"
+        (a search over C may hold them fixed)."""
+        if options.get("C") != "auto":
+            options = {**options, "validation_fraction": None, "cv": None}
+        return options
+
     def kernel_options(self):
         """The additive kernel's parameters: ``kernel_params`` and the
         ``kernel_q`` / ``kernel_n`` / ``kernel_period`` spellings, merged."""
@@ -399,6 +407,12 @@ def progress_line(record) -> str:
             f"{format_seconds(record['solve_seconds'])})")
 
 
+def estimator_attributes(model, id_offset) -> dict:
+    """FGMClassifier's own fitted attributes: ``C_`` (the C fitted with) and
+    ``validation_`` (the held-out curve of ``C="auto"``, else None)."""
+    return {"C_": float(model.params["C"]), "validation_": model.params.get("validation")}
+
+
 FGM = register(Method(
     name="fgm", display_name="FGM", description="the Feature Generating Machine",
     summary="fgm: the Feature Generating Machine (seed 003): B features per outer "
@@ -409,4 +423,5 @@ FGM = register(Method(
     objective="min_{d in D} max_{alpha} -1/2 ||sum_t d_t w_t||^2 + C sum_i loss_i "
               "(eq. 30; on the selected batches: 1/2 ||W||_{2,1}^2 + C sum_i loss_i)",
     estimator="FGMClassifier", summary_lines=summary_lines, progress_line=progress_line,
+    estimator_attributes=estimator_attributes,
     figures=("objective", "timing", "features", "accuracy", "validation"), order=0))
