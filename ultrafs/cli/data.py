@@ -37,6 +37,7 @@ def resolve_data_path(path, *, target=None):
 
         return resolve_data(path, target=target, echo=say, ingest_options=options)
 
+
 def held_out_split(store, fraction, seed):
     """The training rows of ``store`` and the held-out ones (stratified, seeded).
 

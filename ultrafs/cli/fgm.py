@@ -15,6 +15,7 @@ from ultrafs.cli.types import (MAX_COUNT, ClassWeightType, CType, SizeType, loss
 
 
 def fgm_options(func):
+    """Decorator: FGM's options, then the run options (``select``, ``demo``)."""
     options = [
         click.option("--B", "B", type=click.IntRange(min=1, max=MAX_COUNT), default=50,
                      show_default=True, help="Features added per outer iteration."),
@@ -123,6 +124,7 @@ def fgm_options(func):
     for option in reversed(options):
         func = option(func)
     return func
+
 
 @contextlib.contextmanager
 def _too_large_C(C):

@@ -12,6 +12,7 @@ LABEL_OPTION = click.option(
     "--label", default=None,
     help="Label column of a wide Parquet table (default: 'label').")
 
+
 def run_options():
     """Options of the block passes: block size, scheduler and its timeouts."""
     return [
@@ -36,6 +37,7 @@ def run_options():
                           "fails (default 60; env ULTRAFS_WORKER_TIMEOUT)."),
     ]
 
+
 def l1_path_options():
     """Options of the ℓ1-LR path (``path``, ``select --method l1``)."""
     return [
@@ -59,6 +61,7 @@ def l1_path_options():
 
 
 def with_options(options):
+    """Decorator: the click ``options`` on a command, in their order in ``--help``."""
     def decorate(func):
         for option in reversed(options):
             func = option(func)

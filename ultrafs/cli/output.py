@@ -21,6 +21,7 @@ def emit_json(obj, out):
 
         write_json_atomic(obj, out)
 
+
 def check_output(out_param, option, inputs):
     """Decorator: validate an output file path before the command runs.
 
@@ -50,6 +51,7 @@ def check_output(out_param, option, inputs):
 
     return decorate
 
+
 def model_output(out, data_path, overwrite):
     """Where ``select`` writes its model and whether it prints a summary:
     ``--out``; else on a terminal NAME.model.json (and the summary), else
@@ -58,6 +60,7 @@ def model_output(out, data_path, overwrite):
     if out is None:
         out = _default_model_path(data_path, overwrite) if summary else "-"
     return out, summary or (terminal.stdout_is_terminal() and out != "-")
+
 
 #: suffixes dropped from a data file's name to name its model file
 _DATA_SUFFIXES = (".gz", ".bz2", ".xz", ".svm", ".libsvm", ".svmlight", ".txt",

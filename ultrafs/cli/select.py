@@ -274,6 +274,7 @@ def select_command(data_path, label, out, test_path, overwrite, method, **params
             if name.endswith(("accuracy", "RMSE")):
                 click.echo(f"{name}: {text}", err=True)
 
+
 def _select_inputs(data_path, label, out, test_path, overwrite, params):
     """What ``select --method l1|mslr`` open before fitting: the output (and
     whether a summary is printed), the stores, and the held-out split of
@@ -293,6 +294,7 @@ def _select_inputs(data_path, label, out, test_path, overwrite, params):
         fit_store, held_out = held_out_split(store, params["validation_fraction"],
                                               params["split_seed"])
     return out, summary, store, test_store, fit_store, held_out
+
 
 def _select_l1(data_path, label, out, test_path, overwrite, l1, params):
     """``select --method l1``: the ℓ1-LR model with --features nonzero weights."""

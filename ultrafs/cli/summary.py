@@ -34,6 +34,7 @@ def print_summary(lines, scores, out, summary, started):
             if name.endswith(("accuracy", "RMSE")):
                 click.echo(f"{name}: {text}", err=True)
 
+
 def plain_stop_reason(reason):
     """FGM's stop reason in plain words."""
     match = re.match(r"holds the budget of B x max_iter = (\d+)", reason)

@@ -10,6 +10,7 @@ import time
 
 
 def progress_enabled(flag):
+    """``--progress/--no-progress``, or by default whether stderr is a terminal."""
     return flag if flag is not None else sys.stderr.isatty()
 
 

@@ -166,6 +166,7 @@ class ClassWeightType(click.ParamType):
             weights[key] = number
         return weights
 
+
 class CandidatesType(click.ParamType):
     """``--candidates``: an integer >= 1 or ``auto``."""
 
