@@ -349,7 +349,7 @@ def test_the_cli_skips_the_exit_collection_without_freezing_now(tmp_path):
     frozen = gc.get_freeze_count()
     result = CliRunner().invoke(cli.main, ["info", str(store.path)])
     assert result.exit_code == 0, result.output
-    assert cli._exit_collection_skipped
+    assert cli.exit_collection_skipped
     assert gc.get_freeze_count() == frozen          # only at the process's exit
 
 

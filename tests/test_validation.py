@@ -614,9 +614,9 @@ def test_C_auto_lets_FGM_s_own_weights_predict_when_they_score_better(tmp_path,
     model = select(X, y, B=2, max_iter=2, C="auto", refit=True)
     assert model.params["validation"]["predictor"] == model.predictor == "refit"
     # the CLI's summary (on a terminal) says which weights predict
-    import ultrafs.cli as cli
+    from ultrafs.cli import terminal
 
-    monkeypatch.setattr(cli, "_stdout_is_terminal", lambda: True)
+    monkeypatch.setattr(terminal, "stdout_is_terminal", lambda: True)
     path = tmp_path / "s.zarr"
     X, y = _noisy_problem(2)
     write_store(path, sp.csc_matrix(X), y)
