@@ -13,7 +13,8 @@ from click.testing import CliRunner
 from sklearn.datasets import dump_svmlight_file
 
 import ultrafs.store.writers.libsvm as libsvm_writer
-from ultrafs.cli import main, summary, terminal
+from ultrafs.cli import main, terminal
+from ultrafs.methods.fgm_method import plain_stop_reason
 from ultrafs.datasets.planted import make_planted_problem
 from ultrafs.store import libsvm_cache
 from ultrafs.store.libsvm_cache import cache_root, resolve_data
@@ -271,11 +272,11 @@ def test_terminal_select_writes_a_named_model_and_a_summary(cache, files, tmp_pa
 
 
 def test_plain_stop_reasons():
-    assert "budget of 30 features" in summary.plain_stop_reason(
+    assert "budget of 30 features" in plain_stop_reason(
         "holds the budget of B x max_iter = 30 features with a nonzero weight")
-    assert summary.plain_stop_reason(
+    assert plain_stop_reason(
         "relative objective decrease 0.0004 <= tol=0.001").startswith("converged")
-    assert "no other feature" in summary.plain_stop_reason(
+    assert "no other feature" in plain_stop_reason(
         "no candidate feature with a positive score")
 
 

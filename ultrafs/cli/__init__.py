@@ -6,8 +6,9 @@ modules: :mod:`~ultrafs.cli.errors` (one line per error, the exit
 status), :mod:`~ultrafs.cli.types` (option value types),
 :mod:`~ultrafs.cli.options` (shared options), :mod:`~ultrafs.cli.scheduler`,
 :mod:`~ultrafs.cli.terminal`, :mod:`~ultrafs.cli.output`,
-:mod:`~ultrafs.cli.data`, :mod:`~ultrafs.cli.summary` and
-:mod:`~ultrafs.cli.fgm`.
+:mod:`~ultrafs.cli.data`, :mod:`~ultrafs.cli.summary`,
+:mod:`~ultrafs.cli.method_options` (a method's options, generated from its
+parameters) and :mod:`~ultrafs.cli.run` (one method run).
 
 Heavy imports happen inside the commands so that ``--help`` is instant.
 Errors raised on purpose by ultrafs become one line on stderr and exit

@@ -9,13 +9,15 @@ import click
 
 from ultrafs.cli import terminal
 from ultrafs.cli.errors import one_line_errors
-from ultrafs.cli.fgm import fgm_options, run_select
-from ultrafs.cli.summary import plain_stop_reason
+from ultrafs.cli.method_options import given_params, method_options
+from ultrafs.cli.options import run_options, with_options
+from ultrafs.cli.run import run_method
+from ultrafs.methods.fgm_method import FGM, plain_stop_reason
 from ultrafs.cli.terminal import format_seconds
 from ultrafs.cli.types import MAX_COUNT
 
 
-@click.command()
+@click.command(params=method_options(FGM, exclude=("seed",)))
 @click.option("--dir", "directory", type=click.Path(file_okay=False),
               default="ultrafs-demo", show_default=True,
               help="Where the generated stores and the model go.")
@@ -24,9 +26,11 @@ from ultrafs.cli.types import MAX_COUNT
 @click.option("--n-relevant", type=click.IntRange(min=1, max=MAX_COUNT), default=300, show_default=True)
 @click.option("--seed", type=click.IntRange(min=0, max=2**63 - 1), default=0,
               show_default=True)
-@fgm_options
+@with_options(run_options())
+@click.option("--progress/--no-progress", default=None,
+              help="Per-iteration progress on stderr (default: on).")
 @one_line_errors
-def demo(directory, n_samples, n_features, n_relevant, seed, **params):
+def demo(directory, n_samples, n_features, n_relevant, seed, progress, **values):
     """Generate the paper's §8.2 problem into Zarr stores and run select.
 
     Writes DIR/train.zarr and DIR/test.zarr (4096 x 4096, 300 relevant
@@ -40,8 +44,10 @@ def demo(directory, n_samples, n_features, n_relevant, seed, **params):
     from ultrafs.store.writers.zarr_writer import write_store
     from ultrafs.datasets.planted import make_planted_problem
 
-    if params["progress"] is None:
-        params["progress"] = True
+    if progress is None:
+        progress = True
+    params = given_params(FGM, values)
+    FGM.make_params(**params)       # refuse bad parameters before writing data
     if n_relevant > n_features:
         raise click.BadParameter("--n-relevant exceeds --n-features")
     train_path = os.path.join(directory, "train.zarr")
@@ -56,7 +62,11 @@ def demo(directory, n_samples, n_features, n_relevant, seed, **params):
                 command="ultrafs demo")
     write_store(test_path, problem.X_test, problem.y_test, overwrite=True,
                 command="ultrafs demo")
-    model = run_select(open_store(train_path), command="ultrafs demo", **params)
+    run = {name: values[name] for name in ("block_size", "scheduler", "workers",
+                                           "connect_timeout", "worker_timeout")
+           if values.get(name) is not None}
+    model = run_method(FGM, open_store(train_path), params, command="ultrafs demo",
+                       progress=progress, **run)
     model_path = os.path.join(directory, "model.json")
     write_json_atomic(model.to_dict(), model_path)
     metrics = model.evaluate_store(open_store(test_path))

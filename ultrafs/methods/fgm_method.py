@@ -8,6 +8,7 @@ result becomes a :class:`~ultrafs.model.Model`.  The engine is imported when
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass
@@ -93,9 +94,14 @@ class FGMParams(Params):
                         kind="bool")
     refit_C: Any = param(None, "C of the refit (default: --C; with --C auto chosen on "
                          "the same held-out rows).", low=0, low_open=True, none=True)
-    validation_fraction: Any = param(None, "--C auto: the share of the rows C is chosen "
-                                     "on (default 0.2; 5 folds for at most 10,000 rows); "
-                                     "the model is then fitted on all rows.", low=0,
+    validation_fraction: Any = param(None, "Share of the rows held out (stratified, "
+                                     "seeded by --seed). With --C auto: the rows C is "
+                                     "chosen on (default 0.2; 5 folds for at most 10,000 "
+                                     "rows), then the model is fitted on all rows. "
+                                     "Otherwise (command line only): the model is fitted "
+                                     "on the other rows and its accuracy on the held-out "
+                                     "ones is printed and recorded (params.held_out).",
+                                     low=0,
                                      high=1, low_open=True, high_open=True, none=True)
     cv: Any = param(None, "--C auto: K stratified folds instead of one hold-out.",
                     kind="int", low=2, none=True)
@@ -215,15 +221,31 @@ def fit(store, targets, params: FGMParams, execution) -> FGMFit:
         saver = Checkpoint(execution.checkpoint, store_fingerprint(store),
                            _recorded(params, store, features, targets, C, C_rule))
     options = {k: v for k, v in fit_options.items() if k != "B"}
-    result = fit_fgm(features, y, n_classes=n_classes, B=params.B, C=C,
-                     callback=execution.callback, checkpoint=saver,
-                     resume=execution.resume, progress=execution.progress,
-                     memory_limit=execution.memory_limit, **options)
+    with _too_large_C(params.C):
+        result = fit_fgm(features, y, n_classes=n_classes, B=params.B, C=C,
+                         callback=execution.callback, checkpoint=saver,
+                         resume=execution.resume, progress=execution.progress,
+                         memory_limit=execution.memory_limit, **options)
     refitted = None
     if params.refit:
         refitted = _refit(features, result, y, n_classes, params,
                           float(C if refit_C is None else refit_C), weights)
     return FGMFit(result, features, C, C_rule, refitted, validation)
+
+
+@contextlib.contextmanager
+def _too_large_C(C):
+    """Name ``C`` when the solver's step bound overflows (C near 1e308)."""
+    try:
+        yield
+    except ParameterError as exc:
+        if "lipschitz0" not in str(exc) and "Lipschitz" not in str(exc):
+            raise
+        shown = C if isinstance(C, str) else f"{C:g}"
+        raise ParameterError(
+            f"--C {shown} is too large for this data: the solver's curvature bound "
+            "(C times the loss curvature and the squared column norms) overflows; "
+            "use a smaller --C or --C scale") from None
 
 
 def _recorded(params, store, features, targets, C, C_rule) -> dict:
