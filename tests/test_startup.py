@@ -117,8 +117,12 @@ else:                                  # parse select's options, run nothing
 heavy = ("ultrafs.solvers", "ultrafs.features", "ultrafs.kernels", "ultrafs.api",
          "ultrafs.store", "ultrafs.methods", "ultrafs.scoring", "numba", "dask",
          "zarr", "numpy", "scipy", "sklearn")
+# the method registry and the method modules (their parameters) are light:
+# the options of select are generated from them
+light = ("ultrafs.methods", "ultrafs.methods.registry", "ultrafs.methods.params")
 print(json.dumps(sorted(name for name in sys.modules
-                        if any(name == h or name.startswith(h + ".") for h in heavy))))
+                        if any(name == h or name.startswith(h + ".") for h in heavy)
+                        and name not in light and not name.endswith("_method"))))
 """
 
 
