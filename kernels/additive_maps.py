@@ -72,7 +72,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .scoring import _heap_push, _ranks_before, _skip_to, _sorted_heap
+from .scoring import heap_push, ranks_before, skip_to, sorted_heap
 
 __all__ = [
     "HIK_LEVELS",
@@ -578,11 +578,11 @@ def expand_columns_js(indptr, indices, data, scale, source, level):
 @njit(cache=True, nogil=True, inline="always")
 def _offer_group(heap_scores, heap_keys, size, k, score, key, excluded, ex):
     """Offer a group's score; return ``(size, ex)`` (the checks of ``_block_topk``)."""
-    if score > 0.0 and (size < k or _ranks_before(score, key, heap_scores[0],
+    if score > 0.0 and (size < k or ranks_before(score, key, heap_scores[0],
                                                   heap_keys[0])):
-        ex = _skip_to(excluded, ex, key)
+        ex = skip_to(excluded, ex, key)
         if not (ex < excluded.shape[0] and excluded[ex] == key):
-            size = _heap_push(heap_scores, heap_keys, size, score, key)
+            size = heap_push(heap_scores, heap_keys, size, score, key)
     return size, ex
 
 
@@ -593,7 +593,7 @@ def _hik_topk(indptr, indices, data, scale, weights, first_key, excluded, k, q):
     heap_keys = np.empty(n, dtype=np.int64)
     size = np.int64(0)
     if k <= 0:
-        return _sorted_heap(heap_scores, heap_keys, size)
+        return sorted_heap(heap_scores, heap_keys, size)
     ex = np.searchsorted(excluded, first_key)
     bucket = np.zeros(q + 1, dtype=np.float64)
     for j in range(indptr.shape[0] - 1):
@@ -610,7 +610,7 @@ def _hik_topk(indptr, indices, data, scale, weights, first_key, excluded, k, q):
             total += suffix * suffix
         size, ex = _offer_group(heap_scores, heap_keys, size, k, total / q,
                                 first_key + j, excluded, ex)
-    return _sorted_heap(heap_scores, heap_keys, size)
+    return sorted_heap(heap_scores, heap_keys, size)
 
 
 @njit(cache=True, nogil=True)
@@ -622,7 +622,7 @@ def _hik_topk_multi(indptr, indices, data, scale, weights, first_key, excluded, 
     heap_keys = np.empty(n, dtype=np.int64)
     size = np.int64(0)
     if k <= 0:
-        return _sorted_heap(heap_scores, heap_keys, size)
+        return sorted_heap(heap_scores, heap_keys, size)
     ex = np.searchsorted(excluded, first_key)
     bucket = np.zeros((q + 1, n_classes), dtype=np.float64)
     suffix = np.zeros(n_classes, dtype=np.float64)
@@ -643,7 +643,7 @@ def _hik_topk_multi(indptr, indices, data, scale, weights, first_key, excluded, 
                 total += suffix[c] * suffix[c]
         size, ex = _offer_group(heap_scores, heap_keys, size, k, total / q,
                                 first_key + j, excluded, ex)
-    return _sorted_heap(heap_scores, heap_keys, size)
+    return sorted_heap(heap_scores, heap_keys, size)
 
 
 @njit(cache=True, nogil=True)
@@ -654,7 +654,7 @@ def _vz_topk(indptr, indices, data, weights, first_key, excluded, k, coef, step)
     heap_keys = np.empty(n, dtype=np.int64)
     size = np.int64(0)
     if k <= 0:
-        return _sorted_heap(heap_scores, heap_keys, size)
+        return sorted_heap(heap_scores, heap_keys, size)
     ex = np.searchsorted(excluded, first_key)
     values = np.empty(g, dtype=np.float64)
     acc = np.zeros(g, dtype=np.float64)
@@ -672,7 +672,7 @@ def _vz_topk(indptr, indices, data, weights, first_key, excluded, k, coef, step)
             total += acc[l] * acc[l]
         size, ex = _offer_group(heap_scores, heap_keys, size, k, total,
                                 first_key + j, excluded, ex)
-    return _sorted_heap(heap_scores, heap_keys, size)
+    return sorted_heap(heap_scores, heap_keys, size)
 
 
 @njit(cache=True, nogil=True)
@@ -684,7 +684,7 @@ def _vz_topk_multi(indptr, indices, data, weights, first_key, excluded, k, coef,
     heap_keys = np.empty(n, dtype=np.int64)
     size = np.int64(0)
     if k <= 0:
-        return _sorted_heap(heap_scores, heap_keys, size)
+        return sorted_heap(heap_scores, heap_keys, size)
     ex = np.searchsorted(excluded, first_key)
     values = np.empty(g, dtype=np.float64)
     acc = np.zeros((g, n_classes), dtype=np.float64)
@@ -705,7 +705,7 @@ def _vz_topk_multi(indptr, indices, data, weights, first_key, excluded, k, coef,
                 total += acc[l, c] * acc[l, c]
         size, ex = _offer_group(heap_scores, heap_keys, size, k, total,
                                 first_key + j, excluded, ex)
-    return _sorted_heap(heap_scores, heap_keys, size)
+    return sorted_heap(heap_scores, heap_keys, size)
 
 
 @njit(cache=True, nogil=True)

@@ -34,7 +34,7 @@ there is no sign split, so the kernels report Ā_j as the positive part and
 import numpy as np
 from numba import njit, prange
 
-from .scoring import _heap_push, _is_excluded, _offer, _ranks_before, _sorted_heap
+from .scoring import heap_push, is_excluded, offer, ranks_before, sorted_heap
 from .spans import first_at_least
 
 __all__ = [
@@ -304,8 +304,8 @@ def cross_topk(left_indptr, left_indices, left_data, left_columns, left_pos,
             v = s_sum
             s = scale * v * v
             key = pair_key(j, right_columns[kl], n_features)
-            size = _offer(heap_scores, heap_keys, size, s, key, excluded)
-    keys, scores = _sorted_heap(heap_scores, heap_keys, size)
+            size = offer(heap_scores, heap_keys, size, s, key, excluded)
+    keys, scores = sorted_heap(heap_scores, heap_keys, size)
     return keys, scores, n_evaluated, n_pruned
 
 
@@ -395,8 +395,8 @@ def cross_topk_multi(left_indptr, left_indices, left_data, left_columns, left_po
             n_evaluated += 1
             s = scale * norm2
             key = pair_key(j, right_columns[kl], n_features)
-            size = _offer(heap_scores, heap_keys, size, s, key, excluded)
-    keys, scores = _sorted_heap(heap_scores, heap_keys, size)
+            size = offer(heap_scores, heap_keys, size, s, key, excluded)
+    keys, scores = sorted_heap(heap_scores, heap_keys, size)
     return keys, scores, n_evaluated, n_pruned
 
 
@@ -688,8 +688,8 @@ def gram_topk(gram, columns, scale, excluded, n_features, k, split=0):
             n_nonzero += 1
             s = scale * v * v
             key = pair_key(j, columns[b], n_features)
-            size = _offer(heap_scores, heap_keys, size, s, key, excluded)
-    keys, scores = _sorted_heap(heap_scores, heap_keys, size)
+            size = offer(heap_scores, heap_keys, size, s, key, excluded)
+    keys, scores = sorted_heap(heap_scores, heap_keys, size)
     return keys, scores, n_nonzero
 
 
@@ -780,19 +780,19 @@ def column_pass_topk(indptr, indices, data, weights, binary, first_column,
                 else:
                     s = square_scale * sq * sq
                     key = pair_key(column, column, n_features)
-                if s > 0.0 and (size < k or _ranks_before(s, key, heap_scores[0],
+                if s > 0.0 and (size < k or ranks_before(s, key, heap_scores[0],
                                                           heap_keys[0])):
-                    if not _is_excluded(excluded, key):
-                        size = _heap_push(heap_scores, heap_keys, size, s, key)
+                    if not is_excluded(excluded, key):
+                        size = heap_push(heap_scores, heap_keys, size, s, key)
         live = max(pos, neg)
         if n_seed == 0 or not live > 0.0:
             continue
-        if n_seeds == n_seed and not _ranks_before(live, column, seed_scores[0],
+        if n_seeds == n_seed and not ranks_before(live, column, seed_scores[0],
                                                    seed_keys[0]):
             continue
-        n_seeds = _heap_push(seed_scores, seed_keys, n_seeds, live, column)
-    top_keys, top_scores = _sorted_heap(heap_scores, heap_keys, size)
-    seed_columns, seed_weights = _sorted_heap(seed_scores, seed_keys, n_seeds)
+        n_seeds = heap_push(seed_scores, seed_keys, n_seeds, live, column)
+    top_keys, top_scores = sorted_heap(heap_scores, heap_keys, size)
+    seed_columns, seed_weights = sorted_heap(seed_scores, seed_keys, n_seeds)
     return top_keys, top_scores, seed_columns, seed_weights, max_abs, min_value
 
 

@@ -708,7 +708,7 @@ def combine_block_products_parallel(xv, xg, scale, step, offset, out):
 
 
 @njit(cache=True, nogil=True)
-def _count_rows(indices, starts, r, counts, row0=0):
+def count_range_rows(indices, starts, r, counts, row0=0):
     """Entries per row of range ``r`` into ``counts`` (rows from ``row0``)."""
     for j in range(starts.shape[0]):
         for k in range(starts[j, r], starts[j, r + 1]):
@@ -716,7 +716,7 @@ def _count_rows(indices, starts, r, counts, row0=0):
 
 
 @njit(cache=True, nogil=True)
-def _fill_rows(indices, data, starts, r, nxt, out_idx, out_val, row0=0):
+def fill_range_rows(indices, data, starts, r, nxt, out_idx, out_val, row0=0):
     """CSR entries of the rows of range ``r`` (rows counted from ``row0``)."""
     values = len(data) > 0
     for j in range(starts.shape[0]):
@@ -762,12 +762,12 @@ def csc_to_csr(indptr, indices, data, n_rows, starts, bounds):
     R = len(bounds) - 1
     counts = np.zeros(n_rows + 1, dtype=np.int64)
     for r in range(R):
-        _count_rows(indices, starts, r, counts[1:])
+        count_range_rows(indices, starts, r, counts[1:])
     nxt = _csr_pointers(counts)
     out_idx = np.empty(counts[n_rows], dtype=np.int32)
     out_val = np.empty(counts[n_rows] if len(data) else 0, dtype=data.dtype)
     for r in range(R):
-        _fill_rows(indices, data, starts, r, nxt, out_idx, out_val)
+        fill_range_rows(indices, data, starts, r, nxt, out_idx, out_val)
     return counts, out_idx, out_val
 
 
@@ -777,12 +777,12 @@ def csc_to_csr_parallel(indptr, indices, data, n_rows, starts, bounds):
     R = len(bounds) - 1
     counts = np.zeros(n_rows + 1, dtype=np.int64)
     for r in prange(R):
-        _count_rows(indices, starts, r, counts[1:])
+        count_range_rows(indices, starts, r, counts[1:])
     nxt = _csr_pointers(counts)
     out_idx = np.empty(counts[n_rows], dtype=np.int32)
     out_val = np.empty(counts[n_rows] if len(data) else 0, dtype=data.dtype)
     for r in prange(R):
-        _fill_rows(indices, data, starts, r, nxt, out_idx, out_val)
+        fill_range_rows(indices, data, starts, r, nxt, out_idx, out_val)
     return counts, out_idx, out_val
 
 

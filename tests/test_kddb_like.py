@@ -416,7 +416,7 @@ def test_parse_errors_from_the_thread_keep_their_line(tmp_path):
 
 
 def test_group_bounds_limit_entries_and_columns():
-    plan = libsvm._MemoryPlan(2 ** 20)                 # 10,485 entries, 8,192 columns
+    plan = libsvm.MemoryPlan(2 ** 20)                 # 10,485 entries, 8,192 columns
     rng = np.random.default_rng(8)
     counts = rng.integers(0, 3, 100_000)
     counts[500] = 50_000                                 # a heavy column: a group alone

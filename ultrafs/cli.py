@@ -960,11 +960,11 @@ def _structure(store, groups_path, tree_path, kernel, kernel_q=None, kernel_n=No
     structure = {"kernel": kernel, "kernel_params": kernel_params or None}
     if groups_path is not None:
         from ultrafs.features.group_files import read_groups_file
-        from ultrafs.features.groups import _group_map
+        from ultrafs.features.groups import group_map
 
         _, value = read_groups_file(groups_path)
         try:
-            structure["groups"] = _group_map(store, value)
+            structure["groups"] = group_map(store, value)
         except ParameterError as exc:
             raise ParameterError(f"{groups_path}: {exc}") from None
     if tree_path is not None:

@@ -137,9 +137,9 @@ import numpy as np
 
 from ultrafs.errors import ParameterError, UltraFSError
 from ultrafs.kernels.sampling import guide_table, search_right, sort_grouped
-# _MemoryPlan: the budget split of LIBSVM ingest, reused so both agree on chunk sizes
+# MemoryPlan: the budget split of LIBSVM ingest, reused so both agree on chunk sizes
 from ultrafs.store.writers.libsvm import (MIN_MEMORY_BUDGET, ExternalTranspose, LibsvmTextWriter,
-                                          _MemoryPlan, check_text_output, gather_blocks,
+                                          MemoryPlan, check_text_output, gather_blocks,
                                           pack_keys)
 from ultrafs.store.writers.zarr_writer import StoreWriter, check_output_path, remove_tree
 from ultrafs.store.zarr_store import DEFAULT_BLOCK_NNZ
@@ -1144,7 +1144,7 @@ def make_kddb_like(output_path, *, n_samples, n_features, nnz_per_row=DEFAULT_NN
     model = plant_model(model_rng, zipf.expected_frequency(nnz_per_row), n_linear=n_linear,
                         n_cross=n_cross, min_cooccurrence=min_cooccurrence, noise=noise)
     planted_columns = model.columns(zipf.column_of_rank)
-    plan = _MemoryPlan(int(memory_budget))
+    plan = MemoryPlan(int(memory_budget))
     common = {"seed": seed, "chunk_rows": chunk_rows, "model": model,
               "nnz_per_row": float(nnz_per_row), "command": command,
               "n_features": n_features, "n_threads": n_threads,

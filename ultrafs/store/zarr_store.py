@@ -59,14 +59,14 @@ REQUIRED_ATTRS = ("format", "format_version", "n_samples", "n_features", "nnz",
                   "created_by", "created_with", "complete")
 
 
-def _compressor():
+def chunk_compressor():
     """The codec of every array: Blosc-LZ4 with byte shuffle (fast reads)."""
     from zarr.codecs import BloscCodec
 
     return BloscCodec(cname="lz4", clevel=5, shuffle="shuffle")
 
 
-def _codecs():
+def chunk_codecs():
     """Bytes-to-bytes codecs of every array (format 3): Blosc-LZ4, then CRC-32C.
 
     The checksum covers the compressed chunk, so any flipped bit of a chunk
@@ -74,7 +74,7 @@ def _codecs():
     """
     from zarr.codecs import Crc32cCodec
 
-    return [_compressor(), Crc32cCodec()]
+    return [chunk_compressor(), Crc32cCodec()]
 
 
 def _read_group_attrs(path: Path) -> dict:
@@ -809,7 +809,7 @@ class ZarrStore(WrittenStore):
                 f"values among {n_columns} requested columns")
 
 
-def _reopen_lazily(path):
+def reopen_lazily(path):
     """Unpickle a ZarrStore: keep the path, open the metadata on first use."""
     store = ZarrStore.__new__(ZarrStore)
     store._init_state(path)

@@ -895,7 +895,7 @@ def _scatter_positions(columns, first, column_start, filled) -> np.ndarray:
 # ingest
 # --------------------------------------------------------------------------
 @dataclass(frozen=True)
-class _MemoryPlan:
+class MemoryPlan:
     """How an ingest splits its memory budget."""
 
     budget: int
@@ -1063,7 +1063,7 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
     detect_compression(source)
     if command is None:
         command = _describe_call(source, output, dtype, zero_based, n_features, target)
-    plan = _MemoryPlan(memory_budget)
+    plan = MemoryPlan(memory_budget)
     run_dir = Path(tempfile.mkdtemp(prefix=f"{output.name}.runs-", dir=output.parent))
     transpose = ExternalTranspose(run_dir, plan.buffer_bytes)
     try:
