@@ -382,7 +382,8 @@ ALLOWED = {
     "datasets": {"errors", "kernels", "store"},
 }
 FACES = {"api", "binary_linear", "cli", "estimator", "gsrfs_estimator", "l1_estimator",
-         "mslr_estimator", "model", "model_checks", "report", "sklr_estimator"}
+         "mslr_estimator", "model", "model_checks", "report", "report_curves",
+         "sklr_estimator"}
 
 
 def _imported_units(path):
