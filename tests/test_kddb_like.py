@@ -25,8 +25,9 @@ from ultrafs.kernels.libsvm_parse import format_binary_rows
 from ultrafs.kernels.long_table import add_key_counts, sort_keys_by_column
 from ultrafs.kernels.sampling import guide_table, search_right, sort_grouped
 from ultrafs.store import open_store
-from ultrafs.store.writers import libsvm
-from ultrafs.store.writers.libsvm import ExternalTranspose, ingest_libsvm
+from ultrafs.store.writers import libsvm, libsvm_text_writer
+from ultrafs.store.writers.external_transpose import ExternalTranspose
+from ultrafs.store.writers.libsvm import ingest_libsvm
 from ultrafs.store.writers.zarr_writer import StoreWriter
 
 TOOL = Path(__file__).resolve().parents[1] / "tools" / "make_kddb_like.py"
@@ -126,7 +127,7 @@ def test_text_rows_are_sorted_and_labelled(with_text):
 
 def test_text_writing_interrupted_leaves_nothing(tmp_path, monkeypatch):
     calls = []
-    original = libsvm.LibsvmTextWriter.write_rows
+    original = libsvm_text_writer.LibsvmTextWriter.write_rows
 
     def failing(self, *args):
         calls.append(1)
@@ -134,7 +135,7 @@ def test_text_writing_interrupted_leaves_nothing(tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return original(self, *args)
 
-    monkeypatch.setattr(libsvm.LibsvmTextWriter, "write_rows", failing)
+    monkeypatch.setattr(libsvm_text_writer.LibsvmTextWriter, "write_rows", failing)
     with pytest.raises(KeyboardInterrupt):
         make_kddb_like(tmp_path / "a.zarr", libsvm_output=tmp_path / "a.svm",
                        test_output=tmp_path / "t.zarr", n_test=100, **SMALL)

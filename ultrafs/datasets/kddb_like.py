@@ -77,7 +77,7 @@ Memory and speed
 Rows are generated ``chunk_rows`` at a time by ``n_threads`` worker
 threads (at most ``2 n_threads`` chunks in flight) and fed, in chunk order,
 to the external transpose of LIBSVM ingest
-(:class:`ultrafs.store.writers.libsvm.ExternalTranspose`), which spills
+(:class:`ultrafs.store.writers.external_transpose.ExternalTranspose`), which spills
 sorted runs to disk; the store is then written one column group at a time
 through :class:`ultrafs.store.writers.zarr_writer.StoreWriter` (atomic
 publish), with the LIBSVM text, when asked for, written by a helper thread
@@ -138,9 +138,9 @@ import numpy as np
 from ultrafs.errors import ParameterError, UltraFSError
 from ultrafs.kernels.sampling import guide_table, search_right, sort_grouped
 # MemoryPlan: the budget split of LIBSVM ingest, reused so both agree on chunk sizes
-from ultrafs.store.writers.libsvm import (MIN_MEMORY_BUDGET, ExternalTranspose, LibsvmTextWriter,
-                                          MemoryPlan, check_text_output, gather_blocks,
-                                          pack_keys)
+from ultrafs.store.writers.external_transpose import ExternalTranspose, pack_keys
+from ultrafs.store.writers.libsvm import MIN_MEMORY_BUDGET, MemoryPlan, gather_blocks
+from ultrafs.store.writers.libsvm_text_writer import LibsvmTextWriter, check_text_output
 from ultrafs.store.writers.zarr_writer import StoreWriter, check_output_path, remove_tree
 from ultrafs.store.zarr_store import DEFAULT_BLOCK_NNZ
 
