@@ -19,7 +19,8 @@ import pytest
 from click.testing import CliRunner
 
 from ultrafs.datasets import kddb_like
-from ultrafs.datasets.kddb_like import ZipfColumns, make_kddb_like
+from ultrafs.datasets.kddb_like import make_kddb_like
+from ultrafs.datasets.kddb_model import ZipfColumns, plant_model
 from ultrafs.errors import OutputPathError, StoreExistsError
 from ultrafs.kernels.libsvm_parse import format_binary_rows
 from ultrafs.kernels.long_table import add_key_counts, sort_keys_by_column
@@ -66,7 +67,7 @@ def test_chunks_are_pure_functions_of_their_index(tmp_path):
     """A chunk drawn alone equals the same chunk drawn in sequence."""
     rng = kddb_like._rng(0, kddb_like._STREAM_MODEL)
     zipf = ZipfColumns.build(5000, 1.1, rng)
-    model = kddb_like.plant_model(rng, zipf.expected_frequency(29), n_linear=5, n_cross=5)
+    model = plant_model(rng, zipf.expected_frequency(29), n_linear=5, n_cross=5)
     task = dict(seed=0, stream=1, zipf=zipf, model=model, nnz_per_row=29.0, text=True)
     alone = kddb_like._chunk_task(3, 300, 100, **task)
     in_order = [kddb_like._chunk_task(i, 100 * i, 100, **task) for i in range(5)][3]
