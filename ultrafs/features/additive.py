@@ -37,10 +37,9 @@ from ultrafs.features.groups import expand_groups, sorted_unique
 from ultrafs.kernels.additive_maps import (HIK_LEVELS, MAPS, VZ_ORDER, VZ_STEPS,
                                            expand_columns_hik, expand_columns_vz,
                                            row_max_squares_hik, row_max_squares_vz,
-                                           score_block_topk_hik,
-                                           score_block_topk_multi_hik,
-                                           score_block_topk_multi_vz,
-                                           score_block_topk_vz, vz_coefficients)
+                                           vz_coefficients)
+from ultrafs.kernels.additive_topk import (score_block_topk_hik, score_block_topk_multi_hik,
+                                           score_block_topk_multi_vz, score_block_topk_vz)
 from ultrafs.scoring.topk import TopK
 from ultrafs.store.base import ColumnBlock
 
