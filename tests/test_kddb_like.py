@@ -26,7 +26,7 @@ from ultrafs.kernels.libsvm_parse import format_binary_rows
 from ultrafs.kernels.long_table import add_key_counts, sort_keys_by_column
 from ultrafs.kernels.sampling import guide_table, search_right, sort_grouped
 from ultrafs.store import open_store
-from ultrafs.store.writers import libsvm, libsvm_text_writer
+from ultrafs.store.writers import external_transpose, libsvm, libsvm_text_writer
 from ultrafs.store.writers.external_transpose import ExternalTranspose
 from ultrafs.store.writers.libsvm import ingest_libsvm
 from ultrafs.store.writers.zarr_writer import StoreWriter
@@ -362,7 +362,7 @@ def test_small_run_index_stride_reads_the_same_runs(tmp_path, monkeypatch):
     source = tmp_path / "in.svm"
     source.write_text("\n".join(lines) + "\n")
     reference = ingest_libsvm(source, tmp_path / "ref.zarr", memory_budget=2 ** 28)
-    monkeypatch.setattr(libsvm, "RUN_INDEX_STRIDE", 3)
+    monkeypatch.setattr(external_transpose, "RUN_INDEX_STRIDE", 3)
     small = ingest_libsvm(source, tmp_path / "small.zarr", memory_budget=2 ** 14,
                           block_nnz=97)
     assert reference["n_runs"] == 0 and small["n_runs"] > 5
