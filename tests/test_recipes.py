@@ -378,13 +378,14 @@ ALLOWED = {
     "solvers": {"errors", "kernels"},
     "features": {"errors", "kernels", "store", "scoring", "solvers"},
     "model": {"ultrafs", "errors", "atomic", "json_fields", "kernels", "store",
-              "features", "solvers"},
+              "features", "solvers", "model_checks"},
+    "model_checks": {"ultrafs", "errors", "json_fields", "store", "solvers", "features"},
     "methods": {"errors", "atomic", "json_fields", "rss", "kernels", "store",
                 "scoring", "features", "solvers", "model"},
     "datasets": {"errors", "kernels", "store"},
 }
 FACES = {"api", "binary_linear", "cli", "gsrfs_estimator", "l1_estimator",
-         "mslr_estimator", "report", "sklearn", "sklr_estimator"}
+         "mslr_estimator", "report", "report_curves", "sklearn", "sklr_estimator"}
 
 
 def _imported_units(path):

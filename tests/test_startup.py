@@ -5,7 +5,7 @@
   (checked in a fresh process: ``sys.modules``).
 * A local pass is a plain Dask graph with the tree of ``dask.bag``'s
   ``reduction``: a merge that records its operands shows the same tree.
-* The direct chunk reader of Zarr stores (``zarr_store._ChunkReader``)
+* The direct chunk reader of Zarr stores (``zarr_chunks.ChunkReader``)
   reads what zarr-python reads, range by range, and fails where it fails
   with the same messages (missing, damaged, short and long chunk files).
 """
@@ -25,7 +25,7 @@ from ultrafs.errors import ParameterError, StoreFormatError
 from ultrafs.scoring.runner import run_block_tasks
 from ultrafs.scoring.scheduling import local_get, resolve_scheduler
 from ultrafs.store.writers.zarr_writer import write_store
-from ultrafs.store import zarr_store
+from ultrafs.store import zarr_chunks, zarr_store
 from ultrafs.store.zarr_store import ZarrStore
 
 
@@ -53,7 +53,7 @@ def write_small(path, kind="valued"):
 
 def zarr_python(monkeypatch):
     """Make every store open through zarr-python (the path before issue 11)."""
-    monkeypatch.setattr(zarr_store._ChunkReader, "from_document",
+    monkeypatch.setattr(zarr_chunks.ChunkReader, "from_document",
                         classmethod(lambda cls, folder, doc: None))
     monkeypatch.setattr(zarr_store, "_plain_group_attrs", lambda path: None)
 
@@ -323,12 +323,12 @@ def test_documents_other_than_the_plain_ones_open_through_zarr_python(tmp_path):
     assert everything(ZarrStore(store.path)) == expected
 
     plain = json.loads((store.path / "indices" / "zarr.json").read_text())
-    assert zarr_store._ChunkReader.from_document(store.path, plain) is not None
+    assert zarr_chunks.ChunkReader.from_document(store.path, plain) is not None
     for change in ({"codecs": plain["codecs"][:2]}, {"storage_transformers": [{}]},
                    {"chunk_key_encoding": {"name": "v2"}}, {"shape": [3, 4]},
                    {"data_type": "uint16"}, {"fill_value": "0x7fc00000"},
                    {"must_understand": True}, {"node_type": "group"}):
-        assert zarr_store._ChunkReader.from_document(
+        assert zarr_chunks.ChunkReader.from_document(
             store.path, {**plain, **change}) is None, change
 
 
