@@ -2,7 +2,8 @@
 ``FGMClassifier(B=5, max_iter=2)`` fit of a fresh process, BLAS on one thread.
 
 Run with an empty ``NUMBA_CACHE_DIR`` to time compilation (see
-bench/README.md §20.5 for the loop that alternated before/after).
+bench/notes/20-5-subproblem-solves.md for the loop that alternated
+before/after).
 """
 import time, warnings, json, sys
 t0 = time.perf_counter()

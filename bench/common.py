@@ -2,7 +2,7 @@
 
 Every benchmark records time, peak memory and a quality figure, warms the
 numba JIT before timing, and writes its raw results as JSON under
-``bench/out/`` (ignored by git); the figures quoted in ``bench/README.md``
+``bench/out/`` (ignored by git); the figures quoted in ``bench/notes/``
 come from those files.
 """
 

@@ -46,7 +46,7 @@ Usage::
     python bench/compile_cost.py --demo-size small     # a 1000 x 2000 demo
 
 Raw results go to ``bench/out/compile_cost_<mode>.json``; ``--markdown``
-prints the tables of ``bench/README.md §20.2``.
+prints the tables of ``bench/notes/20-2-compile-cost.md``.
 """
 
 from __future__ import annotations

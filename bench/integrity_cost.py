@@ -51,12 +51,12 @@ def main(argv=None):
     y = rng.integers(0, 2, args.rows)
     folder = tempfile.mkdtemp(prefix="integrity-cost-")
     checked = zarr_writer.write_store(folder + "/crc.zarr", X, y)
-    codecs = zarr_writer._codecs
-    zarr_writer._codecs = lambda: [zarr_store._compressor()]      # format 2's codecs
+    codecs = zarr_writer.chunk_codecs
+    zarr_writer.chunk_codecs = lambda: [zarr_store.chunk_compressor()]      # format 2's codecs
     try:
         plain = zarr_writer.write_store(folder + "/plain.zarr", X, y)
     finally:
-        zarr_writer._codecs = codecs
+        zarr_writer.chunk_codecs = codecs
     with_crc, without = [], []
     for _ in range(args.rounds):
         with_crc.append(full_pass(checked.path))

@@ -14,7 +14,7 @@ medians of the per-round ratios are reported with the load average):
     a process that loads the same LIBSVM text with scikit-learn and fits
     liblinear's l1-LR (C = 0.02, ~290 nonzeros; ``imdb_side_by_side.py``).
     The authors' C++ toolkit was never built in this project (see
-    bench/README.md section 6): (b) stands in for it.  Goal: a/b <= 0.3.
+    bench/notes/06-imdb-speed.md): (b) stands in for it.  Goal: a/b <= 0.3.
 (e) in one process: ``FGMClassifier(B=30, max_iter=10).fit(X, y)`` with X the
     train half as a scipy CSR matrix, against liblinear's l1-LR fit
     (C = 0.02) on the same matrix, plus ``X.tocsc()`` against the

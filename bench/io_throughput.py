@@ -279,7 +279,7 @@ def fmt(x, digits=3):
 
 
 def markdown(results):
-    """The tables quoted in bench/README.md."""
+    """The tables quoted in bench/notes/05-backends-and-latency.md."""
     repeat = results["repeat"]
     lines = [f"### Scoring-pass throughput (threads, k = {K}, median of {repeat} passes)",
              "", "nnz/s (pass seconds); *32 blocks*: even column blocks; *default*: "

@@ -4,8 +4,8 @@ Question: with the KKT check reading only the columns a bound cannot
 certify, on the store's decoded copy in memory, is ``ultrafs path
 --screening slores`` on imdb50k (25,000 × 2,482,617, the 86-point grid
 λ/λ_max = 0.95 … 0.10, tol 1e-6) at most 0.07× skglm's fits on the same
-grid (bench/README.md §16 "Peers on the same grid"), and what share of the
-path is the KKT check before and after?
+grid (bench/notes/16-l1-path-slores.md, "Peers on the same grid"), and
+what share of the path is the KKT check before and after?
 
 Protocol: paired, interleaved rounds on the same machine; each round runs,
 in an order rotated per round,

@@ -18,7 +18,8 @@ labels, same nnz, and the same rows in ``--check-columns`` random
 non-empty columns; feature id ``k`` of the ingested store is column
 ``k - 1`` of the generated one).  The load average before and after each
 step is recorded: another job on the machine slows a step down (the
-figures in ``bench/README.md`` say under which load they were taken).
+figures in ``bench/notes/14-kddb-scale.md`` say under which load they were
+taken).
 The numba kernels are warmed (a tiny generation and ingest) before
 timing; their cache lives on disk, so children start warm.
 

@@ -48,15 +48,16 @@ data); a stored value that is not ``> 0`` (an explicit 0.0) maps to
 ``phi = 0``.
 
 Kernels (one per map and operation, dispatched by name through the dicts
-:data:`PHI`, :data:`EXPAND_BLOCK`, :data:`EXPAND_COLUMNS`,
-:data:`SCORE_BLOCK_TOPK` and :data:`SCORE_BLOCK_TOPK_MULTI`; no kernel
-branches on a map code):
+:data:`PHI`, :data:`EXPAND_BLOCK`, :data:`EXPAND_COLUMNS` here and
+``SCORE_BLOCK_TOPK`` and ``SCORE_BLOCK_TOPK_MULTI`` of
+:mod:`ultrafs.kernels.additive_topk`; no kernel branches on a map code):
 
 * ``expand_block_<map>(indptr, indices, data, scale)``: the CSC of all G
   generated columns of every column of a block;
 * ``expand_columns_<map>(indptr, indices, data, scale, source, level)``:
   a few generated columns only (prediction, the subproblem's cache);
-* ``score_block_topk_<map>`` / ``score_block_topk_multi_<map>``: the fused
+* ``score_block_topk_<map>`` / ``score_block_topk_multi_<map>``
+  (:mod:`ultrafs.kernels.additive_topk`): the fused
   worst-case analysis of a block with the bounded top-k heap of
   ``scoring.py`` (same ranking, exclusion and positive-score rules).
 
@@ -72,7 +73,6 @@ import math
 import numpy as np
 from numba import njit
 
-from .scoring import _heap_push, _ranks_before, _skip_to, _sorted_heap
 
 __all__ = [
     "HIK_LEVELS",
@@ -81,6 +81,13 @@ __all__ = [
     "VZ_STEPS",
     "MAPS",
     "N_GENERATED",
+    "CHI2_COEF",
+    "INTERSECTION_COEF",
+    "JS_COEF",
+    "CHI2_STEP",
+    "INTERSECTION_STEP",
+    "JS_STEP",
+    "vz_fill",
     "vz_spectrum",
     "vz_coefficients",
     "hik_level",
@@ -96,24 +103,12 @@ __all__ = [
     "expand_columns_chi2",
     "expand_columns_intersection",
     "expand_columns_js",
-    "score_block_topk_hik",
-    "score_block_topk_chi2",
-    "score_block_topk_intersection",
-    "score_block_topk_js",
-    "score_block_topk_vz",
-    "score_block_topk_multi_vz",
     "expand_columns_vz",
     "expand_block_vz",
     "row_max_squares_vz",
-    "score_block_topk_multi_hik",
-    "score_block_topk_multi_chi2",
-    "score_block_topk_multi_intersection",
-    "score_block_topk_multi_js",
     "PHI",
     "EXPAND_BLOCK",
     "EXPAND_COLUMNS",
-    "SCORE_BLOCK_TOPK",
-    "SCORE_BLOCK_TOPK_MULTI",
 ]
 
 #: HIK quantisation levels q (the paper's 100 generated columns per feature)
@@ -176,12 +171,12 @@ def vz_coefficients(name, order=VZ_ORDER, step=None):
 
 # compile-time constants of the kernels (float tuples are frozen into the
 # compiled code, so the kernels stay cacheable)
-_CHI2 = tuple(float(c) for c in vz_coefficients("chi2"))
-_INTERSECTION = tuple(float(c) for c in vz_coefficients("intersection"))
-_JS = tuple(float(c) for c in vz_coefficients("js"))
-_CHI2_STEP = VZ_STEPS["chi2"]
-_INTERSECTION_STEP = VZ_STEPS["intersection"]
-_JS_STEP = VZ_STEPS["js"]
+CHI2_COEF = tuple(float(c) for c in vz_coefficients("chi2"))
+INTERSECTION_COEF = tuple(float(c) for c in vz_coefficients("intersection"))
+JS_COEF = tuple(float(c) for c in vz_coefficients("js"))
+CHI2_STEP = VZ_STEPS["chi2"]
+INTERSECTION_STEP = VZ_STEPS["intersection"]
+JS_STEP = VZ_STEPS["js"]
 
 
 # --------------------------------------------------------------------------
@@ -237,7 +232,7 @@ def phi_hik(x, scale, out):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _vz_fill(x, coef, step, out):
+def vz_fill(x, coef, step, out):
     """Write ``Psi_0(x) .. Psi_2n(x)`` into ``out`` (float64, (2n+1,)).
 
     The angles kL log x come from cos/sin of L log x by the angle-addition
@@ -264,19 +259,19 @@ def _vz_fill(x, coef, step, out):
 @njit(cache=True, nogil=True)
 def phi_chi2(x, scale, out):
     """Write the 11 chi2 map values of ``x`` into ``out`` (``scale`` unused)."""
-    _vz_fill(x, _CHI2, _CHI2_STEP, out)
+    vz_fill(x, CHI2_COEF, CHI2_STEP, out)
 
 
 @njit(cache=True, nogil=True)
 def phi_intersection(x, scale, out):
     """Write the 11 intersection map values of ``x`` into ``out`` (``scale`` unused)."""
-    _vz_fill(x, _INTERSECTION, _INTERSECTION_STEP, out)
+    vz_fill(x, INTERSECTION_COEF, INTERSECTION_STEP, out)
 
 
 @njit(cache=True, nogil=True)
 def phi_js(x, scale, out):
     """Write the 11 Jensen-Shannon map values of ``x`` into ``out`` (``scale`` unused)."""
-    _vz_fill(x, _JS, _JS_STEP, out)
+    vz_fill(x, JS_COEF, JS_STEP, out)
 
 
 # --------------------------------------------------------------------------
@@ -327,7 +322,7 @@ def _vz_expand_block(indptr, indices, data, coef, step):
     cast = np.empty(g, dtype=data.dtype)
     for j in range(n_columns):
         for p in range(indptr[j], indptr[j + 1]):
-            _vz_fill(np.float64(data[p]), coef, step, values)
+            vz_fill(np.float64(data[p]), coef, step, values)
             for l in range(g):
                 cast[l] = values[l]
                 if cast[l] != 0:
@@ -342,7 +337,7 @@ def _vz_expand_block(indptr, indices, data, coef, step):
         for l in range(g):
             cursor[l] = out_indptr[j * g + l]
         for p in range(indptr[j], indptr[j + 1]):
-            _vz_fill(np.float64(data[p]), coef, step, values)
+            vz_fill(np.float64(data[p]), coef, step, values)
             row = indices[p]
             for l in range(g):
                 cast[l] = values[l]
@@ -405,19 +400,19 @@ def expand_block_chi2(indptr, indices, data, scale):
         ``data.dtype``) on the rows of column j where the cast value is
         nonzero, rows increasing.
     """
-    return _vz_expand_block(indptr, indices, data, _CHI2, _CHI2_STEP)
+    return _vz_expand_block(indptr, indices, data, CHI2_COEF, CHI2_STEP)
 
 
 @njit(cache=True, nogil=True)
 def expand_block_intersection(indptr, indices, data, scale):
     """The intersection map of a CSC block; see :func:`expand_block_chi2`."""
-    return _vz_expand_block(indptr, indices, data, _INTERSECTION, _INTERSECTION_STEP)
+    return _vz_expand_block(indptr, indices, data, INTERSECTION_COEF, INTERSECTION_STEP)
 
 
 @njit(cache=True, nogil=True)
 def expand_block_js(indptr, indices, data, scale):
     """The Jensen-Shannon map of a CSC block; see :func:`expand_block_chi2`."""
-    return _vz_expand_block(indptr, indices, data, _JS, _JS_STEP)
+    return _vz_expand_block(indptr, indices, data, JS_COEF, JS_STEP)
 
 
 # --------------------------------------------------------------------------
@@ -476,7 +471,7 @@ def _vz_expand_columns(indptr, indices, data, source, level, coef, step):
         l = level[o] - 1
         count = 0
         for p in range(indptr[j], indptr[j + 1]):
-            _vz_fill(np.float64(data[p]), coef, step, values)
+            vz_fill(np.float64(data[p]), coef, step, values)
             cast[0] = values[l]
             if cast[0] != 0:
                 count += 1
@@ -489,7 +484,7 @@ def _vz_expand_columns(indptr, indices, data, source, level, coef, step):
         l = level[o] - 1
         pos = out_indptr[o]
         for p in range(indptr[j], indptr[j + 1]):
-            _vz_fill(np.float64(data[p]), coef, step, values)
+            vz_fill(np.float64(data[p]), coef, step, values)
             cast[0] = values[l]
             if cast[0] != 0:
                 out_indices[pos] = indices[p]
@@ -555,298 +550,27 @@ def expand_columns_chi2(indptr, indices, data, scale, source, level):
     ValueError
         ``source`` and ``level`` of different lengths, or out of range.
     """
-    return _vz_expand_columns(indptr, indices, data, source, level, _CHI2, _CHI2_STEP)
+    return _vz_expand_columns(indptr, indices, data, source, level, CHI2_COEF, CHI2_STEP)
 
 
 @njit(cache=True, nogil=True)
 def expand_columns_intersection(indptr, indices, data, scale, source, level):
     """Selected intersection generated columns; see :func:`expand_columns_chi2`."""
-    return _vz_expand_columns(indptr, indices, data, source, level, _INTERSECTION,
-                              _INTERSECTION_STEP)
+    return _vz_expand_columns(indptr, indices, data, source, level, INTERSECTION_COEF,
+                              INTERSECTION_STEP)
 
 
 @njit(cache=True, nogil=True)
 def expand_columns_js(indptr, indices, data, scale, source, level):
     """Selected Jensen-Shannon generated columns; see :func:`expand_columns_chi2`."""
-    return _vz_expand_columns(indptr, indices, data, source, level, _JS, _JS_STEP)
-
-
-# --------------------------------------------------------------------------
-# fused group scoring with the bounded top-k heap
-# --------------------------------------------------------------------------
-
-@njit(cache=True, nogil=True, inline="always")
-def _offer_group(heap_scores, heap_keys, size, k, score, key, excluded, ex):
-    """Offer a group's score; return ``(size, ex)`` (the checks of ``_block_topk``)."""
-    if score > 0.0 and (size < k or _ranks_before(score, key, heap_scores[0],
-                                                  heap_keys[0])):
-        ex = _skip_to(excluded, ex, key)
-        if not (ex < excluded.shape[0] and excluded[ex] == key):
-            size = _heap_push(heap_scores, heap_keys, size, score, key)
-    return size, ex
-
-
-@njit(cache=True, nogil=True)
-def _hik_topk(indptr, indices, data, scale, weights, first_key, excluded, k, q):
-    n = k if k > 0 else 0
-    heap_scores = np.empty(n, dtype=np.float64)
-    heap_keys = np.empty(n, dtype=np.int64)
-    size = np.int64(0)
-    if k <= 0:
-        return _sorted_heap(heap_scores, heap_keys, size)
-    ex = np.searchsorted(excluded, first_key)
-    bucket = np.zeros(q + 1, dtype=np.float64)
-    for j in range(indptr.shape[0] - 1):
-        if indptr[j + 1] == indptr[j]:
-            continue                                 # empty column: score 0
-        bucket[:] = 0.0
-        for p in range(indptr[j], indptr[j + 1]):
-            bucket[hik_level(np.float64(data[p]), scale[j], q)] += weights[indices[p]]
-        # sum_i a_i phi_l(x_ij) = (sum over levels >= l of the buckets) / sqrt(q)
-        suffix = 0.0
-        total = 0.0
-        for l in range(q, 0, -1):
-            suffix += bucket[l]
-            total += suffix * suffix
-        size, ex = _offer_group(heap_scores, heap_keys, size, k, total / q,
-                                first_key + j, excluded, ex)
-    return _sorted_heap(heap_scores, heap_keys, size)
-
-
-@njit(cache=True, nogil=True)
-def _hik_topk_multi(indptr, indices, data, scale, weights, first_key, excluded, k,
-                    q):
-    n_classes = weights.shape[1]
-    n = k if k > 0 else 0
-    heap_scores = np.empty(n, dtype=np.float64)
-    heap_keys = np.empty(n, dtype=np.int64)
-    size = np.int64(0)
-    if k <= 0:
-        return _sorted_heap(heap_scores, heap_keys, size)
-    ex = np.searchsorted(excluded, first_key)
-    bucket = np.zeros((q + 1, n_classes), dtype=np.float64)
-    suffix = np.zeros(n_classes, dtype=np.float64)
-    for j in range(indptr.shape[0] - 1):
-        if indptr[j + 1] == indptr[j]:
-            continue
-        bucket[:] = 0.0
-        for p in range(indptr[j], indptr[j + 1]):
-            v = hik_level(np.float64(data[p]), scale[j], q)
-            row = weights[indices[p]]
-            for c in range(n_classes):
-                bucket[v, c] += row[c]
-        suffix[:] = 0.0
-        total = 0.0
-        for l in range(q, 0, -1):
-            for c in range(n_classes):
-                suffix[c] += bucket[l, c]
-                total += suffix[c] * suffix[c]
-        size, ex = _offer_group(heap_scores, heap_keys, size, k, total / q,
-                                first_key + j, excluded, ex)
-    return _sorted_heap(heap_scores, heap_keys, size)
-
-
-@njit(cache=True, nogil=True)
-def _vz_topk(indptr, indices, data, weights, first_key, excluded, k, coef, step):
-    g = 2 * len(coef) - 1
-    n = k if k > 0 else 0
-    heap_scores = np.empty(n, dtype=np.float64)
-    heap_keys = np.empty(n, dtype=np.int64)
-    size = np.int64(0)
-    if k <= 0:
-        return _sorted_heap(heap_scores, heap_keys, size)
-    ex = np.searchsorted(excluded, first_key)
-    values = np.empty(g, dtype=np.float64)
-    acc = np.zeros(g, dtype=np.float64)
-    for j in range(indptr.shape[0] - 1):
-        if indptr[j + 1] == indptr[j]:
-            continue
-        acc[:] = 0.0
-        for p in range(indptr[j], indptr[j + 1]):
-            _vz_fill(np.float64(data[p]), coef, step, values)
-            a = weights[indices[p]]
-            for l in range(g):
-                acc[l] += a * values[l]
-        total = 0.0
-        for l in range(g):
-            total += acc[l] * acc[l]
-        size, ex = _offer_group(heap_scores, heap_keys, size, k, total,
-                                first_key + j, excluded, ex)
-    return _sorted_heap(heap_scores, heap_keys, size)
-
-
-@njit(cache=True, nogil=True)
-def _vz_topk_multi(indptr, indices, data, weights, first_key, excluded, k, coef, step):
-    g = 2 * len(coef) - 1
-    n_classes = weights.shape[1]
-    n = k if k > 0 else 0
-    heap_scores = np.empty(n, dtype=np.float64)
-    heap_keys = np.empty(n, dtype=np.int64)
-    size = np.int64(0)
-    if k <= 0:
-        return _sorted_heap(heap_scores, heap_keys, size)
-    ex = np.searchsorted(excluded, first_key)
-    values = np.empty(g, dtype=np.float64)
-    acc = np.zeros((g, n_classes), dtype=np.float64)
-    for j in range(indptr.shape[0] - 1):
-        if indptr[j + 1] == indptr[j]:
-            continue
-        acc[:] = 0.0
-        for p in range(indptr[j], indptr[j + 1]):
-            _vz_fill(np.float64(data[p]), coef, step, values)
-            row = weights[indices[p]]
-            for l in range(g):
-                f = values[l]
-                for c in range(n_classes):
-                    acc[l, c] += row[c] * f
-        total = 0.0
-        for l in range(g):
-            for c in range(n_classes):
-                total += acc[l, c] * acc[l, c]
-        size, ex = _offer_group(heap_scores, heap_keys, size, k, total,
-                                first_key + j, excluded, ex)
-    return _sorted_heap(heap_scores, heap_keys, size)
-
-
-@njit(cache=True, nogil=True)
-def score_block_topk_hik(indptr, indices, data, scale, weights, first_key, excluded,
-                         k, q=HIK_LEVELS):
-    """Score every column of a block as a HIK group and keep the ``k`` best.
-
-    ``s_j = sum_l (sum_i a_i phi_l(x_ij))**2`` without expanding: the
-    weights are summed into the bucket of each entry's level, and the
-    suffix sums of the buckets (over levels >= l) are the q group sums,
-    ``O(nnz_j + q)`` per non-empty column.
-
-    Parameters
-    ----------
-    indptr : int64 array, shape (n_columns + 1,)
-    indices : int32 array, shape (nnz,)
-    data : float32 or float64 array, shape (nnz,)
-    scale : float64 array, shape (n_columns,)
-        Per-column scale ``s_j``.
-    weights : float64 array, shape (n_rows,)
-        ``a_i = alpha_i * y_i``.
-    first_key : int
-        Key of the block's first column (the group of column j has key
-        ``first_key + j``).
-    excluded : int64 array, sorted
-        Keys never returned.
-    k : int
-        Maximum number of groups returned (``k <= 0``: none).
-
-    Returns
-    -------
-    keys : int64 array, shape (<= k,)
-    scores : float64 array, shape (<= k,)
-        Ranked by score decreasing, ties by key increasing; only scores
-        strictly greater than zero (as :func:`scoring.topk_scores`).
-    """
-    return _hik_topk(indptr, indices, data, scale, weights, first_key, excluded, k, q)
-
-
-@njit(cache=True, nogil=True)
-def score_block_topk_multi_hik(indptr, indices, data, scale, weights, first_key,
-                               excluded, k, q=HIK_LEVELS):
-    """:func:`score_block_topk_hik` with K classes.
-
-    Parameters
-    ----------
-    weights : float64 array, shape (n_rows, K), C-contiguous
-        Per-class dual weights; the score is
-        ``sum_l sum_c (sum_i A_ic phi_l(x_ij))**2``.
-    indptr, indices, data, scale, first_key, excluded, k
-        See :func:`score_block_topk_hik`.
-
-    Returns
-    -------
-    keys, scores : see :func:`score_block_topk_hik`
-    """
-    return _hik_topk_multi(indptr, indices, data, scale, weights, first_key, excluded,
-                           k, q)
-
-
-@njit(cache=True, nogil=True)
-def score_block_topk_chi2(indptr, indices, data, scale, weights, first_key, excluded,
-                          k):
-    """Score every column of a block as a chi2-map group and keep the ``k`` best.
-
-    ``s_j = sum_l (sum_i a_i Psi_l(x_ij))**2`` over the 11 map values,
-    accumulated per column in row order in float64 (one scratch of 11).
-
-    Parameters
-    ----------
-    indptr, indices, data : CSC arrays of the block
-    scale : float64 array, shape (n_columns,)
-        Unused (homogeneous map).
-    weights : float64 array, shape (n_rows,)
-    first_key, excluded, k : see :func:`score_block_topk_hik`
-
-    Returns
-    -------
-    keys, scores : see :func:`score_block_topk_hik`
-    """
-    return _vz_topk(indptr, indices, data, weights, first_key, excluded, k, _CHI2,
-                    _CHI2_STEP)
-
-
-@njit(cache=True, nogil=True)
-def score_block_topk_intersection(indptr, indices, data, scale, weights, first_key,
-                                  excluded, k):
-    """Intersection-map groups; see :func:`score_block_topk_chi2`."""
-    return _vz_topk(indptr, indices, data, weights, first_key, excluded, k,
-                    _INTERSECTION, _INTERSECTION_STEP)
-
-
-@njit(cache=True, nogil=True)
-def score_block_topk_js(indptr, indices, data, scale, weights, first_key, excluded,
-                        k):
-    """Jensen-Shannon-map groups; see :func:`score_block_topk_chi2`."""
-    return _vz_topk(indptr, indices, data, weights, first_key, excluded, k, _JS,
-                    _JS_STEP)
-
-
-@njit(cache=True, nogil=True)
-def score_block_topk_multi_chi2(indptr, indices, data, scale, weights, first_key,
-                                excluded, k):
-    """:func:`score_block_topk_chi2` with K classes.
-
-    Parameters
-    ----------
-    weights : float64 array, shape (n_rows, K), C-contiguous
-        The score is ``sum_l sum_c (sum_i A_ic Psi_l(x_ij))**2``.
-    indptr, indices, data, scale, first_key, excluded, k
-        See :func:`score_block_topk_chi2`.
-
-    Returns
-    -------
-    keys, scores : see :func:`score_block_topk_hik`
-    """
-    return _vz_topk_multi(indptr, indices, data, weights, first_key, excluded, k,
-                          _CHI2, _CHI2_STEP)
-
-
-@njit(cache=True, nogil=True)
-def score_block_topk_multi_intersection(indptr, indices, data, scale, weights,
-                                        first_key, excluded, k):
-    """Intersection-map groups with K classes; see :func:`score_block_topk_multi_chi2`."""
-    return _vz_topk_multi(indptr, indices, data, weights, first_key, excluded, k,
-                          _INTERSECTION, _INTERSECTION_STEP)
-
-
-@njit(cache=True, nogil=True)
-def score_block_topk_multi_js(indptr, indices, data, scale, weights, first_key,
-                              excluded, k):
-    """Jensen-Shannon-map groups with K classes; see :func:`score_block_topk_multi_chi2`."""
-    return _vz_topk_multi(indptr, indices, data, weights, first_key, excluded, k, _JS,
-                          _JS_STEP)
+    return _vz_expand_columns(indptr, indices, data, source, level, JS_COEF, JS_STEP)
 
 
 @njit(cache=True, nogil=True)
 def _vz_row_max_squares(indices, data, out, coef, step):
     buf = np.empty(2 * len(coef) - 1, dtype=np.float64)
     for p in range(indices.shape[0]):
-        _vz_fill(np.float64(data[p]), coef, step, buf)
+        vz_fill(np.float64(data[p]), coef, step, buf)
         best = 0.0
         for l in range(buf.shape[0]):
             v = buf[l] * buf[l]
@@ -881,20 +605,6 @@ def row_max_squares_hik(indices, data, out, q=HIK_LEVELS):
 # (n + 1,)) and the step L as arguments (the per-map kernels above freeze
 # the defaults).  G = 2n + 1.
 
-@njit(cache=True, nogil=True)
-def score_block_topk_vz(indptr, indices, data, weights, first_key, excluded, k, coef,
-                        step):
-    """:func:`score_block_topk_chi2` for the map of amplitudes ``coef`` and step."""
-    return _vz_topk(indptr, indices, data, weights, first_key, excluded, k, coef, step)
-
-
-@njit(cache=True, nogil=True)
-def score_block_topk_multi_vz(indptr, indices, data, weights, first_key, excluded, k,
-                              coef, step):
-    """:func:`score_block_topk_multi_chi2` for the map of amplitudes ``coef``."""
-    return _vz_topk_multi(indptr, indices, data, weights, first_key, excluded, k, coef,
-                          step)
-
 
 @njit(cache=True, nogil=True)
 def expand_columns_vz(indptr, indices, data, source, level, coef, step):
@@ -925,13 +635,3 @@ EXPAND_BLOCK = {"hik": expand_block_hik, "chi2": expand_block_chi2,
 EXPAND_COLUMNS = {"hik": expand_columns_hik, "chi2": expand_columns_chi2,
                   "intersection": expand_columns_intersection,
                   "js": expand_columns_js}
-#: ``score_block_topk_<map>(indptr, indices, data, scale, weights, first_key,
-#: excluded, k)`` by map name (1-D weights)
-SCORE_BLOCK_TOPK = {"hik": score_block_topk_hik, "chi2": score_block_topk_chi2,
-                    "intersection": score_block_topk_intersection,
-                    "js": score_block_topk_js}
-#: the same with 2-D weights (n_rows, K)
-SCORE_BLOCK_TOPK_MULTI = {"hik": score_block_topk_multi_hik,
-                          "chi2": score_block_topk_multi_chi2,
-                          "intersection": score_block_topk_multi_intersection,
-                          "js": score_block_topk_multi_js}

@@ -25,7 +25,7 @@ parent) rank the parent first in both the pruned and the exhaustive order.
 import numpy as np
 from numba import njit
 
-from .scoring import _is_excluded, _ranks_before, topk_scores
+from .scoring import is_excluded, ranks_before, topk_scores
 
 __all__ = ["group_scores", "group_topk", "tree_node_scores", "tree_topk",
            "tree_topk_exhaustive"]
@@ -127,7 +127,7 @@ def _frontier_push(f_scores, f_keys, size, score, key):
     pos = size
     while pos > 0:
         parent = (pos - 1) // 2
-        if _ranks_before(f_scores[pos], f_keys[pos], f_scores[parent], f_keys[parent]):
+        if ranks_before(f_scores[pos], f_keys[pos], f_scores[parent], f_keys[parent]):
             f_scores[pos], f_scores[parent] = f_scores[parent], f_scores[pos]
             f_keys[pos], f_keys[parent] = f_keys[parent], f_keys[pos]
             pos = parent
@@ -148,10 +148,10 @@ def _frontier_pop(f_scores, f_keys, size):
             break
         best = left
         right = left + 1
-        if right < size and _ranks_before(f_scores[right], f_keys[right],
+        if right < size and ranks_before(f_scores[right], f_keys[right],
                                           f_scores[best], f_keys[best]):
             best = right
-        if _ranks_before(f_scores[best], f_keys[best], f_scores[pos], f_keys[pos]):
+        if ranks_before(f_scores[best], f_keys[best], f_scores[pos], f_keys[pos]):
             f_scores[pos], f_scores[best] = f_scores[best], f_scores[pos]
             f_keys[pos], f_keys[best] = f_keys[best], f_keys[pos]
             pos = best
@@ -201,7 +201,7 @@ def tree_topk(leaf_scores, leaf_lo, leaf_hi, child_ptr, children, roots, exclude
         s = f_scores[0]
         v = f_keys[0]
         size = _frontier_pop(f_scores, f_keys, size)
-        if not _is_excluded(excluded, v):
+        if not is_excluded(excluded, v):
             out_scores[found] = s
             out_keys[found] = v
             found += 1

@@ -63,7 +63,7 @@ import math
 import numpy as np
 from numba import njit, prange
 
-from .sparse_ops import _count_rows, _fill_rows
+from .sparse_ops import count_range_rows, fill_range_rows
 from .spans import first_at_least
 
 __all__ = ["csr_augmented_gram", "csr_augmented_gram_parallel", "csr_constant_gram",
@@ -353,10 +353,10 @@ def _window_csr(indices, data, starts, bounds, w0, w1, buffers):
     n_rows = bounds[w1] - row0
     counts[:n_rows + 1] = 0
     for r in range(w0, w1):
-        _count_rows(indices, starts, r, counts[1:n_rows + 1], row0)
+        count_range_rows(indices, starts, r, counts[1:n_rows + 1], row0)
     nnz = _pointers_and_cursors(counts, cursors, n_rows)
     for r in range(w0, w1):
-        _fill_rows(indices, data, starts, r, cursors, out_idx, out_val, row0)
+        fill_range_rows(indices, data, starts, r, cursors, out_idx, out_val, row0)
     return counts[:n_rows + 1], out_idx[:nnz], out_val[:nnz if data.shape[0] > 0 else 0]
 
 
@@ -368,10 +368,10 @@ def _window_csr_parallel(indices, data, starts, bounds, w0, w1, buffers):
     n_rows = bounds[w1] - row0
     counts[:n_rows + 1] = 0
     for r in prange(w0, w1):
-        _count_rows(indices, starts, r, counts[1:n_rows + 1], row0)
+        count_range_rows(indices, starts, r, counts[1:n_rows + 1], row0)
     nnz = _pointers_and_cursors(counts, cursors, n_rows)
     for r in prange(w0, w1):
-        _fill_rows(indices, data, starts, r, cursors, out_idx, out_val, row0)
+        fill_range_rows(indices, data, starts, r, cursors, out_idx, out_val, row0)
     return counts[:n_rows + 1], out_idx[:nnz], out_val[:nnz if data.shape[0] > 0 else 0]
 
 

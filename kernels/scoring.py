@@ -30,6 +30,13 @@ __all__ = [
     "score_block_topk_queries_binary",
     "merge_topk",
     "topk_keyed",
+    # heap helpers inlined by the other top-k kernels (poly, groups, additive maps)
+    "ranks_before",
+    "heap_push",
+    "offer",
+    "is_excluded",
+    "sorted_heap",
+    "skip_to",
 ]
 
 
@@ -122,7 +129,7 @@ def column_sums_multi_binary(indptr, indices, weights):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _ranks_before(score_a, key_a, score_b, key_b):
+def ranks_before(score_a, key_a, score_b, key_b):
     """True when candidate a ranks strictly before candidate b."""
     return score_a > score_b or (score_a == score_b and key_a < key_b)
 
@@ -136,10 +143,10 @@ def _sift_down(heap_scores, heap_keys, size, pos):
             return
         worst = left
         right = left + 1
-        if right < size and _ranks_before(heap_scores[worst], heap_keys[worst],
+        if right < size and ranks_before(heap_scores[worst], heap_keys[worst],
                                           heap_scores[right], heap_keys[right]):
             worst = right
-        if _ranks_before(heap_scores[pos], heap_keys[pos],
+        if ranks_before(heap_scores[pos], heap_keys[pos],
                          heap_scores[worst], heap_keys[worst]):
             heap_scores[pos], heap_scores[worst] = heap_scores[worst], heap_scores[pos]
             heap_keys[pos], heap_keys[worst] = heap_keys[worst], heap_keys[pos]
@@ -152,7 +159,7 @@ def _sift_down(heap_scores, heap_keys, size, pos):
 def _sift_up(heap_scores, heap_keys, pos):
     while pos > 0:
         parent = (pos - 1) // 2
-        if _ranks_before(heap_scores[parent], heap_keys[parent],
+        if ranks_before(heap_scores[parent], heap_keys[parent],
                          heap_scores[pos], heap_keys[pos]):
             heap_scores[pos], heap_scores[parent] = heap_scores[parent], heap_scores[pos]
             heap_keys[pos], heap_keys[parent] = heap_keys[parent], heap_keys[pos]
@@ -162,7 +169,7 @@ def _sift_up(heap_scores, heap_keys, pos):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _heap_push(heap_scores, heap_keys, size, score, key):
+def heap_push(heap_scores, heap_keys, size, score, key):
     """Offer a candidate to a bounded min-heap of capacity ``len(heap_scores)``.
 
     Returns the new size.  A full heap keeps the candidate only when it
@@ -173,7 +180,7 @@ def _heap_push(heap_scores, heap_keys, size, score, key):
         heap_keys[size] = key
         _sift_up(heap_scores, heap_keys, np.int64(size))
         return size + 1
-    if _ranks_before(score, key, heap_scores[0], heap_keys[0]):
+    if ranks_before(score, key, heap_scores[0], heap_keys[0]):
         heap_scores[0] = score
         heap_keys[0] = key
         _sift_down(heap_scores, heap_keys, np.int64(size), np.int64(0))
@@ -181,7 +188,7 @@ def _heap_push(heap_scores, heap_keys, size, score, key):
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _offer(heap_scores, heap_keys, size, score, key, excluded):
+def offer(heap_scores, heap_keys, size, score, key, excluded):
     """Offer a scored candidate to a bounded top-k heap; return the new size.
 
     A candidate enters when its score is positive, it ranks before the
@@ -190,23 +197,23 @@ def _offer(heap_scores, heap_keys, size, score, key, excluded):
     """
     if not score > 0.0:
         return size
-    if size == heap_scores.shape[0] and not _ranks_before(score, key, heap_scores[0],
+    if size == heap_scores.shape[0] and not ranks_before(score, key, heap_scores[0],
                                                           heap_keys[0]):
         return size
-    if _is_excluded(excluded, key):
+    if is_excluded(excluded, key):
         return size
-    return _heap_push(heap_scores, heap_keys, size, score, key)
+    return heap_push(heap_scores, heap_keys, size, score, key)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _is_excluded(excluded, key):
+def is_excluded(excluded, key):
     """True when ``key`` is in the sorted array ``excluded``."""
     pos = np.searchsorted(excluded, key)
     return pos < excluded.shape[0] and excluded[pos] == key
 
 
 @njit(cache=True, nogil=True)
-def _sorted_heap(heap_scores, heap_keys, size):
+def sorted_heap(heap_scores, heap_keys, size):
     """The ``size`` kept candidates of a heap, best first: (keys, scores).
 
     A heap sort of a copy (the heap is left as it is): the root, the worst
@@ -264,14 +271,14 @@ def topk_scores(scores, first_key, excluded, k):
         s = scores[j]
         if not s > 0.0:
             continue
-        if size == k and not _ranks_before(s, key, heap_scores[0], heap_keys[0]):
+        if size == k and not ranks_before(s, key, heap_scores[0], heap_keys[0]):
             continue
-        size = _heap_push(heap_scores, heap_keys, size, s, key)
-    return _sorted_heap(heap_scores, heap_keys, size)
+        size = heap_push(heap_scores, heap_keys, size, s, key)
+    return sorted_heap(heap_scores, heap_keys, size)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _skip_to(excluded, ex, key):
+def skip_to(excluded, ex, key):
     """The first position at or after ``ex`` of sorted ``excluded`` not below ``key``."""
     while ex < excluded.shape[0] and excluded[ex] < key:
         ex += 1
@@ -304,12 +311,12 @@ def _block_topk(indptr, indices, data, weights, first_key, excluded, k, scale, b
         # the checks of topk_scores, cheapest first; the exclusion cursor
         # moves only for a candidate that would enter (written out: as a
         # helper returning (size, ex) the loop ran at half the speed)
-        if score > 0.0 and (size < k or _ranks_before(score, key, heap_scores[0],
+        if score > 0.0 and (size < k or ranks_before(score, key, heap_scores[0],
                                                       heap_keys[0])):
-            ex = _skip_to(excluded, ex, key)
+            ex = skip_to(excluded, ex, key)
             if not (ex < excluded.shape[0] and excluded[ex] == key):
-                size = _heap_push(heap_scores, heap_keys, size, score, key)
-    return _sorted_heap(heap_scores, heap_keys, size)
+                size = heap_push(heap_scores, heap_keys, size, score, key)
+    return sorted_heap(heap_scores, heap_keys, size)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -341,12 +348,12 @@ def _block_topk_multi(indptr, indices, data, weights, first_key, excluded, k, sc
     for j in range(indptr.shape[0] - 1):
         _column_row_sums(indptr, indices, data, weights, j, acc, binary)
         score, key = _squared_norm(acc, scale), first_key + j
-        if score > 0.0 and (size < k or _ranks_before(score, key, heap_scores[0],
+        if score > 0.0 and (size < k or ranks_before(score, key, heap_scores[0],
                                                       heap_keys[0])):      # as in _block_topk
-            ex = _skip_to(excluded, ex, key)
+            ex = skip_to(excluded, ex, key)
             if not (ex < excluded.shape[0] and excluded[ex] == key):
-                size = _heap_push(heap_scores, heap_keys, size, score, key)
-    return _sorted_heap(heap_scores, heap_keys, size)
+                size = heap_push(heap_scores, heap_keys, size, score, key)
+    return sorted_heap(heap_scores, heap_keys, size)
 
 
 @njit(cache=True, nogil=True)
@@ -451,12 +458,12 @@ def _block_topk_queries(indptr, indices, data, weights, first_key, excluded,
             v = scale * acc[q]
             score = v * v
             size = sizes[q]
-            if score > 0.0 and (size < ks[q] or _ranks_before(
+            if score > 0.0 and (size < ks[q] or ranks_before(
                     score, key, heap_scores[q, 0], heap_keys[q, 0])):  # as in _block_topk
                 own = excluded[excluded_ptr[q]:excluded_ptr[q + 1]]
-                ex = cursors[q] = _skip_to(own, cursors[q], key)
+                ex = cursors[q] = skip_to(own, cursors[q], key)
                 if not (ex < own.shape[0] and own[ex] == key):
-                    sizes[q] = _heap_push(heap_scores[q, :ks[q]], heap_keys[q, :ks[q]],
+                    sizes[q] = heap_push(heap_scores[q, :ks[q]], heap_keys[q, :ks[q]],
                                           size, score, key)
     keys_ptr = np.zeros(n_queries + 1, dtype=np.int64)
     for q in range(n_queries):
@@ -464,7 +471,7 @@ def _block_topk_queries(indptr, indices, data, weights, first_key, excluded,
     out_keys = np.empty(keys_ptr[n_queries], dtype=np.int64)
     out_scores = np.empty(keys_ptr[n_queries], dtype=np.float64)
     for q in range(n_queries):
-        keys, scores = _sorted_heap(heap_scores[q], heap_keys[q], sizes[q])
+        keys, scores = sorted_heap(heap_scores[q], heap_keys[q], sizes[q])
         out_keys[keys_ptr[q]:keys_ptr[q + 1]] = keys
         out_scores[keys_ptr[q]:keys_ptr[q + 1]] = scores
     return out_keys, out_scores, keys_ptr
@@ -528,7 +535,7 @@ def merge_topk(keys_a, scores_a, keys_b, scores_b, k):
     i = 0
     j = 0
     for pos in range(n):
-        if j >= nb or (i < na and _ranks_before(scores_a[i], keys_a[i],
+        if j >= nb or (i < na and ranks_before(scores_a[i], keys_a[i],
                                                  scores_b[j], keys_b[j])):
             keys[pos] = keys_a[i]
             scores[pos] = scores_a[i]
@@ -563,5 +570,5 @@ def topk_keyed(scores, keys, excluded, k):
     for j in range(scores.shape[0]):
         s = scores[j]
         key = keys[j]
-        size = _offer(heap_scores, heap_keys, size, s, key, excluded)
-    return _sorted_heap(heap_scores, heap_keys, size)
+        size = offer(heap_scores, heap_keys, size, s, key, excluded)
+    return sorted_heap(heap_scores, heap_keys, size)

@@ -51,9 +51,6 @@ __all__ = [
     "csc_block_matmat_into_parallel",
     "csc_to_csr",
     "csc_to_csr_parallel",
-    # scipy CSR -> canonical CSC (the estimator's input, store/memory.py)
-    "csr_column_counts",
-    "csr_to_csc_fill",
 ]
 
 
@@ -708,7 +705,7 @@ def combine_block_products_parallel(xv, xg, scale, step, offset, out):
 
 
 @njit(cache=True, nogil=True)
-def _count_rows(indices, starts, r, counts, row0=0):
+def count_range_rows(indices, starts, r, counts, row0=0):
     """Entries per row of range ``r`` into ``counts`` (rows from ``row0``)."""
     for j in range(starts.shape[0]):
         for k in range(starts[j, r], starts[j, r + 1]):
@@ -716,7 +713,7 @@ def _count_rows(indices, starts, r, counts, row0=0):
 
 
 @njit(cache=True, nogil=True)
-def _fill_rows(indices, data, starts, r, nxt, out_idx, out_val, row0=0):
+def fill_range_rows(indices, data, starts, r, nxt, out_idx, out_val, row0=0):
     """CSR entries of the rows of range ``r`` (rows counted from ``row0``)."""
     values = len(data) > 0
     for j in range(starts.shape[0]):
@@ -762,12 +759,12 @@ def csc_to_csr(indptr, indices, data, n_rows, starts, bounds):
     R = len(bounds) - 1
     counts = np.zeros(n_rows + 1, dtype=np.int64)
     for r in range(R):
-        _count_rows(indices, starts, r, counts[1:])
+        count_range_rows(indices, starts, r, counts[1:])
     nxt = _csr_pointers(counts)
     out_idx = np.empty(counts[n_rows], dtype=np.int32)
     out_val = np.empty(counts[n_rows] if len(data) else 0, dtype=data.dtype)
     for r in range(R):
-        _fill_rows(indices, data, starts, r, nxt, out_idx, out_val)
+        fill_range_rows(indices, data, starts, r, nxt, out_idx, out_val)
     return counts, out_idx, out_val
 
 
@@ -777,75 +774,10 @@ def csc_to_csr_parallel(indptr, indices, data, n_rows, starts, bounds):
     R = len(bounds) - 1
     counts = np.zeros(n_rows + 1, dtype=np.int64)
     for r in prange(R):
-        _count_rows(indices, starts, r, counts[1:])
+        count_range_rows(indices, starts, r, counts[1:])
     nxt = _csr_pointers(counts)
     out_idx = np.empty(counts[n_rows], dtype=np.int32)
     out_val = np.empty(counts[n_rows] if len(data) else 0, dtype=data.dtype)
     for r in prange(R):
-        _fill_rows(indices, data, starts, r, nxt, out_idx, out_val)
+        fill_range_rows(indices, data, starts, r, nxt, out_idx, out_val)
     return counts, out_idx, out_val
-
-
-@njit(cache=True, nogil=True)
-def csr_column_counts(indices, data, counts):
-    """Count the nonzero entries of each column of a CSR matrix.
-
-    Parameters
-    ----------
-    indices, data : ndarray, shape (nnz,)
-        CSR column indices (int32 or int64) and values (float32 or
-        float64) of a matrix without duplicate entries.
-    counts : ndarray of int32 or int64, shape (n_columns,)
-        Zeros on entry; ``counts[j]`` gains one per nonzero entry of
-        column ``j`` (explicit zeros are not counted).
-
-    Returns
-    -------
-    n_bad : int
-        Number of values that are NaN or infinite.
-    """
-    bad = 0
-    for k in range(indices.shape[0]):
-        v = data[k]
-        if v != 0:
-            counts[indices[k]] += 1
-        if not math.isfinite(v):
-            bad += 1
-    return bad
-
-
-@njit(cache=True, nogil=True)
-def csr_to_csc_fill(indptr, cols, data, nxt, out_indices, out_values):
-    """Write the canonical CSC arrays of a CSR matrix, its columns renumbered.
-
-    Rows are visited in order, so within each column the row indices come
-    out increasing: with no duplicate entries in the CSR input the result
-    is canonical (sorted, no duplicates); explicit zeros are dropped.
-
-    Parameters
-    ----------
-    indptr, data : ndarray
-        CSR row pointers and values of ``X`` (n_rows x width), no duplicate
-        entries (the entries of a row may come in any order).
-    cols : ndarray of int32 or int64, shape (nnz,)
-        The column of every entry: the CSR column indices themselves, or
-        their numbers among the kept columns.
-    nxt : ndarray of int32 or int64
-        Per column of ``cols``: where its first entry goes in the output
-        (the CSC pointer of its new column; never read for a column with
-        no nonzero entry). Advanced in place.
-    out_indices : ndarray of int32, shape (nnz_out,)
-    out_values : ndarray of data.dtype, shape (nnz_out,)
-        Filled in place (``nnz_out``: the nonzero entries).
-    """
-    n_rows = indptr.shape[0] - 1
-    for i in range(n_rows):
-        for k in range(indptr[i], indptr[i + 1]):
-            v = data[k]
-            if v == 0:
-                continue
-            c = cols[k]
-            pos = nxt[c]
-            out_indices[pos] = i
-            out_values[pos] = v
-            nxt[c] = pos + 1

@@ -9,9 +9,9 @@ from scipy.integrate import quad
 
 from ultrafs.kernels import additive_maps as am
 from ultrafs.kernels.additive_maps import (EXPAND_BLOCK, EXPAND_COLUMNS, HIK_LEVELS,
-                                           MAPS, N_GENERATED, PHI, SCORE_BLOCK_TOPK,
-                                           SCORE_BLOCK_TOPK_MULTI, VZ_ORDER, VZ_STEPS,
+                                           MAPS, N_GENERATED, PHI, VZ_ORDER, VZ_STEPS,
                                            hik_level, vz_coefficients, vz_spectrum)
+from ultrafs.kernels.additive_topk import SCORE_BLOCK_TOPK, SCORE_BLOCK_TOPK_MULTI
 
 VZ_MAPS = ("chi2", "intersection", "js")
 NO_KEYS = np.zeros(0, dtype=np.int64)

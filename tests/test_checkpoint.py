@@ -93,9 +93,9 @@ def test_sigkill_after_second_iteration_then_resume(train_store, tmp_path):
 
 
 def test_unreachable_scheduler_fails_fast(train_store, monkeypatch):
-    import ultrafs.cli as cli
+    from ultrafs.cli import scheduler
 
-    monkeypatch.setattr(cli, "CONNECT_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(scheduler, "CONNECT_TIMEOUT_S", 1.0)
     result = CliRunner().invoke(main, ["select", "--data", str(train_store),
                                        "--scheduler", "tcp://127.0.0.1:9"])
     assert result.exit_code == 1

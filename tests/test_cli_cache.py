@@ -12,9 +12,9 @@ import pytest
 from click.testing import CliRunner
 from sklearn.datasets import dump_svmlight_file
 
-import ultrafs.cli as cli
 import ultrafs.store.writers.libsvm as libsvm_writer
-from ultrafs.cli import main
+from ultrafs.cli import main, terminal
+from ultrafs.methods.fgm_method import plain_stop_reason
 from ultrafs.datasets.planted import make_planted_problem
 from ultrafs.store import libsvm_cache
 from ultrafs.store.libsvm_cache import cache_root, resolve_data
@@ -246,7 +246,7 @@ def test_ingest_reads_stdin(tmp_path, files):
 # ---------------------------------------------------------- terminal summary
 def test_terminal_select_writes_a_named_model_and_a_summary(cache, files, tmp_path,
                                                             monkeypatch):
-    monkeypatch.setattr(cli, "_stdout_is_terminal", lambda: True)
+    monkeypatch.setattr(terminal, "stdout_is_terminal", lambda: True)
     monkeypatch.chdir(tmp_path)
     args = ["select", "--data", files["train"], "--B", 3, "--max-iter", 2,
             "--validation-fraction", 0.2]
@@ -272,11 +272,11 @@ def test_terminal_select_writes_a_named_model_and_a_summary(cache, files, tmp_pa
 
 
 def test_plain_stop_reasons():
-    assert "budget of 30 features" in cli._plain_stop_reason(
+    assert "budget of 30 features" in plain_stop_reason(
         "holds the budget of B x max_iter = 30 features with a nonzero weight")
-    assert cli._plain_stop_reason(
+    assert plain_stop_reason(
         "relative objective decrease 0.0004 <= tol=0.001").startswith("converged")
-    assert "no other feature" in cli._plain_stop_reason(
+    assert "no other feature" in plain_stop_reason(
         "no candidate feature with a positive score")
 
 
@@ -310,7 +310,7 @@ def test_ingest_progress_line(files):
     import io
 
     stream = io.StringIO()
-    reporter = cli._IngestProgress(files["train"], min_interval=0.0, stream=stream)
+    reporter = terminal.IngestProgress(files["train"], min_interval=0.0, stream=stream)
     with open(files["train"], "rb") as f:
         f.read(100)
         reporter(120)

@@ -508,7 +508,7 @@ def test_kernel_c_auto_quantises_held_out_rows_like_the_fit():
 
 
 # ------------------------------------------------------------ estimator
-from ultrafs.estimator import FGMClassifier  # noqa: E402
+from ultrafs.sklearn import FGMClassifier  # noqa: E402
 
 
 @pytest.mark.parametrize("structure", ["groups", "overlapping", "tree", "hik", "chi2"])
@@ -601,7 +601,7 @@ def test_group_files_in_every_format(tmp_path):
     import pyarrow.parquet as pq
 
     from ultrafs.features.group_files import read_groups_file, read_tree_file
-    from ultrafs.features.groups import _group_map
+    from ultrafs.features.groups import group_map
 
     store = InMemoryStore(np.eye(6), np.array([1.0, -1, 1, -1, 1, -1]))
     pairs = np.array([[0, 3], [1, 3], [5, 3], [3, 1], [4, 1], [4, 2]])
@@ -610,7 +610,7 @@ def test_group_files_in_every_format(tmp_path):
     np.save(tmp_path / "g2.npy", pairs)
     pq.write_table(pa.table({"feature": pairs[:, 0], "group": pairs[:, 1]}),
                    tmp_path / "g.parquet")
-    maps = [_group_map(store, read_groups_file(tmp_path / name)[1])
+    maps = [group_map(store, read_groups_file(tmp_path / name)[1])
             for name in ("g.txt", "g2.npy", "g.parquet")]
     for other in maps[1:]:
         np.testing.assert_array_equal(other.labels, maps[0].labels)
@@ -619,7 +619,7 @@ def test_group_files_in_every_format(tmp_path):
     np.save(tmp_path / "g1.npy", np.array([3, 3, -1, 1, 1, 3]))
     kind, labels = read_groups_file(tmp_path / "g1.npy")
     assert kind == "labels"
-    np.testing.assert_array_equal(_group_map(store, labels).members, [3, 4, 0, 1, 5])
+    np.testing.assert_array_equal(group_map(store, labels).members, [3, 4, 0, 1, 5])
     (tmp_path / "t.txt").write_text("6\n6\n7\n7\n7\n-1\n-1\n-1\n")
     np.testing.assert_array_equal(read_tree_file(tmp_path / "t.txt"),
                                   [6, 6, 7, 7, 7, -1, -1, -1])

@@ -1,8 +1,9 @@
 """The faces of GSR-FS (issue 16): CLI, API, estimator, model files, scaling.
 
-One functional core (:func:`ultrafs.api.fit_gsrfs_store`) is behind every
-face: the CLI on a Zarr store, ``select_gsrfs`` and ``GSRFSSelector`` on the
-same data rank the same features.  Results do not depend on the block
+One functional core (:func:`ultrafs.methods.gsrfs_store.fit_gsrfs_store`) is
+behind every face: the CLI on a Zarr store, ``fit("gsrfs", ...)`` (the method
+of :mod:`ultrafs.methods.gsrfs_method`) and ``GSRFSSelector`` on the same data
+rank the same features.  Results do not depend on the block
 size or the scheduler (a real LocalCluster included).
 """
 
@@ -17,11 +18,12 @@ import scipy.sparse as sp
 from click.testing import CliRunner
 from sklearn.datasets import dump_svmlight_file, load_digits, make_regression
 
-from ultrafs.api import gsrfs_targets, select_gsrfs
+from ultrafs.api import fit
 from ultrafs.cli import main
 from ultrafs.errors import ParameterError
 from ultrafs.gsrfs_estimator import GSRFSSelector
 from ultrafs.methods.gsrfs import fit_gsrfs
+from ultrafs.methods.gsrfs_store import gsrfs_targets
 from ultrafs.model import Model
 from ultrafs.solvers.gram_operators import DenseGramOperator, ScaledGramOperator
 from ultrafs.store import as_store, open_store
@@ -61,7 +63,7 @@ def test_cli_api_estimator_rank_the_same_features(data, tmp_path):
     model = _select(data["paths"]["digits"], tmp_path / "m.json", "--features", "12")
     assert model.target == "multiclass" and model.params["method"] == "gsrfs"
     assert np.asarray(model.coef).shape == (12, 10)
-    api = select_gsrfs(open_store(data["paths"]["digits"]), features=12)
+    api = fit("gsrfs", open_store(data["paths"]["digits"]), n_features_to_select=12)
     assert api.features == model.features
     np.testing.assert_allclose(api.coef, model.coef, rtol=1e-12, atol=1e-14)
     X, y = data["arrays"]["digits"]
@@ -86,12 +88,52 @@ def test_block_size_and_scheduler_do_not_matter(data, tmp_path):
 
 def test_local_cluster_gives_the_same_two_stage_result(data, local_cluster_client):
     store = open_store(data["paths"]["digits"])
-    kwargs = dict(features=8, p=1.0, lam=20.0, candidates=12, block_size=9)
-    local = select_gsrfs(store, **kwargs)
-    remote = select_gsrfs(store, scheduler=local_cluster_client, **kwargs)
+    kwargs = dict(n_features_to_select=8, p=1.0, lam=20.0, candidates=12, block_size=9)
+    local = fit("gsrfs", store, **kwargs)
+    remote = fit("gsrfs", store, scheduler=local_cluster_client, **kwargs)
     assert local.features == remote.features
     assert local.params["rounds"] == remote.params["rounds"]
     np.testing.assert_allclose(local.coef, remote.coef, rtol=1e-10, atol=1e-13)
+
+
+def test_the_method_is_registered_with_the_engine_defaults(data):
+    from ultrafs.methods import gsrfs as engine
+    from ultrafs.methods.gsrfs_method import GSRFSParams
+    from ultrafs.methods.registry import get_method
+
+    method = get_method("gsrfs")
+    assert method.params is GSRFSParams and method.estimator_kind == "selector"
+    assert set(method.targets) == {"binary", "multiclass", "continuous"}
+    defaults = GSRFSParams()
+    assert (defaults.max_iter, defaults.min_iter) == (engine.DEFAULT_MAX_ITER,
+                                                      engine.DEFAULT_MIN_ITER)
+    spec = GSRFSParams.__dataclass_fields__
+    assert spec["solve"].metadata["spec"].words == engine.SOLVES
+    assert spec["stop"].metadata["spec"].words == engine.STOPS
+    # the vocabulary: the count's old name is refused with a hint; bad values in one line
+    X, y = data["arrays"]["digits"]
+    with pytest.raises(ParameterError, match="features was renamed: use "
+                                             "n_features_to_select"):
+        fit("gsrfs", X, y, features=5)
+    with pytest.raises(ParameterError, match="candidates must be an integer >= 1 or "
+                                             "'auto'"):
+        fit("gsrfs", X, y, candidates="many")
+    with pytest.raises(ParameterError, match="r must be a number > 0 and <= 2"):
+        fit("gsrfs", X, y, r=3.0)
+    store = open_store(data["paths"]["digits"])
+    model = fit("gsrfs", store, n_features_to_select=7, candidates="auto",
+                command="ultrafs test")
+    assert model.params["n_features_to_select"] == 7 and len(model.features) == 7
+    assert model.params["command"] == "ultrafs test"
+    n_candidates = model.params["candidates"]      # max(10 x 7, 1000), at most 64
+    assert 7 <= n_candidates <= 64
+    lines = dict(method.summary_lines(model, store))
+    assert lines["data"].startswith("600 rows x 64 features, 10 classes")
+    assert lines["two-stage"].startswith(f"{n_candidates} candidates of 64")
+    assert lines["selected"].startswith("7 features")
+    assert method.estimator_attributes(model, store.id_offset) == {
+        "converged_": model.params["converged"],
+        "stationarity_": model.params["stationarity"]}
 
 
 # --------------------------------------------------------------- targets
@@ -226,7 +268,7 @@ def test_scaling_makes_the_ranking_unit_free():
 
 def test_constant_columns_get_no_scale_factor():
     """A column of one repeated nonzero value has a rounding-level spread, not a scale."""
-    from ultrafs.api import column_std_factors
+    from ultrafs.methods.gsrfs_store import column_std_factors
 
     rng = np.random.default_rng(0)
     X = rng.normal(size=(50, 5))

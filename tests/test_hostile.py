@@ -28,7 +28,8 @@ import pytest
 from click.testing import CliRunner
 from sklearn.datasets import dump_svmlight_file
 
-from ultrafs.cli import _cli_message, main
+from ultrafs.cli import main
+from ultrafs.cli.errors import cli_message
 from ultrafs.datasets.planted import make_planted_problem
 
 CLI = [sys.executable, "-m", "ultrafs.cli"]
@@ -485,10 +486,10 @@ def test_out_directory_is_never_replaced(root, tmp_path):
 
 
 def test_cli_wording():
-    assert _cli_message("x: got np.float64(0.5) and np.int64(3)") == "x: got 0.5 and 3"
-    assert _cli_message("p: already exists (use overwrite=True to replace it)") == \
+    assert cli_message("x: got np.float64(0.5) and np.int64(3)") == "x: got 0.5 and 3"
+    assert cli_message("p: already exists (use overwrite=True to replace it)") == \
         "p: already exists (use --overwrite to replace it)"
-    assert _cli_message("first line\nsecond line") == "first line"
+    assert cli_message("first line\nsecond line") == "first line"
 
 
 # ------------------------------------------------------------ umask (item 8)
@@ -835,7 +836,7 @@ def test_sigterm_inside_a_compiled_kernel_is_one_line(link, depth, capsys):
     from its cache (``_numba_unpickle`` inside the dispatcher, seen in a
     parallel CI run of test_sigterm_during_ingest_leaves_nothing): still the
     one SIGTERM line and status 143; other SystemErrors propagate."""
-    from ultrafs.cli import _one_line_errors
+    from ultrafs.cli.errors import one_line_errors
     from ultrafs.signals import SIGTERM_EXIT_STATUS, Terminated
 
     def inside_kernels(error):
@@ -851,7 +852,7 @@ def test_sigterm_inside_a_compiled_kernel_is_one_line(link, depth, capsys):
         raise inside_kernels(Terminated("received signal 15"))
 
     with pytest.raises(SystemExit) as stop:
-        _one_line_errors(kernel_interrupted)()
+        one_line_errors(kernel_interrupted)()
     assert stop.value.code == SIGTERM_EXIT_STATUS
     assert capsys.readouterr().err.count("Error: terminated by SIGTERM") == 1
 
@@ -859,7 +860,7 @@ def test_sigterm_inside_a_compiled_kernel_is_one_line(link, depth, capsys):
         raise SystemError("something else")
 
     with pytest.raises(SystemError):
-        _one_line_errors(plain_system_error)()
+        one_line_errors(plain_system_error)()
 
     def kernel_ctrl_c():
         raise inside_kernels(KeyboardInterrupt())
@@ -867,5 +868,5 @@ def test_sigterm_inside_a_compiled_kernel_is_one_line(link, depth, capsys):
     # Ctrl-C inside a kernel is a plain KeyboardInterrupt again (click then
     # prints its "Aborted!"), not a SystemError traceback
     with pytest.raises(KeyboardInterrupt) as interrupted:
-        _one_line_errors(kernel_ctrl_c)()
+        one_line_errors(kernel_ctrl_c)()
     assert type(interrupted.value) is KeyboardInterrupt

@@ -13,8 +13,9 @@ import scipy.sparse as sp
 from sklearn.datasets import load_svmlight_file
 
 from ultrafs.errors import InputFormatError, ParameterError
-from ultrafs.store.writers import libsvm
-from ultrafs.store.writers.libsvm import detect_compression, ingest_libsvm, iter_libsvm
+from ultrafs.store.writers import libsvm, libsvm_reader
+from ultrafs.store.writers.libsvm import ingest_libsvm
+from ultrafs.store.writers.libsvm_reader import detect_compression, iter_libsvm
 from ultrafs.store.writers.zarr_writer import StoreExistsError
 from ultrafs.store.zarr_store import ZarrStore
 
@@ -458,7 +459,7 @@ def test_interrupted_while_writing_leaves_nothing(tmp_path, monkeypatch):
 def test_interrupted_while_parsing_leaves_nothing(tmp_path, monkeypatch):
     lines = [f"{i % 2} " + " ".join(f"{c}:2" for c in range(1, 60)) for i in range(2000)]
     source = write_text(tmp_path / "in.svm", "\n".join(lines) + "\n")
-    original = libsvm.parse_buffer
+    original = libsvm_reader.parse_buffer
     seen = []
 
     def failing_parse(*args, **kwargs):
@@ -467,7 +468,7 @@ def test_interrupted_while_parsing_leaves_nothing(tmp_path, monkeypatch):
             raise RuntimeError("disk on fire")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(libsvm, "parse_buffer", failing_parse)
+    monkeypatch.setattr(libsvm_reader, "parse_buffer", failing_parse)
     with pytest.raises(RuntimeError, match="disk on fire"):
         ingest_libsvm(source, tmp_path / "out.zarr", memory_budget=16 * 2 ** 10)
     assert only_input_left(tmp_path)

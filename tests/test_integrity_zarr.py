@@ -1,7 +1,7 @@
 """Integrity of Zarr stores: a flipped bit in any chunk is detected.
 
 Format version 3 writes every array with Blosc then a CRC-32C codec
-(``ultrafs.store.zarr_store._codecs``), so any damaged chunk file fails its
+(``ultrafs.store.zarr_store.chunk_codecs``), so any damaged chunk file fails its
 read.  The fuzz below flips one bit at a dense deterministic sample of
 byte positions of every chunk file of every array (valued, binary and
 sparse-id stores), reopens, reads every block and the targets, and

@@ -19,14 +19,16 @@ import pytest
 from click.testing import CliRunner
 
 from ultrafs.datasets import kddb_like
-from ultrafs.datasets.kddb_like import ZipfColumns, make_kddb_like
+from ultrafs.datasets.kddb_like import make_kddb_like
+from ultrafs.datasets.kddb_model import ZipfColumns, plant_model
 from ultrafs.errors import OutputPathError, StoreExistsError
 from ultrafs.kernels.libsvm_parse import format_binary_rows
 from ultrafs.kernels.long_table import add_key_counts, sort_keys_by_column
 from ultrafs.kernels.sampling import guide_table, search_right, sort_grouped
 from ultrafs.store import open_store
-from ultrafs.store.writers import libsvm
-from ultrafs.store.writers.libsvm import ExternalTranspose, ingest_libsvm
+from ultrafs.store.writers import external_transpose, libsvm, libsvm_text_writer
+from ultrafs.store.writers.external_transpose import ExternalTranspose
+from ultrafs.store.writers.libsvm import ingest_libsvm
 from ultrafs.store.writers.zarr_writer import StoreWriter
 
 TOOL = Path(__file__).resolve().parents[1] / "tools" / "make_kddb_like.py"
@@ -65,7 +67,7 @@ def test_chunks_are_pure_functions_of_their_index(tmp_path):
     """A chunk drawn alone equals the same chunk drawn in sequence."""
     rng = kddb_like._rng(0, kddb_like._STREAM_MODEL)
     zipf = ZipfColumns.build(5000, 1.1, rng)
-    model = kddb_like.plant_model(rng, zipf.expected_frequency(29), n_linear=5, n_cross=5)
+    model = plant_model(rng, zipf.expected_frequency(29), n_linear=5, n_cross=5)
     task = dict(seed=0, stream=1, zipf=zipf, model=model, nnz_per_row=29.0, text=True)
     alone = kddb_like._chunk_task(3, 300, 100, **task)
     in_order = [kddb_like._chunk_task(i, 100 * i, 100, **task) for i in range(5)][3]
@@ -126,7 +128,7 @@ def test_text_rows_are_sorted_and_labelled(with_text):
 
 def test_text_writing_interrupted_leaves_nothing(tmp_path, monkeypatch):
     calls = []
-    original = libsvm.LibsvmTextWriter.write_rows
+    original = libsvm_text_writer.LibsvmTextWriter.write_rows
 
     def failing(self, *args):
         calls.append(1)
@@ -134,7 +136,7 @@ def test_text_writing_interrupted_leaves_nothing(tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return original(self, *args)
 
-    monkeypatch.setattr(libsvm.LibsvmTextWriter, "write_rows", failing)
+    monkeypatch.setattr(libsvm_text_writer.LibsvmTextWriter, "write_rows", failing)
     with pytest.raises(KeyboardInterrupt):
         make_kddb_like(tmp_path / "a.zarr", libsvm_output=tmp_path / "a.svm",
                        test_output=tmp_path / "t.zarr", n_test=100, **SMALL)
@@ -360,7 +362,7 @@ def test_small_run_index_stride_reads_the_same_runs(tmp_path, monkeypatch):
     source = tmp_path / "in.svm"
     source.write_text("\n".join(lines) + "\n")
     reference = ingest_libsvm(source, tmp_path / "ref.zarr", memory_budget=2 ** 28)
-    monkeypatch.setattr(libsvm, "RUN_INDEX_STRIDE", 3)
+    monkeypatch.setattr(external_transpose, "RUN_INDEX_STRIDE", 3)
     small = ingest_libsvm(source, tmp_path / "small.zarr", memory_budget=2 ** 14,
                           block_nnz=97)
     assert reference["n_runs"] == 0 and small["n_runs"] > 5
@@ -416,7 +418,7 @@ def test_parse_errors_from_the_thread_keep_their_line(tmp_path):
 
 
 def test_group_bounds_limit_entries_and_columns():
-    plan = libsvm._MemoryPlan(2 ** 20)                 # 10,485 entries, 8,192 columns
+    plan = libsvm.MemoryPlan(2 ** 20)                 # 10,485 entries, 8,192 columns
     rng = np.random.default_rng(8)
     counts = rng.integers(0, 3, 100_000)
     counts[500] = 50_000                                 # a heavy column: a group alone

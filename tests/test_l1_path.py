@@ -1,6 +1,7 @@
 """The faces of the screened ℓ1-LR path (issue 13): ``ultrafs path``,
 ``select --method l1``, :class:`~ultrafs.l1_estimator.L1LogisticRegression`,
-the API, and a real ``dask.distributed`` cluster.
+the API (``fit("l1", ...)``, the method of :mod:`ultrafs.methods.l1_method`)
+and a real ``dask.distributed`` cluster.
 
 The rule and the solver are tested in ``test_slores.py`` and
 ``test_l1_logistic.py``; here the faces must give the models of the
@@ -9,6 +10,7 @@ in-memory path, certified on every column, and refuse bad input in one line.
 
 from __future__ import annotations
 
+import inspect
 import json
 
 import numpy as np
@@ -18,7 +20,7 @@ from sklearn.linear_model import LogisticRegression
 
 from tests.cli_tools import assert_one_line_error, run
 from tests.sparse_problems import sparse_binary_problem
-from ultrafs.api import l1_path, select_l1
+from ultrafs.api import fit, l1_path
 from ultrafs.errors import ParameterError
 from ultrafs.l1_estimator import L1LogisticRegression
 from ultrafs.model import Model
@@ -75,17 +77,24 @@ def test_models_match_scikit_learn_saga_with_an_unpenalised_intercept():
 
 def test_select_by_feature_count_stops_at_the_first_lambda():
     X, y = _problem(2)
-    model = select_l1(X, y, features=5, n_lambdas=40)
+    model = fit("l1", X, y, n_features_to_select=5, n_lambdas=40)
     assert len(model.features) >= 5
     assert model.params["method"] == "l1"
     assert all(r["nnz"] < 5 for r in model.history[:-1])
     assert model.history[-1]["nnz"] == len(model.features)
+    assert model.params["n_features_to_select"] == 5
     restored = Model.from_dict(json.loads(json.dumps(model.to_dict())))
     np.testing.assert_array_equal(restored.coef, model.coef)
     with pytest.raises(ParameterError, match="fewer than the 10000 asked for"):
-        select_l1(X, y, features=10_000, n_lambdas=5)
-    with pytest.raises(ParameterError, match="exactly one of features"):
-        select_l1(X, y, features=5, C=1.0)
+        fit("l1", X, y, n_features_to_select=10_000, n_lambdas=5)
+    with pytest.raises(ParameterError, match="exactly one of n_features_to_select"):
+        fit("l1", X, y, n_features_to_select=5, C=1.0)
+    with pytest.raises(ParameterError, match="exactly one of n_features_to_select"):
+        fit("l1", X, y)
+    # the vocabulary's old name is refused with a hint naming the new one
+    with pytest.raises(ParameterError, match="features was renamed: use "
+                                             "n_features_to_select"):
+        fit("l1", X, y, features=5)
 
 
 def test_refused_in_one_line():
@@ -98,8 +107,10 @@ def test_refused_in_one_line():
         l1_path(X, y, lambda_min_ratio=1.5)
     with pytest.raises(ParameterError, match="lambdas must be finite and positive"):
         l1_path(X, y, lambdas=[0.1, -1.0])
-    with pytest.raises(ParameterError, match="C must be a finite number"):
-        select_l1(X, y, C=float("nan"))
+    with pytest.raises(ParameterError, match="C must be a number > 0"):
+        fit("l1", X, y, C=float("nan"))
+    with pytest.raises(ParameterError, match="ℓ1 logistic regression needs two classes"):
+        fit("l1", X, np.arange(X.shape[0]) % 3, C=1.0)
 
 
 def test_lambdas_above_lambda_max_give_the_null_model():
@@ -111,8 +122,67 @@ def test_lambdas_above_lambda_max_give_the_null_model():
     for record, intercept in zip(above.records, above.intercepts):
         assert record["nnz"] == 0
         assert intercept == pytest.approx(np.log(n_pos / (len(y) - n_pos)), abs=1e-12)
-    model = select_l1(X, y, C=1.0 / (len(y) * 1.5 * lam_max))
+    model = fit("l1", X, y, C=1.0 / (len(y) * 1.5 * lam_max))
     assert model.features == [] and model.coef.shape == (0,)
+
+
+def test_the_method_is_the_engine_path_bit_for_bit():
+    """fit("l1") returns the engine's model at the first λ with K nonzeros, or at
+    the end of the short path to C, exactly (the code moved from api.py)."""
+    from ultrafs.methods import l1_path as engine
+    from ultrafs.methods.l1_method import L1_C_PATH_POINTS
+    from ultrafs.methods.slores import slores_statistics
+
+    X, y = _problem(7)
+    store = InMemoryStore(X.tocsc(), y)
+    labels = store.read_labels()
+    model = fit("l1", store, n_features_to_select=6, n_lambdas=30, sequential=False)
+    path = engine.fit_l1_path(store, labels, n_lambdas=30, stop_at_nnz=6,
+                              sequential=False)
+    k = path.first_with(6)
+    assert model.features == [int(v) for v in store.feature_ids(path.columns[k])]
+    np.testing.assert_array_equal(model.coef, path.coefs[k])
+    assert model.intercept == path.intercepts[k]
+    assert [(r["lambda"], r["nnz"], r["objective"]) for r in model.history] == [
+        (r["lambda"], r["nnz"], r["objective"]) for r in path.records[:k + 1]]
+    stats = slores_statistics(store, labels)
+    C = 1.0 / (len(y) * 0.3 * stats.lambda_max)
+    by_C = fit("l1", store, C=C, screening="strong")
+    grid = np.geomspace(0.95 * stats.lambda_max, 1.0 / (len(y) * C), L1_C_PATH_POINTS)
+    ref = engine.fit_l1_path(store, labels, lambdas=grid, statistics=stats,
+                             screening="strong")
+    assert len(by_C.features) > 0
+    np.testing.assert_array_equal(by_C.coef, ref.coefs[-1])
+    assert by_C.intercept == ref.intercepts[-1]
+    assert by_C.params["lambda"] == ref.records[-1]["lambda"]
+    assert "n_features_to_select" not in by_C.params
+
+
+def test_the_method_is_registered_with_the_engine_defaults():
+    from ultrafs.methods import l1_path as engine
+    from ultrafs.methods.l1_method import L1Params
+    from ultrafs.methods.registry import get_method
+
+    method = get_method("l1")
+    assert method.params is L1Params and method.targets == ("binary",)
+    defaults = L1Params(C=1.0)
+    assert (defaults.n_lambdas, defaults.lambda_min_ratio, defaults.lambda_max_ratio,
+            defaults.tol) == (engine.DEFAULT_N_LAMBDAS, engine.DEFAULT_LAMBDA_MIN_RATIO,
+                              engine.DEFAULT_LAMBDA_MAX_RATIO, engine.DEFAULT_TOL)
+    assert defaults.max_iter == inspect.signature(
+        engine.fit_l1_path).parameters["max_iter"].default
+    assert set(method.params.__dataclass_fields__["screening"].metadata["spec"].words) \
+        == set(engine.SCREENINGS)
+    X, y = _problem(2)
+    store = InMemoryStore(X.tocsc(), y)
+    model = fit("l1", store, n_features_to_select=5, n_lambdas=40)
+    lines = dict(method.summary_lines(model, store))
+    assert "(--n-features-to-select 5)" in lines["features selected"]
+    assert "λ_max" in lines["λ"] and lines["screening"].startswith("slores (sequential)")
+    assert method.progress_line(model.history[-1]).startswith("λ/λ_max ")
+    fitted = method.estimator_attributes(model, store.id_offset)
+    assert fitted["path_"] == model.history
+    assert fitted["C_"] == model.params["C"] and fitted["lambda_"] == model.params["lambda"]
 
 
 # ------------------------------------------------------------ estimator

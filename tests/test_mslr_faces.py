@@ -195,19 +195,37 @@ def test_estimator_selector_and_store(zarr_store):
 
 
 def test_estimator_attributes_of_the_method(zarr_store):
-    """What ``MSLR.estimator_attributes`` gives is what MSLRClassifier sets."""
+    """What ``MSLR.estimator_attributes`` gives is what MSLRClassifier sets,
+    and the estimator generated from the registry has them."""
     from ultrafs.methods.mslr_method import estimator_attributes
+    from ultrafs.sklearn import estimator_class
 
     path, X, y = zarr_store
     for data in (X, open_store(path)):
-        est = MSLRClassifier(B=3, max_iter=3).fit(data, y if data is X else None)
+        target = y if data is X else None
+        est = MSLRClassifier(B=3, max_iter=3).fit(data, target)
         attributes = estimator_attributes(est.model_, est._offset)
+        assert set(attributes) == {"constraints_", "mu_"}
         assert len(attributes["constraints_"]) == len(est.constraints_)
         for mine, theirs in zip(attributes["constraints_"], est.constraints_):
             np.testing.assert_array_equal(mine, theirs)
         np.testing.assert_array_equal(attributes["mu_"], est.mu_)
-        np.testing.assert_array_equal(est._dense_coef(attributes["_mslr_coef"]),
-                                      est.mslr_coef_)
+        generated = estimator_class("mslr")(B=3, max_iter=3).fit(data, target)
+        assert generated.model_.features == est.model_.features
+        np.testing.assert_array_equal(generated.mu_, est.mu_)
+        for mine, theirs in zip(generated.constraints_, est.constraints_):
+            np.testing.assert_array_equal(mine, theirs)
+        # MSLR's own weights, the refit's (which predict)
+        columns = np.asarray(est.model_.features) - est._offset
+        np.testing.assert_array_equal(generated.selection_coef_,
+                                      est.mslr_coef_[0, columns])
+        np.testing.assert_array_equal(generated.selected_coef_, est.coef_[0, columns])
+        np.testing.assert_allclose(generated.predict_proba(X), est.predict_proba(X),
+                                   rtol=1e-12, atol=1e-12)
+    with pytest.raises(ParameterError, match="refit_C is the C of the refit"):
+        select_mslr(X, y, refit=False, refit_C=2.0)
+    # the estimator drops what its other parameters turn off (a search over refit)
+    estimator_class("mslr")(B=2, max_iter=2, refit=False, refit_C=2.0).fit(X, y)
 
 
 def test_summary_and_progress_lines(zarr_store):
@@ -225,8 +243,7 @@ def test_summary_and_progress_lines(zarr_store):
     assert "refit" not in dict(summary_lines(select_mslr(store, B=3, max_iter=2,
                                                          refit=False), store))
     assert len(records) == len(model.history)
-    assert progress_line(records[0]).startswith("iteration 1: 3 features in 1 "
-                                                "constraints, P(v) ")
+    assert progress_line(records[0]).startswith("3 features in 1 constraints, P(v) ")
 
 
 # ------------------------------------------------------------------ CLI
@@ -254,20 +271,28 @@ def test_cli_options(zarr_store, tmp_path):
     path, _, _ = zarr_store
     out = tmp_path / "a.json"
     run("select", "--method", "mslr", "--B", 2, "--max-iter", 2, "--data", path,
-        "--retrain-C", "auto", "--no-intercept", "--out", out)
+        "--refit-C", "auto", "--no-intercept", "--out", out)
     model = Model.load(out)
     assert model.params["refit_C_rule"] == "auto" and model.refit["intercept"] == 0.0
+    _same(model, select_mslr(open_store(path), B=2, max_iter=2, refit_C="auto",
+                             fit_intercept=False))
     run("select", "--method", "mslr", "--B", 2, "--max-iter", 2, "--data", path,
-        "--no-retrain", "--C", 3, "--out", out, "--overwrite")
+        "--no-refit", "--C", 3, "--out", out, "--overwrite")
     model = Model.load(out)
     assert model.refit is None and model.params["C"] == 3.0
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--refit"], "--refit does not apply to --method mslr"),
-    (["--C", "auto"], "--method mslr takes --C as a number or 'scale'"),
-    (["--retrain-C", "2", "--no-retrain"], "--retrain-C and --no-retrain exclude"),
-    (["--features", "3"], "--features applies to --method l1"),
+    (["--cv", "3"], "--cv applies to --method fgm, not --method mslr"),
+    (["--checkpoint", "ck"], "--checkpoint applies to --method fgm, not --method mslr"),
+    (["--C", "auto"], "C must be a number > 0 or 'scale', got 'auto'"),
+    (["--refit-C", "2", "--no-refit"], "refit_C is the C of the refit: it needs refit=True"),
+    (["--refit-C", "-1"], "'-1' is not a number > 0 or 'auto'"),
+    (["--gamma", "2"], "gamma and coef0 are parameters of the degree-2 kernel"),
+    (["--retrain-C", "2"], "--retrain-C was renamed: use --refit-C"),
+    (["--no-retrain"], "--no-retrain was renamed"),
+    (["--split-seed", "2"], "--split-seed was renamed: use --seed"),
+    (["--features", "3"], "--features was renamed"),
 ])
 def test_cli_refusals(zarr_store, argv, message):
     path, _, _ = zarr_store

@@ -794,7 +794,7 @@ def test_workqueue_layer_with_concurrent_threads():
 def test_pair_columns_parallel_same_bytes(rng, binary):
     """The degree-2 materialisation over threads makes the serial arrays:
     linear, square and cross terms, empty columns and absent sources."""
-    from ultrafs.kernels.poly import pair_columns, pair_columns_parallel
+    from ultrafs.kernels.pair_columns import pair_columns, pair_columns_parallel
 
     n, p = 3000, 40
     indptr, indices, data = random_csc(rng, n, p)

@@ -12,8 +12,8 @@ from ultrafs.api import select
 from ultrafs.cli import main
 from ultrafs.errors import ParameterError, UltraFSWarning
 from ultrafs.features.poly import PolyFeatures
-from ultrafs.kernels.poly import (column_stats, column_stats_multi, pair_columns,
-                                  rows_of_columns)
+from ultrafs.kernels.pair_columns import pair_columns
+from ultrafs.kernels.poly import column_stats, column_stats_multi, rows_of_columns
 from ultrafs.store import InMemoryStore
 
 

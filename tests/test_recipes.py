@@ -377,12 +377,15 @@ ALLOWED = {
     "scoring": {"errors", "kernels", "store"},
     "solvers": {"errors", "kernels"},
     "features": {"errors", "kernels", "store", "scoring", "solvers"},
+    "model": {"ultrafs", "errors", "atomic", "json_fields", "kernels", "store",
+              "features", "solvers", "model_checks"},
+    "model_checks": {"ultrafs", "errors", "json_fields", "store", "solvers", "features"},
     "methods": {"errors", "atomic", "json_fields", "rss", "kernels", "store",
-                "scoring", "features", "solvers"},
+                "scoring", "features", "solvers", "model"},
     "datasets": {"errors", "kernels", "store"},
 }
-FACES = {"api", "binary_linear", "cli", "estimator", "gsrfs_estimator", "l1_estimator",
-         "mslr_estimator", "model", "report", "sklr_estimator"}
+FACES = {"api", "binary_linear", "cli", "gsrfs_estimator", "l1_estimator",
+         "mslr_estimator", "report", "report_curves", "sklearn", "sklr_estimator"}
 
 
 def _imported_units(path):

@@ -5,7 +5,7 @@
   (checked in a fresh process: ``sys.modules``).
 * A local pass is a plain Dask graph with the tree of ``dask.bag``'s
   ``reduction``: a merge that records its operands shows the same tree.
-* The direct chunk reader of Zarr stores (``zarr_store._ChunkReader``)
+* The direct chunk reader of Zarr stores (``zarr_chunks.ChunkReader``)
   reads what zarr-python reads, range by range, and fails where it fails
   with the same messages (missing, damaged, short and long chunk files).
 """
@@ -25,7 +25,7 @@ from ultrafs.errors import ParameterError, StoreFormatError
 from ultrafs.scoring.runner import run_block_tasks
 from ultrafs.scoring.scheduling import local_get, resolve_scheduler
 from ultrafs.store.writers.zarr_writer import write_store
-from ultrafs.store import zarr_store
+from ultrafs.store import zarr_chunks, zarr_store
 from ultrafs.store.zarr_store import ZarrStore
 
 
@@ -53,7 +53,7 @@ def write_small(path, kind="valued"):
 
 def zarr_python(monkeypatch):
     """Make every store open through zarr-python (the path before issue 11)."""
-    monkeypatch.setattr(zarr_store._ChunkReader, "from_document",
+    monkeypatch.setattr(zarr_chunks.ChunkReader, "from_document",
                         classmethod(lambda cls, folder, doc: None))
     monkeypatch.setattr(zarr_store, "_plain_group_attrs", lambda path: None)
 
@@ -117,8 +117,12 @@ else:                                  # parse select's options, run nothing
 heavy = ("ultrafs.solvers", "ultrafs.features", "ultrafs.kernels", "ultrafs.api",
          "ultrafs.store", "ultrafs.methods", "ultrafs.scoring", "numba", "dask",
          "zarr", "numpy", "scipy", "sklearn")
+# the method registry and the method modules (their parameters) are light:
+# the options of select are generated from them
+light = ("ultrafs.methods", "ultrafs.methods.registry", "ultrafs.methods.params")
 print(json.dumps(sorted(name for name in sys.modules
-                        if any(name == h or name.startswith(h + ".") for h in heavy))))
+                        if any(name == h or name.startswith(h + ".") for h in heavy)
+                        and name not in light and not name.endswith("_method"))))
 """
 
 
@@ -319,12 +323,12 @@ def test_documents_other_than_the_plain_ones_open_through_zarr_python(tmp_path):
     assert everything(ZarrStore(store.path)) == expected
 
     plain = json.loads((store.path / "indices" / "zarr.json").read_text())
-    assert zarr_store._ChunkReader.from_document(store.path, plain) is not None
+    assert zarr_chunks.ChunkReader.from_document(store.path, plain) is not None
     for change in ({"codecs": plain["codecs"][:2]}, {"storage_transformers": [{}]},
                    {"chunk_key_encoding": {"name": "v2"}}, {"shape": [3, 4]},
                    {"data_type": "uint16"}, {"fill_value": "0x7fc00000"},
                    {"must_understand": True}, {"node_type": "group"}):
-        assert zarr_store._ChunkReader.from_document(
+        assert zarr_chunks.ChunkReader.from_document(
             store.path, {**plain, **change}) is None, change
 
 
@@ -349,7 +353,7 @@ def test_the_cli_skips_the_exit_collection_without_freezing_now(tmp_path):
     frozen = gc.get_freeze_count()
     result = CliRunner().invoke(cli.main, ["info", str(store.path)])
     assert result.exit_code == 0, result.output
-    assert cli._exit_collection_skipped
+    assert cli.exit_collection_skipped
     assert gc.get_freeze_count() == frozen          # only at the process's exit
 
 

@@ -14,8 +14,8 @@ from sklearn.linear_model import LogisticRegression
 from ultrafs.errors import ParameterError, StoreExistsError
 from ultrafs.store.writers.libsvm import MIN_MEMORY_BUDGET
 from ultrafs.store import open_store
-from ultrafs.datasets.kddb_like import (ZipfColumns, balanced_threshold, make_kddb_like,
-                                      sample_row_sets)
+from ultrafs.datasets.kddb_like import make_kddb_like
+from ultrafs.datasets.kddb_model import ZipfColumns, balanced_threshold, sample_row_sets
 
 N_SAMPLES, N_FEATURES, N_TEST = 2000, 5000, 1000
 TOOL = Path(__file__).resolve().parents[1] / "tools" / "make_kddb_like.py"

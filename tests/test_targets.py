@@ -402,7 +402,7 @@ def test_in_memory_store_targets():
 def test_from_csc_arrays_keeps_the_binary_call_and_takes_targets():
     X, _ = make_matrix("valued", np.float64)
     n = X.shape[0]
-    # the call of ultrafs.estimator._unlabelled_store
+    # the call of ultrafs.sklearn.matrices.unlabelled_store
     store = InMemoryStore.from_csc_arrays(X.indptr, X.indices, X.data, n, np.ones(n),
                                           np.array([0.0, 1.0]), id_offset=1)
     assert store.target_type == "binary" and store.id_offset == 1

@@ -11,7 +11,7 @@ from ultrafs.methods import c_choice
 from ultrafs.api import select
 from ultrafs.cli import main
 from ultrafs.errors import ParameterError
-from ultrafs.estimator import FGMClassifier
+from ultrafs.sklearn import FGMClassifier
 from ultrafs.features.linear import LinearFeatures
 from ultrafs.features.poly import PolyFeatures
 from ultrafs.kernels.sparse_ops import csc_take_rows, csc_take_rows_pattern
@@ -614,9 +614,9 @@ def test_C_auto_lets_FGM_s_own_weights_predict_when_they_score_better(tmp_path,
     model = select(X, y, B=2, max_iter=2, C="auto", refit=True)
     assert model.params["validation"]["predictor"] == model.predictor == "refit"
     # the CLI's summary (on a terminal) says which weights predict
-    import ultrafs.cli as cli
+    from ultrafs.cli import terminal
 
-    monkeypatch.setattr(cli, "_stdout_is_terminal", lambda: True)
+    monkeypatch.setattr(terminal, "stdout_is_terminal", lambda: True)
     path = tmp_path / "s.zarr"
     X, y = _noisy_problem(2)
     write_store(path, sp.csc_matrix(X), y)

@@ -620,8 +620,8 @@ def test_parallel_reads_of_many_chunks_equal_serial_ones(tmp_path):
     store = write_store(path, X, y, chunk_size=16)
     columns = np.arange(400)                  # one contiguous read of ~60 chunks
     main = store.read_columns(columns)
-    from ultrafs.store import zarr_store
-    assert zarr_store._POOL                     # the split read was taken
+    from ultrafs.store import zarr_chunks
+    assert zarr_chunks._POOL                     # the split read was taken
     other = _in_a_thread(lambda: store.read_columns(columns))["value"]
     for a, b in ((main.indptr, other.indptr), (main.indices, other.indices),
                  (main.data, other.data)):
@@ -681,7 +681,7 @@ def test_reads_cut_inside_columns_equal_serial_ones(tmp_path, monkeypatch, worke
     requests and values)."""
     from concurrent.futures import ThreadPoolExecutor
 
-    from ultrafs.store import zarr_store
+    from ultrafs.store import zarr_chunks
 
     rng = np.random.default_rng(7)
     X = sp.random(400, 60, density=0.05, format="lil", random_state=rng,
@@ -691,7 +691,7 @@ def test_reads_cut_inside_columns_equal_serial_ones(tmp_path, monkeypatch, worke
     X = X.tocsc()
     store = write_store(tmp_path / "cut.zarr", X, np.arange(400) % 2, chunk_size=16)
     pool = ThreadPoolExecutor(workers)
-    monkeypatch.setattr(zarr_store, "_read_pool", lambda: (pool, workers))
+    monkeypatch.setattr(zarr_chunks, "read_pool", lambda: (pool, workers))
     try:
         for columns in (np.arange(60), np.r_[3, 40], np.r_[40, 0, 3, 59, 3], np.r_[7]):
             block = store.read_columns(columns)

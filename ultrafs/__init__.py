@@ -25,7 +25,7 @@ __all__ = ["FGMClassifier", "L1LogisticRegression", "MSLRClassifier",
            "InMemoryStore", "open_store", "select", "__version__"]
 
 _LAZY = {
-    "FGMClassifier": ("ultrafs.estimator", "FGMClassifier"),
+    "FGMClassifier": ("ultrafs.sklearn", "FGMClassifier"),
     "L1LogisticRegression": ("ultrafs.l1_estimator", "L1LogisticRegression"),
     "MSLRClassifier": ("ultrafs.mslr_estimator", "MSLRClassifier"),
     "SparseKernelLogisticRegression": ("ultrafs.sklr_estimator",

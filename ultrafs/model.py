@@ -35,7 +35,7 @@ key is absent when the store had no names.
 iteration.  Version 1 files (binary only, boundaries under ``groups``)
 still load.
 
-Every file is validated on load, and any problem is one
+Every file is validated on load (:mod:`ultrafs.model_checks`), and any problem is one
 :class:`~ultrafs.errors.InputFormatError` naming the file: a regular file
 of at most :data:`MAX_MODEL_BYTES` (256 MiB, checked before reading),
 UTF-8 JSON; feature ids integers in ``0..MAX_FEATURE_ID`` (degree 2: or
@@ -57,8 +57,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import stat
 import warnings
 from dataclasses import dataclass, field
 
@@ -66,32 +64,15 @@ import numpy as np
 
 from ultrafs import __version__
 from ultrafs.atomic import write_json_atomic
-from ultrafs.store.targets import require_labels
-from ultrafs.json_fields import InvalidField as _Invalid  # becomes InputFormatError
-from ultrafs.json_fields import integer as _int
-from ultrafs.json_fields import is_int as _is_int
-from ultrafs.json_fields import is_real as _is_real
-from ultrafs.json_fields import real as _real
-from ultrafs.json_fields import show as _show
 from ultrafs.errors import InputFormatError, UltraFSWarning
-from ultrafs.store.targets import MAX_CLASSES
+# the format's constants live with its checks; MODEL_FORMAT, MODEL_VERSION
+# and MAX_MODEL_BYTES are re-exported here, where the model files are made
+from ultrafs.model_checks import (MAX_MODEL_BYTES, MODEL_FORMAT, MODEL_VERSION,
+                                  read_model_text, validated_fields)
+from ultrafs.store.targets import require_labels
 
 __all__ = ["Model", "MODEL_FORMAT", "MODEL_VERSION", "MAX_MODEL_BYTES",
            "feature_names_from_store"]
-
-MODEL_FORMAT = "ultrafs-model"
-MODEL_VERSION = 2
-#: model format versions this ultrafs reads
-READABLE_VERSIONS = (1, 2)
-TARGETS = ("binary", "multiclass", "continuous")
-#: largest model file read, in bytes (checked before reading): 256 MiB hold
-#: about ten million coefficients, far more than FGM selects (B x max_iter
-#: features x K classes), and parse in well under 2 GiB of memory
-MAX_MODEL_BYTES = 256 * 2**20
-#: largest feature id of a model file (ids are int64 store ids)
-MAX_FEATURE_ID = 2**62
-#: which weights of a model predict: FGM's own, or its refit's
-PREDICTORS = ("selection", "refit")
 
 
 @dataclass
@@ -243,10 +224,10 @@ class Model:
         """Build a model from a parsed model file (version 1 or 2), validating it.
 
         Every field is checked for its type, range, length and finiteness
-        (see :func:`_validated_fields`); ``where`` names the file in the
+        (see :func:`~ultrafs.model_checks.validated_fields`); ``where`` names the file in the
         one-line :class:`~ultrafs.errors.InputFormatError` of a failure.
         """
-        return cls(**_validated_fields(obj, where))
+        return cls(**validated_fields(obj, where))
 
     @classmethod
     def load(cls, path, *, max_bytes=None) -> "Model":
@@ -268,7 +249,7 @@ class Model:
         """
         path = os.fspath(path)
         limit = MAX_MODEL_BYTES if max_bytes is None else int(max_bytes)
-        text = _read_model_text(path, limit)
+        text = read_model_text(path, limit)
         try:
             obj = json.loads(text)
         except RecursionError:
@@ -475,176 +456,6 @@ def _intercept_json(intercept):
     return float(intercept)
 
 
-def _read_model_text(path, limit):
-    """The text of a model file: a regular file of at most ``limit`` bytes, UTF-8."""
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise InputFormatError(f"{path}: no such model file") from None
-    except OSError as exc:
-        raise InputFormatError(
-            f"{path}: cannot read the model file ({exc.strerror})") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise InputFormatError(f"{path}: is a directory, not a model file")
-    if not stat.S_ISREG(info.st_mode):
-        raise InputFormatError(f"{path}: not a regular file (a model file is a "
-                               "JSON file)")
-    too_large = (f"{path}: model file larger than the {_size_text(limit)} limit "
-                 "(MAX_MODEL_BYTES); not read")
-    if info.st_size > limit:
-        raise InputFormatError(too_large)
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(limit + 1)
-    except OSError as exc:
-        raise InputFormatError(
-            f"{path}: cannot read the model file ({exc.strerror})") from None
-    if len(raw) > limit:                     # grew since the stat
-        raise InputFormatError(too_large)
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputFormatError(
-            f"{path}: not a JSON model file (byte {exc.start} is not UTF-8)") from None
-
-
-def _size_text(n_bytes) -> str:
-    """``256 MiB`` for a byte count."""
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n_bytes >= size and n_bytes % size == 0:
-            return f"{n_bytes // size} {unit}"
-    return f"{n_bytes} bytes"
-
-
-_LOSS_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_.-]{0,63}")
-
-
-def _reals(value, what, shape) -> np.ndarray:
-    """A (nested) list of finite real numbers of a given shape, as float64."""
-    if not isinstance(value, list):
-        raise _Invalid(f"{what} must be a list of numbers, got {_show(value)}")
-    try:
-        array = np.array(value, dtype=object)
-    except ValueError:                       # ragged at a deeper level
-        array = np.empty(0, dtype=object)
-    if array.shape != shape:
-        wanted = " x ".join(map(str, shape))
-        raise _Invalid(f"{what} must hold {wanted} numbers (one per "
-                       f"{'feature' if len(shape) == 1 else 'feature and class'}), "
-                       f"got {_shape_text(value)}")
-    for item in array.flat:
-        if not _is_real(item):
-            raise _Invalid(f"{what} must hold numbers only, found {_show(item)}")
-    try:
-        result = array.astype(np.float64)
-    except OverflowError:
-        result = np.full(shape, np.inf)
-    if not np.all(np.isfinite(result)):
-        raise _Invalid(f"{what} holds a value that is not finite")
-    return result
-
-
-def _shape_text(value) -> str:
-    """``3`` or ``3 x 2`` or ``a ragged list`` for a message."""
-    if not isinstance(value, list):
-        return _show(value)
-    inner = {len(v) if isinstance(v, list) else None for v in value}
-    if not value or inner == {None}:
-        return f"{len(value)}"
-    if len(inner) == 1 and None not in inner:
-        return f"{len(value)} x {inner.pop()}"
-    return "a ragged list"
-
-
-def _str(value, what) -> str:
-    if not isinstance(value, str):
-        raise _Invalid(f"{what} must be a string, got {_show(value)}")
-    return value
-
-
-def _list(value, what) -> list:
-    if not isinstance(value, list):
-        raise _Invalid(f"{what} must be a list, got {_show(value)}")
-    return value
-
-
-def _dict(value, what) -> dict:
-    if not isinstance(value, dict):
-        raise _Invalid(f"{what} must be a JSON object, got {_show(value)}")
-    return value
-
-
-def _validated_fields(obj, where) -> dict:
-    """The :class:`Model` constructor arguments of a parsed model file.
-
-    Raises
-    ------
-    InputFormatError
-        One line, ``where`` then the first problem found.
-    """
-    if not isinstance(obj, dict) or obj.get("format") != MODEL_FORMAT:
-        raise InputFormatError(f"{where}: not an ultrafs model file")
-    version = obj.get("format_version")
-    if not _is_int(version) or version not in READABLE_VERSIONS:
-        raise InputFormatError(
-            f"{where}: model format version {_show(version)} is not supported "
-            f"(this ultrafs reads versions "
-            f"{', '.join(map(str, READABLE_VERSIONS))})")
-    try:
-        return _fields(obj, version)
-    except _Invalid as exc:
-        raise InputFormatError(f"{where}: invalid model file: {exc}") from None
-
-
-def _fields(obj, version) -> dict:
-    missing = [key for key in ("features", "coef", "classes", "intercept", "loss")
-               if key not in obj]
-    if missing:
-        raise _Invalid(f"no {', '.join(repr(k) for k in missing)}")
-    target = obj.get("target", "binary") if version >= 2 else "binary"
-    if target not in TARGETS:
-        raise _Invalid(f"unknown target {_show(target)} (expected "
-                       f"{' or '.join(TARGETS)})")
-    space = _feature_space(obj.get("feature_space", {"kind": "linear"}))
-    features = _features(obj["features"], space)
-    classes = _classes(obj["classes"], target)
-    shape = (len(features), len(classes)) if target == "multiclass" else (len(features),)
-    coef = _reals(obj["coef"], "coef", shape)
-    intercept = _intercept(obj["intercept"], target, len(classes), "intercept")
-    loss = _loss(obj["loss"], target)
-    batch_key = "batches" if version >= 2 else "groups"
-    batches = _batches(obj.get(batch_key, [0, len(features)]), batch_key,
-                       len(features))
-    refit, predictor = _read_refit(obj, shape, target, len(classes))
-    names = _feature_names(obj.get("feature_names"), len(features))
-    return {"features": features, "coef": coef, "intercept": intercept,
-            "batches": batches, "loss": loss, "classes": classes,
-            "feature_space": space, "params": _params(obj.get("params", {})),
-            "history": _history(obj.get("history", [])),
-            "stop_reason": _str(obj.get("stop_reason", ""), "stop_reason"),
-            "target": target, "refit": refit, "predictor": predictor,
-            "feature_names": names}
-
-
-def _feature_names(value, n_features):
-    """``feature_names``: absent/null, or one name (string) or null per feature."""
-    from ultrafs.store.feature_names import name_problem
-
-    if value is None:
-        return None
-    names = _list(value, "feature_names")
-    if len(names) != n_features:
-        raise _Invalid(f"feature_names must hold {n_features} names (one per feature), "
-                       f"got {len(names)}")
-    for k, name in enumerate(names):
-        if name is None:
-            continue
-        problem = name_problem(name)
-        if problem is not None:
-            raise _Invalid(f"feature_names[{k}] {_show(name)} {problem}")
-    return list(names)
-
-
 def feature_names_from_store(features, store, kind="linear"):
     """Names of model features from a store's names, or None when it has none.
 
@@ -667,217 +478,6 @@ def feature_names_from_store(features, store, kind="linear"):
     if all(name is None for name in known.values()):
         return None
     return [cls.name_of_id(fid, known.get) for fid in features]
-
-
-def _feature_space(value) -> dict:
-    """``feature_space``: a registered kind and its parameters, each checked
-    by the kind's ``check_spec_value`` (finite numbers unless it says more)."""
-    from ultrafs.features import FEATURE_SPACES
-
-    spec = dict(_dict(value, "feature_space"))
-    kind = spec.setdefault("kind", "linear")
-    if not isinstance(kind, str) or kind not in FEATURE_SPACES:
-        raise _Invalid(f"unknown feature space kind {_show(kind)} (known: "
-                       f"{', '.join(sorted(FEATURE_SPACES))})")
-    cls = FEATURE_SPACES[kind]
-    names = cls.spec_params
-    extra = sorted(set(spec) - set(names) - {"kind"})
-    if extra:
-        raise _Invalid(f"feature space {kind!r} takes no parameter {extra[0]!r}")
-    for name in names:
-        if name not in spec:
-            raise _Invalid(f"feature space {kind!r} lacks its parameter {name!r}")
-        try:
-            spec[name] = cls.check_spec_value(name, spec[name])
-        except ValueError as exc:
-            raise _Invalid(f"feature_space {name} {exc}") from None
-    return spec
-
-
-def _features(value, space) -> list:
-    """Feature ids in the form of the space ``space`` (a checked
-    ``feature_space``; ``FeatureSpace.id_key``: integers in
-    ``0..MAX_FEATURE_ID``, degree 2 also ``[j, k]``...), none twice, and
-    within what its spec allows (``check_feature_ids``)."""
-    from ultrafs.features import FEATURE_SPACES
-
-    cls = FEATURE_SPACES[space["kind"]]
-    features = _list(value, "features")
-    seen = set()
-    for k, fid in enumerate(features):
-        what = f"features[{k}]"
-        try:
-            key = cls.id_key(fid)
-        except ValueError as exc:
-            raise _Invalid(f"{what} {exc}, got {_show(fid)}") from None
-        for v in cls.source_ids(fid):
-            _int(v, what, 0, MAX_FEATURE_ID)
-        if key in seen:
-            raise _Invalid(f"feature id {_show(fid)} appears twice")
-        seen.add(key)
-    try:
-        cls.check_feature_ids(space, features)
-    except ValueError as exc:
-        raise _Invalid(str(exc)) from None
-    return list(features)
-
-
-def _classes(value, target) -> list:
-    """Class values: distinct, increasing, all numbers or all strings, K of them."""
-    classes = _list(value, "classes")
-    if all(isinstance(c, str) for c in classes) and classes:
-        out = list(classes)
-    else:
-        out = [_real(c, f"classes[{k}]") for k, c in enumerate(classes)]
-    if target == "binary" and len(out) != 2:
-        raise _Invalid(f"a binary model has 2 classes, got {len(out)}")
-    if target == "multiclass" and not 3 <= len(out) <= MAX_CLASSES:
-        raise _Invalid(f"a multiclass model has 3 to {MAX_CLASSES} classes, "
-                       f"got {len(out)}")
-    if target == "continuous" and out:
-        raise _Invalid(f"a continuous model has no classes, got {len(out)}")
-    if any(a >= b for a, b in zip(out, out[1:])):
-        raise _Invalid(f"classes must be distinct and increasing, got "
-                       f"{_show(classes)}")
-    return out
-
-
-def _intercept(value, target, n_classes, what):
-    if target != "multiclass":
-        return _real(value, what)
-    return _reals(value, what, (n_classes,))
-
-
-def _loss(value, target) -> str:
-    """A loss name.
-
-    A well-formed name this process has not registered is accepted: the
-    decision values do not depend on the loss, so such a model still
-    predicts (``probabilistic`` is False and probabilities are refused);
-    anything that is not a name is refused.
-    """
-    if not isinstance(value, str) or not _LOSS_NAME.fullmatch(value):
-        raise _Invalid(f"loss must be a loss name (such as "
-                       f"{' or '.join(_known_losses(target))}), got {_show(value)}")
-    return value
-
-
-def _known_losses(target) -> list:
-    from ultrafs.errors import ParameterError
-    from ultrafs.solvers.losses import get_loss, loss_names
-
-    if target == "continuous":
-        return ["l2r"]
-    known = []
-    for name in loss_names():
-        try:
-            get_loss(name, target)
-        except ParameterError:
-            continue
-        known.append(name)
-    return known
-
-
-def _batches(value, what, n_features) -> list:
-    """Batch boundaries: 0, non-decreasing integers, ending at ``n_features``."""
-    batches = [_int(b, f"{what}[{k}]", 0, n_features)
-               for k, b in enumerate(_list(value, what))]
-    if batches[:1] != [0] or batches[-1:] != [n_features] or any(
-            a > b for a, b in zip(batches, batches[1:])):
-        raise _Invalid(f"{what} must rise from 0 to the {n_features} features, "
-                       f"got {_show(value)}")
-    return batches
-
-
-def _params(value) -> dict:
-    """``params``: the fields that ultrafs reads back are checked."""
-    params = dict(_dict(value, "params"))
-    if "id_offset" in params:
-        _int(params["id_offset"], "params id_offset", 0, 1)
-    for name in ("C", "refit_C"):
-        if params.get(name) is not None and _real(params[name], f"params {name}") <= 0:
-            raise _Invalid(f"params {name} must be > 0, got {_show(params[name])}")
-    fingerprint = params.get("data_fingerprint")
-    if fingerprint is not None and not (
-            isinstance(fingerprint, str) and len(fingerprint) <= 256
-            and all(ch in "0123456789abcdef" for ch in fingerprint)):
-        raise _Invalid(f"params data_fingerprint must be a hex string, got "
-                       f"{_show(fingerprint)}")
-    if params.get("validation") is not None:
-        _validation(params["validation"])
-    return params
-
-
-def _validation(value) -> None:
-    """``params.validation``: the choice of C the report draws."""
-    curve = _dict(value, "params validation")
-    if curve.get("method") not in ("cv", "holdout"):
-        raise _Invalid(f"params validation method must be cv or holdout, got "
-                       f"{_show(curve.get('method'))}")
-    _real(curve.get("C"), "params validation C")
-    for name in ("refit_C", "fraction"):
-        if curve.get(name) is not None:
-            _real(curve[name], f"params validation {name}")
-    if curve.get("folds") is not None:
-        _int(curve["folds"], "params validation folds", 1)
-    _predictor_name(curve.get("predictor"), "params validation predictor")
-    _int(curve.get("seed", 0), "params validation seed")
-    for k, point in enumerate(_list(curve.get("points"), "params validation points")):
-        point = _dict(point, f"params validation points[{k}]")
-        _real(point.get("C"), f"params validation points[{k}] C")
-        for name in ("accuracy", "loss"):
-            _number(point.get(name), f"params validation points[{k}] {name}")
-        if point.get("refit_C") is not None:
-            _real(point["refit_C"], f"params validation points[{k}] refit_C")
-        _predictor_name(point.get("predictor"), f"params validation points[{k}] predictor")
-
-
-def _predictor_name(value, what) -> None:
-    """An optional ``predictor`` of a validation curve or point."""
-    if value is not None and value not in PREDICTORS:
-        raise _Invalid(f"{what} must be selection or refit, got {_show(value)}")
-
-
-def _number(value, what) -> None:
-    """A JSON number (NaN and infinities allowed: measurements) or a boolean."""
-    if not isinstance(value, (int, float)):
-        raise _Invalid(f"{what} must be a number, got {_show(value)}")
-
-
-def _history(value) -> list:
-    """``history``: one JSON object of numbers (or booleans) per iteration."""
-    history = _list(value, "history")
-    for k, record in enumerate(history):
-        record = _dict(record, f"history[{k}]")
-        for name, item in record.items():
-            _number(item, f"history[{k}] {name}")
-        for name in ("iteration", "n_features", "n_nonzero"):
-            if name in record:
-                _int(record[name], f"history[{k}] {name}")
-    return [dict(record) for record in history]
-
-
-def _read_refit(obj, shape, target, n_classes):
-    """The optional ``refit`` and ``predictor`` of a model file, validated."""
-    predictor = obj.get("predictor", "selection")
-    if predictor not in PREDICTORS:
-        raise _Invalid(f"unknown predictor {_show(predictor)} (expected selection "
-                       "or refit)")
-    raw = obj.get("refit")
-    if raw is None:
-        if predictor == "refit":
-            raise _Invalid("predictor 'refit' but no refit")
-        return None, predictor
-    raw = _dict(raw, "refit")
-    missing = [key for key in ("coef", "intercept", "C") if key not in raw]
-    if missing:
-        raise _Invalid(f"refit lacks {', '.join(repr(k) for k in missing)}")
-    coef = _reals(raw["coef"], "refit coef", shape)
-    intercept = _intercept(raw["intercept"], target, n_classes, "refit intercept")
-    C = _real(raw["C"], "refit C")
-    if C <= 0:
-        raise _Invalid(f"refit C must be > 0, got {_show(raw['C'])}")
-    return {"coef": coef, "intercept": intercept, "C": C}, predictor
 
 
 _RESULT_ORDER = ("n_samples", "n_features_model", "n_nonzero_coef", "accuracy",

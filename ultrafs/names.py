@@ -7,7 +7,7 @@ from these static lists.  They are the built-in members of the
 registries, which ``tests/test_startup.py`` checks in a fresh process
 (``solvers.losses.loss_names()`` and the ``poly_degree`` of
 ``features.FEATURE_SPACES``); a member registered at run time is offered
-too, once its registry is loaded (``cli.RegistryChoice``).
+too, once its registry is loaded (``cli.types.RegistryChoice``).
 
 This module imports nothing.
 """

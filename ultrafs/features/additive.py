@@ -32,15 +32,14 @@ from __future__ import annotations
 import numpy as np
 
 from ultrafs.errors import ParameterError
-from ultrafs.features.base import FeatureSpace, _is_int, register_feature_space
+from ultrafs.features.base import FeatureSpace, is_integral, register_feature_space
 from ultrafs.features.groups import expand_groups, sorted_unique
 from ultrafs.kernels.additive_maps import (HIK_LEVELS, MAPS, VZ_ORDER, VZ_STEPS,
                                            expand_columns_hik, expand_columns_vz,
                                            row_max_squares_hik, row_max_squares_vz,
-                                           score_block_topk_hik,
-                                           score_block_topk_multi_hik,
-                                           score_block_topk_multi_vz,
-                                           score_block_topk_vz, vz_coefficients)
+                                           vz_coefficients)
+from ultrafs.kernels.additive_topk import (score_block_topk_hik, score_block_topk_multi_hik,
+                                           score_block_topk_multi_vz, score_block_topk_vz)
 from ultrafs.scoring.topk import TopK
 from ultrafs.store.base import ColumnBlock
 
@@ -154,7 +153,7 @@ class AdditiveKernelFeatures(FeatureSpace):
         """``[feature id, l]`` with ``l >= 1`` (:meth:`check_feature_ids`
         bounds l by the map's G)."""
         if not isinstance(feature_id, (list, tuple)) or len(feature_id) != 2 \
-                or not all(_is_int(v) for v in feature_id):
+                or not all(is_integral(v) for v in feature_id):
             raise ValueError("must be a pair [feature id, generated column]")
         fid, level = (int(v) for v in feature_id)
         if fid < 0 or level < 1:
@@ -342,13 +341,13 @@ class HIKFeatures(AdditiveKernelFeatures):
     @classmethod
     def check_spec_value(cls, name, value):
         if name == "q":
-            if not _is_int(value) or not 1 <= value <= MAX_HIK_LEVELS:
+            if not is_integral(value) or not 1 <= value <= MAX_HIK_LEVELS:
                 raise ValueError(f"must be an integer in 1..{MAX_HIK_LEVELS}")
             return value
         if not isinstance(value, list):
             raise ValueError("must be a list of [feature id, scale] pairs")
         for pair in value:
-            if not (isinstance(pair, list) and len(pair) == 2 and _is_int(pair[0])
+            if not (isinstance(pair, list) and len(pair) == 2 and is_integral(pair[0])
                     and pair[0] >= 0 and isinstance(pair[1], (int, float))
                     and not isinstance(pair[1], bool) and np.isfinite(pair[1])
                     and pair[1] >= 0):

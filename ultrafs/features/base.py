@@ -31,7 +31,7 @@ from ultrafs.errors import ParameterError
 from ultrafs.store.base import ColumnBlock, ColumnStore
 
 __all__ = ["FeatureSpace", "FEATURE_SPACES", "register_feature_space",
-           "feature_space_class"]
+           "feature_space_class", "is_integral"]
 
 #: registered feature spaces, kind -> class
 FEATURE_SPACES: dict[str, type["FeatureSpace"]] = {}
@@ -74,7 +74,8 @@ def register_feature_space(cls):
     return cls
 
 
-def _is_int(value) -> bool:
+def is_integral(value) -> bool:
+    """A Python or NumPy integer (``bool`` excluded): a valid id or count."""
     return (isinstance(value, (int, np.integer)) and not isinstance(value, bool))
 
 
@@ -205,11 +206,11 @@ class FeatureSpace(abc.ABC):
             One line when ``feature_id`` is not of this space's form.
         """
         if isinstance(feature_id, (list, tuple)):
-            if len(feature_id) != 2 or not all(_is_int(v) for v in feature_id):
+            if len(feature_id) != 2 or not all(is_integral(v) for v in feature_id):
                 raise ValueError("must be a feature id or a pair [j, k] of ids")
             j, k = (int(v) for v in feature_id)
             return (min(j, k), max(j, k))
-        if not _is_int(feature_id):
+        if not is_integral(feature_id):
             raise ValueError("must be an integer or a pair [j, k]")
         return int(feature_id)
 

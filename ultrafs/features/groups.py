@@ -26,14 +26,15 @@ from __future__ import annotations
 import numpy as np
 
 from ultrafs.errors import ParameterError
-from ultrafs.features.base import FeatureSpace, _is_int, register_feature_space
+from ultrafs.features.base import FeatureSpace, is_integral, register_feature_space
 from ultrafs.kernels.group_scores import group_topk
 from ultrafs.kernels.scoring import (column_sums, column_sums_binary,
                                      column_sums_multi, column_sums_multi_binary)
 from ultrafs.scoring.topk import TopK
 from ultrafs.store.base import ColumnBlock
 
-__all__ = ["GroupMap", "GroupFeatures", "column_correlations", "sorted_unique"]
+__all__ = ["GroupMap", "GroupFeatures", "column_correlations", "sorted_unique",
+           "arrays_digest", "group_map"]
 
 _EMPTY_KEYS = np.zeros(0, dtype=np.int64)
 _EMPTY_SCORES = np.zeros(0, dtype=np.float64)
@@ -82,7 +83,7 @@ class GroupMap:
     def digest(self) -> str:
         """SHA-256 (hex) of the map: recorded in model and checkpoint
         parameters, so a run is never resumed with other groups."""
-        return _digest(self.labels, self.group_ptr, self.members)
+        return arrays_digest(self.labels, self.group_ptr, self.members)
 
     @classmethod
     def from_pairs(cls, columns, labels, n_columns, what="groups"):
@@ -165,7 +166,19 @@ class GroupMap:
                 if hi > lo]
 
 
-def _digest(*arrays) -> str:
+def arrays_digest(*arrays) -> str:
+    """SHA-256 (hex) of int64 arrays, each preceded by its length.
+
+    Parameters
+    ----------
+    *arrays : array_like of int, shape (m_i,)
+        Read as little-endian int64.
+
+    Returns
+    -------
+    str
+        64 hexadecimal digits; the structure digest of group and tree spaces.
+    """
     import hashlib
 
     h = hashlib.sha256()
@@ -215,7 +228,7 @@ def sorted_unique(values) -> np.ndarray:
 
 
 def check_nonnegative_id(value, what) -> int:
-    if not _is_int(value) or int(value) < 0:
+    if not is_integral(value) or int(value) < 0:
         raise ValueError(f"{what} must be an integer >= 0")
     return int(value)
 
@@ -240,7 +253,7 @@ class GroupFeatures(FeatureSpace):
 
     def __init__(self, store, groups=None):
         super().__init__(store)
-        self.groups = None if groups is None else _group_map(store, groups)
+        self.groups = None if groups is None else group_map(store, groups)
 
     # ------------------------------------------------------------- ids
     @classmethod
@@ -389,7 +402,7 @@ def expand_groups(best, group_ptr):
                 dict(best.counters))
 
 
-def _group_map(store, groups) -> GroupMap:
+def group_map(store, groups) -> GroupMap:
     """A :class:`GroupMap` from the forms :class:`GroupFeatures` accepts."""
     m = store.n_features
     if isinstance(groups, GroupMap):
@@ -397,7 +410,7 @@ def _group_map(store, groups) -> GroupMap:
     if isinstance(groups, dict):
         ids, labels = [], []
         for label, members in groups.items():
-            if not _is_int(label):
+            if not is_integral(label):
                 raise ParameterError(f"group ids must be integers >= 0, got {label!r}")
             members = np.atleast_1d(np.asarray(members))
             if members.dtype.kind not in "iu":

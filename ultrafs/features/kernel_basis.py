@@ -27,7 +27,7 @@ import math
 import numpy as np
 
 from ultrafs.errors import ParameterError
-from ultrafs.features.base import FeatureSpace, _is_int
+from ultrafs.features.base import FeatureSpace, is_integral
 from ultrafs.scoring.topk import TopK
 from ultrafs.solvers.basis_operator import BasisOperator
 from ultrafs.store.base import ColumnBlock
@@ -44,7 +44,7 @@ def checked_int(name, value, lo, hi, error=ParameterError) -> int:
     error
         One line naming ``name`` otherwise.
     """
-    integral = _is_int(value) or (isinstance(value, float) and value.is_integer())
+    integral = is_integral(value) or (isinstance(value, float) and value.is_integer())
     if not integral or not lo <= int(value) <= hi:
         raise error(f"{name} must be an integer in {lo}..{hi}, got {value!r}")
     return int(value)
@@ -161,7 +161,7 @@ class KernelBasisFeatures(FeatureSpace):
     @classmethod
     def id_key(cls, feature_id):
         """A feature id is a column number of ``Φ``: an integer >= 0."""
-        if not _is_int(feature_id) or feature_id < 0:
+        if not is_integral(feature_id) or feature_id < 0:
             raise ValueError("must be an integer >= 0 (a column of the basis)")
         return int(feature_id)
 
@@ -178,7 +178,7 @@ class KernelBasisFeatures(FeatureSpace):
     @classmethod
     def _check_ids_below(cls, feature_ids, n, what) -> None:
         for k, fid in enumerate(feature_ids):
-            if not _is_int(fid) or not 0 <= fid < n:
+            if not is_integral(fid) or not 0 <= fid < n:
                 raise ValueError(f"features[{k}] must be a column in 0..{n - 1} "
                                  f"({what})")
 
@@ -230,7 +230,7 @@ class KernelBasisFeatures(FeatureSpace):
         """Ids outside ``0 .. M - 1`` (no store column is ever missing: absent
         inputs count as zeros)."""
         return [fid for fid in feature_ids
-                if not (_is_int(fid) and 0 <= fid < self.n_candidates)]
+                if not (is_integral(fid) and 0 <= fid < self.n_candidates)]
 
     # --------------------------------------------------------- pickling
     def __getstate__(self):

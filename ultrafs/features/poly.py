@@ -63,10 +63,11 @@ import numpy as np
 from ultrafs.errors import ParameterError
 from ultrafs.features.base import FeatureSpace, register_feature_space
 from ultrafs.features.keys import PairKeys
+from ultrafs.kernels.pair_columns import pair_columns, pair_columns_parallel
 from ultrafs.kernels.poly import (BOUND_SLACK, all_ones, column_pass_topk, column_stats,
                                   column_stats_multi, cross_topk, cross_topk_multi,
-                                  gram_topk, live_columns_of_block, pair_columns,
-                                  pair_columns_parallel, pair_gram_rows, rows_of_columns)
+                                  gram_topk, live_columns_of_block, pair_gram_rows,
+                                  rows_of_columns)
 from ultrafs.kernels.row_chunks import dispatch
 from ultrafs.kernels.scoring import merge_topk, topk_keyed
 from ultrafs.scoring.topk import TopK

@@ -33,7 +33,7 @@ import math
 import numpy as np
 
 from ultrafs.errors import ParameterError
-from ultrafs.features.base import _is_int, register_feature_space
+from ultrafs.features.base import is_integral, register_feature_space
 from ultrafs.features.input_rows import InputRows, store_rows
 from ultrafs.features.kernel_basis import KernelBasisFeatures, checked_sigma
 from ultrafs.features.kernel_width import median_sigma
@@ -50,7 +50,7 @@ _RECORD_FIELDS = ("n_inputs", "rows", "indptr", "indices", "data")
 
 
 def _int_list(value, what, lo, hi) -> np.ndarray:
-    if not isinstance(value, list) or not all(_is_int(v) and lo <= v <= hi
+    if not isinstance(value, list) or not all(is_integral(v) and lo <= v <= hi
                                               for v in value):
         raise ValueError(f"{what} must be a list of integers in {lo}..{hi}")
     return np.asarray(value, dtype=np.int64)
@@ -77,7 +77,7 @@ def check_points_record(value) -> dict:
         raise ValueError(f"must be a points record with the fields "
                          f"{', '.join(_RECORD_FIELDS)}")
     n_inputs = value["n_inputs"]
-    if not _is_int(n_inputs) or not 1 <= n_inputs < MAX_INPUT_ID:
+    if not is_integral(n_inputs) or not 1 <= n_inputs < MAX_INPUT_ID:
         raise ValueError("points n_inputs must be an integer >= 1")
     rows = _int_list(value["rows"], "points rows", 0, MAX_INPUT_ID)
     if not 1 <= len(rows) <= MAX_TRAINING_ROWS or len(np.unique(rows)) != len(rows):

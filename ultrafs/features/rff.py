@@ -28,7 +28,7 @@ from __future__ import annotations
 import warnings
 
 from ultrafs.errors import ParameterError, UltraFSWarning
-from ultrafs.features.base import _is_int, register_feature_space
+from ultrafs.features.base import is_integral, register_feature_space
 from ultrafs.features.input_rows import store_rows
 from ultrafs.features.kernel_basis import (KernelBasisFeatures, checked_int,
                                            checked_sigma)
@@ -75,7 +75,7 @@ class RandomFourierFeatures(KernelBasisFeatures):
         self.seed = checked_int("seed", seed, 0, MAX_SEED)
         self._sigma = None if sigma is None else checked_sigma(sigma)
         n_inputs = store.id_space if n_inputs is None else n_inputs
-        if _is_int(n_inputs) and int(n_inputs) > max_group_inputs():
+        if is_integral(n_inputs) and int(n_inputs) > max_group_inputs():
             raise ParameterError(
                 f"n_inputs {int(n_inputs)} is too large for random Fourier features: "
                 f"one group of 256 directions would exceed 256 MiB (at most "
@@ -119,7 +119,7 @@ class RandomFourierFeatures(KernelBasisFeatures):
         if name not in bounds:
             raise ValueError("is not a parameter of random Fourier features")
         lo, hi = bounds[name]
-        if not _is_int(value) or not lo <= value <= hi:
+        if not is_integral(value) or not lo <= value <= hi:
             raise ValueError(f"must be an integer in {lo}..{hi}, got {value!r}")
         return value
 

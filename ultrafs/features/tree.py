@@ -129,9 +129,9 @@ class Tree:
     def digest(self) -> str:
         """SHA-256 (hex) of the parent list (as given): recorded in model and
         checkpoint parameters."""
-        from ultrafs.features.groups import _digest
+        from ultrafs.features.groups import arrays_digest
 
-        return _digest(self.parent)
+        return arrays_digest(self.parent)
 
     def node_of_keys(self, keys) -> np.ndarray:
         """Preorder number of the node of each augmented key."""

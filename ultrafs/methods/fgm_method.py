@@ -8,6 +8,7 @@ result becomes a :class:`~ultrafs.model.Model`.  The engine is imported when
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from dataclasses import dataclass
@@ -93,9 +94,14 @@ class FGMParams(Params):
                         kind="bool")
     refit_C: Any = param(None, "C of the refit (default: --C; with --C auto chosen on "
                          "the same held-out rows).", low=0, low_open=True, none=True)
-    validation_fraction: Any = param(None, "--C auto: the share of the rows C is chosen "
-                                     "on (default 0.2; 5 folds for at most 10,000 rows); "
-                                     "the model is then fitted on all rows.", low=0,
+    validation_fraction: Any = param(None, "Share of the rows held out (stratified, "
+                                     "seeded by --seed). With --C auto: the rows C is "
+                                     "chosen on (default 0.2; 5 folds for at most 10,000 "
+                                     "rows), then the model is fitted on all rows. "
+                                     "Otherwise (command line only): the model is fitted "
+                                     "on the other rows and its accuracy on the held-out "
+                                     "ones is printed and recorded (params.held_out).",
+                                     low=0,
                                      high=1, low_open=True, high_open=True, none=True)
     cv: Any = param(None, "--C auto: K stratified folds instead of one hold-out.",
                     kind="int", low=2, none=True)
@@ -118,6 +124,14 @@ class FGMParams(Params):
         if self.poly != 2 and (self.gamma != 1.0 or self.coef0 != 1.0):
             raise ParameterError("gamma and coef0 are parameters of the degree-2 "
                                  "kernel: they apply to poly=2")
+
+    @classmethod
+    def estimator_options(cls, options):
+        """``validation_fraction`` and ``cv`` are ignored unless C is "auto"
+        (a search over C may hold them fixed)."""
+        if options.get("C") != "auto":
+            options = {**options, "validation_fraction": None, "cv": None}
+        return options
 
     def kernel_options(self):
         """The additive kernel's parameters: ``kernel_params`` and the
@@ -207,15 +221,31 @@ def fit(store, targets, params: FGMParams, execution) -> FGMFit:
         saver = Checkpoint(execution.checkpoint, store_fingerprint(store),
                            _recorded(params, store, features, targets, C, C_rule))
     options = {k: v for k, v in fit_options.items() if k != "B"}
-    result = fit_fgm(features, y, n_classes=n_classes, B=params.B, C=C,
-                     callback=execution.callback, checkpoint=saver,
-                     resume=execution.resume, progress=execution.progress,
-                     memory_limit=execution.memory_limit, **options)
+    with _too_large_C(params.C):
+        result = fit_fgm(features, y, n_classes=n_classes, B=params.B, C=C,
+                         callback=execution.callback, checkpoint=saver,
+                         resume=execution.resume, progress=execution.progress,
+                         memory_limit=execution.memory_limit, **options)
     refitted = None
     if params.refit:
         refitted = _refit(features, result, y, n_classes, params,
                           float(C if refit_C is None else refit_C), weights)
     return FGMFit(result, features, C, C_rule, refitted, validation)
+
+
+@contextlib.contextmanager
+def _too_large_C(C):
+    """Name ``C`` when the solver's step bound overflows (C near 1e308)."""
+    try:
+        yield
+    except ParameterError as exc:
+        if "lipschitz0" not in str(exc) and "Lipschitz" not in str(exc):
+            raise
+        shown = C if isinstance(C, str) else f"{C:g}"
+        raise ParameterError(
+            f"--C {shown} is too large for this data: the solver's curvature bound "
+            "(C times the loss curvature and the squared column norms) overflows; "
+            "use a smaller --C or --C scale") from None
 
 
 def _recorded(params, store, features, targets, C, C_rule) -> dict:
@@ -399,6 +429,12 @@ def progress_line(record) -> str:
             f"{format_seconds(record['solve_seconds'])})")
 
 
+def estimator_attributes(model, id_offset) -> dict:
+    """FGMClassifier's own fitted attributes: ``C_`` (the C fitted with) and
+    ``validation_`` (the held-out curve of ``C="auto"``, else None)."""
+    return {"C_": float(model.params["C"]), "validation_": model.params.get("validation")}
+
+
 FGM = register(Method(
     name="fgm", display_name="FGM", description="the Feature Generating Machine",
     summary="fgm: the Feature Generating Machine (seed 003): B features per outer "
@@ -409,4 +445,5 @@ FGM = register(Method(
     objective="min_{d in D} max_{alpha} -1/2 ||sum_t d_t w_t||^2 + C sum_i loss_i "
               "(eq. 30; on the selected batches: 1/2 ||W||_{2,1}^2 + C sum_i loss_i)",
     estimator="FGMClassifier", summary_lines=summary_lines, progress_line=progress_line,
+    estimator_attributes=estimator_attributes,
     figures=("objective", "timing", "features", "accuracy", "validation"), order=0))

@@ -77,6 +77,18 @@ class MSLRParams(Params):
             raise ParameterError("gamma and coef0 are parameters of the degree-2 "
                                  "kernel: they apply to poly=2")
 
+    @classmethod
+    def estimator_options(cls, options):
+        """``refit_C`` is ignored without the refit, ``gamma`` and ``coef0``
+        unless ``poly=2`` (a search over ``refit`` or ``poly`` may hold them
+        fixed)."""
+        options = dict(options)
+        if options.get("refit") is False:
+            options["refit_C"] = _default("refit_C")
+        if options.get("poly") != 2:
+            options.update(gamma=_default("gamma"), coef0=_default("coef0"))
+        return options
+
 
 def _default(name):
     return specs_of(MSLRParams)[name][0]
@@ -219,10 +231,11 @@ def summary_lines(model, store):
 
 
 def progress_line(record) -> str:
-    """One stderr line per cutting-plane iteration."""
+    """One stderr line per cutting-plane iteration (after the CLI's
+    ``iteration N: ``)."""
     from ultrafs.scoring.progress import format_seconds
 
-    return (f"iteration {record['iteration']}: {record['n_features']:,} features in "
+    return (f"{record['n_features']:,} features in "
             f"{record['n_constraints']} constraints, P(v) {record['objective']:.6g} "
             f"(relative gap {record['rel_gap']:.2g}, q {record['q']:.3g}, "
             f"{record['sweeps']:,} sweeps), scoring "
@@ -233,24 +246,22 @@ def progress_line(record) -> str:
 def estimator_attributes(model, id_offset) -> dict:
     """``MSLRClassifier``'s fitted attributes besides the common ones.
 
+    MSLR's own classifier ``v`` (no bias) is the common
+    ``selection_coef_`` (the refit, which predicts, is ``selected_coef_``).
+
     Returns
     -------
     dict
         ``constraints_``: list of int64 arrays, the columns of every
-        constraint ``S_t`` in selection order; ``mu_``: ndarray of shape
-        (n_constraints,), their weights (sum 1); ``_mslr_coef``: ndarray of
-        shape (n_selected,), MSLR's own weights ``v`` (no bias) of the
-        selected columns in increasing order (``selected_features_``), which
-        the estimator's ``mslr_coef_`` spreads over every input column.
+        constraint ``S_t`` in selection order (store ids less
+        ``id_offset``); ``mu_``: ndarray of shape (n_constraints,), their
+        weights (sum 1).
     """
     import numpy as np
 
-    columns = np.asarray(model.features, dtype=np.int64) - id_offset
-    order = np.argsort(columns, kind="stable")
     return {"constraints_": [np.asarray(s, dtype=np.int64) - id_offset
                              for s in model.params["constraints"]],
-            "mu_": np.asarray(model.params["mu"], dtype=np.float64),
-            "_mslr_coef": np.asarray(model.coef, dtype=np.float64)[order]}
+            "mu_": np.asarray(model.params["mu"], dtype=np.float64)}
 
 
 MSLR = register(Method(
@@ -266,5 +277,5 @@ MSLR = register(Method(
               "exp(-y_i (x_i'w + c))) on the selected columns)",
     estimator="MSLRClassifier", estimator_kind="classifier",
     summary_lines=summary_lines, progress_line=progress_line,
-    estimator_attributes=estimator_attributes,
+    estimator_attributes=estimator_attributes, probabilistic=True,
     figures=("objective", "timing", "features", "accuracy"), order=20))

@@ -207,6 +207,13 @@ class Params:
             raise ParameterError(_unknown_name(cls, name, specs))
         return cls(**options)
 
+    @classmethod
+    def estimator_options(cls, options: dict) -> dict:
+        """The options a scikit-learn estimator passes (its attributes):
+        a method may drop those that only apply with others, so that a
+        search over one keeps the rest fixed."""
+        return options
+
     def to_dict(self) -> dict:
         """The values, JSON-able, in field order."""
         return {name: getattr(self, name) for name in specs_of(type(self))}

@@ -78,6 +78,9 @@ class Method:
     estimator_attributes : callable, optional
         ``estimator_attributes(model, id_offset) -> dict``: fitted
         attributes of its estimator besides the common ones.
+    probabilistic : bool or None
+        Its models give class probabilities (None: as its ``loss``
+        parameter's loss does).
     figures : tuple of str
         Which figures of the report apply: "objective", "timing",
         "features", "accuracy", "validation".
@@ -101,6 +104,7 @@ class Method:
     summary_lines: Callable | None = None
     progress_line: Callable | None = None
     estimator_attributes: Callable | None = None
+    probabilistic: bool | None = None
     figures: tuple = ("objective", "timing", "features", "accuracy")
     order: int = 100
     module: str = field(default="", compare=False)

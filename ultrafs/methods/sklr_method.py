@@ -83,6 +83,20 @@ class SKLRParams(Params):
             raise ParameterError("the two-stage scheme runs with solver fista, mfista "
                                  "or cgd")
 
+    @classmethod
+    def estimator_options(cls, options):
+        """``n_components`` is ignored by ``basis="rbf"``, ``mfista_scaling``
+        by the other solvers and ``two_stage`` by sgd (a search over
+        ``basis`` or ``solver`` may hold them fixed)."""
+        options = dict(options)
+        if options.get("basis") == "rbf":
+            options["n_components"] = _default("n_components")
+        if options.get("solver") != "mfista":
+            options["mfista_scaling"] = None
+        if options.get("solver") == "sgd":
+            options["two_stage"] = None
+        return options
+
 
 def _default(name):
     return specs_of(SKLRParams)[name][0]
@@ -224,15 +238,14 @@ def estimator_attributes(model, id_offset) -> dict:
     """``SparseKernelLogisticRegression``'s fitted attributes besides the
     common ones.
 
-    Its coefficients index basis functions, not input columns: ``coef_``
-    (shape (1, n_basis), zeros included) replaces the common one, and
-    ``n_iter_`` is the solver's iteration (SGD: epoch) count; it selects no
-    input columns (no ``selected_features_``).
+    Its coefficients index basis functions, not input columns: ``_coef``
+    (shape (1, n_basis), zeros included) is what the estimator's ``coef_``
+    returns, and ``n_iter_`` is the solver's iteration (SGD: epoch) count.
 
     Returns
     -------
     dict
-        ``coef_``, ``support_`` (int64, the basis functions with a nonzero
+        ``_coef``, ``support_`` (int64, the basis functions with a nonzero
         weight: random-feature numbers, or training rows for ``rbf``),
         ``sigma_``, ``lam_``, ``lam_max_``, ``duality_gap_`` (relative, at
         the solution), ``n_iter_``.
@@ -246,7 +259,7 @@ def estimator_attributes(model, id_offset) -> dict:
         support = np.asarray(model.features, dtype=np.int64)
     coef = np.zeros((1, p["n_basis"]))
     coef[0, support] = model.coef
-    return {"coef_": coef, "support_": support, "sigma_": float(p["sigma"]),
+    return {"_coef": coef, "support_": support, "sigma_": float(p["sigma"]),
             "lam_": float(p["lam"]), "lam_max_": float(p["lam_max"]),
             "duality_gap_": float(p["rel_gap"]), "n_iter_": int(p["n_iter"])}
 
@@ -262,4 +275,4 @@ SKLR = register(Method(
               "the kernel basis (random Fourier features or RBF kernel columns)",
     estimator="SparseKernelLogisticRegression", estimator_kind="classifier",
     summary_lines=summary_lines, estimator_attributes=estimator_attributes,
-    figures=("objective", "timing", "accuracy"), order=30))
+    probabilistic=True, figures=("objective", "timing", "accuracy"), order=30))

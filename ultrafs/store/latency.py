@@ -36,7 +36,7 @@ import numpy as np
 from zarr.storage import LocalStore, WrapperStore
 
 from ultrafs.store.base import ColumnBlock, StoreWrapper
-from ultrafs.store.zarr_store import ZarrStore, _reopen_lazily
+from ultrafs.store.zarr_store import ZarrStore, reopen_lazily
 
 __all__ = ["LatencyColumnStore", "ZarrGetLatency", "ZarrLatencyStore"]
 
@@ -218,6 +218,6 @@ class ZarrLatencyStore(ZarrStore):
 def _reopen_zarr_latency(path, get_latency):
     """Unpickle a ZarrLatencyStore: like a ZarrStore, open on first use."""
     store = ZarrLatencyStore.__new__(ZarrLatencyStore)
-    store.__dict__.update(_reopen_lazily(path).__dict__)
+    store.__dict__.update(reopen_lazily(path).__dict__)
     store._get_latency = float(get_latency)
     return store

@@ -4,7 +4,7 @@
 ``report``) accepts a LIBSVM / svmlight file, plain or compressed. A path
 that is not a store (:func:`ultrafs.store.detect.store_kind` refuses it) and
 is a regular file whose first bytes are text or gzip / bz2 / xz
-(:func:`ultrafs.store.writers.libsvm.detect_compression`) is taken as
+(:func:`ultrafs.store.writers.libsvm_reader.detect_compression`) is taken as
 LIBSVM: it is ingested into a cache folder the first time and the cached
 store is opened on every later call.
 
@@ -74,7 +74,7 @@ def is_libsvm_file(path) -> bool:
     another format (zip, PNG, zstd...: ``detect_compression`` refuses them).
     """
     from ultrafs.store.detect import store_kind
-    from ultrafs.store.writers.libsvm import detect_compression
+    from ultrafs.store.writers.libsvm_reader import detect_compression
     from ultrafs.errors import InputFormatError
 
     path = os.fspath(path)

@@ -89,7 +89,7 @@ def _csr_to_compact_arrays(X, dtype):
     One pass counts the nonzero entries of every column (or, for an id
     range much wider than the entries, the used columns are found by
     sorting the column indices), a second writes the CSC arrays row by row
-    (``kernels/sparse_ops.py``): no ``(row, column)`` sort, no scipy
+    (``kernels/csr_to_csc.py``): no ``(row, column)`` sort, no scipy
     intermediate, no per-column array for a hashed id range.
 
     Returns
@@ -103,7 +103,7 @@ def _csr_to_compact_arrays(X, dtype):
         Original column of each kept column (the sparse id layout), or None.
     id_space : int
     """
-    from ultrafs.kernels.sparse_ops import csr_column_counts, csr_to_csc_fill
+    from ultrafs.kernels.csr_to_csc import csr_column_counts, csr_to_csc_fill
 
     n_rows, width = X.shape
     csr = _canonical_csr(X, dtype)

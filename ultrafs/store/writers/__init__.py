@@ -4,5 +4,8 @@
   the atomic publish of a finished store.
 * :mod:`ultrafs.store.writers.zarr_writer`: Zarr column stores.
 * :mod:`ultrafs.store.writers.parquet_long_writer`: Parquet long tables.
-* :mod:`ultrafs.store.writers.libsvm`: LIBSVM/svmlight text to a store.
+* :mod:`ultrafs.store.writers.libsvm`: LIBSVM/svmlight text to a store,
+  reading the text with :mod:`ultrafs.store.writers.libsvm_reader` and
+  transposing it with :mod:`ultrafs.store.writers.external_transpose`.
+* :mod:`ultrafs.store.writers.libsvm_text_writer`: binary rows to LIBSVM text.
 """

@@ -17,7 +17,7 @@ from ultrafs.store.writers.block_writer import (BlockWriter, check_output_path, 
                            remove_tree, temporary_sibling, write_arrays)
 from ultrafs.store.metadata import metadata_checksum
 from ultrafs.store.zarr_store import (CHUNK_ELEMENTS, DEFAULT_BLOCK_NNZ, FILL_VALUES,
-                         FORMAT_NAME, FORMAT_VERSION, NAMES_FILE, ZarrStore, _codecs,
+                         FORMAT_NAME, FORMAT_VERSION, NAMES_FILE, ZarrStore, chunk_codecs,
                          array_metadata_parts)
 
 __all__ = ["StoreWriter", "StoreExistsError", "write_store",
@@ -154,7 +154,7 @@ class StoreWriter(BlockWriter):
     def _create_array(self, name, length, dtype, chunk=None):
         return self._group.create_array(
             name, shape=(int(length),), chunks=(chunk or self.chunk_size,),
-            dtype=dtype, fill_value=FILL_VALUES[name], compressors=_codecs())
+            dtype=dtype, fill_value=FILL_VALUES[name], compressors=chunk_codecs())
 
     def _flush(self, final: bool) -> None:
         """Write whole chunks of the pending entries (all of them if final)."""

@@ -1,0 +1,22 @@
+"""``ultrafs info``: a store's metadata as JSON."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ultrafs.cli.errors import one_line_errors
+from ultrafs.cli.options import LABEL_OPTION
+
+
+@click.command()
+@click.argument("store_path", metavar="STORE", type=click.Path())
+@LABEL_OPTION
+@one_line_errors
+def info(store_path, label):
+    """Print a store's metadata as JSON (Zarr, Parquet long or wide)."""
+    from ultrafs.store import open_store
+
+    click.echo(json.dumps(open_store(store_path, label=label).describe(), indent=1,
+                          default=str))

@@ -1,0 +1,69 @@
+"""Options shared by several commands: ``--label``, the block passes'
+scheduler options and the ℓ1-LR path's options."""
+
+from __future__ import annotations
+
+import click
+
+from ultrafs.cli.types import MAX_COUNT, MAX_SECONDS, MAX_WORKERS, SchedulerType
+
+
+LABEL_OPTION = click.option(
+    "--label", default=None,
+    help="Label column of a wide Parquet table (default: 'label').")
+
+
+def run_options():
+    """Options of the block passes: block size, scheduler and its timeouts."""
+    return [
+        click.option("--block-size", type=click.IntRange(min=1, max=MAX_COUNT), default=None,
+                     help="Columns per scoring task (default: the store's blocks)."),
+        click.option("--scheduler", type=SchedulerType(), default="threads",
+                     show_default=True, envvar="ULTRAFS_SCHEDULER",
+                     help="threads, processes, synchronous or a dask.distributed "
+                          "scheduler address tcp://HOST:PORT (env ULTRAFS_SCHEDULER)."),
+        click.option("--workers", type=click.IntRange(min=1, max=MAX_WORKERS), default=None,
+                     help="Threads/processes of a local scheduler."),
+        click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True,
+                                                                max=MAX_SECONDS),
+                     default=None, envvar="ULTRAFS_CONNECT_TIMEOUT",
+                     help="Seconds a tcp:// scheduler may take to answer "
+                          "(default 10; env ULTRAFS_CONNECT_TIMEOUT)."),
+        click.option("--worker-timeout", type=click.FloatRange(min=0, min_open=True,
+                                                               max=MAX_SECONDS),
+                     default=None, envvar="ULTRAFS_WORKER_TIMEOUT",
+                     help="Seconds a tcp:// run waits while its cluster has no "
+                          "worker, or its scheduler is unreachable, before it "
+                          "fails (default 60; env ULTRAFS_WORKER_TIMEOUT)."),
+    ]
+
+
+def l1_path_options():
+    """Options of the ℓ1-LR path (``path``, ``select --method l1``)."""
+    return [
+        click.option("--screening", type=click.Choice(["slores", "strong", "none"]),
+                     default="slores", show_default=True,
+                     help="Rule that discards features before each solve: Slores "
+                          "(safe), the strong rule (unsafe; KKT violators are "
+                          "re-added) or none. Every model is checked on all "
+                          "features by a KKT pass."),
+        click.option("--basic", is_flag=True,
+                     help="Screen with λ_max as the reference (the paper's basic "
+                          "rule) instead of the previous λ's solution."),
+        click.option("--n-lambdas", type=click.IntRange(min=1, max=100_000), default=86,
+                     show_default=True, help="Values of λ on the path."),
+        click.option("--lambda-min-ratio", type=click.FloatRange(0, 1, min_open=True),
+                     default=0.1, show_default=True, help="Smallest λ / λ_max."),
+        click.option("--lambda-max-ratio", type=click.FloatRange(0, 1, min_open=True),
+                     default=0.95, show_default=True,
+                     help="Largest λ / λ_max (the grid is linear between the two)."),
+    ]
+
+
+def with_options(options):
+    """Decorator: the click ``options`` on a command, in their order in ``--help``."""
+    def decorate(func):
+        for option in reversed(options):
+            func = option(func)
+        return func
+    return decorate

@@ -1,0 +1,67 @@
+"""``ultrafs path``: the ℓ1-LR path with safe screening, as JSON."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from ultrafs.cli.data import resolve_data_path
+from ultrafs.cli.errors import one_line_errors
+from ultrafs.cli.options import LABEL_OPTION, l1_path_options, run_options, with_options
+from ultrafs.cli.output import emit_json
+from ultrafs.cli.scheduler import scheduler_for_run
+from ultrafs.cli.terminal import format_seconds, progress_enabled
+
+
+@click.command("path")
+@click.option("--data", "data_path", required=True, type=click.Path(),
+              help="Training data: a store or a LIBSVM file (ingested once into "
+                   "the cache, as for select).")
+@LABEL_OPTION
+@click.option("--method", type=click.Choice(["l1"]), default="l1", show_default=True,
+              help="l1: ℓ1-logistic regression with an unpenalised intercept.")
+@with_options(l1_path_options())
+@click.option("--tol", type=click.FloatRange(0, 1, min_open=True, max_open=True),
+              default=1e-6, show_default=True,
+              help="Relative KKT tolerance of every model on the path.")
+@with_options(run_options())
+@click.option("--out", default="-", show_default=True,
+              help="Path file (JSON) to write, or - for stdout.")
+@click.option("--progress/--no-progress", default=None,
+              help="One line per λ on stderr (default: when a terminal).")
+@one_line_errors
+def path_command(data_path, label, method, screening, basic, n_lambdas,
+                 lambda_min_ratio, lambda_max_ratio, tol, block_size, scheduler,
+                 workers, connect_timeout, worker_timeout, out, progress):
+    """Solve the ℓ1-LR path with safe screening and write it as JSON.
+
+    Per λ: λ, λ/λ_max, nonzeros, objective, features kept by screening,
+    rejection ratio, KKT violators found and left (always 0), seconds of
+    screening / solving / the KKT pass, and the model's features and weights.
+    """
+    from ultrafs.api import l1_path, path_to_dict
+    from ultrafs.outputs import check_output_file
+    from ultrafs.store import open_store
+
+    check_output_file(out, "--out", [("--data store", data_path)])
+    store = open_store(resolve_data_path(data_path), label=label)
+    show = progress_enabled(progress)
+
+    def report(record):
+        if show:
+            click.echo(f"λ/λ_max {record['ratio']:.3f}: {record['nnz']:,} nonzero, "
+                       f"{record['kept']:,} kept of {store.n_features:,}, "
+                       f"objective {record['objective']:.6g}, "
+                       f"{record['kkt_violations_found']} violators re-added, "
+                       f"{format_seconds(record['seconds_solving'] + record['seconds_kkt'])}",
+                       err=True)
+
+    with scheduler_for_run(scheduler, connect_timeout, worker_timeout) as dask_scheduler:
+        path = l1_path(store, screening=screening, sequential=not basic,
+                       n_lambdas=n_lambdas, lambda_min_ratio=lambda_min_ratio,
+                       lambda_max_ratio=lambda_max_ratio, tol=tol,
+                       block_size=block_size, scheduler=dask_scheduler,
+                       num_workers=workers, callback=report)
+    emit_json(path_to_dict(path, store, command=" ".join(["ultrafs"] + sys.argv[1:])),
+               out)

@@ -1,0 +1,98 @@
+"""``ultrafs predict`` and ``ultrafs evaluate``: a model file on a store."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ultrafs.cli.data import resolve_data_path
+from ultrafs.cli.errors import one_line_errors
+from ultrafs.cli.options import LABEL_OPTION
+from ultrafs.cli.output import check_output
+
+
+def _write_predictions(model, decision, out, output_format):
+    """Write row numbers, predicted labels, decision values (and probabilities).
+
+    Columns: ``row`` (0-based row number in the data), ``predicted`` (the
+    predicted class value), then ``decision`` (and ``probability`` of the
+    positive class, for losses that give one).  K-class models write one
+    ``decision_<class>`` (and ``probability_<class>``) column per class,
+    named by the class value.  TSV rows, or one JSON object of arrays.
+    """
+    import numpy as np
+
+    columns = {"row": np.arange(len(decision), dtype=np.int64),
+               "predicted": model.predict_from_decision(decision)}
+    if model.n_outputs == 1:
+        columns["decision"] = decision
+        if model.probabilistic:
+            columns["probability"] = model.proba_from_decision(decision)
+    else:
+        names = [f"{c:g}" for c in model.classes]
+        for k, name in enumerate(names):
+            columns[f"decision_{name}"] = decision[:, k]
+        if model.probabilistic:
+            proba = model.proba_from_decision(decision)
+            for k, name in enumerate(names):
+                columns[f"probability_{name}"] = proba[:, k]
+    if output_format == "json":
+        text = json.dumps({name: values.tolist() for name, values in columns.items()})
+        text += "\n"
+    else:
+        lines = ["\t".join(columns)]
+        lines += ["\t".join([str(values[0])] + [f"{v:.10g}" for v in values[1:]])
+                  for values in zip(*columns.values())]
+        text = "\n".join(lines) + "\n"
+    if out in (None, "-"):
+        click.echo(text, nl=False)
+    else:
+        from ultrafs.atomic import write_text_atomic
+
+        write_text_atomic(text, out)
+
+
+@click.command()
+@click.option("--model", "model_path", required=True, type=click.Path())
+@click.option("--data", "data_path", required=True, type=click.Path(),
+              help="Store, or LIBSVM file (ingested once into the cache and "
+                   "reused); labels not needed.")
+@LABEL_OPTION
+@click.option("--out", default="-", show_default=True,
+              help="Output file, or - for stdout.")
+@click.option("--format", "output_format", type=click.Choice(["tsv", "json"]),
+              default="tsv", show_default=True,
+              help="TSV rows (row, predicted, decision[, probability]; one "
+                   "decision_CLASS and probability_CLASS per class for K classes) "
+                   "or one JSON object of arrays.")
+@one_line_errors
+@check_output("out", "--out", {"--model file": "model_path", "--data store": "data_path"})
+def predict(model_path, data_path, label, out, output_format):
+    """Predict every row of a store with a model file."""
+    from ultrafs.store import open_store
+
+    from ultrafs.model import Model
+
+    model = Model.load(model_path)
+    store = open_store(resolve_data_path(data_path, target="none"), label=label, labels=False)
+    _write_predictions(model, model.decision_function_store(store), out,
+                       output_format)
+
+
+@click.command()
+@click.option("--model", "model_path", required=True, type=click.Path())
+@click.option("--data", "data_path", required=True, type=click.Path(),
+              help="Labelled store, or LIBSVM file (ingested once into the "
+                   "cache and reused).")
+@LABEL_OPTION
+@one_line_errors
+def evaluate(model_path, data_path, label):
+    """Print accuracy, AUC and counts of a model on a labelled store (JSON)."""
+    from ultrafs.store import open_store
+
+    from ultrafs.model import Model
+
+    model = Model.load(model_path)
+    click.echo(json.dumps(model.evaluate_store(open_store(resolve_data_path(data_path),
+                                                          label=label))))

@@ -1,0 +1,139 @@
+"""What a person sees on the terminal while a command runs: whether
+stdout / stderr are terminals, durations, and the ingest's progress line."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+
+
+def progress_enabled(flag):
+    """``--progress/--no-progress``, or by default whether stderr is a terminal."""
+    return flag if flag is not None else sys.stderr.isatty()
+
+
+def stdout_is_terminal():
+    """Whether stdout is a terminal (a person reads it, no program)."""
+    try:
+        return sys.stdout.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def stderr_is_terminal():
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _megabytes(n):
+    return f"{n / 1e6:,.1f} MB"
+
+
+class IngestProgress:
+    """One line on stderr while a LIBSVM file is read: bytes, rows, rate, ETA.
+
+    Called by :func:`ultrafs.store.writers.libsvm.ingest_libsvm` with the
+    rows parsed so far after every block of text.  The bytes read are the
+    reader's offset in the (possibly compressed) file, read from
+    ``/proc/self/fdinfo`` (Linux); elsewhere the line shows rows and their
+    rate only.
+    """
+
+    def __init__(self, path, min_interval=0.25, stream=None):
+        self.path = os.fspath(path)
+        self.name = os.path.basename(self.path)
+        self.real = os.path.realpath(self.path)
+        try:
+            self.size = os.path.getsize(self.path)
+        except OSError:
+            self.size = 0
+        self.stream = stream if stream is not None else sys.stderr
+        self.min_interval = min_interval
+        self.started = time.perf_counter()
+        self.drawn = 0.0
+        self.rows = 0
+        self.fd = None
+        self.shown = False
+
+    def _position(self):
+        """The reader's offset in the file, or None where it cannot be seen."""
+        try:
+            if self.fd is None or os.readlink(f"/proc/self/fd/{self.fd}") != self.real:
+                self.fd = None
+                for name in os.listdir("/proc/self/fd"):
+                    try:
+                        if os.readlink(f"/proc/self/fd/{name}") == self.real:
+                            self.fd = name
+                            break
+                    except OSError:
+                        continue
+            if self.fd is None:
+                # rows were parsed, so the reader opened the file: it has
+                # read it all and closed it
+                return self.size if os.path.isdir("/proc/self/fd") else None
+            with open(f"/proc/self/fdinfo/{self.fd}") as info:
+                for line in info:
+                    if line.startswith("pos:"):
+                        return int(line.split()[1])
+        except (OSError, ValueError):
+            return None
+        return None
+
+    def line(self, now, position, final=False):
+        elapsed = max(now - self.started, 1e-9)
+        if final:
+            size = f"{_megabytes(self.size)}, " if self.size else ""
+            return f"read {self.name}: {size}{self.rows:,} rows in {format_seconds(elapsed)}"
+        text = f"reading {self.name}:"
+        if position is not None and self.size:
+            position = min(position, self.size)
+            fraction = position / self.size
+            text += (f" {_megabytes(position)} of {_megabytes(self.size)} "
+                     f"({100 * fraction:.0f}%),")
+        text += f" {self.rows:,} rows, {self.rows / elapsed:,.0f} rows/s"
+        if position is not None and self.size:
+            text += f", {position / elapsed / 1e6:,.1f} MB/s"
+            if position >= self.size:
+                text += "; writing the store"
+            elif position > 0:
+                text += f", ETA {format_seconds((self.size - position) * elapsed / position)}"
+        return text
+
+    def __call__(self, rows):
+        self.rows = int(rows)
+        now = time.perf_counter()
+        if now - self.drawn < self.min_interval:
+            return
+        self.drawn = now
+        self.shown = True
+        self.stream.write("\r" + self.line(now, self._position()) + "   ")
+        self.stream.flush()
+
+    def finish(self):
+        """Show the last count and end the line (after the ingest, or before a message)."""
+        if self.shown:
+            self.stream.write("\r" + self.line(time.perf_counter(), None, final=True)
+                              + " " * 40 + "\n")
+            self.stream.flush()
+            self.shown = False
+
+
+def format_seconds(seconds):
+    from ultrafs.scoring.progress import format_seconds as fmt
+
+    return fmt(seconds)
+
+
+@contextlib.contextmanager
+def ingest_progress(path, show):
+    """An :class:`IngestProgress` for ``path`` when ``show``, else None."""
+    reporter = IngestProgress(path) if show else None
+    try:
+        yield reporter
+    finally:
+        if reporter is not None:
+            reporter.finish()

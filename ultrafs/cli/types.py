@@ -1,0 +1,201 @@
+"""The command line's value types (click ParamTypes) and their bounds.
+
+Parsing an option imports no registry and no solver: see
+:class:`RegistryChoice`.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import click
+
+
+#: largest count an integer option accepts (B, iterations, folds, block sizes...):
+#: beyond it a value can only be a mistake, and numpy would fail on it
+MAX_COUNT = 2**31 - 1
+#: most threads or processes of a local scheduler (--workers)
+MAX_WORKERS = 4096
+#: longest timeout an option accepts (one day)
+MAX_SECONDS = 86400.0
+
+
+class RegistryChoice(click.Choice):
+    """A choice of the built-in names, plus a registry's when it is loaded.
+
+    Neither ``ultrafs --help`` nor the parsing of a command's options
+    imports a registry (the loss registry imports numba and the solver
+    stack, the feature-space registry every space): the choices are the
+    static names of :mod:`ultrafs.names`, joined by the registry's own
+    names when its module has already been imported (a member registered
+    at run time, as ``tests/test_recipes.py`` does, is offered too).
+
+    Parameters
+    ----------
+    static : tuple of str
+        The built-in names (:mod:`ultrafs.names`).
+    module : str
+        The registry's module; read only when ``sys.modules`` holds it.
+    load : callable
+        ``load(module) -> iterable of str``: the registry's names.
+    """
+
+    def __init__(self, static, module, load):
+        self._static = tuple(static)
+        self._module = module
+        self._load = load
+        super().__init__(self._static, case_sensitive=True)
+
+    @property
+    def choices(self):
+        loaded = sys.modules.get(self._module)
+        if loaded is None:
+            return self._static
+        names = list(self._static)
+        names += sorted(set(self._load(loaded)) - set(names))
+        return tuple(names)
+
+    @choices.setter
+    def choices(self, value):
+        pass
+
+
+def _poly_degrees(base):
+    """The degrees of the registered feature spaces (``features/base.py``)."""
+    return [str(cls.poly_degree) for cls in base.FEATURE_SPACES.values()
+            if cls.poly_degree is not None]
+
+
+def _loss_names(losses):
+    """The registered loss names (``solvers/losses.py``)."""
+    return losses.loss_names()
+
+
+def loss_choice():
+    from ultrafs.names import LOSS_NAMES
+
+    return RegistryChoice(LOSS_NAMES, "ultrafs.solvers.losses", _loss_names)
+
+
+def poly_choice():
+    from ultrafs.names import POLY_DEGREES
+
+    return RegistryChoice(POLY_DEGREES, "ultrafs.features.base", _poly_degrees)
+
+
+class SchedulerType(click.ParamType):
+    """``threads``, ``processes``, ``synchronous`` or a ``tcp://`` address."""
+
+    name = "scheduler"
+
+    def convert(self, value, param, ctx):
+        if value is None or not isinstance(value, str):
+            return value
+        if value in ("threads", "processes", "synchronous"):
+            return value
+        if "://" in value:
+            return value
+        self.fail(f"{value!r} is not one of threads, processes, synchronous "
+                  "or a scheduler address such as tcp://host:8786", param, ctx)
+
+
+class CType(click.ParamType):
+    """``--C``: a number > 0, ``scale`` or ``auto``."""
+
+    name = "C"
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        if value in ("scale", "auto"):
+            return value
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("nan")
+        if not (number > 0 and number != float("inf")):
+            self.fail(f"{value!r} is not a number > 0, 'scale' or 'auto'", param, ctx)
+        return number
+
+
+class SizeType(click.ParamType):
+    """``--memory-limit``: bytes, or a number with a unit (``8GB``, ``7.5G``,
+    ``800MB``, ``8GiB``; decimal units are powers of 1000, ``*iB`` of 1024)."""
+
+    name = "size"
+    _UNITS = {"": 1, "B": 1, "K": 10**3, "KB": 10**3, "M": 10**6, "MB": 10**6,
+              "G": 10**9, "GB": 10**9, "T": 10**12, "TB": 10**12, "KIB": 2**10,
+              "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        text = value.strip().upper()
+        number = text.rstrip("KMGTIB")
+        unit = text[len(number):]
+        try:
+            size = float(number) * self._UNITS[unit]
+        except (ValueError, KeyError):
+            size = float("nan")
+        if not (size >= 1 and size != float("inf")):
+            self.fail(f"{value!r} is not a size such as 8GB, 800MB or 8GiB", param, ctx)
+        return int(size)
+
+
+class ClassWeightType(click.ParamType):
+    """``--class-weight``: ``balanced`` or ``VALUE:WEIGHT,...`` (class values)."""
+
+    name = "class_weight"
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        if value == "balanced":
+            return value
+        weights = {}
+        for item in value.split(","):
+            label, sep, weight = item.partition(":")
+            try:
+                key, number = float(label), float(weight)
+            except ValueError:
+                key = number = float("nan")
+            if not sep or key != key or not (0 <= number < float("inf")):
+                self.fail(f"{value!r} is not 'balanced' or VALUE:WEIGHT,... with "
+                          "numbers VALUE and WEIGHT >= 0", param, ctx)
+            weights[key] = number
+        return weights
+
+
+class CandidatesType(click.ParamType):
+    """``--candidates``: an integer >= 1 or ``auto``."""
+
+    name = "integer|auto"
+
+    def convert(self, value, param, ctx):
+        if value == "auto" or isinstance(value, int):
+            return value
+        try:
+            number = int(str(value))
+        except ValueError:
+            number = 0
+        if not 1 <= number <= MAX_COUNT:
+            self.fail(f"{value!r} is not an integer >= 1 or 'auto'", param, ctx)
+        return number
+
+
+class RetrainCType(click.ParamType):
+    """``--retrain-C``: a finite number > 0 or ``auto``."""
+
+    name = "number|auto"
+
+    def convert(self, value, param, ctx):
+        if value == "auto":
+            return value
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = float("nan")
+        if not (math.isfinite(number) and number > 0):
+            self.fail(f"{value!r} is not a number > 0 or 'auto'", param, ctx)
+        return number

@@ -1,0 +1,284 @@
+"""The screened ℓ1-logistic regression path (seed 004) as a registered method.
+
+``min (1/n) Σ log(1 + exp(−y_i (x_i'β + c))) + λ ||β||_1`` with an
+unpenalised intercept, on a decreasing grid of λ screened by Slores (or the
+strong rule, or nothing) and certified on every column by a KKT pass: the
+engine is :func:`ultrafs.methods.l1_path.fit_l1_path`.  The method returns
+one model of the path, by feature count (``n_features_to_select``: the
+first λ with at least that many nonzero weights) or by scikit-learn's
+``C``; :func:`l1_path` returns the whole path (``ultrafs path``).
+
+The engine is imported when a fit runs: this module stays light for
+``ultrafs select --help``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ultrafs.errors import ParameterError
+from ultrafs.methods.params import Params, param
+from ultrafs.methods.registry import Method, register
+
+__all__ = ["L1Params", "L1", "fit", "to_model", "l1_path", "l1_model", "path_to_dict",
+           "binary_labels", "L1_C_PATH_POINTS"]
+
+#: λ values of the warm-started path that reaches a given C
+L1_C_PATH_POINTS = 10
+
+#: the engine's defaults (:mod:`ultrafs.methods.l1_path`, checked by a test)
+DEFAULT_N_LAMBDAS = 86
+DEFAULT_LAMBDA_MIN_RATIO = 0.1
+DEFAULT_LAMBDA_MAX_RATIO = 0.95
+DEFAULT_TOL = 1e-6
+DEFAULT_MAX_ITER = 500
+
+
+@dataclass
+class L1Params(Params):
+    """The ℓ1-LR path's parameters (see :func:`ultrafs.methods.l1_path.fit_l1_path`).
+
+    Exactly one of ``n_features_to_select`` and ``C`` is given.
+    """
+
+    n_features_to_select: Any = param(
+        None, "Number of nonzero weights wanted: the model at the first λ of the path "
+        "with at least that many (the path stops there).", kind="int", low=1, none=True,
+        old=("features", "--features"))
+    C: Any = param(None, "Instead of a count: scikit-learn's C (λ = 1/(n C)), reached by "
+                   "a short warm-started path from 0.95 λ_max.", low=0, low_open=True,
+                   none=True, option="--C")
+    screening: str = param("slores", "Rule that discards features before each solve: "
+                           "Slores (safe), the strong rule (unsafe; KKT violators are "
+                           "re-added) or none. Every model is checked on all features by "
+                           "a KKT pass.", kind="choice", words=("slores", "strong", "none"))
+    sequential: bool = param(True, "Screen with the previous λ's solution as the "
+                             "reference (--basic: λ_max, the paper's basic rule).",
+                             kind="bool", option="--sequential/--basic")
+    n_lambdas: int = param(DEFAULT_N_LAMBDAS, "Values of λ on the path.", kind="int",
+                           low=1, high=100_000)
+    lambda_min_ratio: float = param(DEFAULT_LAMBDA_MIN_RATIO, "Smallest λ / λ_max.",
+                                    low=0, low_open=True, high=1)
+    lambda_max_ratio: float = param(DEFAULT_LAMBDA_MAX_RATIO, "Largest λ / λ_max (the "
+                                    "grid is linear between the two).", low=0,
+                                    low_open=True, high=1)
+    tol: float = param(DEFAULT_TOL, "Relative KKT tolerance of every model, certified "
+                       "on every column: |∇_j| <= λ (1 + tol) on the zero weights.",
+                       low=0, low_open=True, high=1, high_open=True)
+    max_iter: int = param(DEFAULT_MAX_ITER, "Outer iterations of the solver per λ.",
+                          kind="int", low=1)
+
+    def check(self):
+        if (self.n_features_to_select is None) == (self.C is None):
+            raise ParameterError("give exactly one of n_features_to_select (a count, "
+                                 "--n-features-to-select) and C")
+
+
+def binary_labels(store):
+    """±1 labels (float64) of a binary store; one line for anything else."""
+    import numpy as np
+
+    from ultrafs.methods.targets import read_targets
+
+    return np.asarray(read_targets(store, L1.targets, L1).y, dtype=np.float64)
+
+
+def l1_path(data, y=None, *, screening="slores", sequential=True, lambdas=None,
+            n_lambdas=None, lambda_min_ratio=None, lambda_max_ratio=None,
+            tol=None, max_iter=500, stop_at_nnz=None, block_size=None,
+            scheduler=None, num_workers=None, callback=None):
+    """The ℓ1-logistic regression path of ``data`` (seed 004).
+
+    ``min (1/n) Σ log(1 + exp(−y_i (x_i'β + c))) + λ ||β||_1`` with an
+    unpenalised intercept, on a decreasing grid of λ, screened by Slores
+    (or the strong rule, or nothing) and certified on every column by a
+    KKT pass: see :func:`ultrafs.methods.l1_path.fit_l1_path`, whose
+    defaults apply to the arguments left None.
+
+    Parameters
+    ----------
+    data : ColumnStore, path of a store, ndarray or scipy.sparse matrix
+    y : array-like, optional
+        Two classes when ``data`` is an array.
+
+    Returns
+    -------
+    path : L1Path
+    """
+    from ultrafs.methods.l1_path import fit_l1_path
+    from ultrafs.store import as_store
+
+    store = as_store(data, y)
+    labels = binary_labels(store)
+    options = {"n_lambdas": n_lambdas, "lambda_min_ratio": lambda_min_ratio,
+               "lambda_max_ratio": lambda_max_ratio, "tol": tol}
+    options = {name: value for name, value in options.items() if value is not None}
+    return fit_l1_path(store, labels, screening=screening, sequential=sequential,
+                       lambdas=lambdas, max_iter=max_iter, stop_at_nnz=stop_at_nnz,
+                       block_size=block_size, scheduler=scheduler,
+                       num_workers=num_workers, callback=callback, **options)
+
+
+@dataclass
+class L1Fit:
+    """What the method's fit returns: the path and the model's place on it."""
+
+    path: Any                   # methods.l1_path.L1Path
+    index: int
+    requested: int | None
+
+
+def fit(store, targets, params: L1Params, execution) -> L1Fit:
+    """The path up to the model asked for: by count, or by C."""
+    import numpy as np
+
+    from ultrafs.methods.l1_path import fit_l1_path
+    from ultrafs.methods.slores import slores_statistics
+
+    labels = np.asarray(targets.y, dtype=np.float64)
+    solver = {"screening": params.screening, "sequential": params.sequential,
+              "tol": params.tol, "max_iter": params.max_iter, **execution.passes(),
+              "callback": execution.callback}
+    k = params.n_features_to_select
+    if k is not None:
+        path = fit_l1_path(store, labels, n_lambdas=params.n_lambdas,
+                           lambda_min_ratio=params.lambda_min_ratio,
+                           lambda_max_ratio=params.lambda_max_ratio, stop_at_nnz=k,
+                           **solver)
+        index = path.first_with(k)
+        if index < 0:
+            last = path.records[-1]
+            raise ParameterError(
+                f"the path reaches {last['nnz']} nonzero weights at its smallest λ "
+                f"(λ/λ_max = {last['ratio']:.3g}), fewer than the {k} asked for; lower "
+                "the smallest λ (lambda_min_ratio, --lambda-min-ratio)")
+        return L1Fit(path, index, k)
+    stats = slores_statistics(store, labels, **execution.passes())
+    lam = 1.0 / (store.n_samples * float(params.C))
+    top = stats.lambda_max * params.lambda_max_ratio
+    grid = np.geomspace(top, lam, L1_C_PATH_POINTS) if lam < top else np.array([lam])
+    path = fit_l1_path(store, labels, lambdas=grid, statistics=stats, **solver)
+    return L1Fit(path, len(path.records) - 1, None)
+
+
+def to_model(fitted: L1Fit, store, targets, params: L1Params, execution):
+    """The :class:`~ultrafs.model.Model` at the fit's λ."""
+    return l1_model(fitted.path, fitted.index, store, command=execution.command,
+                    requested=fitted.requested)
+
+
+def l1_model(path, index, store, *, command=None, requested=None):
+    """:class:`~ultrafs.model.Model` of the ``index``-th λ of an
+    :class:`~ultrafs.methods.l1_path.L1Path` on ``store``.
+
+    Returns
+    -------
+    model : Model
+        ``params["method"] == "l1"``, with λ, λ/λ_max, ``C = 1/(n λ)`` and
+        the screening recorded (and ``n_features_to_select`` when the model
+        was asked for by count); ``history`` holds the path's records up to
+        that λ.
+    """
+    import numpy as np
+
+    from ultrafs.model import Model
+
+    columns = path.columns[index]
+    record = path.records[index]
+    ids = store.feature_ids(columns)
+    recorded = {"method": "l1", "lambda": record["lambda"],
+                "lambda_ratio": record["ratio"], "lambda_max": path.lambda_max,
+                "C": record["C"], "C_rule": "path", "loss": "logistic",
+                "fit_intercept": True, "screening": path.screening,
+                "sequential": path.sequential, "id_offset": int(store.id_offset),
+                "data_fingerprint": getattr(store, "fingerprint", None)}
+    if requested is not None:
+        recorded["n_features_to_select"] = requested
+    if command:
+        recorded["command"] = command
+    return Model(
+        features=[int(v) for v in ids],
+        coef=np.asarray(path.coefs[index], dtype=np.float64),
+        intercept=float(path.intercepts[index]),
+        batches=[0, len(columns)],
+        loss="logistic",
+        classes=[float(c) for c in store.classes],
+        target="binary",
+        params=recorded,
+        history=[dict(r) for r in path.records[:index + 1]],
+        stop_reason=(f"first λ of the path with at least {requested} nonzero weights"
+                     if requested is not None else f"λ/λ_max = {record['ratio']:.4g}"),
+        feature_names=Model.names_from_store(list(ids), store, "linear"),
+    )
+
+
+def path_to_dict(path, store, *, command=None) -> dict:
+    """The JSON form of an :class:`~ultrafs.methods.l1_path.L1Path`
+    (``ultrafs path --out``)."""
+    steps = []
+    for record, columns, coef, intercept in zip(path.records, path.columns,
+                                                 path.coefs, path.intercepts):
+        step = dict(record)
+        step["intercept"] = intercept
+        step["features"] = [int(v) for v in store.feature_ids(columns)]
+        step["coef"] = [float(v) for v in coef]
+        steps.append(step)
+    out = {"method": "l1", "screening": path.screening,
+           "sequential": path.sequential, "lambda_max": path.lambda_max,
+           "n_samples": path.n_samples, "n_features": path.n_features,
+           "statistics_seconds": path.statistics_seconds,
+           "data_fingerprint": getattr(store, "fingerprint", None),
+           "path": steps}
+    if command:
+        out["command"] = command
+    return out
+
+
+def summary_lines(model, store):
+    """What a person reads after ``select --method l1``: ``(name, text)`` pairs."""
+    p = model.params
+    asked = (f"--n-features-to-select {p['n_features_to_select']}"
+             if p.get("n_features_to_select") is not None else f"--C {p['C']:g}")
+    return [("features selected", f"{len(model.features):,} with a nonzero weight "
+             f"({asked}), among {store.n_features:,} columns of "
+             f"{store.n_samples:,} rows"),
+            ("λ", f"{p['lambda']:.6g} = {p['lambda_ratio']:.4g} λ_max "
+             f"(scikit-learn C = {p['C']:.6g})"),
+            ("screening", f"{p['screening']} "
+             f"({'sequential' if p['sequential'] else 'basic'}); "
+             f"{sum(r['kkt_violations_found'] for r in model.history)} KKT "
+             "violators re-added along the path")]
+
+
+def progress_line(record) -> str:
+    """One stderr line per λ of the path."""
+    from ultrafs.scoring.progress import format_seconds
+
+    return (f"λ/λ_max {record['ratio']:.3f}: {record['nnz']:,} nonzero, "
+            f"{record['kept']:,} kept, objective {record['objective']:.6g}, "
+            f"{record['kkt_violations_found']} violators re-added, "
+            f"{format_seconds(record['seconds_solving'] + record['seconds_kkt'])}")
+
+
+def estimator_attributes(model, id_offset) -> dict:
+    """``L1LogisticRegression``'s fitted attributes besides the common ones:
+    the model's λ and λ_max (paper scaling), ``C_ = 1/(n λ)`` and ``path_``,
+    the path's per-λ records up to the model."""
+    p = model.params
+    return {"lambda_": float(p["lambda"]), "lambda_max_": float(p["lambda_max"]),
+            "C_": float(p["C"]), "path_": list(model.history)}
+
+
+L1 = register(Method(
+    name="l1", display_name="l1-LR", description="ℓ1 logistic regression",
+    summary="l1: ℓ1-logistic regression (seed 004), the model at the first λ of the "
+            "screened path with at least --n-features-to-select nonzero weights (or at "
+            "--C).",
+    params=L1Params, fit=fit, to_model=to_model, targets=("binary",), weights=False,
+    execution=("passes", "progress"),
+    objective="min (1/n) sum_i log(1 + exp(-y_i (x_i'beta + c))) + lambda ||beta||_1 "
+              "(unpenalised intercept c)",
+    estimator="L1LogisticRegression", estimator_kind="classifier",
+    summary_lines=summary_lines, progress_line=progress_line,
+    estimator_attributes=estimator_attributes, order=10))

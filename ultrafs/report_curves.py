@@ -1,0 +1,238 @@
+"""Test curves of a report: a model's metrics against its number of features.
+
+:func:`accuracy_curves` scores the model truncated to its first k
+selection iterations on a labelled test store and, with the training
+store, the l2 refit of each prefix and scikit-learn's l1-LR at the same
+number of features (:mod:`ultrafs.methods.refit`,
+:mod:`ultrafs.methods.l1_baseline`); :mod:`ultrafs.report` draws them.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+from ultrafs.errors import InputFormatError, UltraFSWarning
+
+__all__ = ["accuracy_vs_features", "accuracy_curves", "n_iterations"]
+
+
+def n_iterations(model) -> int:
+    """Outer iterations of a model: its number of batches."""
+    return max(len(model.batches) - 1, 0)
+
+
+def accuracy_vs_features(model, test_store, *, _stacklevel=2
+                         ) -> tuple[list[dict], str | None]:
+    """Test metrics of the model truncated to its first k iterations.
+
+    Parameters
+    ----------
+    model : Model
+    test_store : ColumnStore
+        Labelled store holding (at least) the model's source columns.
+
+    Returns
+    -------
+    rows : list of dict
+        One row per k = 1..t (t outer iterations): ``n_batches`` (k),
+        ``n_features``, ``accuracy``, ``auc`` and, for the logistic loss,
+        ``log_loss``.  The truncated models keep the final weights and
+        intercept (they are not refitted).
+    absent_warning : str or None
+        The :class:`~ultrafs.errors.UltraFSWarning` message about model
+        features absent from the store, re-emitted once (not once per k).
+
+    See Also
+    --------
+    accuracy_curves : the same rows next to the refitted prefixes and
+        scikit-learn's ℓ1-LR at the same feature counts.
+    """
+    curves = accuracy_curves(model, test_store, _stacklevel=_stacklevel + 1)
+    return curves["plain"], curves["absent_warning"]
+
+
+def _metrics_row(k, metrics) -> dict:
+    row = {"n_batches": k, "n_features": metrics["n_features_model"],
+           "accuracy": metrics["accuracy"], "auc": metrics["auc"]}
+    if "log_loss" in metrics:
+        row["log_loss"] = metrics["log_loss"]
+    return row
+
+
+def _recording(func):
+    """``func()`` with the UltraFSWarnings it raises recorded, not shown.
+
+    Returns ``(result, messages)``; other warnings go back to the caller's
+    filters, once each.
+    """
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UltraFSWarning)
+        result = func()
+    ours = [str(w.message) for w in caught if issubclass(w.category, UltraFSWarning)]
+    seen = set()
+    for w in caught:
+        key = (w.category, str(w.message))
+        if issubclass(w.category, UltraFSWarning) or key in seen:
+            continue
+        seen.add(key)
+        warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return result, ours
+
+
+def accuracy_curves(model, test_store, train_store=None, *, l1_max_nnz=None,
+                    _stacklevel=2) -> dict:
+    """Test metrics per prefix of k iterations: plain, refitted, ℓ1-LR.
+
+    Parameters
+    ----------
+    model : Model
+    test_store : ColumnStore
+        Labelled store holding (at least) the model's source columns.
+    train_store : ColumnStore, optional
+        The labelled training store (the model's classes).  Needed to fit
+        anything: with it, each prefix is also refitted (the ℓ2 refit of
+        ``select(refit=True)``, :func:`ultrafs.methods.refit.refit_prefix`,
+        ``C`` = the model's ``refit_C``, else its ``C``) and, for binary
+        models, scikit-learn's ℓ1-regularised logistic regression
+        (liblinear, with intercept) is fitted with ``C`` bisected so that
+        its number of nonzero weights equals the prefix's feature count, or
+        is the largest count found below it
+        (:func:`ultrafs.methods.l1_baseline.l1_logistic_at_counts`).
+        **The ℓ1 baseline loads the training store in memory** as a scipy
+        CSR matrix; degree-2 models get it on the linear columns only.
+    l1_max_nnz : int, optional
+        The largest training store (stored values) the ℓ1 baseline loads;
+        larger ones are refused in one line before anything is fitted
+        (default :data:`ultrafs.methods.l1_baseline.L1_MAX_NNZ`).
+
+    Returns
+    -------
+    dict
+        ``plain``: the rows of :func:`accuracy_vs_features` (the model
+        truncated to its first k iterations, final weights);
+        ``refit``: rows with the same keys plus ``C`` and ``kkt``, or None
+        without a training store; ``l1``: rows with the same keys plus
+        ``nnz`` (nonzero weights, <= ``n_features``), ``C`` and
+        ``converged``, or None (no training store, or a multi-class
+        model); ``notes``: sentences for the reader (what was skipped, the
+        in-memory load...); ``absent_warning``: the message about model
+        features absent from the test store, or None.
+
+    Raises
+    ------
+    ParameterError
+        The training store's classes are not the model's, or it holds more
+        than ``l1_max_nnz`` values (one line).
+
+    Warns
+    -----
+    UltraFSWarning
+        Once per kind: model features absent from the test store, from the
+        training store, ℓ1 features absent from the test store.
+    """
+    from ultrafs.methods.l1_baseline import L1_MAX_NNZ, check_in_memory
+
+    if model.target == "continuous":
+        raise InputFormatError(
+            "the report's test curves are accuracies of class labels; this is a "
+            "regression model (continuous target): use `ultrafs evaluate` for its "
+            "RMSE and R²")
+    if l1_max_nnz is None:
+        l1_max_nnz = L1_MAX_NNZ
+    n_iter = n_iterations(model)
+    run_l1 = train_store is not None and model.n_outputs == 1
+    if run_l1:   # refuse before any work
+        check_in_memory(train_store, l1_max_nnz)
+
+    plain, absent = _recording(lambda: [
+        _metrics_row(k, model.truncated(k).evaluate_store(test_store))
+        for k in range(1, n_iter + 1)])
+    # The last one comes from the largest model and names all absentees.
+    absent_warning = absent[-1] if absent else None
+    emit = [absent_warning] if absent_warning else []
+    curves = {"plain": plain, "refit": None, "l1": None, "notes": [],
+              "absent_warning": absent_warning}
+    if train_store is not None:
+        curves["refit"], train_absent = _recording(
+            lambda: _refit_curve(model, test_store, train_store, n_iter))
+        emit += train_absent[-1:]   # the refit's test warnings repeat the plain ones
+        if run_l1:
+            (curves["l1"], notes), l1_absent = _recording(
+                lambda: _l1_curve(model, test_store, train_store, plain, l1_max_nnz))
+            curves["notes"] += notes
+            emit += [f"l1-LR baseline: {m}" for m in l1_absent[-1:]]
+        else:
+            curves["notes"].append(
+                f"The l1-LR baseline is binary only: not fitted for this "
+                f"{model.n_outputs}-class model.")
+    for message in emit:
+        warnings.warn(message, UltraFSWarning, stacklevel=_stacklevel)
+    return curves
+
+
+def _refit_curve(model, test_store, train_store, n_iter) -> list[dict]:
+    """Test metrics of the ℓ2 refit of each prefix (fitted on ``train_store``)."""
+    import dataclasses
+
+    from ultrafs.methods.refit import refit_prefix, training_targets
+
+    targets = training_targets(model, train_store)
+    rows = []
+    for k in range(1, n_iter + 1):
+        fitted = refit_prefix(model, train_store, k, targets=targets)
+        refitted = dataclasses.replace(
+            model.truncated(k), predictor="refit",
+            refit={"coef": fitted["coef"], "intercept": fitted["intercept"],
+                   "C": fitted["C"]})
+        row = _metrics_row(k, refitted.evaluate_store(test_store))
+        row.update(C=fitted["C"], kkt=fitted["kkt"])
+        rows.append(row)
+    return rows
+
+
+def _l1_curve(model, test_store, train_store, plain, l1_max_nnz):
+    """Test metrics of scikit-learn's ℓ1-LR at each prefix's feature count."""
+    from ultrafs.features import make_feature_space
+    from ultrafs.methods.l1_baseline import l1_logistic_at_counts, read_csr
+    from ultrafs.methods.refit import training_targets
+    from ultrafs.model import Model
+
+    y, _ = training_targets(model, train_store)
+    X = read_csr(train_store, max_nnz=l1_max_nnz)
+    fits = l1_logistic_at_counts(X, y, [r["n_features"] for r in plain])
+    del X
+    linear = make_feature_space(train_store, poly=1)
+    rows = []
+    for prefix, fit in zip(plain, fits):
+        baseline = Model(features=linear.feature_ids(fit["columns"]),
+                         coef=fit["coef"], intercept=fit["intercept"],
+                         batches=[0, len(fit["columns"])], loss="logistic",
+                         classes=list(model.classes), feature_space=linear.spec())
+        row = _metrics_row(prefix["n_batches"], baseline.evaluate_store(test_store))
+        row.update(n_features=fit["target"], nnz=fit["nnz"], C=fit["C"],
+                   converged=fit["converged"])
+        rows.append(row)
+    where = getattr(train_store, "path", None)
+    notes = [f"The l1-LR baseline (scikit-learn LogisticRegression, liblinear, "
+             f"l1 penalty, fit_intercept=True, which liblinear penalises too) is "
+             f"fitted on the training store "
+             f"{os.fspath(where) + ' ' if where is not None else ''}"
+             f"loaded in memory as a CSR matrix "
+             f"({int(train_store.n_samples):,} x {int(train_store.n_features):,}, "
+             f"{int(train_store.nnz):,} values), C bisected on a log scale so "
+             f"that its nonzero weights equal the prefix's feature count, or are "
+             f"the largest count found below it."]
+    if model.feature_space.get("kind", "linear") != "linear":
+        notes.append(f"The model selects {model.feature_space.get('kind')} features "
+                     f"(e.g. products of columns); the l1-LR baseline sees the "
+                     f"{int(train_store.n_features):,} linear columns only.")
+    short = [r["n_batches"] for r in rows if r["nnz"] < r["n_features"]]
+    if short:
+        notes.append("No C gave l1-LR exactly the prefix's feature count at k = "
+                     + ", ".join(map(str, short)) + " (its row has fewer).")
+    unconverged = [r["n_batches"] for r in rows if not r["converged"]]
+    if unconverged:
+        notes.append("liblinear stopped at max_iter before converging at k = "
+                     + ", ".join(map(str, unconverged)) + ".")
+    return rows, notes

@@ -1,0 +1,99 @@
+"""scikit-learn estimators of every registered method.
+
+Each method of :mod:`ultrafs.methods.registry` gets one estimator class,
+made by :func:`estimator_class` on the one base
+:class:`~ultrafs.sklearn.base.MethodEstimator`: its ``__init__`` takes the
+method's parameters (with their defaults; ``seed`` is ``random_state``)
+and the run's (``block_size``, ``scheduler``, ``n_jobs``, ``verbose``).
+The class is named by ``Method.estimator`` and importable from here
+(``from ultrafs.sklearn import FGMClassifier``), also for a method
+registered at run time, so estimators pickle by name.
+"""
+
+from __future__ import annotations
+
+__all__ = ["estimator_class", "estimator_classes", "FGMClassifier",
+           "L1LogisticRegression", "MSLRClassifier", "SparseKernelLogisticRegression",
+           "GSRFSSelector"]
+
+_CLASSES = {}
+
+
+def estimator_class(method):
+    """The scikit-learn estimator class of ``method`` (a name or a Method).
+
+    Returns
+    -------
+    type
+        A subclass of :class:`~ultrafs.sklearn.base.MethodEstimator` (and
+        of ``ClassifierMixin`` / ``RegressorMixin`` by
+        ``Method.estimator_kind``), made once per method.
+    """
+    from ultrafs.methods.registry import get_method
+
+    method = get_method(method)
+    cls = _CLASSES.get(method.name)
+    if cls is not None and cls.method is method:
+        return cls
+    cls = _make_class(method)
+    _CLASSES[method.name] = cls
+    return cls
+
+
+def estimator_classes() -> dict:
+    """``{class name: class}`` of every registered method's estimator."""
+    from ultrafs.methods.registry import methods
+
+    return {m.estimator: estimator_class(m) for m in methods() if m.estimator}
+
+
+def _make_class(method):
+    from sklearn.base import ClassifierMixin, RegressorMixin
+
+    from ultrafs.methods.params import specs_of
+    from ultrafs.sklearn.base import RUN_PARAMETERS, MethodEstimator, estimator_parameter
+
+    defaults = {estimator_parameter(name): default
+                for name, (default, _) in specs_of(method.params).items()}
+    defaults.update(RUN_PARAMETERS)
+    arguments = ", ".join(f"{name}=_defaults[{name!r}]" for name in defaults)
+    body = "".join(f"\n    self.{name} = {name}" for name in defaults) or "\n    pass"
+    namespace = {"_defaults": defaults}
+    exec(f"def __init__(self, *, {arguments}):{body}", namespace)
+    init = namespace["__init__"]
+    mixins = {"classifier": (ClassifierMixin,), "regressor": (RegressorMixin,)}.get(
+        method.estimator_kind, ())
+    name = method.estimator or f"{method.name.title()}Estimator"
+    cls = type(name, (*mixins, MethodEstimator),
+               {"__init__": init, "method": method, "__module__": __name__,
+                "__doc__": _docstring(method, defaults)})
+    cls.__qualname__ = name
+    init.__qualname__ = f"{name}.__init__"
+    return cls
+
+
+def _docstring(method, defaults) -> str:
+    from ultrafs.methods.params import specs_of, value_text
+    from ultrafs.sklearn.base import estimator_parameter
+
+    lines = [f"{method.display_name}: {method.description} (scikit-learn estimator).",
+             "", method.summary, "", "Parameters", "----------"]
+    for name, (default, spec) in specs_of(method.params).items():
+        lines += [f"{estimator_parameter(name)} : default={value_text(default)}",
+                  f"    {spec.help}"]
+    lines += ["block_size : int, default=None", "    Columns per task of a pass.",
+              "scheduler : str or distributed.Client, default=None",
+              "    Dask scheduler of the passes (threads when None).",
+              "n_jobs : int, default=None", "    Threads or processes of a local "
+              "scheduler (None: the CPU count); results do not depend on it.",
+              "verbose : int, default=0", "    > 0: progress on stderr.", "",
+              "See :class:`~ultrafs.sklearn.base.MethodEstimator` for the fitted "
+              "attributes."]
+    return "\n".join(lines)
+
+
+def __getattr__(name):
+    for method_cls_name, cls in estimator_classes().items():
+        if method_cls_name == name:
+            return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
