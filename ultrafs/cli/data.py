@@ -63,7 +63,7 @@ def held_out_split(store, fraction, seed):
         train, held = stratified_split(y, fraction, seed)
         how = "stratified"
     click.echo(f"fitting on {len(train):,} of the {store.n_samples:,} rows; {len(held):,} "
-               f"({fraction:g}, {how}, --split-seed {seed}) held out to score "
+               f"({fraction:g}, {how}, --seed {seed}) held out to score "
                "the model", err=True)
     return RowSubsetStore(store, train), {"rows": held, "fraction": float(fraction),
                                           "seed": int(seed), "n_train": len(train),

@@ -178,17 +178,20 @@ def select_command(data_path, label, method, test_path, out, overwrite, **values
     if values.get("resume") and checkpoint is None:
         raise click.UsageError("--resume continues from --checkpoint: it needs "
                                "--checkpoint")
+    fraction = values.get("validation_fraction")
+    if fraction is not None and params.get("C") != "auto":
+        # a share of the rows held out to score the model (with --C auto,
+        # FGM's validation_fraction chooses C instead)
+        params.pop("validation_fraction", None)
+    else:
+        fraction = None
     method.make_params(**params)         # refuse bad parameters before any reading
     store = open_store(resolve_data_path(data_path), label=label)
     test_store = None
     if test_path is not None:
         test_store = open_store(resolve_data_path(test_path), label=label)
     fit_store, held_out = store, None
-    fraction = values.get("validation_fraction")
-    if fraction is not None and params.get("C") != "auto":
-        # a share of the rows held out to score the model (with --C auto,
-        # FGM's validation_fraction chooses C instead)
-        params.pop("validation_fraction", None)
+    if fraction is not None:
         fit_store, held_out = held_out_split(store, fraction, params.get("seed", 0))
     run = {name: values.get(name) for names in RUN_FEATURES.values() for name in names
            if values.get(name) is not None}
