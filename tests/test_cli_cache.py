@@ -217,8 +217,8 @@ def test_multiclass_predict_columns(cache, tmp_path):
 def test_validation_fraction_is_stratified_and_seeded(cache, files):
     args = ["select", "--data", files["train"], "--B", 3, "--max-iter", 2,
             "--validation-fraction", 0.3]
-    a = json.loads(run(*args, "--split-seed", 1).stdout)["params"]["held_out"]
-    b = json.loads(run(*args, "--split-seed", 1).stdout)["params"]["held_out"]
+    a = json.loads(run(*args, "--seed", 1).stdout)["params"]["held_out"]
+    b = json.loads(run(*args, "--seed", 1).stdout)["params"]["held_out"]
     assert a == b and a["seed"] == 1 and a["n_held_out"] == 90
     # with --C auto the fraction chooses C; no held_out record
     auto = json.loads(run("select", "--data", files["train"], "--B", 3, "--max-iter",

@@ -360,6 +360,79 @@ def test_feature_space_from_a_model_spec(tmp_path, planted):
                                rtol=1e-10, atol=1e-12)
 
 
+# ------------------------------------------------------- add a method
+@pytest.fixture
+def corr_method():
+    """The method of tests/recipe_method.py, registered for one test."""
+    from recipe_method import CORRELATION
+
+    from ultrafs.methods import registry
+
+    registry.register(CORRELATION)
+    yield CORRELATION
+    registry.unregister(CORRELATION.name)
+
+
+def test_add_a_method_reaches_every_face(tmp_path, planted, corr_method):
+    """A method defined in one new file (tests/recipe_method.py) is offered by
+    ``select --method`` and its ``--help``, runs from the CLI, writes a model
+    file that ``evaluate``, ``predict`` and ``report`` read, and is a
+    scikit-learn estimator: no other file names it."""
+    import pickle
+
+    from sklearn.base import clone
+
+    import ultrafs.sklearn
+    from ultrafs.report import build_report
+
+    X_train, y_train, X_test, y_test, relevant = planted
+    train, test = tmp_path / "train.zarr", tmp_path / "test.zarr"
+    write_store(train, X_train, y_train)
+    write_store(test, X_test, y_test)
+    runner = CliRunner()
+
+    def run(*args, code=0):
+        result = runner.invoke(main, [str(a) for a in args], prog_name="ultrafs")
+        assert result.exit_code == code, result.output
+        return result.output
+
+    assert "corr: correlation screening" in run("select", "--help")
+    own = run("select", "--method", "corr", "--help")
+    assert "--n-features-to-select" in own and "--B " not in own   # only its options
+    refused = run("select", "--data", train, "--method", "corr", "--B", 3, code=2)
+    assert "--B applies to --method fgm" in refused
+    model_path = tmp_path / "corr.json"
+    run("select", "--data", train, "--method", "corr", "--n-features-to-select",
+        len(relevant), "--no-progress", "--out", model_path)
+    saved = Model.load(model_path)
+    assert saved.params["method"] == "corr"
+    assert sorted(saved.features) == sorted(relevant.tolist())
+    metrics = json.loads(run("evaluate", "--model", model_path, "--data", test))
+    assert metrics["accuracy"] > 0.9
+    predictions = json.loads(run("predict", "--model", model_path, "--data", test,
+                                 "--format", "json"))
+    assert np.mean(np.asarray(predictions["predicted"]) == y_test) == metrics["accuracy"]
+
+    report = build_report(saved, tmp_path / "report.html", test_store=str(test))
+    assert set(report["figures"]) == {"features", "accuracy"}   # the method's figures
+    assert "correlation screening" in (tmp_path / "report.html").read_text()
+
+    Estimator = ultrafs.sklearn.CorrelationScreeningClassifier
+    clf = Estimator(n_features_to_select=len(relevant))
+    assert clone(clf).get_params()["n_features_to_select"] == len(relevant)
+    clf.fit(X_train, y_train)
+    assert sorted(clf.selected_features_.tolist()) == sorted(relevant.tolist())
+    np.testing.assert_allclose(clf.decision_function(X_test),
+                               saved.decision_function_store(InMemoryStore(
+                                   X_test, y_test)), rtol=1e-10, atol=1e-12)
+    assert clf.predict_proba(X_test).shape == (len(y_test), 2)
+    assert type(pickle.loads(pickle.dumps(clf))) is Estimator
+    # nothing but tests/recipe_method.py names the method
+    for path in sorted((ROOT / "ultrafs").rglob("*.py")):
+        text = path.read_text()
+        assert "recipe_method" not in text and "CorrelationScreening" not in text, path
+
+
 # --------------------------------------------------------------- layers
 #: what each lower layer may import (docs/ARCHITECTURE.md, "Layers");
 #: the faces (api, cli, estimator, model, report) may import any of them

@@ -551,7 +551,7 @@ def test_cli_C_auto(rng, tmp_path):
     out = tmp_path / "m.json"
     result = CliRunner().invoke(main, ["select", "--data", str(path), "--B", "2",
                                        "--max-iter", "2", "--C", "auto", "--cv", "3",
-                                       "--split-seed", "1", "--refit", "--out", str(out)])
+                                       "--seed", "1", "--refit", "--out", str(out)])
     assert result.exit_code == 0, result.output
     model = json.loads(out.read_text())
     assert model["params"]["validation"]["folds"] == 3

@@ -185,8 +185,7 @@ def _plot_objective(path, data):
         _no_data(ax_obj, "no iterations recorded")
         _no_data(ax_feat, "no iterations recorded")
     ax_obj.set_ylabel("objective")
-    ax_obj.set_title(r"Objective $\frac{1}{2}(\Sigma_h\,\|\omega_h\|)^2"
-                     r" + C\,\Sigma_i\,\ell_i$ per outer iteration")
+    ax_obj.set_title(data["objective_title"], fontsize=9)
     ax_obj.grid(True, alpha=0.3)
     ax_feat.set_ylabel("selected features")
     ax_feat.set_xlabel("outer iteration")
@@ -259,9 +258,22 @@ def _plot_features(path, top_rows, n_classes=1):
     fig.savefig(path, format="png")
 
 
-#: how the report names the method that made a model (``params["method"]``)
-METHOD_NAMES = {"fgm": "FGM", "mslr": "MSLR", "l1": "l1-LR (ultrafs path)",
-                "sklr": "sparse kernel LR"}
+def method_of(model):
+    """The registered method that made ``model`` (``params["method"]``, FGM
+    when absent), or None when no loaded module registers it."""
+    from ultrafs.errors import ParameterError
+    from ultrafs.methods.registry import method_of_params
+
+    try:
+        return method_of_params(model.params)
+    except ParameterError:
+        return None
+
+
+def method_name(model) -> str:
+    """How the report names the method that made ``model`` (its display name)."""
+    method = method_of(model)
+    return method.display_name if method is not None else str(model.params["method"])
 
 #: the accuracy curves: data key, legend, marker, line style, colour
 CURVES = (("accuracy", "FGM, first k iterations (final weights)", "o", "-", "tab:blue"),
@@ -415,15 +427,22 @@ def _html_page(model, figures, data, title, test_info):
         _table(["name", "value"],
                [{"name": k, "value": v} for k, v in params],
                text_columns=("name", "value"), table_id="parameters-table"),
-        '<h2 id="objective">Objective and features per outer iteration</h2>',
-        _img(figures["objective"], "objective and number of features per outer iteration"),
-        '<h2 id="timing">Time per phase</h2>',
-        _img(figures["timing"], "seconds per phase per outer iteration"),
+    ]
+    if "objective" in figures:
+        parts += ['<h2 id="objective">Objective and features per outer iteration</h2>',
+                  _img(figures["objective"],
+                       "objective and number of features per outer iteration")]
+    if "timing" in figures:
+        parts += ['<h2 id="timing">Time per phase</h2>',
+                  _img(figures["timing"], "seconds per phase per outer iteration")]
+    parts += [
         '<h2 id="history">Iteration history</h2>',
         _table(history_cols, history_rows, table_id="history-table")
         if history_rows else "<p>No iteration history recorded.</p>",
-        f'<h2 id="features">Top {len(data["top_features"])} features by |weight|</h2>',
-        _img(figures["features"], "top features by absolute weight"),
+        f'<h2 id="features">Top {len(data["top_features"])} features by |weight|</h2>']
+    if "features" in figures:
+        parts.append(_img(figures["features"], "top features by absolute weight"))
+    parts += [
         _features_table(data["top_features"]),
     ]
     if "validation" in figures:
@@ -540,8 +559,26 @@ def _figure_data(model, top):
         "absent_warning": None,
         "train_info": None,
         "validation": model.params.get("validation"),
-        "method": METHOD_NAMES.get(model.params.get("method"), "FGM"),
+        "method": method_name(model),
+        "objective_title": _objective_title(model),
     }
+
+
+def _objective_title(model) -> str:
+    """The objective figure's title: the method's objective (FGM: eq. 30 on
+    the selected batches)."""
+    method = method_of(model)
+    if method is None or method.name == "fgm":
+        return (r"Objective $\frac{1}{2}(\Sigma_h\,\|\omega_h\|)^2"
+                r" + C\,\Sigma_i\,\ell_i$ per outer iteration")
+    return f"{method.display_name}: {method.objective}".replace("$", r"\$")
+
+
+def _figures_of(model) -> tuple:
+    """Which figures of the report apply to the method that made ``model``."""
+    method = method_of(model)
+    return method.figures if method is not None else (
+        "objective", "timing", "features", "accuracy", "validation")
 
 
 def build_report(model, out_html, *, test_store=None, train_store=None, top=30,
@@ -636,12 +673,12 @@ def build_report(model, out_html, *, test_store=None, train_store=None, top=30,
     if not os.path.isdir(directory):
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), directory)
     stem = os.path.splitext(html_name)[0]
-    names = {"objective": f"{stem}_objective.png",
-             "timing": f"{stem}_timing.png",
-             "features": f"{stem}_features.png"}
-    if test_store is not None:
+    applies = _figures_of(model)
+    names = {key: f"{stem}_{key}.png" for key in ("objective", "timing", "features")
+             if key in applies}
+    if test_store is not None and "accuracy" in applies:
         names["accuracy"] = f"{stem}_accuracy.png"
-    if model.params.get("validation"):
+    if model.params.get("validation") and "validation" in applies:
         names["validation"] = f"{stem}_validation.png"
 
     data = _figure_data(model, top)
@@ -663,9 +700,12 @@ def build_report(model, out_html, *, test_store=None, train_store=None, top=30,
     moved = []
     try:
         tmp = {key: os.path.join(tmpdir, name) for key, name in names.items()}
-        _plot_objective(tmp["objective"], data)
-        _plot_timing(tmp["timing"], data)
-        _plot_features(tmp["features"], data["top_features"], model.n_outputs)
+        if "objective" in tmp:
+            _plot_objective(tmp["objective"], data)
+        if "timing" in tmp:
+            _plot_timing(tmp["timing"], data)
+        if "features" in tmp:
+            _plot_features(tmp["features"], data["top_features"], model.n_outputs)
         if "accuracy" in tmp:
             _plot_accuracy(tmp["accuracy"], data)
         if "validation" in tmp:

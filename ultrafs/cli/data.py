@@ -47,7 +47,7 @@ def held_out_split(store, fraction, seed):
     """
     import numpy as np
 
-    from ultrafs.api import _classification_targets
+    from ultrafs.methods.targets import classification_targets
     from ultrafs.methods.validation import stratified_split
     from ultrafs.store.rows import RowSubsetStore
 
@@ -59,11 +59,11 @@ def held_out_split(store, fraction, seed):
         train, held = np.sort(rows[k:]), np.sort(rows[:k])
         how = "random"
     else:
-        y, _ = _classification_targets(store)
+        y, _ = classification_targets(store)
         train, held = stratified_split(y, fraction, seed)
         how = "stratified"
     click.echo(f"fitting on {len(train):,} of the {store.n_samples:,} rows; {len(held):,} "
-               f"({fraction:g}, {how}, --split-seed {seed}) held out to score "
+               f"({fraction:g}, {how}, --seed {seed}) held out to score "
                "the model", err=True)
     return RowSubsetStore(store, train), {"rows": held, "fraction": float(fraction),
                                           "seed": int(seed), "n_train": len(train),

@@ -108,10 +108,37 @@ class SelectCommand(click.Command):
         ctx.meta["ultrafs.method"] = _sniff_method(args)
         return super().parse_args(ctx, args)
 
+    @property
+    def params(self):
+        """The options of the default method (``get_params`` picks ``--method``'s)."""
+        return self.method_params(DEFAULT_METHOD)
+
+    @params.setter
+    def params(self, value):            # click.Command.__init__ sets it
+        pass
+
+    def get_help_option(self, ctx):
+        """``--help`` (click's caches it by appending to ``params``, which
+        is computed here)."""
+        names = self.get_help_option_names(ctx)
+        if not names or not self.add_help_option:
+            return None
+        if self._help_option is None:
+            from click.decorators import help_option
+
+            self._help_option = _objects([help_option(*names)])[0]
+        return self._help_option
+
     def get_params(self, ctx):
+        params = self.method_params(ctx.meta.get("ultrafs.method") or DEFAULT_METHOD)
+        help_option = self.get_help_option(ctx)
+        return params + ([help_option] if help_option is not None else [])
+
+    def method_params(self, name):
+        """The options of ``select --method name``: the common ones, the
+        method's, the run's it uses, then the hidden others."""
         from ultrafs.methods.registry import get_method, method_names, methods
 
-        name = ctx.meta.get("ultrafs.method") or DEFAULT_METHOD
         if name not in method_names():
             name = DEFAULT_METHOD
         method = get_method(name)
@@ -135,10 +162,8 @@ class SelectCommand(click.Command):
         others = other_options(method, methods(), taken)
         flags = {f for o in common + own + shown_run + hidden_run + extra + others
                  for f in o.opts + o.secondary_opts}
-        params = (common + own + extra + shown_run + hidden_run + others
-                  + old_options(methods(), flags))
-        help_option = self.get_help_option(ctx)
-        return params + ([help_option] if help_option is not None else [])
+        return (common + own + extra + shown_run + hidden_run + others
+                + old_options(methods(), flags))
 
 
 def _sniff_method(args):
@@ -178,17 +203,20 @@ def select_command(data_path, label, method, test_path, out, overwrite, **values
     if values.get("resume") and checkpoint is None:
         raise click.UsageError("--resume continues from --checkpoint: it needs "
                                "--checkpoint")
+    fraction = values.get("validation_fraction")
+    if fraction is not None and params.get("C") != "auto":
+        # a share of the rows held out to score the model (with --C auto,
+        # FGM's validation_fraction chooses C instead)
+        params.pop("validation_fraction", None)
+    else:
+        fraction = None
     method.make_params(**params)         # refuse bad parameters before any reading
     store = open_store(resolve_data_path(data_path), label=label)
     test_store = None
     if test_path is not None:
         test_store = open_store(resolve_data_path(test_path), label=label)
     fit_store, held_out = store, None
-    fraction = values.get("validation_fraction")
-    if fraction is not None and params.get("C") != "auto":
-        # a share of the rows held out to score the model (with --C auto,
-        # FGM's validation_fraction chooses C instead)
-        params.pop("validation_fraction", None)
+    if fraction is not None:
         fit_store, held_out = held_out_split(store, fraction, params.get("seed", 0))
     run = {name: values.get(name) for names in RUN_FEATURES.values() for name in names
            if values.get(name) is not None}

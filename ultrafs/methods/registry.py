@@ -25,7 +25,7 @@ from typing import Callable
 
 from ultrafs.errors import ParameterError
 
-__all__ = ["Method", "register", "get_method", "methods", "method_names",
+__all__ = ["Method", "register", "unregister", "get_method", "methods", "method_names",
            "method_of_params", "TARGET_KINDS"]
 
 TARGET_KINDS = ("binary", "multiclass", "continuous")
@@ -137,6 +137,11 @@ def register(method: Method) -> Method:
         raise TypeError(f"register takes a Method, got {type(method).__name__}")
     _REGISTRY[method.name] = method
     return method
+
+
+def unregister(name: str) -> Method | None:
+    """Remove the method called ``name`` (a plugin or a test's); return it."""
+    return _REGISTRY.pop(name, None)
 
 
 def _discover():

@@ -424,8 +424,6 @@ class MethodEstimator(SelectorMixin, BaseEstimator):
             increasing order; degree 2: ``x3`` (linear term), ``x3^2``
             (square), ``x3*x7`` (cross), in the model's order.
         """
-        from sklearn.utils.validation import _check_feature_names_in
-
         check_is_fitted(self)
         stored = None
         if input_features is None and not hasattr(self, "feature_names_in_"):
@@ -434,7 +432,7 @@ class MethodEstimator(SelectorMixin, BaseEstimator):
             def name(column):       # no list of n_features_in_ names (hashed widths)
                 return f"x{column}"
         else:
-            names = _check_feature_names_in(self, input_features)
+            names = self._input_names(input_features)
 
             def name(column):
                 return str(names[column])
@@ -449,6 +447,20 @@ class MethodEstimator(SelectorMixin, BaseEstimator):
         if self._linear_space():    # the order of transform's columns
             out = [out[i] for i in np.argsort(self._source_columns()[0], kind="stable")]
         return np.asarray(out, dtype=object)
+
+    def _input_names(self, input_features):
+        """The input columns' names: ``input_features`` (checked against
+        ``feature_names_in_`` and ``n_features_in_``) or the fitted ones."""
+        fitted = getattr(self, "feature_names_in_", None)
+        if input_features is None:
+            return fitted
+        names = np.asarray(input_features, dtype=object)
+        if fitted is not None and not np.array_equal(fitted, names):
+            raise ValueError("input_features is not equal to feature_names_in_")
+        if len(names) != self.n_features_in_:
+            raise ValueError(f"input_features should have length equal to number of "
+                             f"features ({self.n_features_in_}), got {len(names)}")
+        return names
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
