@@ -140,6 +140,26 @@ def test_bad_parameters_are_refused(zarr_store, kwargs, message):
     assert message in str(info.value) and "\n" not in str(info.value)
 
 
+def test_mslr_defaults_are_the_engine_defaults():
+    """MSLR's Params and fit_mslr / retrain agree on every shared default."""
+    import inspect
+
+    from ultrafs.methods.mslr import DEFAULT_RETRAIN_C, fit_mslr, retrain
+    from ultrafs.methods.mslr_method import OLD_KEYWORDS, MSLRParams
+    from ultrafs.methods.params import specs_of
+
+    engine = {OLD_KEYWORDS.get(n, n): p.default
+              for n, p in inspect.signature(fit_mslr).parameters.items()}
+    defaults = {name: default for name, (default, _) in specs_of(MSLRParams).items()}
+    shared = [name for name in defaults if name in engine]
+    assert set(shared) >= {"B", "C", "max_iter", "tol", "inner_tol", "seed"}
+    for name in shared:
+        assert engine[name] == defaults[name], name
+    refit = inspect.signature(retrain).parameters
+    assert defaults["refit_C"] == DEFAULT_RETRAIN_C == refit["C"].default
+    assert defaults["fit_intercept"] == refit["fit_intercept"].default
+
+
 def test_the_old_api_spelling_is_the_same_fit(zarr_store):
     """``api.select_mslr`` (kept while the old faces call it) translates the
     keywords issue 36 renamed and gives ``fit``'s model."""

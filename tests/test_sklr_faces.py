@@ -142,6 +142,24 @@ def test_lam_overrides_the_ratio(moons):
     assert p["lam"] == 0.5 and p["lambda_ratio"] == pytest.approx(0.5 / p["lam_max"])
 
 
+def test_sklr_defaults_are_the_engine_defaults():
+    """SKLR's Params and fit_sklr agree on every shared default."""
+    import inspect
+
+    from ultrafs.methods.params import specs_of
+    from ultrafs.methods.sklr import fit_sklr
+    from ultrafs.methods.sklr_method import OLD_KEYWORDS, SKLRParams
+
+    engine = {OLD_KEYWORDS.get(n, n): p.default
+              for n, p in inspect.signature(fit_sklr).parameters.items()}
+    defaults = {name: default for name, (default, _) in specs_of(SKLRParams).items()}
+    shared = [name for name in defaults if name in engine]
+    assert set(shared) >= {"solver", "lambda_ratio", "lam", "two_stage", "fit_intercept",
+                           "tol", "max_iter", "mfista_scaling", "seed"}
+    for name in shared:
+        assert engine[name] == defaults[name], name
+
+
 def test_the_solvers_are_the_registry_s():
     from ultrafs.methods.sklr_method import SOLVERS
     from ultrafs.solvers.l1_solvers import L1_SOLVERS
