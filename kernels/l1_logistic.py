@@ -80,7 +80,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .losses import _softplus
+from .losses import softplus
 
 __all__ = ["l1_logistic_solve", "l1_logistic_gradient", "l1_logistic_kkt",
            "l1_logistic_dual_gap", "STATUS_CONVERGED", "STATUS_MAX_ITER",
@@ -363,7 +363,7 @@ def _loss_change(y, s, f, theta, xd, dc, step, inv_total):
             change = math.log1p(theta[i] * math.expm1(delta))
         else:
             a = -y[i] * f[i]
-            change = _softplus(a + delta) - _softplus(a)
+            change = softplus(a + delta) - softplus(a)
         if weighted:
             change *= s[i]
         total += change
@@ -755,7 +755,7 @@ def _gap_values(y, s, lam, coef, f, proj, top, total, feasible):
     gap = 0.0
     for i in range(y.shape[0]):
         si = s[i] if weighted else 1.0
-        loss = _softplus(-y[i] * f[i])
+        loss = softplus(-y[i] * f[i])
         h = _entropy(kappa * proj[i])
         primal += si * loss
         dual += si * h

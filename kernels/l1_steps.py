@@ -20,7 +20,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .losses import _sigmoid
+from .losses import sigmoid
 
 __all__ = ["LOGISTIC", "SQUARED_HINGE", "loss_code", "gauss_seidel_pass",
            "sgdc_steps"]
@@ -42,7 +42,7 @@ def _loss_change(code, margin, delta):
     nearly equal logarithms); squared hinge: ``(s1 - s0)(s1 + s0) / 2``.
     """
     if code == LOGISTIC:
-        return math.log1p(_sigmoid(-margin) * math.expm1(-delta))
+        return math.log1p(sigmoid(-margin) * math.expm1(-delta))
     s0 = 1.0 - margin
     s1 = s0 - delta
     if s0 < 0.0:
@@ -56,8 +56,8 @@ def _loss_change(code, margin, delta):
 def _derivatives(code, margin):
     """``(-dl/dm, d2l/dm2)`` at the margin ``m = y f``."""
     if code == LOGISTIC:
-        p = _sigmoid(-margin)
-        return p, p * _sigmoid(margin)
+        p = sigmoid(-margin)
+        return p, p * sigmoid(margin)
     slack = 1.0 - margin
     if slack > 0:
         return slack, 1.0

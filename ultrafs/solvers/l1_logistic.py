@@ -86,7 +86,7 @@ class L1LogisticResult:
     gap: float
 
 
-def _check_matrix(indptr, indices, data, n_rows):
+def check_csc_arrays(indptr, indices, data, n_rows):
     """Validated ``(indptr int64, indices int32/int64, data float32/float64)``."""
     if isinstance(n_rows, bool) or not isinstance(n_rows, (int, np.integer)) or n_rows < 0:
         raise ParameterError(f"n_rows must be a non-negative integer, got {n_rows!r}")
@@ -182,7 +182,7 @@ def l1_logistic_lam_max(indptr, indices, data, y, *, n_rows, columns=None,
     lam_max : float
         0.0 when no column is optimised.
     """
-    indptr, indices, data = _check_matrix(indptr, indices, data, n_rows)
+    indptr, indices, data = check_csc_arrays(indptr, indices, data, n_rows)
     y, s, s_plus, s_minus = _check_labels(y, n_rows, sample_weight)
     columns = _check_columns(columns, len(indptr) - 1)
     total = s_plus + s_minus
@@ -231,7 +231,7 @@ def solve_l1_logistic(indptr, indices, data, y, lam, *, n_rows, columns=None,
     -------
     L1LogisticResult
     """
-    indptr, indices, data = _check_matrix(indptr, indices, data, n_rows)
+    indptr, indices, data = check_csc_arrays(indptr, indices, data, n_rows)
     y, s, s_plus, s_minus = _check_labels(y, n_rows, sample_weight)
     columns = _check_columns(columns, len(indptr) - 1)
     lam = _positive("lam", lam)

@@ -54,7 +54,7 @@ from ultrafs.kernels.row_chunks import parallel as _parallel
 
 __all__ = ["Loss", "Logistic", "SquaredHinge", "MultinomialLogistic",
            "OneVsRestSquaredHinge", "LOSSES", "MULTICLASS_LOSSES", "register_loss",
-           "get_loss", "loss_names", "unregister_loss"]
+           "get_loss", "loss_names", "registered_losses", "unregister_loss"]
 
 
 #: the empty weights array the weighted kernels read as "no weights"
@@ -690,6 +690,11 @@ def unregister_loss(name, target="binary"):
 for _loss in (Logistic(), SquaredHinge(), MultinomialLogistic(),
               OneVsRestSquaredHinge()):
     register_loss(_loss)
+
+
+def registered_losses():
+    """``(target, name)`` of every registered loss, sorted."""
+    return sorted(_REGISTRY)
 
 
 def loss_names():

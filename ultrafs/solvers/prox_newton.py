@@ -75,7 +75,7 @@ from ultrafs.kernels.prox_newton import (bias_pseudo_inverse, eigen_workspace,
 from ultrafs.solvers.base import Solver, set_stop_params
 from ultrafs.solvers.blas_threads import one_blas_thread
 from ultrafs.solvers.penalties import L21Squared
-from ultrafs.solvers.subproblem import (DEFAULT_KKT_TOL, SubproblemResult, _as_bias,
+from ultrafs.solvers.subproblem import (DEFAULT_KKT_TOL, SubproblemResult, as_bias,
                                         kkt_residual)
 
 __all__ = ["ProxNewton"]
@@ -276,7 +276,7 @@ class ProxNewton(Solver):
 
         Parameters
         ----------
-        pb : _Problem
+        pb : Problem
         coef0 : ndarray of float64, shape (p,)
         bias0 : float
         lipschitz0 : float
@@ -342,10 +342,10 @@ class ProxNewton(Solver):
             kkt = self._state(pb, coef, bias, f, derivative)[3]
         decision = pb.decision(coef, bias)
         return SubproblemResult(
-            coef=coef, bias=_as_bias(bias), objective=pb.objective(coef, decision),
+            coef=coef, bias=as_bias(bias), objective=pb.objective(coef, decision),
             n_iter=n_iter, lipschitz=_curvature(H, pb.p, lipschitz0),
             converged=converged,
-            decision=decision, history=history, kkt=kkt)
+            decision=decision, history=history, kkt=kkt, kkt_tol=self.kkt_tol)
 
 
 def _penalty_change(coef, dw, block_ptr):
