@@ -180,4 +180,4 @@ def cgd(problem, w0=None, b0=None, *, tol=1e-6, max_iter=5000, check_every=1,
     n_iter = max(k, 0)
     return make_solution(problem, w, b, cert, converged, n_iter, "cgd", history,
                          {"trials": trials, "upsilon": upsilon,
-                          "mean_block": block_total / max(n_iter, 1)})
+                          "mean_block": block_total / max(n_iter, 1)}, tol=tol)

@@ -36,6 +36,7 @@ from ultrafs.errors import ParameterError
 from ultrafs.kernels.csc_check import CSC_OK, check_csc_block
 from ultrafs.kernels.l1_logistic import (STATUS_CONVERGED, l1_logistic_gradient,
                                          l1_logistic_solve)
+from ultrafs.solvers.certificate import Certificate, SolverResult
 
 __all__ = ["L1LogisticResult", "solve_l1_logistic", "l1_logistic_lam_max"]
 
@@ -44,8 +45,9 @@ WS_START = 10
 
 
 @dataclass(frozen=True)
-class L1LogisticResult:
-    """Solution of :func:`solve_l1_logistic`.
+class L1LogisticResult(SolverResult):
+    """Solution of :func:`solve_l1_logistic` (a
+    :class:`~ultrafs.solvers.certificate.SolverResult`).
 
     Attributes
     ----------
@@ -72,6 +74,8 @@ class L1LogisticResult:
     gap : float
         Primal minus dual value at ``theta`` made feasible (``>= 0`` up to
         rounding), NaN when it cannot be made feasible.
+    kkt_tol : float
+        The absolute KKT residual the solve stopped at, ``tol * lam``.
     """
 
     coef: np.ndarray
@@ -84,6 +88,18 @@ class L1LogisticResult:
     decision: np.ndarray
     theta: np.ndarray
     gap: float
+    kkt_tol: float = math.nan
+
+    @property
+    def certificate(self) -> Certificate:
+        """``kkt`` against ``kkt_tol`` (kind ``kkt_residual``, absolute)."""
+        return Certificate(kind="kkt_residual", value=float(self.kkt),
+                           tol=float(self.kkt_tol), passed=bool(self.converged))
+
+    @property
+    def history(self) -> list:
+        """No record per iteration is kept (the kernel runs them all)."""
+        return []
 
 
 def check_csc_arrays(indptr, indices, data, n_rows):
@@ -263,4 +279,4 @@ def solve_l1_logistic(indptr, indices, data, y, lam, *, n_rows, columns=None,
     return L1LogisticResult(coef=coef, intercept=float(intercept), objective=float(objective),
                             kkt=float(kkt), converged=bool(status == STATUS_CONVERGED),
                             n_iter=int(n_iter), n_cd_sweeps=int(n_sweeps), decision=decision,
-                            theta=theta, gap=float(gap))
+                            theta=theta, gap=float(gap), kkt_tol=tol * lam)

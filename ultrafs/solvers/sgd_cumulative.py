@@ -134,7 +134,7 @@ def sgd_cumulative(problem, w0=None, b0=None, *, eta0="auto", decay=2.0, max_epo
                              [{"iter": 0, "objective": cert.primal, "gap": cert.gap,
                                "rel_gap": cert.rel_gap, "nnz": 0}],
                              {"eta0": None, "eta0_objectives": {}, "steps": 0,
-                              "u": 0.0, "max_abs_q": 0.0})
+                              "u": 0.0, "max_abs_q": 0.0}, tol=tol)
     tuning = {}
     if isinstance(eta0, str):
         if eta0 != "auto":
@@ -166,4 +166,4 @@ def sgd_cumulative(problem, w0=None, b0=None, *, eta0="auto", decay=2.0, max_epo
             "steps": int(state[0]), "u": float(state[1]),
             "max_abs_q": float(np.max(np.abs(q))) if len(q) else 0.0}
     return make_solution(problem, w.copy(), float(state[2]), cert, converged, epoch,
-                         "sgd", history, info)
+                         "sgd", history, info, tol=tol)

@@ -44,6 +44,7 @@ import numpy as np
 
 from ultrafs.errors import ParameterError
 from ultrafs.kernels.mslr import constraint_halves, cd_sweep, entropy, primal_value
+from ultrafs.solvers.certificate import Certificate, SolverResult
 
 __all__ = ["MinimaxSolution", "solve_minimax_smoothing", "constraint_membership",
            "smoothed_value", "Q0", "BETA"]
@@ -61,8 +62,10 @@ MAX_NEWTON = 100
 
 
 @dataclass
-class MinimaxSolution:
-    """What :func:`solve_minimax_smoothing` returns.
+class MinimaxSolution(SolverResult):
+    """What :func:`solve_minimax_smoothing` returns (a
+    :class:`~ultrafs.solvers.certificate.SolverResult`: ``objective`` is
+    ``primal``, ``n_iter`` the sweeps, no intercept).
 
     Attributes
     ----------
@@ -93,6 +96,8 @@ class MinimaxSolution:
     violation : float
         ``max_i |∂_i f(α, q)|`` of the last sweep.
     seconds : float
+    tol : float
+        The relative gap asked for.
     """
 
     alpha: np.ndarray
@@ -113,6 +118,33 @@ class MinimaxSolution:
     n_newton: int
     violation: float
     seconds: float
+    tol: float = math.nan
+
+    @property
+    def intercept(self) -> float:
+        """0: the reduced problem has no bias."""
+        return 0.0
+
+    @property
+    def objective(self) -> float:
+        """``P(v)``, the primal value of the classifier."""
+        return self.primal
+
+    @property
+    def n_iter(self) -> int:
+        """Coordinate-descent sweeps."""
+        return self.n_sweeps
+
+    @property
+    def history(self) -> list:
+        """No record per sweep is kept."""
+        return []
+
+    @property
+    def certificate(self) -> Certificate:
+        """``rel_gap`` against ``tol`` (kind ``duality_gap``)."""
+        return Certificate(kind="duality_gap", value=float(self.rel_gap),
+                           tol=float(self.tol), passed=bool(self.certified))
 
 
 def constraint_membership(constraints, n_columns):
@@ -242,7 +274,7 @@ def solve_minimax_smoothing(indptr, indices, data, y, constraints, C, *, alpha0=
         upper=cert["upper"], primal=cert["primal"], gap=cert["gap"],
         rel_gap=cert["gap"] / max(abs(cert["primal"]), np.finfo(float).tiny),
         certified=bool(done), q=q, n_levels=levels, n_sweeps=sweeps, n_newton=newton,
-        violation=float(violation), seconds=time.perf_counter() - started)
+        violation=float(violation), seconds=time.perf_counter() - started, tol=float(tol))
 
 
 def _correlations(indptr, indices, data, y, alpha, p):
