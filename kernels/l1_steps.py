@@ -9,8 +9,9 @@
 
 Both take the binary loss by code (:data:`LOGISTIC`, :data:`SQUARED_HINGE`,
 the ``l(y, f)`` of ``ultrafs.solvers.losses``: ``log(1 + exp(-y f))`` and
-``max(0, 1 - y f)^2 / 2``) and per-sample weights ``s`` (an empty array:
-all ones).  Kernels take raw arrays only.
+``max(0, 1 - y f)^2 / 2``; the loss object carries its code as
+``step_code``) and per-sample weights ``s`` (an empty array: all ones).
+Kernels take raw arrays only.
 """
 
 from __future__ import annotations
@@ -22,16 +23,11 @@ from numba import njit
 
 from .losses import sigmoid
 
-__all__ = ["LOGISTIC", "SQUARED_HINGE", "loss_code", "gauss_seidel_pass",
+__all__ = ["LOGISTIC", "SQUARED_HINGE", "gauss_seidel_pass",
            "sgdc_steps"]
 
 LOGISTIC = 0
 SQUARED_HINGE = 1
-
-
-def loss_code(name) -> int:
-    """The code of a binary loss name (KeyError for others)."""
-    return {"logistic": LOGISTIC, "squared-hinge": SQUARED_HINGE}[name]
 
 
 @njit(cache=True, nogil=True)
