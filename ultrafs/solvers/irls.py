@@ -253,6 +253,8 @@ class IRLSResult(SolverResult):
     stop_reason : str
     eps_penalty : float
         The penalty's ε the run used.
+    grad0 : float
+        The gradient norm at the first iterate (the stationarity's scale).
     history : list of dict
         Per iteration: ``iteration``, ``objective``, ``rel_change``,
         ``stationarity``, ``extrapolated``.
@@ -270,6 +272,7 @@ class IRLSResult(SolverResult):
     stationarity: float
     stop_reason: str
     eps_penalty: float
+    grad0: float
     history: list = field(default_factory=list)
 
     @property
@@ -279,7 +282,8 @@ class IRLSResult(SolverResult):
 
 
 def irls(problem, *, solve="primal", tol=1e-4, gtol=1e-3, max_iter=300, min_iter=5,
-         stop="stationarity", accelerate=None, callback=None, warn_stacklevel=2):
+         stop="stationarity", accelerate=None, callback=None, warn_stacklevel=2,
+         start=None):
     """Solve an :class:`IRLSProblem` by IRLS (the module docstring).
 
     Parameters
@@ -305,6 +309,10 @@ def irls(problem, *, solve="primal", tol=1e-4, gtol=1e-3, max_iter=300, min_iter
     warn_stacklevel : int
         Stack level of the warning on spread sample weights (r < 1), above
         this function.
+    start : IRLSResult, optional
+        Warm start: the weights ``s1``, ``d`` of its iterate (and its
+        penalty ε and the gradient norm its stationarity is relative to)
+        instead of the ridge start.
 
     Returns
     -------
@@ -324,8 +332,15 @@ def irls(problem, *, solve="primal", tol=1e-4, gtol=1e-3, max_iter=300, min_iter
     solver = ReweightedRidge(op, Y, lam, fit_intercept, solve)
     s1 = np.ones(m)
     d = np.ones(n)
-    history = []
     grad0 = None
+    if start is not None:
+        if eps_penalty is None:
+            eps_penalty = start.eps_penalty
+        s1 = sample_weights(start.residuals, r, eps)
+        d = (2.0 / p) * (np.einsum("ij,ij->i", start.coef, start.coef)
+                         + eps_penalty) ** ((2.0 - p) / 2.0)
+        grad0 = start.grad0
+    history = []
     previous = np.inf
     beta = INITIAL_BETA
     current = None
@@ -410,4 +425,4 @@ def irls(problem, *, solve="primal", tol=1e-4, gtol=1e-3, max_iter=300, min_iter
         coef=W, intercept=np.asarray(b, dtype=np.float64), objective=J, n_iter=k,
         certificate=certificate, residuals=E, row_norms=norms, loss_gradient=loss_grad,
         live=live, stationarity=stationarity, stop_reason=reason,
-        eps_penalty=float(eps_penalty), history=history)
+        eps_penalty=float(eps_penalty), grad0=float(grad0), history=history)

@@ -38,7 +38,8 @@ from ultrafs.kernels.l1_logistic import (STATUS_CONVERGED, l1_logistic_gradient,
                                          l1_logistic_solve)
 from ultrafs.solvers.certificate import Certificate, SolverResult
 
-__all__ = ["L1LogisticResult", "solve_l1_logistic", "l1_logistic_lam_max"]
+__all__ = ["L1LogisticResult", "solve_l1_logistic", "l1_logistic_lam_max",
+           "l1_path_refusal", "solve_l1_problem"]
 
 #: smallest working set of the solver (grown to twice the support)
 WS_START = 10
@@ -280,3 +281,67 @@ def solve_l1_logistic(indptr, indices, data, y, lam, *, n_rows, columns=None,
                             kkt=float(kkt), converged=bool(status == STATUS_CONVERGED),
                             n_iter=int(n_iter), n_cd_sweeps=int(n_sweeps), decision=decision,
                             theta=theta, gap=float(gap), kkt_tol=tol * lam)
+
+
+def l1_path_refusal(problem) -> str:
+    """Why the l1 path's solver cannot take ``problem`` ("" when it can).
+
+    It takes an :class:`~ultrafs.solvers.l1_problem.L1Problem` with the
+    logistic loss, an intercept, and CSC columns of one output
+    (``indptr``, ``indices``, ``data``): its numba kernel is specialised to
+    the logistic loss (no other loss reaches it).
+    """
+    from ultrafs.solvers.l1_problem import L1Problem
+    from ultrafs.solvers.losses import Logistic
+
+    if not isinstance(problem, L1Problem):
+        return f"the l1 path solves an L1Problem, not a {type(problem).__name__}"
+    if not isinstance(problem.datafit.loss, Logistic):
+        return (f"the l1 path's kernel is the logistic loss's only, not "
+                f"{problem.datafit.loss.name!r}")
+    if not problem.fit_intercept:
+        return "the l1 path always fits the intercept"
+    op = problem.operator
+    if getattr(op, "indptr", None) is None or getattr(op, "indices", None) is None:
+        return f"the l1 path reads CSC columns, not a {type(op).__name__}"
+    return ""
+
+
+def solve_l1_problem(problem, *, tol=1e-7, max_iter=200, start=None):
+    """:func:`solve_l1_logistic` on an :class:`~ultrafs.solvers.l1_problem.L1Problem`.
+
+    ``C sum_i s_i l_i + lam ||w||_1`` is ``C S`` times the kernel's
+    ``(1/S) sum_i s_i l_i + lam / (C S) ||w||_1`` (``S = sum_i s_i``, or
+    ``n``): the kernel runs at ``lam / (C S)``, its stop ``kkt <= tol lam /
+    (C S)`` is ``kkt <= tol lam`` in the problem's scale, and the objective,
+    the KKT residual and the gap are returned in the problem's scale.
+
+    Parameters
+    ----------
+    problem : L1Problem
+        Refused in one line unless :func:`l1_path_refusal` is empty.
+    tol, max_iter
+        As in :func:`solve_l1_logistic`.
+    start : SolverResult, optional
+        Warm start (its ``coef`` and ``intercept``).
+
+    Returns
+    -------
+    L1LogisticResult
+    """
+    from dataclasses import replace
+
+    reason = l1_path_refusal(problem)
+    if reason:
+        raise ParameterError(reason)
+    d = problem.datafit
+    op = d.operator
+    scale = d.C * float(getattr(d, "weight_total", d.n))
+    coef0 = intercept0 = None
+    if start is not None:
+        coef0, intercept0 = start.coef, float(start.intercept)
+    res = solve_l1_logistic(op.indptr, op.indices, op.data, d.y, problem.lam / scale,
+                            n_rows=d.n, coef0=coef0, intercept0=intercept0, tol=tol,
+                            max_iter=max_iter, sample_weight=d.sample_weight)
+    return replace(res, objective=res.objective * scale, kkt=res.kkt * scale,
+                   gap=res.gap * scale, kkt_tol=tol * problem.lam)
