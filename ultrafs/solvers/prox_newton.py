@@ -35,7 +35,7 @@ Each iteration, at ``theta = (w, b)`` (Lee, Sun & Saunders 2014,
    jointly with the intercept, through the eigenvalues of its Schur
    complement, so badly scaled columns within a block cost nothing; K
    intercepts are eliminated through the pseudo-inverse of their block,
-   :func:`ultrafs.kernels.prox_newton.l21sq_model_bcd_k`), from
+   :func:`ultrafs.kernels.prox_newton_multi.l21sq_model_bcd_k`), from
    ``d = 0``, until the model's own relative KKT residual is at most
    ``min(0.1, r) min(1, r)`` with ``r`` the current residual (an inexact
    Newton method whose forcing term goes to 0, so the outer convergence
@@ -69,9 +69,9 @@ import numpy as np
 
 from ultrafs.errors import ParameterError
 from ultrafs.kernels.prox import block_norms as _block_norms
-from ultrafs.kernels.prox_newton import (bias_pseudo_inverse, eigen_workspace,
-                                         l21sq_model_bcd, l21sq_model_bcd_k,
-                                         l21sq_model_polish, l21sq_model_polish_k)
+from ultrafs.kernels.prox_newton import eigen_workspace, l21sq_model_bcd, l21sq_model_polish
+from ultrafs.kernels.prox_newton_multi import (bias_pseudo_inverse, l21sq_model_bcd_k,
+                                               l21sq_model_polish_k)
 from ultrafs.solvers.base import Solver, set_stop_params
 from ultrafs.solvers.blas_threads import one_blas_thread
 from ultrafs.solvers.penalties import L21Squared
@@ -198,8 +198,8 @@ class ProxNewton(Solver):
 
     def _direction_k(self, pb, H, grad, grad_b, coef, bias, tol):
         """:meth:`_direction` with K intercepts (``bias`` of shape (K,)):
-        the same rounds, by :func:`~ultrafs.kernels.prox_newton.l21sq_model_bcd_k`
-        and :func:`~ultrafs.kernels.prox_newton.l21sq_model_polish_k`."""
+        the same rounds, by :func:`~ultrafs.kernels.prox_newton_multi.l21sq_model_bcd_k`
+        and :func:`~ultrafs.kernels.prox_newton_multi.l21sq_model_polish_k`."""
         bias = np.asarray(bias, dtype=np.float64)
         g = np.concatenate([grad, np.zeros(len(bias)) if np.ndim(grad_b) == 0
                             else grad_b])
