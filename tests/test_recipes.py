@@ -40,9 +40,9 @@ from ultrafs.features import (FEATURE_SPACES, LinearFeatures, build_feature_spac
                               feature_space_from_spec, register_feature_space)
 from ultrafs.methods.fgm import fit_fgm
 from ultrafs.model import Model
-from ultrafs.solvers import losses
 from ultrafs.solvers.apg import solve
-from ultrafs.solvers.losses import Loss, get_loss, loss_names, register_loss
+from ultrafs.solvers.losses import (Loss, get_loss, loss_names, register_loss,
+                                    registered_losses, unregister_loss)
 from ultrafs.solvers.registry import SOLVERS
 from ultrafs.store.base import ColumnBlock
 from ultrafs.store.writers.zarr_writer import write_store
@@ -227,18 +227,20 @@ FEATURE_SPACES.pop(SPACE)
 @pytest.fixture(autouse=True)
 def registered():
     """Register the new loss and feature space; restore every registry after."""
-    saved = {name: dict(getattr(losses, name))
-             for name in ("_REGISTRY", "LOSSES", "MULTICLASS_LOSSES")}
+    saved = {(target, name): get_loss(name, target) for target, name in registered_losses()}
     saved_spaces = dict(FEATURE_SPACES)
     register_loss(SmoothHinge)
     register_feature_space(ScaledColumns)
     try:
         yield
     finally:
-        for name, content in saved.items():
-            registry = getattr(losses, name)
-            registry.clear()
-            registry.update(content)
+        for target, name in registered_losses():
+            if (target, name) not in saved:
+                unregister_loss(name, target)
+        present = set(registered_losses())
+        for (target, name), loss in saved.items():
+            if (target, name) not in present or get_loss(name, target) is not loss:
+                register_loss(loss)
         FEATURE_SPACES.clear()
         FEATURE_SPACES.update(saved_spaces)
     
@@ -377,7 +379,7 @@ def test_estimator_and_model_file(tmp_path, planted, monkeypatch):
         model.proba_from_decision(decision)
 
     # a model file whose loss this process does not know still predicts
-    monkeypatch.delitem(losses._REGISTRY, ("binary", LOSS))
+    unregister_loss(LOSS)
     unknown = Model.load(path)
     assert unknown.probabilistic is False
     np.testing.assert_array_equal(unknown.decision_function_store(test), decision)
