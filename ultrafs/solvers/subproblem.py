@@ -211,7 +211,3 @@ def as_bias(bias):
     if isinstance(bias, np.ndarray):
         return bias.astype(np.float64, copy=True)
     return float(bias)
-
-
-#: the former private name, kept for callers outside the solvers
-_Problem = Problem
