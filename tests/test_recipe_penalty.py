@@ -15,8 +15,8 @@ it
   penalty with a prox), and refused in one line by the others;
 * passes the registry contract (``RegistryContract``) on those problems,
   with the certificate (the relative KKT residual) recomputed here from
-  the subdifferential's definition and the objective checked against
-  scipy's SLSQP on a smooth reformulation.
+  the subdifferential's definition and the objective checked against a
+  plain proximal gradient written in the test.
 
 ``PENALTIES`` (``ultrafs/solvers/penalties.py``) is a name index only (no
 method or solver reads it); it is filled for one test and restored.
@@ -187,41 +187,38 @@ def kkt_ratio_by_definition(problem, coef, intercept):
     return worst / scale
 
 
-def slsqp_objective(problem):
-    """The optimum by SLSQP on the smooth epigraph form
-    ``min P(w, b) + alpha sum_h t_h + beta/2 ||w||^2``,
-    ``t_h^2 >= ||w_h||^2``, ``t_h >= 0``."""
+def reference_objective(problem, tol=1e-10, max_iter=200000):
+    """The optimum by a plain proximal gradient written here (ISTA with
+    backtracking, the penalty's prox), run until :func:`kkt_ratio_by_definition`
+    is at most ``tol``: an algorithm other than the solvers' own."""
     d, pen, bp = problem.datafit, problem.penalty, problem.block_ptr
-    p, t, K = d.n_coef, len(bp) - 1, d.n_outputs
+    w, b = np.zeros(d.n_coef), d.optimal_bias()
+    der = np.empty(d.decision_size)
 
-    def split(z):
-        b = z[p] if K == 1 else z[p:p + K]
-        return z[:p], b, z[p + K:]
+    def gradients(w, b):
+        value = d.value_derivative(d.decision(w, b), der)
+        return value, d.gradient(der), np.asarray(d.bias_gradient(der), dtype=np.float64)
 
-    def objective(z):
-        w, b, s = split(z)
-        return (d.value(d.decision(w, b)) + pen.alpha * float(np.sum(s))
-                + 0.5 * pen.beta * float(w @ w))
-
-    def jac(z):
-        w, b, s = split(z)
-        der = np.empty(d.decision_size)
-        d.value_derivative(d.decision(w, b), der)
-        return np.concatenate([d.gradient(der) + pen.beta * w,
-                               np.atleast_1d(d.bias_gradient(der)),
-                               np.full(t, pen.alpha)])
-
-    def cone(z):
-        w, _, s = split(z)
-        return np.array([s[h] ** 2 - w[bp[h]:bp[h + 1]] @ w[bp[h]:bp[h + 1]]
-                         for h in range(t)])
-
-    z0 = np.concatenate([np.zeros(p), np.atleast_1d(d.optimal_bias()), np.ones(t)])
-    bounds = [(None, None)] * (p + K) + [(0, None)] * t
-    res = minimize(objective, z0, jac=jac, method="SLSQP", bounds=bounds,
-                   constraints=[{"type": "ineq", "fun": cone}],
-                   options={"ftol": 1e-14, "maxiter": 2000})
-    return float(res.fun)
+    value, g, gb = gradients(w, b)
+    L = 1.0
+    for _ in range(max_iter):
+        if kkt_ratio_by_definition(problem, w, -b) <= tol:
+            break
+        while True:
+            new_w, _ = pen.prox(w - g / L, 1.0 / L, bp)
+            new_b = b - gb / L
+            new_value, new_g, new_gb = gradients(new_w, new_b)
+            dw, db = new_w - w, np.asarray(new_b - b)
+            # convex P: this bounds P(new) - P - <g, d> (no cancellation)
+            if (float((new_g - g) @ dw) + float(np.sum((new_gb - gb) * db))
+                    <= 0.5 * L * (float(dw @ dw) + float(np.sum(db * db)))):
+                break
+            L *= 2.0
+        w, b, value, g, gb = new_w, new_b, new_value, new_g, new_gb
+        L /= 2.0
+    else:
+        raise AssertionError("the reference did not converge")
+    return value + pen.value(w, bp)
 
 
 # ------------------------------------------------------------ the contract
@@ -282,17 +279,17 @@ def test_the_solvers_that_fit_it(rng, registered_penalty):
                                              ("logistic", 3)])
 def test_every_fitting_solver_certifies_it(rng, loss, n_classes):
     problem, X = penalty_problem(rng, loss, n_classes)
-    reference = slsqp_objective(problem)
+    reference = reference_objective(problem)
     fitting = solvers_fitting(problem)
     assert fitting
     for name in fitting:
-        result = solve(problem, name, tol=1e-6, max_iter=50000)
+        result = solve(problem, name, tol=1e-5, max_iter=50000)
         assert result.certificate.kind == "kkt_ratio" and result.certificate.passed
         # the certificate, recomputed from the definition at the returned point
         value = kkt_ratio_by_definition(problem, result.coef, result.intercept)
-        assert value <= 1e-6 * (1 + 1e-3), (name, value)
+        assert value <= 1e-5 * (1 + 1e-3), (name, value)
         assert value == pytest.approx(result.certificate.value, rel=1e-6, abs=1e-14)
-        # the objective, by the test: the penalty's value and SLSQP's optimum
+        # the objective, by the test: the penalty's value and a reference optimum
         w = result.coef
         f = X @ w.reshape(X.shape[1], -1) + np.atleast_1d(result.intercept)
         assert np.allclose(f.ravel(), problem.datafit.decision(w, -np.asarray(
@@ -302,7 +299,7 @@ def test_every_fitting_solver_certifies_it(rng, loss, n_classes):
         penalty = problem.penalty.alpha * sum(norms) + 0.5 * problem.penalty.beta * w @ w
         assert result.objective == pytest.approx(
             problem.datafit.value(f.ravel()) + penalty, rel=1e-12)
-        assert result.objective == pytest.approx(reference, rel=1e-6), (name, reference)
+        assert result.objective == pytest.approx(reference, rel=1e-5), (name, reference)
 
 
 class TestRegistryContractOnTheNewPenalty(RegistryContract):
@@ -317,7 +314,7 @@ class TestRegistryContractOnTheNewPenalty(RegistryContract):
                 penalty_problem(rng, "logistic", 3)[0]]
 
     def reference_objective(self, pb):
-        return slsqp_objective(pb)
+        return reference_objective(pb)
 
 
 
