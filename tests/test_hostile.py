@@ -356,7 +356,7 @@ CASES = [
     Case("select-count-without-l1", SELECT + ["--data", "{r}/train.zarr",
                                               "--n-features-to-select", "3"], 2,
          ["--n-features-to-select applies to --method l1 or gsrfs"]),
-    Case("select-old-features-option", ["select", "--method", "l1", "--n-features-to-select", "3",
+    Case("select-old-features-option", ["select", "--method", "l1", "--features", "3",
                                         "--data", "{r}/train.zarr"], 2,
          ["--features was renamed: use --n-features-to-select"]),
     Case("select-gamma-without-poly-2", SELECT + ["--data", "{r}/train.zarr",
