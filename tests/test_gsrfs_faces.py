@@ -21,7 +21,7 @@ from sklearn.datasets import dump_svmlight_file, load_digits, make_regression
 from ultrafs.api import fit
 from ultrafs.cli import main
 from ultrafs.errors import ParameterError
-from ultrafs.gsrfs_estimator import GSRFSSelector
+from ultrafs.sklearn import GSRFSSelector
 from ultrafs.methods.gsrfs import fit_gsrfs
 from ultrafs.methods.gsrfs_store import gsrfs_targets
 from ultrafs.model import Model

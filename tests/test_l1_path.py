@@ -1,5 +1,5 @@
 """The faces of the screened ℓ1-LR path (issue 13): ``ultrafs path``,
-``select --method l1``, :class:`~ultrafs.l1_estimator.L1LogisticRegression`,
+``select --method l1``, :class:`~ultrafs.sklearn.L1LogisticRegression`,
 the API (``fit("l1", ...)``, the method of :mod:`ultrafs.methods.l1_method`)
 and a real ``dask.distributed`` cluster.
 
@@ -22,7 +22,7 @@ from tests.cli_tools import assert_one_line_error, run
 from tests.sparse_problems import sparse_binary_problem
 from ultrafs.api import fit, l1_path
 from ultrafs.errors import ParameterError
-from ultrafs.l1_estimator import L1LogisticRegression
+from ultrafs.sklearn import L1LogisticRegression
 from ultrafs.model import Model
 from ultrafs.store import open_store
 from ultrafs.store.writers.zarr_writer import write_store

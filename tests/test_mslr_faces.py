@@ -1,5 +1,5 @@
 """The faces of minimax sparse LR (issue 14): ``select --method mslr``,
-:class:`~ultrafs.mslr_estimator.MSLRClassifier`, ``ultrafs.api.fit("mslr", ...)``,
+:class:`~ultrafs.sklearn.MSLRClassifier`, ``ultrafs.api.fit("mslr", ...)``,
 model files, the report, and a real ``dask.distributed`` cluster.
 
 The solver and the cutting plane are tested in ``test_mslr.py`` (T1–T9);
@@ -21,7 +21,7 @@ from tests.sparse_problems import sparse_binary_problem
 from ultrafs import api
 from ultrafs.errors import ParameterError
 from ultrafs.model import Model
-from ultrafs.mslr_estimator import MSLRClassifier
+from ultrafs.sklearn import MSLRClassifier
 from ultrafs.store import open_store
 from ultrafs.store.memory import InMemoryStore
 from ultrafs.store.writers.zarr_writer import write_store

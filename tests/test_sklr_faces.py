@@ -14,7 +14,7 @@ from ultrafs.cli import main
 from ultrafs.errors import ParameterError
 from ultrafs.features.rff import RandomFourierFeatures
 from ultrafs.model import Model
-from ultrafs.sklr_estimator import SparseKernelLogisticRegression
+from ultrafs.sklearn import SparseKernelLogisticRegression
 from ultrafs.store import as_store
 
 
