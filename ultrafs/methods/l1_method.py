@@ -296,4 +296,4 @@ L1 = register(Method(
               "(unpenalised intercept c)",
     estimator="L1LogisticRegression", estimator_kind="classifier",
     summary_lines=summary_lines, progress_line=progress_line,
-    estimator_attributes=estimator_attributes, order=10))
+    estimator_attributes=estimator_attributes, probabilistic=True, order=10))
