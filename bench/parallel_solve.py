@@ -127,7 +127,7 @@ def pieces(indptr, indices, data, y, C, block_ptr, kkt_tol, max_iter):
 
     full_rows = None
     if len(operator._csr()[2]) < operator.nnz:  # one value per column: compare
-        from ultrafs.kernels import prox_newton as pn
+        from ultrafs.kernels import hessian_gram as pn
         from ultrafs.kernels import sparse_ops as so
         from ultrafs.kernels.row_chunks import dispatch
 

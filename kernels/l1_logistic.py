@@ -63,16 +63,7 @@ penalised.
 
 ``l1_logistic_dual_gap(indptr, indices, data, columns, y, s, lam, coef, f, theta)``
     the primal value, a dual value and the duality gap, from a dual point
-    made feasible (see its docstring).
-
-The dual, for ``theta`` in ``[0, 1]^n``::
-
-    D(theta) = (1/S) sum_i s_i H(theta_i),  H(t) = -t log t - (1 - t) log(1 - t),
-    subject to  sum_i s_i y_i theta_i = 0,  |X_j' (s y theta)| <= S lam,
-
-(Fenchel: ``log(1 + exp(-m)) = max_t H(t) - t m``), so ``F >= D`` for every
-feasible ``theta``, with equality at ``theta_i = 1 / (1 + exp(y_i f_i))``
-at the optimum.
+    made feasible (:mod:`ultrafs.kernels.l1_logistic_gap`, with the dual).
 """
 
 import math
@@ -80,7 +71,9 @@ import math
 import numpy as np
 from numba import njit
 
-from .losses import _softplus
+from .l1_logistic_gap import (dual_projection, gap_values, l1_logistic_dual_gap,
+                              l1_logistic_gradient, total_weight)
+from .losses import softplus
 
 __all__ = ["l1_logistic_solve", "l1_logistic_gradient", "l1_logistic_kkt",
            "l1_logistic_dual_gap", "STATUS_CONVERGED", "STATUS_MAX_ITER",
@@ -104,17 +97,6 @@ _MAX_SWEEPS = 200
 _ETA = 0.1
 # |delta| up to which the loss change is log1p(theta expm1(delta)).
 _SMALL_DELTA = 1.0
-
-
-@njit(cache=True, nogil=True)
-def _total_weight(y, s):
-    """``S = sum_i s_i`` (``n`` without weights)."""
-    if s.shape[0] == 0:
-        return float(y.shape[0])
-    total = 0.0
-    for i in range(s.shape[0]):
-        total += s[i]
-    return total
 
 
 @njit(cache=True, nogil=True)
@@ -168,36 +150,6 @@ def _state(y, s, f, inv_total, theta, r, w):
         g_c += ri
         h_c += wi
     return g_c, h_c
-
-
-@njit(cache=True, nogil=True)
-def l1_logistic_gradient(indptr, indices, data, columns, r, out):
-    """Products of the optimised columns with a vector of the samples.
-
-    Parameters
-    ----------
-    indptr : int64 array, shape (p + 1,)
-    indices : int32 or int64 array, shape (nnz,)
-    data : float32 or float64 array, shape (nnz,)
-        The CSC arrays of ``X`` (n x p).
-    columns : int64 array, shape (m,)
-        Columns of ``X`` (positions into ``indptr``).
-    r : float64 array, shape (n,)
-    out : float64 array, shape (m,)
-        Overwritten with ``X[:, columns]' r`` (each column's entries in
-        stored order).
-
-    Returns
-    -------
-    out : float64 array, shape (m,)
-    """
-    for k in range(columns.shape[0]):
-        j = columns[k]
-        acc = 0.0
-        for p in range(indptr[j], indptr[j + 1]):
-            acc += np.float64(data[p]) * r[indices[p]]
-        out[k] = acc
-    return out
 
 
 @njit(cache=True, nogil=True)
@@ -363,7 +315,7 @@ def _loss_change(y, s, f, theta, xd, dc, step, inv_total):
             change = math.log1p(theta[i] * math.expm1(delta))
         else:
             a = -y[i] * f[i]
-            change = _softplus(a + delta) - _softplus(a)
+            change = softplus(a + delta) - softplus(a)
         if weighted:
             change *= s[i]
         total += change
@@ -641,7 +593,7 @@ def l1_logistic_solve(indptr, indices, data, columns, y, s, lam, coef0,
     """
     n = y.shape[0]
     m = columns.shape[0]
-    inv_total = 1.0 / _total_weight(y, s)
+    inv_total = 1.0 / total_weight(y, s)
     coef = coef0.copy()
     c = intercept0
     f = np.empty(n)
@@ -696,123 +648,14 @@ def l1_logistic_solve(indptr, indices, data, columns, y, s, lam, coef0,
         n_rounds += 1
     # the gap: X_k' (s y theta') = -S g_k - shift X_k' s
     total = 1.0 / inv_total
-    proj, shift, feasible = _project(y, s, theta, inv_total)
+    proj, shift, feasible = dual_projection(y, s, theta, inv_total)
     top = 0.0
     for k in range(m):
         v = abs(-total * g[k] - shift * colsum[k])
         if v > top:
             top = v
-    primal, dual, gap = _gap_values(y, s, lam, coef, f, proj, top, total, feasible)
+    primal, dual, gap = gap_values(y, s, lam, coef, f, proj, top, total, feasible)
     return (coef, c, f, theta, kkt, primal, dual, gap, n_iter, n_sweeps, n_rounds,
             status)
 
 
-@njit(cache=True, nogil=True)
-def _entropy(t):
-    """``-t log t - (1 - t) log(1 - t)`` on ``[0, 1]`` (0 at the ends)."""
-    h = 0.0
-    if t > 0.0:
-        h -= t * math.log(t)
-    if t < 1.0:
-        h -= (1.0 - t) * math.log1p(-t)
-    return h
-
-
-@njit(cache=True, nogil=True)
-def _project(y, s, theta, inv_total):
-    """``theta - t y`` with ``t = sum_i s_i y_i theta_i / S``, clipped to
-    ``[0, 1]``; whether no sample of positive weight needed the clip."""
-    n = y.shape[0]
-    weighted = s.shape[0] > 0
-    shift = 0.0
-    for i in range(n):
-        si = s[i] if weighted else 1.0
-        shift += si * y[i] * theta[i]
-    shift *= inv_total
-    feasible = True
-    proj = np.empty(n)
-    for i in range(n):
-        t = theta[i] - shift * y[i]
-        if (s[i] > 0.0 if weighted else True) and not (0.0 <= t <= 1.0):
-            feasible = False
-        proj[i] = min(max(t, 0.0), 1.0)
-    return proj, shift, feasible
-
-
-@njit(cache=True, nogil=True)
-def _gap_values(y, s, lam, coef, f, proj, top, total, feasible):
-    """Primal, dual and gap once ``top = max_k |X_k' (s y proj)|`` is known."""
-    weighted = s.shape[0] > 0
-    inv_total = 1.0 / total
-    l1 = 0.0
-    for k in range(coef.shape[0]):
-        l1 += abs(coef[k])
-    kappa = 1.0
-    if top > total * lam:
-        kappa = total * lam / top
-    primal = 0.0
-    dual = 0.0
-    gap = 0.0
-    for i in range(y.shape[0]):
-        si = s[i] if weighted else 1.0
-        loss = _softplus(-y[i] * f[i])
-        h = _entropy(kappa * proj[i])
-        primal += si * loss
-        dual += si * h
-        gap += si * (loss - h)
-    primal = primal * inv_total + lam * l1
-    if not feasible:
-        return primal, np.nan, np.nan
-    return primal, dual * inv_total, gap * inv_total + lam * l1
-
-
-@njit(cache=True, nogil=True)
-def l1_logistic_dual_gap(indptr, indices, data, columns, y, s, lam, coef, f,
-                         theta):
-    """Primal value, dual value and duality gap at a solver's point.
-
-    The dual point is ``theta`` made feasible: ``theta' = theta - t y`` with
-    ``t = sum_i s_i y_i theta_i / S`` (so that ``sum_i s_i y_i theta'_i =
-    0``), then ``theta'' = kappa theta'`` with ``kappa = min(1, S lam /
-    max_k |X_k' (s y theta')|)`` over the optimised columns.  When
-    ``theta'`` leaves ``[0, 1]`` on a sample of positive weight there is no
-    such point: the dual and the gap are NaN.  (:func:`l1_logistic_solve`
-    returns the same three figures, from its last gradient.)
-
-    Parameters
-    ----------
-    indptr, indices, data : CSC arrays of ``X``
-    columns : int64 array, shape (m,)
-    y : float64 array, shape (n,)
-    s : float64 array, shape (n,) or (0,)
-        Sample weights; empty: 1.
-    lam : float
-    coef : float64 array, shape (m,)
-    f : float64 array, shape (n,)
-        ``X[:, columns] coef + intercept``.
-    theta : float64 array, shape (n,)
-        Any point of ``[0, 1]^n`` (the solver's: ``1 / (1 + exp(y f))``).
-
-    Returns
-    -------
-    primal : float
-        ``F(coef, intercept)``.
-    dual : float
-        ``D(theta'')``, NaN when infeasible.
-    gap : float
-        ``primal - dual``, summed per sample; NaN when infeasible.
-    """
-    total = _total_weight(y, s)
-    proj, _, feasible = _project(y, s, theta, 1.0 / total)
-    weighted = s.shape[0] > 0
-    v = np.empty(y.shape[0])
-    for i in range(y.shape[0]):
-        si = s[i] if weighted else 1.0
-        v[i] = si * y[i] * proj[i]
-    corr = np.empty(columns.shape[0])
-    l1_logistic_gradient(indptr, indices, data, columns, v, corr)
-    top = 0.0
-    for k in range(corr.shape[0]):
-        if abs(corr[k]) > top:
-            top = abs(corr[k])
-    return _gap_values(y, s, lam, coef, f, proj, top, total, feasible)

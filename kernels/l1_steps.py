@@ -9,8 +9,9 @@
 
 Both take the binary loss by code (:data:`LOGISTIC`, :data:`SQUARED_HINGE`,
 the ``l(y, f)`` of ``ultrafs.solvers.losses``: ``log(1 + exp(-y f))`` and
-``max(0, 1 - y f)^2 / 2``) and per-sample weights ``s`` (an empty array:
-all ones).  Kernels take raw arrays only.
+``max(0, 1 - y f)^2 / 2``; the loss object carries its code as
+``step_code``) and per-sample weights ``s`` (an empty array: all ones).
+Kernels take raw arrays only.
 """
 
 from __future__ import annotations
@@ -20,18 +21,13 @@ import math
 import numpy as np
 from numba import njit
 
-from .losses import _sigmoid
+from .losses import sigmoid
 
-__all__ = ["LOGISTIC", "SQUARED_HINGE", "loss_code", "gauss_seidel_pass",
+__all__ = ["LOGISTIC", "SQUARED_HINGE", "gauss_seidel_pass",
            "sgdc_steps"]
 
 LOGISTIC = 0
 SQUARED_HINGE = 1
-
-
-def loss_code(name) -> int:
-    """The code of a binary loss name (KeyError for others)."""
-    return {"logistic": LOGISTIC, "squared-hinge": SQUARED_HINGE}[name]
 
 
 @njit(cache=True, nogil=True)
@@ -42,7 +38,7 @@ def _loss_change(code, margin, delta):
     nearly equal logarithms); squared hinge: ``(s1 - s0)(s1 + s0) / 2``.
     """
     if code == LOGISTIC:
-        return math.log1p(_sigmoid(-margin) * math.expm1(-delta))
+        return math.log1p(sigmoid(-margin) * math.expm1(-delta))
     s0 = 1.0 - margin
     s1 = s0 - delta
     if s0 < 0.0:
@@ -56,8 +52,8 @@ def _loss_change(code, margin, delta):
 def _derivatives(code, margin):
     """``(-dl/dm, d2l/dm2)`` at the margin ``m = y f``."""
     if code == LOGISTIC:
-        p = _sigmoid(-margin)
-        return p, p * _sigmoid(margin)
+        p = sigmoid(-margin)
+        return p, p * sigmoid(margin)
     slack = 1.0 - margin
     if slack > 0:
         return slack, 1.0

@@ -98,7 +98,7 @@ __all__ = [
 
 
 @njit(cache=True, nogil=True)
-def _softplus(z):
+def softplus(z):
     """Return ``log(1 + exp(z))`` without overflow."""
     if z > 0.0:
         return z + math.log1p(math.exp(-z))
@@ -106,7 +106,7 @@ def _softplus(z):
 
 
 @njit(cache=True, nogil=True)
-def _sigmoid(z):
+def sigmoid(z):
     """Return ``1 / (1 + exp(-z))`` without overflow."""
     if z >= 0.0:
         return 1.0 / (1.0 + math.exp(-z))
@@ -130,7 +130,7 @@ def logistic_derivative(y, f, out):
     ndarray of float64, shape (n,)
     """
     for i in range(len(y)):
-        out[i] = -y[i] * _sigmoid(-y[i] * f[i])
+        out[i] = -y[i] * sigmoid(-y[i] * f[i])
     return out
 
 
@@ -148,7 +148,7 @@ def logistic_dual(y, f, out):
     ndarray of float64, shape (n,)
     """
     for i in range(len(y)):
-        out[i] = _sigmoid(-y[i] * f[i])
+        out[i] = sigmoid(-y[i] * f[i])
     return out
 
 
@@ -272,7 +272,7 @@ def _logistic_value(y, f, s, lo, hi):
     for i in range(lo, hi):
         w = s[i] if weighted else 1.0
         if w != 0.0:
-            total += w * _softplus(-y[i] * f[i])
+            total += w * softplus(-y[i] * f[i])
     return total
 
 
@@ -417,9 +417,9 @@ def _logistic_value_change(y, f, s, delta, lo, hi):
         z = -y[i] * f[i]
         e = -y[i] * delta[i]
         if abs(e) <= 1.0:
-            total += w * math.log1p(_sigmoid(z) * math.expm1(e))
+            total += w * math.log1p(sigmoid(z) * math.expm1(e))
         else:
-            total += w * (_softplus(z + e) - _softplus(z))
+            total += w * (softplus(z + e) - softplus(z))
     return total
 
 

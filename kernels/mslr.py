@@ -34,7 +34,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .losses import _softplus
+from .losses import softplus
 
 __all__ = ["box_floor", "softmax_weights", "one_d_value", "one_d_derivatives",
            "newton_bisection", "cd_sweep", "entropy", "constraint_halves",
@@ -360,5 +360,5 @@ def primal_value(indptr, indices, data, y, v, C):
         f = 0.0
         for e in range(indptr[i], indptr[i + 1]):
             f += data[e] * v[indices[e]]
-        total += _softplus(-y[i] * f)
+        total += softplus(-y[i] * f)
     return C * total

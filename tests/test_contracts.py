@@ -3,7 +3,7 @@
 import pytest
 
 from ultrafs.solvers.apg import SOLVERS, solve
-from ultrafs.solvers.losses import _REGISTRY
+from ultrafs.solvers.losses import registered_losses
 from ultrafs.solvers.penalties import PENALTIES
 
 try:
@@ -14,7 +14,7 @@ except ImportError:  # pragma: no cover - run from the repository root
 
 def test_every_registered_member_has_a_contract_class():
     covered_losses = {(c.loss_name, c.n_classes > 2) for c in DATAFIT_CLASSES}
-    assert covered_losses == {(name, target == "multiclass") for target, name in _REGISTRY}
+    assert covered_losses == {(name, target == "multiclass") for target, name in registered_losses()}
     assert {c.penalty_name for c in PENALTY_CLASSES} == set(PENALTIES)
     assert {c.solver_name for c in SOLVER_CLASSES} == set(SOLVERS)
 

@@ -60,7 +60,7 @@ def _select(store_path, out, *extra):
 
 # ------------------------------------------------------------- one core
 def test_cli_api_estimator_rank_the_same_features(data, tmp_path):
-    model = _select(data["paths"]["digits"], tmp_path / "m.json", "--features", "12")
+    model = _select(data["paths"]["digits"], tmp_path / "m.json", "--n-features-to-select", "12")
     assert model.target == "multiclass" and model.params["method"] == "gsrfs"
     assert np.asarray(model.coef).shape == (12, 10)
     api = fit("gsrfs", open_store(data["paths"]["digits"]), n_features_to_select=12)
@@ -79,8 +79,8 @@ def test_cli_api_estimator_rank_the_same_features(data, tmp_path):
 
 
 def test_block_size_and_scheduler_do_not_matter(data, tmp_path):
-    base = _select(data["paths"]["digits"], tmp_path / "a.json", "--features", "10")
-    other = _select(data["paths"]["digits"], tmp_path / "b.json", "--features", "10",
+    base = _select(data["paths"]["digits"], tmp_path / "a.json", "--n-features-to-select", "10")
+    other = _select(data["paths"]["digits"], tmp_path / "b.json", "--n-features-to-select", "10",
                     "--block-size", "7", "--scheduler", "synchronous")
     assert base.features == other.features
     np.testing.assert_allclose(base.coef, other.coef, rtol=1e-9, atol=1e-12)
@@ -138,7 +138,7 @@ def test_the_method_is_registered_with_the_engine_defaults(data):
 
 # --------------------------------------------------------------- targets
 def test_binary_model_is_the_difference_of_the_two_code_fits(data, tmp_path):
-    model = _select(data["paths"]["binary"], tmp_path / "b.json", "--features", "6")
+    model = _select(data["paths"]["binary"], tmp_path / "b.json", "--n-features-to-select", "6")
     assert model.target == "binary" and np.asarray(model.coef).shape == (6,)
     store = open_store(data["paths"]["binary"])
     Y, target = gsrfs_targets(store)
@@ -161,7 +161,7 @@ def test_binary_model_is_the_difference_of_the_two_code_fits(data, tmp_path):
 def test_regression_model_round_trip_evaluate_predict(data, tmp_path):
     out = tmp_path / "r.json"
     result = invoke(["select", "--method", "gsrfs", "--data", data["paths"]["reg"],
-                     "--out", out, "--features", "5", "--validation-fraction", "0.25"])
+                     "--out", out, "--n-features-to-select", "5", "--validation-fraction", "0.25"])
     assert result.exit_code == 0, result.output
     model = Model.load(out)
     assert model.target == "continuous" and model.classes == []
@@ -181,20 +181,20 @@ def test_regression_model_round_trip_evaluate_predict(data, tmp_path):
     assert result.exit_code == 1 and "regression model" in result.output
     assert not (tmp_path / "rep").exists()
     # and a classification model refuses real targets in one line
-    digits = _select(data["paths"]["digits"], tmp_path / "d.json", "--features", "4")
+    digits = _select(data["paths"]["digits"], tmp_path / "d.json", "--n-features-to-select", "4")
     with pytest.raises(Exception, match="continuous"):
         digits.evaluate_store(open_store(data["paths"]["reg"]))
 
 
 def test_two_stage_on_the_cli_records_its_rounds(data, tmp_path):
-    model = _select(data["paths"]["digits"], tmp_path / "t.json", "--features", "8",
-                    "--candidates", "10", "--p", "1", "--lam", "500")
+    model = _select(data["paths"]["digits"], tmp_path / "t.json", "--n-features-to-select", "8",
+                    "--candidates", "10", "--p", "1", "--lambda", "500")
     rounds = model.params["rounds"]
     assert [r["candidates"] for r in rounds] == [10, 20, 23]     # measured
     assert rounds[-1]["violators"] == 0
     assert "every feature left out meets" in model.stop_reason
-    full = _select(data["paths"]["digits"], tmp_path / "f.json", "--features", "8",
-                   "--scale", "none", "--p", "1", "--lam", "500", "--tol", "1e-7")
+    full = _select(data["paths"]["digits"], tmp_path / "f.json", "--n-features-to-select", "8",
+                   "--scale", "none", "--p", "1", "--lambda", "500", "--tol", "1e-7")
     assert model.features == full.features
 
 

@@ -87,9 +87,9 @@ def test_select_by_feature_count_stops_at_the_first_lambda():
     np.testing.assert_array_equal(restored.coef, model.coef)
     with pytest.raises(ParameterError, match="fewer than the 10000 asked for"):
         fit("l1", X, y, n_features_to_select=10_000, n_lambdas=5)
-    with pytest.raises(ParameterError, match="exactly one of n_features_to_select"):
+    with pytest.raises(ParameterError, match="needs n_features_to_select K .* or C .*, not both"):
         fit("l1", X, y, n_features_to_select=5, C=1.0)
-    with pytest.raises(ParameterError, match="exactly one of n_features_to_select"):
+    with pytest.raises(ParameterError, match="needs n_features_to_select K .* or C .*, not both"):
         fit("l1", X, y)
     # the vocabulary's old name is refused with a hint naming the new one
     with pytest.raises(ParameterError, match="features was renamed: use "
@@ -257,7 +257,7 @@ def test_cli_path_writes_the_records(zarr_store, tmp_path):
 def test_cli_select_l1_model_predicts(zarr_store, tmp_path):
     path, X, y = zarr_store
     out = tmp_path / "l1.json"
-    result = run("select", "--method", "l1", "--features", 4, "--data", path,
+    result = run("select", "--method", "l1", "--n-features-to-select", 4, "--data", path,
                  "--test", path, "--out", out)
     assert "test accuracy" in result.output
     model = Model.load(out)
@@ -269,9 +269,9 @@ def test_cli_select_l1_model_predicts(zarr_store, tmp_path):
 
 def test_cli_select_l1_refuses_fgm_options(zarr_store):
     path, _, _ = zarr_store
-    result = run("select", "--method", "l1", "--features", 3, "--poly", 2,
+    result = run("select", "--method", "l1", "--n-features-to-select", 3, "--poly", 2,
                  "--data", path, ok=False)
-    assert_one_line_error(result, "--poly does not apply to --method l1")
+    assert_one_line_error(result, "--poly applies to --method fgm or mslr, not --method l1")
 
 
 # ------------------------------------------------------- distributed

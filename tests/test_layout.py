@@ -32,29 +32,14 @@ MAX_LINES = 800
 #: Patterns are relative to the repository root (fnmatch).
 NOT_CHECKED_YET = (
     "ultrafs/*_estimator.py",         # lead
-    "ultrafs/solvers/*",              # solvers
 )
 
-#: Kernel files owned by the solvers engineer (issue 36), not checked YET
-#: either; the lead removes these exemptions when the branches merge.
-KERNELS_NOT_CHECKED_YET = (
-    "kernels/losses.py",
-    "kernels/multiclass_losses.py",
-    "kernels/l1_logistic.py",
-    "kernels/l1_steps.py",
-    "kernels/mslr.py",
-    "kernels/prox.py",
-    "kernels/prox_newton.py",
-)
+#: Kernel files not checked YET (issue 36): none left.
+KERNELS_NOT_CHECKED_YET = ()
 
 #: Uses of another engineer's private names that follow their rename at
 #: merge (issue 36): ``(importing file, "module.name")`` -> the new name.
-PENDING_RENAMES: dict[tuple[str, str], str] = {
-    # wt-solvers renames subproblem._Problem to Problem; checkpoint.py's
-    # import follows when the branches merge (the lead removes this entry)
-    ("ultrafs/methods/checkpoint.py", "ultrafs.solvers.subproblem._Problem"):
-        "ultrafs.solvers.subproblem.Problem",
-}
+PENDING_RENAMES: dict[tuple[str, str], str] = {}
 
 #: Private names of third-party libraries that ultrafs uses on purpose:
 #: ``(importing file, "module.name")`` -> why. Anything else fails.

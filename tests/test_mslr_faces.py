@@ -318,7 +318,7 @@ def test_cli_options(zarr_store, tmp_path):
     (["--retrain-C", "2"], "--retrain-C was renamed: use --refit-C"),
     (["--no-retrain"], "--no-retrain was renamed"),
     (["--split-seed", "2"], "--split-seed was renamed: use --seed"),
-    (["--features", "3"], "--features was renamed"),
+    (["--n-features-to-select", "3"], "--features was renamed"),
 ])
 def test_cli_refusals(zarr_store, argv, message):
     path, _, _ = zarr_store

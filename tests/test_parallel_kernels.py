@@ -25,7 +25,7 @@ from scipy.special import expit
 
 from ultrafs.kernels import losses as lk
 from ultrafs.kernels import multiclass_losses as mk
-from ultrafs.kernels import prox_newton as pn
+from ultrafs.kernels import hessian_gram as pn
 from ultrafs.kernels import row_chunks
 from ultrafs.kernels import sparse_ops as so
 from ultrafs.kernels.row_chunks import CHUNK

@@ -397,7 +397,7 @@ def test_no_columns_and_empty_columns(rng, loss, fit_intercept):
 @pytest.mark.parametrize("loss", LOSS_NAMES)
 def test_the_solver_object_alone_on_no_column(rng, loss):
     """Without the dispatcher's shortcut, p = 0 still gives the best intercept."""
-    from ultrafs.solvers.apg import _problem
+    from ultrafs.solvers.subproblem_inputs import make_problem as _problem
     from ultrafs.solvers.prox_newton import ProxNewton
 
     y = np.where(rng.random(50) < 0.3, 1.0, -1.0)
@@ -491,7 +491,7 @@ def test_auto_is_the_default_and_gives_the_certified_solution(rng):
 @pytest.mark.parametrize("loss", LOSS_NAMES)
 def test_kept_hessians_reach_the_same_certified_optimum(rng, loss):
     """Reusing a Hessian across steps changes the path, not the certified point."""
-    from ultrafs.solvers.apg import _Problem
+    from ultrafs.solvers.subproblem import Problem as _Problem
     from ultrafs.solvers.prox_newton import ProxNewton
 
     X, y, block_ptr = _problem(rng, n=300)

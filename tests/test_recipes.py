@@ -4,8 +4,11 @@
   module only is registered with ``register_loss``, and then reaches every
   face without an edit anywhere else: the CLI's ``--loss`` choices,
   ``ultrafs select/predict/evaluate``, ``FGMClassifier``, the model file
-  (``probabilistic`` read from the registry) and the datafit and solver
-  contract suites.
+  (``probabilistic`` read from the registry), the datafit and solver
+  contract suites, and every registered solver that fits its problems
+  (the registry contract: APG, proximal Newton, FISTA and its scalings,
+  CGD, SGD-C, two-stage; the l1 path's logistic kernel and SimpleMKL's
+  squared hinge refuse it).
 * "Add a feature space": a space registered with
   ``register_feature_space`` passes the feature-space contract and is
   rebuilt from a model file's ``feature_space`` spec for prediction.
@@ -37,18 +40,21 @@ from ultrafs.features import (FEATURE_SPACES, LinearFeatures, build_feature_spac
                               feature_space_from_spec, register_feature_space)
 from ultrafs.methods.fgm import fit_fgm
 from ultrafs.model import Model
-from ultrafs.solvers import losses
 from ultrafs.solvers.apg import solve
-from ultrafs.solvers.losses import Loss, get_loss, loss_names, register_loss
+from ultrafs.solvers.losses import (Loss, get_loss, loss_names, register_loss,
+                                    registered_losses, unregister_loss)
+from ultrafs.solvers.registry import SOLVERS
 from ultrafs.store.base import ColumnBlock
 from ultrafs.store.writers.zarr_writer import write_store
 
 try:
     from feature_space_contract import FeatureSpaceContract
-    from solver_contracts import DatafitContract, SolverContract
+    from solver_contracts import (DatafitContract, RegistryContract, SolverContract,
+                                  fgm_problem, l1_problem)
 except ImportError:  # pragma: no cover - run from the repository root
     from tests.feature_space_contract import FeatureSpaceContract
-    from tests.solver_contracts import DatafitContract, SolverContract
+    from tests.solver_contracts import (DatafitContract, RegistryContract, SolverContract,
+                                        fgm_problem, l1_problem)
 
 ROOT = Path(__file__).resolve().parents[1]
 LOSS = "smooth-hinge"
@@ -110,6 +116,27 @@ def smooth_hinge_dual(y, f, out):
 
 
 @njit(nogil=True)
+def smooth_hinge_second_derivative(y, f, out):
+    """Write the generalised ``d2l/df2`` (1 where ``0 <= y f < 1``, else 0)
+    into ``out``; return it (1 at the kink ``y f = 0``: a Newton model from
+    the zero decision is then not flat)."""
+    for i in range(len(y)):
+        z = y[i] * f[i]
+        out[i] = 1.0 if 0.0 <= z < 1.0 else 0.0
+    return out
+
+
+@njit(nogil=True)
+def smooth_hinge_value_change(y, f, delta):
+    """``sum_i l(y_i (f_i + delta_i)) - l(y_i f_i)``."""
+    total = 0.0
+    for i in range(len(y)):
+        total += (_smooth_hinge_point(y[i] * (f[i] + delta[i]))[0]
+                  - _smooth_hinge_point(y[i] * f[i])[0])
+    return total
+
+
+@njit(nogil=True)
 def smooth_hinge_curvature_sum(y, f, d):
     """Number of samples with ``0 < y f < 1`` (where ``l'' = 1``)."""
     count = 0.0
@@ -132,6 +159,21 @@ class SmoothHinge(Loss):
     _derivative_kernel = staticmethod(smooth_hinge_derivative)
     _dual_kernel = staticmethod(smooth_hinge_dual)
     _curvature_kernel = staticmethod(smooth_hinge_curvature_sum)
+    # second order (proximal Newton, CGD, mfista's Hessian scaling, the
+    # exact bias of the l1 solvers)
+    _second_derivative_kernel = staticmethod(smooth_hinge_second_derivative)
+    _value_change_kernel = staticmethod(smooth_hinge_value_change)
+
+    def dual_value(self, y, f, theta, C, weights=None):
+        """The Fenchel dual value at ``theta`` times the dual point of ``f``
+        (the l1 solvers' duality gap): ``C sum_i s_i (a_i - a_i^2 / 2)``,
+        ``a_i = theta min(1, max(0, 1 - y_i f_i))`` (``l*(-a) = a^2/2 - a``
+        on [0, 1]: the hinge's conjugate plus the smoothing's)."""
+        a = theta * np.clip(1.0 - y * f, 0.0, 1.0)
+        terms = a - 0.5 * a * a
+        if weights is not None:
+            terms = terms * weights
+        return float(C * np.sum(terms))
 
     def optimal_constant(self, y, n_outputs=1):
         """``1 - n_-/n_+`` when ``n_+ >= n_-``, else ``n_+/n_- - 1`` (exact)."""
@@ -185,18 +227,20 @@ FEATURE_SPACES.pop(SPACE)
 @pytest.fixture(autouse=True)
 def registered():
     """Register the new loss and feature space; restore every registry after."""
-    saved = {name: dict(getattr(losses, name))
-             for name in ("_REGISTRY", "LOSSES", "MULTICLASS_LOSSES")}
+    saved = {(target, name): get_loss(name, target) for target, name in registered_losses()}
     saved_spaces = dict(FEATURE_SPACES)
     register_loss(SmoothHinge)
     register_feature_space(ScaledColumns)
     try:
         yield
     finally:
-        for name, content in saved.items():
-            registry = getattr(losses, name)
-            registry.clear()
-            registry.update(content)
+        for target, name in registered_losses():
+            if (target, name) not in saved:
+                unregister_loss(name, target)
+        present = set(registered_losses())
+        for (target, name), loss in saved.items():
+            if (target, name) not in present or get_loss(name, target) is not loss:
+                register_loss(loss)
         FEATURE_SPACES.clear()
         FEATURE_SPACES.update(saved_spaces)
     
@@ -251,6 +295,31 @@ class TestAPGOnSmoothHinge(SolverContract):
 
     def solve(self, datafit, block_ptr, **kwargs):
         return solve(datafit, block_ptr, **kwargs)
+
+
+@pytest.fixture(params=list(SOLVERS))
+def solver_name(request):
+    return request.param
+
+
+class TestEverySolverOnSmoothHinge(RegistryContract):
+    """The registry contract on every registered solver that fits the new
+    loss's problems (FGM's subproblem, the l1 problem with and without
+    intercept); the others refuse them in one line."""
+
+    binary_losses = (LOSS,)
+
+
+def test_the_new_loss_reaches_every_solver_it_fits(rng):
+    problems = [fgm_problem(rng, LOSS), l1_problem(rng, LOSS),
+                l1_problem(rng, LOSS, fit_intercept=True)]
+    fitting = {name for name, entry in SOLVERS.items()
+               if any(entry.fits(pb) for pb in problems)}
+    assert fitting == {"apg", "newton", "fista", "mfista", "mfista-hessian", "cgd", "sgd",
+                       "two-stage"}
+    # kernels specialised to one loss refuse it, naming why
+    assert "logistic" in SOLVERS["l1-path"].refusal(problems[2])
+    assert "squared-hinge" in SOLVERS["mkl"].refusal(problems[0])
 
 
 def test_cli_select_predict_evaluate(tmp_path, planted):
@@ -310,7 +379,7 @@ def test_estimator_and_model_file(tmp_path, planted, monkeypatch):
         model.proba_from_decision(decision)
 
     # a model file whose loss this process does not know still predicts
-    monkeypatch.delitem(losses._REGISTRY, ("binary", LOSS))
+    unregister_loss(LOSS)
     unknown = Model.load(path)
     assert unknown.probabilistic is False
     np.testing.assert_array_equal(unknown.decision_function_store(test), decision)

@@ -341,7 +341,7 @@ def test_refusals_are_one_line():
 
 def _problem_of(datafit, block_ptr):
     from ultrafs.solvers.penalties import L21Squared
-    from ultrafs.solvers.subproblem import _Problem
+    from ultrafs.solvers.subproblem import Problem as _Problem
 
     return _Problem(datafit, L21Squared(), np.asarray(block_ptr, dtype=np.int64))
 

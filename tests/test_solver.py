@@ -420,7 +420,7 @@ def test_objective_matches_dense_formula(rng, loss):
 
 
 def test_apg_solver_object_can_be_reused(rng):
-    from ultrafs.solvers.apg import _problem
+    from ultrafs.solvers.subproblem_inputs import make_problem as _problem
 
     X, y, block_ptr = _grouped_problem(rng)
     solver = APG(tol=1e-8)

@@ -131,8 +131,11 @@ def old_options(methods_, taken_flags) -> list:
                     seen.setdefault(old, (name, spec))
     options = []
     for old, (name, spec) in seen.items():
-        new = (spec.option or f"--{name.replace('_', '-')}")
         is_flag = spec.kind == "bool" or old.startswith("--no-")
+        on = option_name(name, spec)
+        off = (spec.option.split("/")[1] if spec.option and "/" in spec.option
+               else "--no-" + name.replace("_", "-"))
+        new = off if spec.kind == "bool" and old.startswith("--no-") else on
 
         def refuse(ctx, param, value, old=old, new=new):
             if value not in (None, False):

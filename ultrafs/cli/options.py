@@ -1,5 +1,5 @@
 """Options shared by several commands: ``--label``, the block passes'
-scheduler options and the ℓ1-LR path's options."""
+scheduler options."""
 
 from __future__ import annotations
 
@@ -35,28 +35,6 @@ def run_options():
                      help="Seconds a tcp:// run waits while its cluster has no "
                           "worker, or its scheduler is unreachable, before it "
                           "fails (default 60; env ULTRAFS_WORKER_TIMEOUT)."),
-    ]
-
-
-def l1_path_options():
-    """Options of the ℓ1-LR path (``path``, ``select --method l1``)."""
-    return [
-        click.option("--screening", type=click.Choice(["slores", "strong", "none"]),
-                     default="slores", show_default=True,
-                     help="Rule that discards features before each solve: Slores "
-                          "(safe), the strong rule (unsafe; KKT violators are "
-                          "re-added) or none. Every model is checked on all "
-                          "features by a KKT pass."),
-        click.option("--basic", is_flag=True,
-                     help="Screen with λ_max as the reference (the paper's basic "
-                          "rule) instead of the previous λ's solution."),
-        click.option("--n-lambdas", type=click.IntRange(min=1, max=100_000), default=86,
-                     show_default=True, help="Values of λ on the path."),
-        click.option("--lambda-min-ratio", type=click.FloatRange(0, 1, min_open=True),
-                     default=0.1, show_default=True, help="Smallest λ / λ_max."),
-        click.option("--lambda-max-ratio", type=click.FloatRange(0, 1, min_open=True),
-                     default=0.95, show_default=True,
-                     help="Largest λ / λ_max (the grid is linear between the two)."),
     ]
 
 

@@ -8,32 +8,40 @@ import click
 
 from ultrafs.cli.data import resolve_data_path
 from ultrafs.cli.errors import one_line_errors
-from ultrafs.cli.options import LABEL_OPTION, l1_path_options, run_options, with_options
+from ultrafs.cli.method_options import given_params, method_options
+from ultrafs.cli.options import LABEL_OPTION, run_options, with_options
 from ultrafs.cli.output import emit_json
 from ultrafs.cli.scheduler import scheduler_for_run
 from ultrafs.cli.terminal import format_seconds, progress_enabled
 
 
-@click.command("path")
+#: the ℓ1 method's parameters that describe a whole path (not one model on it)
+PATH_PARAMETERS = ("screening", "sequential", "n_lambdas", "lambda_min_ratio",
+                   "lambda_max_ratio", "tol", "max_iter")
+
+
+def _path_options():
+    from ultrafs.methods.registry import get_method
+
+    l1 = get_method("l1")
+    return [o for o in method_options(l1) if o.name in PATH_PARAMETERS]
+
+
+@click.command("path", params=_path_options())
 @click.option("--data", "data_path", required=True, type=click.Path(),
               help="Training data: a store or a LIBSVM file (ingested once into "
                    "the cache, as for select).")
 @LABEL_OPTION
 @click.option("--method", type=click.Choice(["l1"]), default="l1", show_default=True,
               help="l1: ℓ1-logistic regression with an unpenalised intercept.")
-@with_options(l1_path_options())
-@click.option("--tol", type=click.FloatRange(0, 1, min_open=True, max_open=True),
-              default=1e-6, show_default=True,
-              help="Relative KKT tolerance of every model on the path.")
 @with_options(run_options())
 @click.option("--out", default="-", show_default=True,
               help="Path file (JSON) to write, or - for stdout.")
 @click.option("--progress/--no-progress", default=None,
               help="One line per λ on stderr (default: when a terminal).")
 @one_line_errors
-def path_command(data_path, label, method, screening, basic, n_lambdas,
-                 lambda_min_ratio, lambda_max_ratio, tol, block_size, scheduler,
-                 workers, connect_timeout, worker_timeout, out, progress):
+def path_command(data_path, label, method, block_size, scheduler, workers,
+                 connect_timeout, worker_timeout, out, progress, **values):
     """Solve the ℓ1-LR path with safe screening and write it as JSON.
 
     Per λ: λ, λ/λ_max, nonzeros, objective, features kept by screening,
@@ -41,6 +49,7 @@ def path_command(data_path, label, method, screening, basic, n_lambdas,
     screening / solving / the KKT pass, and the model's features and weights.
     """
     from ultrafs.api import l1_path, path_to_dict
+    from ultrafs.methods.registry import get_method
     from ultrafs.outputs import check_output_file
     from ultrafs.store import open_store
 
@@ -58,10 +67,13 @@ def path_command(data_path, label, method, screening, basic, n_lambdas,
                        err=True)
 
     with scheduler_for_run(scheduler, connect_timeout, worker_timeout) as dask_scheduler:
-        path = l1_path(store, screening=screening, sequential=not basic,
-                       n_lambdas=n_lambdas, lambda_min_ratio=lambda_min_ratio,
-                       lambda_max_ratio=lambda_max_ratio, tol=tol,
+        path = l1_path(store, **given_params(get_method("l1"), values),
                        block_size=block_size, scheduler=dask_scheduler,
                        num_workers=workers, callback=report)
     emit_json(path_to_dict(path, store, command=" ".join(["ultrafs"] + sys.argv[1:])),
                out)
+
+
+# --data, --label and --method first, then the path's parameters
+path_command.params.sort(key=lambda p: {"data_path": 0, "label": 1, "method": 2}.get(
+    p.name, 3))

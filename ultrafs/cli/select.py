@@ -210,7 +210,7 @@ def select_command(data_path, label, method, test_path, out, overwrite, **values
         params.pop("validation_fraction", None)
     else:
         fraction = None
-    method.make_params(**params)         # refuse bad parameters before any reading
+    _check_params(method, params)        # refuse bad parameters before any reading
     store = open_store(resolve_data_path(data_path), label=label)
     test_store = None
     if test_path is not None:
@@ -227,6 +227,21 @@ def select_command(data_path, label, method, test_path, out, overwrite, **values
         emit_json(model.to_dict(), out)
     lines = list(method.summary_lines(model, store)) if method.summary_lines else []
     print_summary(lines, scores, out, summary, started)
+
+
+def _check_params(method, params):
+    """The method's parameters, checked: a value out of its domain, or a
+    conflict between them, is a usage error naming the options."""
+    from ultrafs.cli.method_options import option_name
+    from ultrafs.methods.params import SpelledParameterError, specs_of
+
+    specs = specs_of(method.params)
+    try:
+        method.make_params(**params)
+    except SpelledParameterError as exc:
+        raise click.UsageError(exc.spelled(
+            lambda name: option_name(name, specs[name][1]) if name in specs
+            else name)) from None
 
 
 def _refuse_other_methods_options():

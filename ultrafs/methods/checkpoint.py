@@ -312,7 +312,7 @@ def verify_resumed_state(datafit, block_ptr, coef, bias, decision, *, fit_interc
     """
     from ultrafs.solvers.apg import DEFAULT_KKT_TOL
     from ultrafs.solvers.penalties import L21Squared
-    from ultrafs.solvers.subproblem import _Problem, kkt_residual
+    from ultrafs.solvers.subproblem import Problem, kkt_residual
 
     recomputed = np.asarray(datafit.decision(coef, bias), dtype=np.float64).ravel()
     scale = max(1.0, float(np.max(np.abs(recomputed), initial=0.0)))
@@ -323,7 +323,7 @@ def verify_resumed_state(datafit, block_ptr, coef, bias, decision, *, fit_interc
             "of the stored weights on this data (a damaged or edited checkpoint)")
     if len(coef) == 0:
         return not fit_intercept or _bias_is_optimal(datafit, bias)
-    pb = _Problem(datafit, L21Squared(), np.asarray(block_ptr, dtype=np.int64))
+    pb = Problem(datafit, L21Squared(), np.asarray(block_ptr, dtype=np.int64))
     derivative = np.empty_like(recomputed)
     datafit.value_derivative(recomputed, derivative)
     residual, _ = kkt_residual(pb, coef, pb.gradient(derivative),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ultrafs.errors import ParameterError
-from ultrafs.methods.params import Params, param
+from ultrafs.methods.params import SpelledParameterError, Params, param
 from ultrafs.methods.registry import Method, register
 
 __all__ = ["FGMParams", "FGM", "FGMFit", "fit", "to_model", "plain_stop_reason"]
@@ -116,14 +116,16 @@ class FGMParams(Params):
 
     def check(self):
         if self.refit_C is not None and not self.refit:
-            raise ParameterError("refit_C is the C of the refit: it needs refit=True")
-        if (self.validation_fraction is not None or self.cv is not None) \
-                and self.C != "auto":
-            raise ParameterError("validation_fraction and cv choose C: they need "
-                                 "C='auto'")
-        if self.poly != 2 and (self.gamma != 1.0 or self.coef0 != 1.0):
-            raise ParameterError("gamma and coef0 are parameters of the degree-2 "
-                                 "kernel: they apply to poly=2")
+            raise SpelledParameterError("{refit_C} is the C of the refit: it needs {refit}")
+        if self.cv is not None and self.C != "auto":
+            raise SpelledParameterError("{cv} K chooses C on K folds: it needs {C} auto")
+        if self.validation_fraction is not None and self.C != "auto":
+            raise SpelledParameterError("{validation_fraction} chooses C: it needs {C} auto")
+        for name in ("gamma", "coef0"):
+            if self.poly != 2 and getattr(self, name) != 1.0:
+                raise SpelledParameterError("{%s} is a parameter of the degree-2 kernel: it "
+                                        "applies to {poly} 2" % name)
+        self.kernel_options()
 
     @classmethod
     def estimator_options(cls, options):
@@ -139,14 +141,15 @@ class FGMParams(Params):
         options = dict(self.kernel_params or {})
         if self.kernel_q is not None:
             if self.kernel != "hik":
-                raise ParameterError("--q is the number of levels of --kernel hik")
+                raise SpelledParameterError("{kernel_q} is the number of levels of {kernel} "
+                                        "hik")
             options["q"] = self.kernel_q
         for name in ("n", "period"):
             value = getattr(self, f"kernel_{name}")
             if value is not None:
                 if self.kernel not in ("chi2", "intersection", "js"):
-                    raise ParameterError(f"--kernel-{name} applies to --kernel chi2, "
-                                         "intersection or js")
+                    raise SpelledParameterError(f"{{kernel_{name}}} applies to {{kernel}} "
+                                            "chi2, intersection or js")
                 options[name] = value
         return options or None
 

@@ -56,14 +56,14 @@ feature whose score violates the KKT condition ``2‖X_jᵀ S1 E‖ ≤ λ``.
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sp
 
-from ultrafs.errors import ParameterError, UltraFSWarning
+from ultrafs.errors import ParameterError
+from ultrafs.solvers.irls import (EPS_REL, LIVE_ROW_RTOL, IRLSProblem, L2pRows, L2rDatafit,
+                                  irls, sample_weights, smoothed_objective)
 
 __all__ = ["GSRFSResult", "fit_gsrfs", "fit_gsrfs_two_stage", "encode_targets",
            "check_gsrfs_params", "rank_rows", "smoothed_objective", "default_eps",
@@ -78,26 +78,14 @@ DEFAULT_MAX_ITER = 300
 #: an engine choice (digest B5.4): r = 2 with a small λ otherwise stops
 #: after two or three iterations on the objective rule
 DEFAULT_MIN_ITER = 5
-#: the loss's ε = EPS_REL x the mean squared norm of the (centred) target rows
-EPS_REL = 1e-10
-#: the penalty's ε = (EPS_PENALTY_REL x the largest row norm of the ridge
-#: start)²: rows IRLS drives to zero stall near √ε, i.e. below RANK_RTOL of
-#: the ranking's scale, and the smoothing moves J by at most λ n √ε^p
-EPS_PENALTY_REL = 1e-12
-#: rows with ‖w_j‖ above this times the largest are "live" (stationarity)
-LIVE_ROW_RTOL = 1e-6
+#: EPS_REL, EPS_PENALTY_REL (the smoothing ε's) and LIVE_ROW_RTOL (the
+#: rows of the certificate) are IRLS's, :mod:`ultrafs.solvers.irls`
 #: rows with ‖w_j‖ at most this times the largest are not ranked
 RANK_RTOL = 1e-12
 #: the largest dense Gram (n x n or m x m, float64) IRLS builds by default
 MAX_GRAM_BYTES = 4 * 2**30
 SOLVES = ("auto", "primal", "woodbury")
-#: the step of the safeguarded extrapolation (``accelerate``): start, bounds
-INITIAL_BETA = 1.0
-MAX_BETA = 8.0
-MIN_BETA = 1.0 / 64
 STOPS = ("stationarity", "objective")
-#: s1 spread above which r < 1 warns that near-interpolated samples dominate
-S1_SPREAD_WARN = 1e12
 
 
 @dataclass
@@ -270,18 +258,6 @@ def default_eps(Y, fit_intercept=False) -> float:
     return EPS_REL * scale if scale > 0 else EPS_REL
 
 
-def smoothed_objective(E, W, r, p, lam, eps, eps_penalty=None) -> float:
-    """``J_ε = Σ_i (‖e_i‖² + ε)^{r/2} + λ Σ_j (‖w_j‖² + ε')^{p/2}``.
-
-    ``ε' = eps_penalty`` (None: ``eps``); both 0 give the paper's ``J``.
-    """
-    eps_penalty = eps if eps_penalty is None else eps_penalty
-    e2 = np.einsum("ij,ij->i", E, E)
-    w2 = np.einsum("ij,ij->i", W, W)
-    return float(np.sum((e2 + eps) ** (r / 2))
-                 + lam * np.sum((w2 + eps_penalty) ** (p / 2)))
-
-
 #: norms (and KKT scores) equal to this many digits relative to the largest
 #: are ties, broken by row number (duplicate columns, rounding of the sums)
 TIE_DIGITS = 10
@@ -323,92 +299,6 @@ def rank_rows(row_norms, kkt_scores=None) -> np.ndarray:
     else:
         second = _ordered(rest, np.asarray(kkt_scores, dtype=np.float64)[rest])
     return np.concatenate([first, second]).astype(np.int64)
-
-
-def _cholesky_solve(A, B):
-    """Solve the SPD system ``A X = B``, with jitter ``1e-12·trace/n`` if needed."""
-    try:
-        return sla.cho_solve(sla.cho_factor(A, lower=True, check_finite=False), B,
-                             check_finite=False)
-    except (np.linalg.LinAlgError, sla.LinAlgError):
-        jitter = 1e-12 * max(float(np.trace(A)) / max(len(A), 1), 1e-300)
-        A = A + jitter * np.eye(len(A))
-        return sla.cho_solve(sla.cho_factor(A, lower=True, check_finite=False), B,
-                             check_finite=False)
-
-
-def _sample_weights(E, r, eps):
-    return (r / 2.0) * (np.einsum("ij,ij->i", E, E) + eps) ** ((r - 2.0) / 2.0)
-
-
-class _Solver:
-    """One reweighted ridge solve in the primal or the Woodbury form."""
-
-    def __init__(self, op, Y, lam, fit_intercept, solve):
-        self.op, self.Y, self.lam = op, Y, float(lam)
-        self.fit_intercept = bool(fit_intercept)
-        self.solve = solve
-
-    def __call__(self, s1, d):
-        """``(W, b, E)`` minimising the reweighted problem at ``(s1, d)``."""
-        if self.solve == "primal":
-            return self._primal(s1, d)
-        return self._woodbury(s1, d)
-
-    def _centring(self, s1):
-        total = float(s1.sum())
-        pi = s1 / total
-        nu = pi @ self.Y
-        return total, pi, nu
-
-    def _primal(self, s1, d):
-        op, Y, lam = self.op, self.Y, self.lam
-        G, u = op.feature_gram(s1)
-        rhs = op.rmatmat(s1[:, None] * Y)
-        if self.fit_intercept:
-            total, _, nu = self._centring(s1)
-            mu = u / total
-            G = G - total * np.outer(mu, mu)
-            rhs = rhs - total * np.outer(mu, nu)
-        root = np.sqrt(d)
-        A = root[:, None] * G * root[None, :]
-        A[np.diag_indices_from(A)] += lam
-        W = root[:, None] * _cholesky_solve(A, root[:, None] * rhs)
-        fitted = op.matmat(W)
-        if self.fit_intercept:
-            b = nu - mu @ W
-        else:
-            b = np.zeros(Y.shape[1])
-        return W, b, fitted + b - Y
-
-    def _woodbury(self, s1, d):
-        op, Y, lam = self.op, self.Y, self.lam
-        K = op.sample_gram(d)
-        if self.fit_intercept:
-            _, pi, nu = self._centring(s1)
-            Kpi = K @ pi
-            # P K Pᵀ with P = I − 1 πᵀ
-            Kc = K - Kpi[:, None] - Kpi[None, :] + float(pi @ Kpi)
-            Yc = Y - nu
-        else:
-            Kc, Yc = K, Y
-        root = np.sqrt(s1)
-        A = root[:, None] * Kc * root[None, :]
-        A[np.diag_indices_from(A)] += lam
-        Z = root[:, None] * _cholesky_solve(A, root[:, None] * Yc)
-        if self.fit_intercept:
-            Zc = Z - np.outer(pi, Z.sum(axis=0))      # Pᵀ Z
-        else:
-            Zc = Z
-        W = d[:, None] * op.rmatmat(Zc)
-        if self.fit_intercept:
-            # b = ν − πᵀ X W with X W = K Pᵀ Z
-            b = nu - pi @ (K @ Zc)
-            E = Kc @ Z - Yc
-        else:
-            b = np.zeros(Y.shape[1])
-            E = K @ Z - Y
-        return W, b, E
 
 
 def fit_gsrfs(op, Y, *, r=1.0, p=0.5, lam=1.0, eps=None, eps_penalty=None,
@@ -503,97 +393,26 @@ def fit_gsrfs(op, Y, *, r=1.0, p=0.5, lam=1.0, eps=None, eps_penalty=None,
         eps_penalty = float(eps)
     eps = default_eps(Y, fit_intercept) if eps is None else float(eps)
     passes0 = int(getattr(op, "n_passes", 0))
-    solver = _Solver(op, Y, lam, fit_intercept, solve)
-    s1 = np.ones(m)
-    d = np.ones(n)
-    history = []
-    grad0 = None
-    previous = np.inf
-    beta = INITIAL_BETA
-    current = None
-    converged, reason = False, ""
-    warned = False
-    for k in range(1, int(max_iter) + 1):
-        W, b, E = solver(s1, d)
-        if eps_penalty is None:
-            eps_penalty = (EPS_PENALTY_REL * float(np.sqrt(
-                np.einsum("ij,ij->i", W, W).max()))) ** 2 or EPS_REL
-        J = smoothed_objective(E, W, r, p, lam, eps, eps_penalty)
-        if not np.isfinite(J):
-            raise ParameterError("the GSR-FS objective is not finite: the data or the "
-                                 "targets hold NaN or infinite values")
-        extrapolated = False
-        if accelerate and current is not None:
-            We, be, Ee = (new + beta * (new - old) for new, old in zip((W, b, E), current))
-            Je = smoothed_objective(Ee, We, r, p, lam, eps, eps_penalty)
-            if Je < J:
-                # the residuals afresh (one product): the extrapolated ones
-                # carry the last step's rounding, times 1 + β per step
-                Ee = op.matmat(We) + be - Y
-                Je = smoothed_objective(Ee, We, r, p, lam, eps, eps_penalty)
-            if Je < J:
-                W, b, E, J = We, be, Ee, Je
-                extrapolated = True
-                beta = min(2.0 * beta, MAX_BETA)
-            else:
-                beta = max(beta / 2.0, MIN_BETA)
-        current = (W, b, E)
-        w2 = np.einsum("ij,ij->i", W, W)
-        norms = np.sqrt(w2)
-        s1 = _sample_weights(E, r, eps)
-        s2 = (p / 2.0) * (w2 + eps_penalty) ** ((p - 2.0) / 2.0)
-        d = (2.0 / p) * (w2 + eps_penalty) ** ((2.0 - p) / 2.0)
-        # ∇_W J_ε = 2 (Xᵀ S1 E + λ S2 W), ∇_b J_ε = 2 s1ᵀ E
-        SE = s1[:, None] * E
-        loss_grad = 2.0 * op.rmatmat(SE)
-        grad = loss_grad + 2.0 * lam * s2[:, None] * W
-        grad_b = 2.0 * SE.sum(axis=0) if fit_intercept else np.zeros(0)
-        live = norms > LIVE_ROW_RTOL * norms.max() if norms.max() > 0 \
-            else np.zeros(n, dtype=bool)
-        g_live = float(np.sqrt(np.sum(grad[live] ** 2) + np.sum(grad_b ** 2)))
-        if grad0 is None:
-            grad0 = float(np.sqrt(np.sum(grad ** 2) + np.sum(grad_b ** 2)))
-        stationarity = g_live / grad0 if grad0 > 0 else 0.0
-        rel_change = abs(previous - J) / previous if np.isfinite(previous) and previous > 0 \
-            else np.inf
-        history.append({"iteration": k, "objective": J,
-                        "rel_change": None if not np.isfinite(rel_change) else rel_change,
-                        "stationarity": stationarity, "extrapolated": extrapolated})
-        if callback is not None:
-            callback(k, W, b)
-        if r < 1 and not warned:
-            spread = float(s1.max() / max(np.median(s1), 1e-300))
-            if spread > S1_SPREAD_WARN:
-                warned = True
-                warnings.warn(f"r = {r}: sample weights spread over {spread:.1e}; nearly "
-                              f"interpolated samples dominate the fit", UltraFSWarning,
-                              stacklevel=2)
-        previous = J
-        if k >= min_iter:
-            if stop == "stationarity" and stationarity <= gtol:
-                converged = True
-                reason = f"relative stationarity {stationarity:.2g} <= gtol {gtol:g}"
-                break
-            if stop == "objective" and rel_change <= tol:
-                converged = True
-                reason = f"relative objective change {rel_change:.2g} <= tol {tol:g}"
-                break
-    if not converged:
-        reason = (f"iteration limit reached ({k}); relative stationarity "
-                  f"{stationarity:.2g}")
-    dead = ~live
+    problem = IRLSProblem(L2rDatafit(op, Y, r, eps, fit_intercept),
+                          L2pRows(lam, p, eps_penalty))
+    run = irls(problem, solve=solve, tol=tol, gtol=gtol, max_iter=max_iter,
+               min_iter=min_iter, stop=stop, accelerate=accelerate, callback=callback,
+               warn_stacklevel=3)
+    W, E, norms, loss_grad = run.coef, run.residuals, run.row_norms, run.loss_gradient
+    dead = ~run.live
     kkt_dead = None
     if dead.any():
         kkt_dead = float(np.sqrt(np.einsum("ij,ij->i", loss_grad[dead],
                                            loss_grad[dead])).max() / lam)
     return GSRFSResult(
-        coef=W, intercept=np.asarray(b, dtype=np.float64), row_norms=norms,
+        coef=W, intercept=run.intercept, row_norms=norms,
         ranking=rank_rows(norms, np.sqrt(np.einsum("ij,ij->i", loss_grad, loss_grad))),
-        objective=J,
+        objective=run.objective,
         objective_unsmoothed=smoothed_objective(E, W, r, p, lam, 0.0, 0.0),
-        stationarity=stationarity, kkt_dead=kkt_dead, n_iter=k, converged=converged,
-        stop_reason=reason, solve=solve, eps=eps, eps_penalty=float(eps_penalty),
-        history=history, n_passes=int(getattr(op, "n_passes", 0)) - passes0,
+        stationarity=run.stationarity, kkt_dead=kkt_dead, n_iter=run.n_iter,
+        converged=run.converged, stop_reason=run.stop_reason, solve=solve, eps=eps,
+        eps_penalty=run.eps_penalty, history=run.history,
+        n_passes=int(getattr(op, "n_passes", 0)) - passes0,
         seconds=time.perf_counter() - started)
 
 
@@ -661,7 +480,7 @@ def gram_operator(store, columns=None, *, in_memory_bytes=IN_MEMORY_BYTES,
 
 def _score_weights(E, r, eps, fit_intercept):
     """``S1 E``, the multi-class weights of the scoring pass (centred with a bias)."""
-    A = _sample_weights(E, r, eps)[:, None] * E
+    A = sample_weights(E, r, eps)[:, None] * E
     if fit_intercept:
         A -= A.mean(axis=0)
     return A

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ultrafs.errors import ParameterError
-from ultrafs.methods.params import Params, param
+from ultrafs.methods.params import SpelledParameterError, Params, param
 from ultrafs.methods.registry import Method, register
 
 __all__ = ["L1Params", "L1", "fit", "to_model", "l1_path", "l1_model", "path_to_dict",
@@ -74,8 +74,9 @@ class L1Params(Params):
 
     def check(self):
         if (self.n_features_to_select is None) == (self.C is None):
-            raise ParameterError("give exactly one of n_features_to_select (a count, "
-                                 "--n-features-to-select) and C")
+            raise SpelledParameterError("--method l1 needs {n_features_to_select} K (the "
+                                    "number of nonzero weights) or {C} (the model at "
+                                    "that C), not both")
 
 
     @classmethod

@@ -47,7 +47,8 @@ from ultrafs.errors import ParameterError
 from ultrafs.methods.column_cache import ColumnCache
 from ultrafs.rss import peak_rss_mb
 from ultrafs.scoring.worst_case import worst_case_analysis
-from ultrafs.solvers.smoothing_cd import BETA, Q0, solve_minimax_smoothing
+from ultrafs.solvers.smoothing_cd import (BETA, Q0, ConstraintHull, LogisticRows,
+                                          MinimaxProblem, solve_minimax)
 
 __all__ = ["MSLRResult", "fit_mslr", "validate_mslr_params", "retrain", "check_retrain_C",
            "DEFAULT_RETRAIN_C", "RETRAIN_VALIDATION_FRACTION"]
@@ -230,10 +231,11 @@ def fit_mslr(features, y, *, B=10, C=10.0, max_iter=10, tol=1e-3, subproblem_tol
 
         started = time.perf_counter()
         rows = _rows(cache)
-        solution = solve_minimax_smoothing(
-            rows.indptr, rows.indices, rows.data, y, constraints, C, alpha0=alpha,
-            alpha_c0=alpha_c, tol=subproblem_tol, q0=q0, beta=beta,
-            max_sweeps=max_sweeps, seed=seed)
+        problem = MinimaxProblem(LogisticRows(rows.indptr, rows.indices, rows.data, y, C),
+                                 ConstraintHull(tuple(constraints)))
+        solution = solve_minimax(problem, alpha0=alpha, alpha_c0=alpha_c,
+                                 tol=subproblem_tol, q0=q0, beta=beta,
+                                 max_sweeps=max_sweeps, seed=seed)
         alpha, alpha_c = solution.alpha, solution.alpha_c
         solve_seconds = time.perf_counter() - started
         if not np.isfinite(solution.primal):

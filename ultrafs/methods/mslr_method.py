@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ultrafs.errors import ParameterError
-from ultrafs.methods.params import Params, param, specs_of
+from ultrafs.methods.params import SpelledParameterError, Params, param, specs_of
 from ultrafs.methods.registry import Method, register
 
 __all__ = ["MSLRParams", "MSLRFit", "MSLR", "fit", "to_model", "summary_lines",
@@ -72,10 +72,11 @@ class MSLRParams(Params):
 
     def check(self):
         if not self.refit and self.refit_C != _default("refit_C"):
-            raise ParameterError("refit_C is the C of the refit: it needs refit=True")
-        if self.poly != 2 and (self.gamma != 1.0 or self.coef0 != 1.0):
-            raise ParameterError("gamma and coef0 are parameters of the degree-2 "
-                                 "kernel: they apply to poly=2")
+            raise SpelledParameterError("{refit_C} is the C of the refit: it needs {refit}")
+        for name in ("gamma", "coef0"):
+            if self.poly != 2 and getattr(self, name) != 1.0:
+                raise SpelledParameterError("{%s} is a parameter of the degree-2 kernel: it "
+                                        "applies to {poly} 2" % name)
 
     @classmethod
     def estimator_options(cls, options):

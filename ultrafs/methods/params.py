@@ -29,7 +29,8 @@ from typing import Any
 
 from ultrafs.errors import ParameterError
 
-__all__ = ["Spec", "param", "Params", "specs_of", "check_value", "REQUIRED"]
+__all__ = ["Spec", "param", "Params", "specs_of", "check_value", "REQUIRED",
+           "SpelledParameterError"]
 
 
 class _Required:
@@ -41,6 +42,30 @@ class _Required:
 
 #: default of a parameter without one
 REQUIRED = _Required()
+
+
+class SpelledParameterError(ParameterError):
+    """A parameter out of its domain, or parameters that need or exclude each
+    other, named as each face spells them: the message is a template whose
+    ``{field}`` names are the Params fields (Python: ``refit_C``; the CLI:
+    ``--refit-C``)."""
+
+    def __init__(self, template: str):
+        self.template = template
+        super().__init__(self.spelled(str))
+
+    def spelled(self, spell) -> str:
+        """The message with each ``{field}`` written by ``spell(field)``."""
+        return self.template.format_map(_Spelled(spell))
+
+
+class _Spelled(dict):
+    def __init__(self, spell):
+        super().__init__()
+        self.spell = spell
+
+    def __missing__(self, key):
+        return self.spell(key)
 
 
 @dataclass(frozen=True)
@@ -137,7 +162,8 @@ def check_value(name: str, value, spec: Spec):
         return value
     if isinstance(value, str) and value in spec.words and spec.kind != "text":
         return value
-    wrong = ParameterError(f"{name} must be {spec.describe()}, got {value!r}")
+    shown = f"{spec.describe()}, got {value!r}".replace("{", "{{").replace("}", "}}")
+    wrong = SpelledParameterError("{%s} must be %s" % (name, shown))
     if spec.kind == "bool":
         if isinstance(value, bool):
             return value

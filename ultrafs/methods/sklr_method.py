@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ultrafs.errors import ParameterError
-from ultrafs.methods.params import Params, param, specs_of
+from ultrafs.methods.params import SpelledParameterError, Params, param, specs_of
 from ultrafs.methods.registry import Method, register
 
 __all__ = ["SKLRParams", "SKLR", "fit", "to_model", "summary_lines",
@@ -79,13 +79,13 @@ class SKLRParams(Params):
 
     def check(self):
         if self.basis == "rbf" and self.n_components != _default("n_components"):
-            raise ParameterError("n_components is the number of random features: it "
-                                 "applies to basis='rff'")
+            raise SpelledParameterError("{n_components} is the number of random "
+                                    "features: it applies to {basis} rff")
         if self.mfista_scaling is not None and self.solver != "mfista":
-            raise ParameterError("mfista_scaling applies to solver='mfista'")
+            raise SpelledParameterError("{mfista_scaling} applies to {solver} mfista")
         if self.two_stage is not None and self.solver == "sgd":
-            raise ParameterError("the two-stage scheme runs with solver fista, mfista "
-                                 "or cgd")
+            raise SpelledParameterError("{two_stage} runs with {solver} fista, mfista or "
+                                    "cgd")
 
     @classmethod
     def estimator_options(cls, options):

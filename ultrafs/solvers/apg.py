@@ -94,13 +94,15 @@ import numpy as np
 
 from ultrafs.errors import ParameterError
 from ultrafs.solvers.base import Solver, set_stop_params
-from ultrafs.solvers.datafits import encode_classification_targets, make_datafit
 from ultrafs.solvers.losses import get_loss
-from ultrafs.solvers.penalties import L21Squared, Penalty
+from ultrafs.solvers.penalties import L21Squared
 from ultrafs.solvers.prox_newton import ProxNewton
 from ultrafs.solvers.simple_mkl import SimpleMKL
-from ultrafs.solvers.subproblem import (DEFAULT_KKT_TOL, SubproblemResult, _as_bias,
-                                        _Problem, _sqnorm, kkt_residual)
+from ultrafs.solvers.subproblem import (DEFAULT_KKT_TOL, Problem, SubproblemResult,
+                                        as_bias, kkt_residual, sqnorm)
+from ultrafs.solvers.subproblem_inputs import (as_C, as_block_ptr, as_labels, as_penalty,
+                                               bias_only_result, initial_bias, initial_coef,
+                                               initial_lipschitz, make_problem)
 
 __all__ = [
     "SubproblemResult",
@@ -300,7 +302,7 @@ class APG(Solver):
             bias = vb - grad_b / tau_b
             pb.datafit.shift(ws.f_w, bias - vb, ws.f_b)
             p_b = pb.data_term(ws.f_b)
-            if p_b <= p_w - _sqnorm(grad_b) / (2.0 * tau_b) + _SLACK * abs(p_w):
+            if p_b <= p_w - sqnorm(grad_b) / (2.0 * tau_b) + _SLACK * abs(p_w):
                 return bias, p_b, ws.f_b
             tau_b /= self.eta
         return vb, p_w, ws.f_w
@@ -329,7 +331,7 @@ class APG(Solver):
 
         Parameters
         ----------
-        pb : _Problem
+        pb : Problem
         coef0 : ndarray of float64, shape (p,)
         bias0 : float
         lipschitz0 : float
@@ -402,7 +404,7 @@ class APG(Solver):
         decision = pb.decision(coef, bias)
         return SubproblemResult(
             coef=coef,
-            bias=_as_bias(bias),
+            bias=as_bias(bias),
             objective=pb.objective(coef, decision),
             n_iter=n_iter,
             lipschitz=self.eta * tau_kept,
@@ -410,90 +412,11 @@ class APG(Solver):
             decision=decision,
             history=history,
             kkt=kkt,
+            kkt_tol=self.kkt_tol,
         )
 
 
 # -- functional API ------------------------------------------------------------
-def _as_csc(indptr, indices, data, n):
-    """Validate the CSC arrays of ``X`` with ``n`` rows; return them."""
-    indptr = np.ascontiguousarray(indptr)
-    indices = np.ascontiguousarray(indices)
-    data = np.asarray(data)
-    if data.dtype not in (np.float32, np.float64):
-        data = data.astype(np.float64)
-    data = np.ascontiguousarray(data)
-    if indptr.ndim != 1 or len(indptr) < 1 or indptr[0] != 0:
-        raise ParameterError("indptr must be a 1-d array starting at 0")
-    nnz = int(indptr[-1])
-    if len(indices) != nnz or len(data) != nnz:
-        raise ParameterError(
-            f"indices and data must hold indptr[-1] = {nnz} entries, "
-            f"got {len(indices)} and {len(data)}"
-        )
-    if nnz and (indices.min() < 0 or indices.max() >= n):
-        raise ParameterError(f"row indices must lie in [0, {n})")
-    if not np.all(np.isfinite(data)):
-        raise ParameterError("data must be finite")
-    return indptr, indices, data
-
-
-def _as_block_ptr(block_ptr, p):
-    """Validate ``block_ptr`` for ``p`` columns; return it as int64."""
-    block_ptr = np.ascontiguousarray(block_ptr, dtype=np.int64)
-    if (block_ptr.ndim != 1 or len(block_ptr) < 1 or block_ptr[0] != 0
-            or block_ptr[-1] != p or np.any(np.diff(block_ptr) < 0)):
-        raise ParameterError(
-            f"block_ptr must be non-decreasing from 0 to p = {p}, got {block_ptr!r}"
-        )
-    return block_ptr
-
-
-def _as_labels(y):
-    """Validate labels in {-1, +1}; return them as contiguous float64."""
-    return encode_classification_targets(y)[0]
-
-
-def _as_C(C):
-    """Validate ``C > 0``; return it as a float."""
-    C = float(C)
-    if not (np.isfinite(C) and C > 0):
-        raise ParameterError(f"C must be finite and > 0, got {C!r}")
-    return C
-
-
-def _as_penalty(penalty):
-    penalty = L21Squared() if penalty is None else penalty
-    if not isinstance(penalty, Penalty):
-        raise ParameterError(f"penalty must be a Penalty, got {penalty!r}")
-    return penalty
-
-
-def _problem(indptr, indices, data, block_ptr, y, C, loss, penalty, n_classes=None,
-             sample_weight=None):
-    """Validate every input of a subproblem; return a :class:`_Problem`.
-
-    ``block_ptr`` is in columns; with K >= 3 classes it is scaled to the
-    K coefficients of every column.
-    """
-    y, K = encode_classification_targets(y, n_classes)
-    indptr, indices, data = _as_csc(indptr, indices, data, len(y))
-    block_ptr = _as_block_ptr(block_ptr, len(indptr) - 1) * K
-    datafit = make_datafit(indptr, indices, data, y, _as_C(C), loss=loss,
-                           n_classes=n_classes, sample_weight=sample_weight)
-    return _Problem(datafit, _as_penalty(penalty), block_ptr)
-
-
-def _initial_coef(coef0, p):
-    """Return ``coef0`` padded with zeros to length ``p`` (warm start)."""
-    coef = np.zeros(p, dtype=np.float64)
-    if coef0 is not None:
-        coef0 = np.asarray(coef0, dtype=np.float64).ravel()
-        if len(coef0) > p:
-            raise ParameterError(f"coef0 has {len(coef0)} entries, more than p = {p}")
-        if not np.all(np.isfinite(coef0)):
-            raise ParameterError("coef0 must be finite")
-        coef[: len(coef0)] = coef0
-    return coef
 
 
 def solve_subproblem(indptr, indices, data, block_ptr, y, C, *, loss="logistic",
@@ -562,7 +485,7 @@ def solve_subproblem(indptr, indices, data, block_ptr, y, C, *, loss="logistic",
         On malformed inputs, or a missing class with the logistic loss and
         an intercept (no minimiser exists).
     """
-    pb = _problem(indptr, indices, data, block_ptr, y, C, loss, penalty, n_classes,
+    pb = make_problem(indptr, indices, data, block_ptr, y, C, loss, penalty, n_classes,
                   sample_weight)
     return solve(pb.datafit, pb.block_ptr, penalty=pb.penalty,
                  fit_intercept=fit_intercept, coef0=coef0, bias0=bias0,
@@ -587,7 +510,7 @@ def choose_solver(datafit, penalty=None, kkt_tol=DEFAULT_KKT_TOL, solver="auto")
         raise ParameterError(f"solver must be one of {SOLVER_CHOICES}, got {solver!r}")
     if solver != "auto":
         return solver
-    penalty = _as_penalty(penalty)
+    penalty = as_penalty(penalty)
     loss = getattr(datafit, "loss", None)
     if not (getattr(loss, "second_order", False) and isinstance(penalty, L21Squared)
             and kkt_tol is not None):
@@ -637,23 +560,23 @@ def solve(datafit, block_ptr, *, penalty=None, fit_intercept=True, coef0=None,
     -------
     SubproblemResult
     """
-    penalty = _as_penalty(penalty)
-    block_ptr = _as_block_ptr(block_ptr, datafit.n_coef)
-    pb = _Problem(datafit, penalty, block_ptr)
+    penalty = as_penalty(penalty)
+    block_ptr = as_block_ptr(block_ptr, datafit.n_coef)
+    pb = Problem(datafit, penalty, block_ptr)
     apg = APG(eta=eta, tol=tol, max_iter=max_iter, fit_intercept=fit_intercept,
               block_cache=block_cache, kkt_tol=kkt_tol)
     chosen = choose_solver(datafit, penalty, kkt_tol, solver)
     if fit_intercept:
         datafit.optimal_bias()  # rejects problems without a minimiser
-    bias = _initial_bias(bias0, fit_intercept, datafit.n_outputs)
-    lipschitz = _initial_lipschitz(lipschitz0, pb)
+    bias = initial_bias(bias0, fit_intercept, datafit.n_outputs)
+    lipschitz = initial_lipschitz(lipschitz0, pb)
     if chosen == "mkl":  # refuses what it does not solve; handles p == 0 itself
         return SimpleMKL(tol=tol, kkt_tol=kkt_tol, max_iter=max_iter,
                          fit_intercept=fit_intercept).solve(
-            pb, _initial_coef(coef0, pb.p), bias)
+            pb, initial_coef(coef0, pb.p), bias)
     if pb.p == 0:
-        return _bias_only_result(pb, fit_intercept, lipschitz)
-    coef = _initial_coef(coef0, pb.p)
+        return bias_only_result(pb, fit_intercept, lipschitz)
+    coef = initial_coef(coef0, pb.p)
     if chosen == "apg":
         return apg.solve(pb, coef, bias, lipschitz)
     newton_max_iter = max_iter if solver == "newton" else min(max_iter,
@@ -670,50 +593,6 @@ def solve(datafit, block_ptr, *, penalty=None, fit_intercept=True, coef0=None,
     rest.n_iter += result.n_iter
     rest.history = result.history + rest.history
     return rest
-
-
-def _initial_bias(bias0, fit_intercept, n_outputs=1):
-    """Validate the warm start of ``b``; return it as a float or (K,) array."""
-    if n_outputs == 1:
-        bias0 = float(bias0)
-        if not np.isfinite(bias0):
-            raise ParameterError(f"bias0 must be finite, got {bias0!r}")
-        if not fit_intercept and bias0 != 0.0:
-            raise ParameterError("bias0 must be 0 when fit_intercept is False")
-        return bias0
-    try:
-        bias = np.zeros(n_outputs) + np.asarray(bias0, dtype=np.float64)
-    except (TypeError, ValueError):
-        bias = None
-    if bias is None or bias.shape != (n_outputs,) or not np.all(np.isfinite(bias)):
-        raise ParameterError(f"bias0 must be {n_outputs} finite values")
-    if not fit_intercept and np.any(bias != 0.0):
-        raise ParameterError("bias0 must be 0 when fit_intercept is False")
-    return bias
-
-
-def _initial_lipschitz(lipschitz0, pb):
-    """Return ``lipschitz0``, or ``0.01 n C`` (paper §5.2) when it is None.
-
-    With sample weights ``n`` is their sum.
-    """
-    if lipschitz0 is None:
-        return 0.01 * pb.weight_total * pb.C
-    lipschitz0 = float(lipschitz0)
-    if not (np.isfinite(lipschitz0) and lipschitz0 > 0):
-        raise ParameterError(f"lipschitz0 must be finite and > 0, got {lipschitz0!r}")
-    return lipschitz0
-
-
-def _bias_only_result(pb, fit_intercept, lipschitz):
-    """Exact solution when there is no column (``p == 0``)."""
-    bias = pb.datafit.optimal_bias(fit_intercept)
-    decision = pb.datafit.constant_decision(bias)
-    return SubproblemResult(
-        coef=np.zeros(0), bias=_as_bias(bias), objective=pb.data_term(decision),
-        n_iter=0, lipschitz=lipschitz, converged=True, decision=decision,
-        history=[], kkt=0.0,
-    )
 
 
 def objective(indptr, indices, data, block_ptr, y, C, coef, bias, *,
@@ -736,12 +615,12 @@ def objective(indptr, indices, data, block_ptr, y, C, coef, bias, *,
     -------
     float
     """
-    pb = _problem(indptr, indices, data, block_ptr, y, C, loss, penalty, n_classes,
+    pb = make_problem(indptr, indices, data, block_ptr, y, C, loss, penalty, n_classes,
                   sample_weight)
     coef = np.ascontiguousarray(coef, dtype=np.float64).ravel()
     if len(coef) != pb.p:
         raise ParameterError(f"coef has {len(coef)} entries, expected p = {pb.p}")
-    bias = _initial_bias(bias, True, pb.datafit.n_outputs)
+    bias = initial_bias(bias, True, pb.datafit.n_outputs)
     return pb.objective(coef, pb.decision(coef, bias))
 
 
@@ -764,12 +643,12 @@ def dual_variables(decision, y, C, *, loss="logistic"):
     -------
     ndarray of float64, shape (n,)
     """
-    y = _as_labels(y)
+    y = as_labels(y)
     decision = np.ascontiguousarray(decision, dtype=np.float64)
     if decision.shape != y.shape:
         raise ParameterError("decision and y must have the same length")
     alpha = get_loss(loss).dual(y, decision)
-    alpha *= _as_C(C)
+    alpha *= as_C(C)
     return alpha
 
 
@@ -798,8 +677,8 @@ def fit_bias_only(y, C, *, loss="logistic", fit_intercept=True):
     ParameterError
         Logistic loss with a single class (the infimum is not attained).
     """
-    y = _as_labels(y)
-    _as_C(C)
+    y = as_labels(y)
+    as_C(C)
     if not fit_intercept:
         return 0.0
     return -float(get_loss(loss).optimal_constant(y))

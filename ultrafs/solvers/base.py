@@ -45,10 +45,14 @@ def set_stop_params(solver, tol, kkt_tol, max_iter, fit_intercept) -> None:
 
 
 class Solver:
-    """Base class of the solvers (APG now; FISTA, CD and IRLS to come).
+    """Base class of the solver classes of FGM's subproblem (APG, proximal
+    Newton, SimpleMKL).
 
     Subclasses set :attr:`datafit_required` and :attr:`penalty_required`
-    and implement ``solve``.
+    and implement ``solve``.  Every solver, these and the function-style
+    ones (FISTA, CGD, SGD-C, two-stage, the l1 path, MSLR's smoothing CD,
+    IRLS), is registered in :mod:`ultrafs.solvers.registry` with the
+    problems it fits.
     """
 
     #: methods the solver calls on the datafit

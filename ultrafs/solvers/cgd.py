@@ -31,7 +31,9 @@ certificate's own bias search takes no step and costs no second ``Φ' r``;
 iteration instead (a9a, 10,000 rows, 1,000 random features, 0.05 λ_max:
 511 iterations).  The steps run in :func:`ultrafs.kernels.l1_steps.gauss_seidel_pass`
 on the dense columns ``Φ[:, J]`` (the binary losses of the core:
-logistic, squared hinge).
+logistic, squared hinge, by the loss's ``step_code``); any other binary
+loss takes the same steps from its own methods
+(:func:`ultrafs.solvers.loss_steps.gauss_seidel_pass_generic`).
 
 ``F`` never increases (every accepted step satisfies Armijo with
 ``Delta < 0``).  Stop: the relative duality gap at ``w_k``, checked every
@@ -44,7 +46,8 @@ from __future__ import annotations
 import numpy as np
 
 from ultrafs.errors import ParameterError
-from ultrafs.kernels.l1_steps import gauss_seidel_pass, loss_code
+from ultrafs.kernels.l1_steps import gauss_seidel_pass
+from ultrafs.solvers.loss_steps import gauss_seidel_pass_generic, step_code
 from ultrafs.solvers.l1_problem import L1Solution, make_solution
 
 __all__ = ["cgd"]
@@ -53,14 +56,6 @@ H_MIN, H_MAX = 1e-10, 1e10
 MAX_TRIALS = 60
 #: iterations between fresh decision values (the updates accumulate rounding)
 REFRESH = 50
-
-
-def _loss_code(loss) -> int:
-    try:
-        return loss_code(loss.name)
-    except KeyError:
-        raise ParameterError(f"CGD takes the logistic or squared-hinge loss, not "
-                             f"{loss.name!r}") from None
 
 
 def cgd(problem, w0=None, b0=None, *, tol=1e-6, max_iter=5000, check_every=1,
@@ -108,7 +103,7 @@ def cgd(problem, w0=None, b0=None, *, tol=1e-6, max_iter=5000, check_every=1,
     f = np.ascontiguousarray(problem.decision(w, b))
     if exact:
         b, f = problem.best_bias(w, b, f)
-    code = _loss_code(d.loss)
+    code = step_code(d.loss)
     weights = np.empty(0) if d.sample_weight is None else d.sample_weight
     upsilon = float(upsilon0)
     trials = 0
@@ -167,9 +162,13 @@ def cgd(problem, w0=None, b0=None, *, tol=1e-6, max_iter=5000, check_every=1,
                 alpha *= beta
         if len(coords):
             cols = op.columns(coords)
-            n_trials, _ = gauss_seidel_pass(
-                cols, coords, w, f, d.y, weights, d.C, lam, code, sigma, beta,
-                MAX_TRIALS, H_MIN, H_MAX)
+            if code is None:
+                n_trials, _ = gauss_seidel_pass_generic(
+                    d, cols, coords, w, f, lam, sigma, beta, MAX_TRIALS, H_MIN, H_MAX)
+            else:
+                n_trials, _ = gauss_seidel_pass(
+                    cols, coords, w, f, d.y, weights, d.C, lam, code, sigma, beta,
+                    MAX_TRIALS, H_MIN, H_MAX)
             trials += int(n_trials)
         if exact:
             b, f = problem.best_bias(w, b, f)
@@ -180,4 +179,4 @@ def cgd(problem, w0=None, b0=None, *, tol=1e-6, max_iter=5000, check_every=1,
     n_iter = max(k, 0)
     return make_solution(problem, w, b, cert, converged, n_iter, "cgd", history,
                          {"trials": trials, "upsilon": upsilon,
-                          "mean_block": block_total / max(n_iter, 1)})
+                          "mean_block": block_total / max(n_iter, 1)}, tol=tol)

@@ -251,4 +251,4 @@ def fista(problem, w0=None, b0=None, *, scaling="identity", tol=1e-6, max_iter=3
     return make_solution(problem, out_w, out_b, cert, converged, k, "fista" if not multi
                    else f"mfista-{scaling}", history,
                    {"trials": trials, "restarts": restarts, "scaling": scaling,
-                    "mu": mu, "exact_bias": exact})
+                    "mu": mu, "exact_bias": exact}, tol=tol)

@@ -36,16 +36,19 @@ from ultrafs.errors import ParameterError
 from ultrafs.kernels.csc_check import CSC_OK, check_csc_block
 from ultrafs.kernels.l1_logistic import (STATUS_CONVERGED, l1_logistic_gradient,
                                          l1_logistic_solve)
+from ultrafs.solvers.certificate import Certificate, SolverResult
 
-__all__ = ["L1LogisticResult", "solve_l1_logistic", "l1_logistic_lam_max"]
+__all__ = ["L1LogisticResult", "solve_l1_logistic", "l1_logistic_lam_max",
+           "l1_path_refusal", "solve_l1_problem"]
 
 #: smallest working set of the solver (grown to twice the support)
 WS_START = 10
 
 
 @dataclass(frozen=True)
-class L1LogisticResult:
-    """Solution of :func:`solve_l1_logistic`.
+class L1LogisticResult(SolverResult):
+    """Solution of :func:`solve_l1_logistic` (a
+    :class:`~ultrafs.solvers.certificate.SolverResult`).
 
     Attributes
     ----------
@@ -72,6 +75,8 @@ class L1LogisticResult:
     gap : float
         Primal minus dual value at ``theta`` made feasible (``>= 0`` up to
         rounding), NaN when it cannot be made feasible.
+    kkt_tol : float
+        The absolute KKT residual the solve stopped at, ``tol * lam``.
     """
 
     coef: np.ndarray
@@ -84,9 +89,21 @@ class L1LogisticResult:
     decision: np.ndarray
     theta: np.ndarray
     gap: float
+    kkt_tol: float = math.nan
+
+    @property
+    def certificate(self) -> Certificate:
+        """``kkt`` against ``kkt_tol`` (kind ``kkt_residual``, absolute)."""
+        return Certificate(kind="kkt_residual", value=float(self.kkt),
+                           tol=float(self.kkt_tol), passed=bool(self.converged))
+
+    @property
+    def history(self) -> list:
+        """No record per iteration is kept (the kernel runs them all)."""
+        return []
 
 
-def _check_matrix(indptr, indices, data, n_rows):
+def check_csc_arrays(indptr, indices, data, n_rows):
     """Validated ``(indptr int64, indices int32/int64, data float32/float64)``."""
     if isinstance(n_rows, bool) or not isinstance(n_rows, (int, np.integer)) or n_rows < 0:
         raise ParameterError(f"n_rows must be a non-negative integer, got {n_rows!r}")
@@ -182,7 +199,7 @@ def l1_logistic_lam_max(indptr, indices, data, y, *, n_rows, columns=None,
     lam_max : float
         0.0 when no column is optimised.
     """
-    indptr, indices, data = _check_matrix(indptr, indices, data, n_rows)
+    indptr, indices, data = check_csc_arrays(indptr, indices, data, n_rows)
     y, s, s_plus, s_minus = _check_labels(y, n_rows, sample_weight)
     columns = _check_columns(columns, len(indptr) - 1)
     total = s_plus + s_minus
@@ -231,7 +248,7 @@ def solve_l1_logistic(indptr, indices, data, y, lam, *, n_rows, columns=None,
     -------
     L1LogisticResult
     """
-    indptr, indices, data = _check_matrix(indptr, indices, data, n_rows)
+    indptr, indices, data = check_csc_arrays(indptr, indices, data, n_rows)
     y, s, s_plus, s_minus = _check_labels(y, n_rows, sample_weight)
     columns = _check_columns(columns, len(indptr) - 1)
     lam = _positive("lam", lam)
@@ -263,4 +280,68 @@ def solve_l1_logistic(indptr, indices, data, y, lam, *, n_rows, columns=None,
     return L1LogisticResult(coef=coef, intercept=float(intercept), objective=float(objective),
                             kkt=float(kkt), converged=bool(status == STATUS_CONVERGED),
                             n_iter=int(n_iter), n_cd_sweeps=int(n_sweeps), decision=decision,
-                            theta=theta, gap=float(gap))
+                            theta=theta, gap=float(gap), kkt_tol=tol * lam)
+
+
+def l1_path_refusal(problem) -> str:
+    """Why the l1 path's solver cannot take ``problem`` ("" when it can).
+
+    It takes an :class:`~ultrafs.solvers.l1_problem.L1Problem` with the
+    logistic loss, an intercept, and CSC columns of one output
+    (``indptr``, ``indices``, ``data``): its numba kernel is specialised to
+    the logistic loss (no other loss reaches it).
+    """
+    from ultrafs.solvers.l1_problem import L1Problem
+    from ultrafs.solvers.losses import Logistic
+
+    if not isinstance(problem, L1Problem):
+        return f"the l1 path solves an L1Problem, not a {type(problem).__name__}"
+    if not isinstance(problem.datafit.loss, Logistic):
+        return (f"the l1 path's kernel is the logistic loss's only, not "
+                f"{problem.datafit.loss.name!r}")
+    if not problem.fit_intercept:
+        return "the l1 path always fits the intercept"
+    op = problem.operator
+    if getattr(op, "indptr", None) is None or getattr(op, "indices", None) is None:
+        return f"the l1 path reads CSC columns, not a {type(op).__name__}"
+    return ""
+
+
+def solve_l1_problem(problem, *, tol=1e-7, max_iter=200, start=None):
+    """:func:`solve_l1_logistic` on an :class:`~ultrafs.solvers.l1_problem.L1Problem`.
+
+    ``C sum_i s_i l_i + lam ||w||_1`` is ``C S`` times the kernel's
+    ``(1/S) sum_i s_i l_i + lam / (C S) ||w||_1`` (``S = sum_i s_i``, or
+    ``n``): the kernel runs at ``lam / (C S)``, its stop ``kkt <= tol lam /
+    (C S)`` is ``kkt <= tol lam`` in the problem's scale, and the objective,
+    the KKT residual and the gap are returned in the problem's scale.
+
+    Parameters
+    ----------
+    problem : L1Problem
+        Refused in one line unless :func:`l1_path_refusal` is empty.
+    tol, max_iter
+        As in :func:`solve_l1_logistic`.
+    start : SolverResult, optional
+        Warm start (its ``coef`` and ``intercept``).
+
+    Returns
+    -------
+    L1LogisticResult
+    """
+    from dataclasses import replace
+
+    reason = l1_path_refusal(problem)
+    if reason:
+        raise ParameterError(reason)
+    d = problem.datafit
+    op = d.operator
+    scale = d.C * float(getattr(d, "weight_total", d.n))
+    coef0 = intercept0 = None
+    if start is not None:
+        coef0, intercept0 = start.coef, float(start.intercept)
+    res = solve_l1_logistic(op.indptr, op.indices, op.data, d.y, problem.lam / scale,
+                            n_rows=d.n, coef0=coef0, intercept0=intercept0, tol=tol,
+                            max_iter=max_iter, sample_weight=d.sample_weight)
+    return replace(res, objective=res.objective * scale, kkt=res.kkt * scale,
+                   gap=res.gap * scale, kkt_tol=tol * problem.lam)

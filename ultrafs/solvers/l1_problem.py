@@ -31,23 +31,26 @@ Nothing here knows about stores: the operator gives ``matvec``,
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ultrafs.errors import ParameterError
+from ultrafs.solvers.certificate import Certificate, SolverResult
 from ultrafs.solvers.penalties import L1
 
-__all__ = ["L1Problem", "L1Solution", "Certificate", "lam_max", "restrict_problem",
+__all__ = ["L1Problem", "L1Solution", "DualityGap", "lam_max", "restrict_problem",
            "DenseOperator", "make_solution"]
 
 #: Newton steps at most for the exact bias of the certificate
 _BIAS_STEPS = 50
 
 
-@dataclass(frozen=True)
-class Certificate:
-    """Optimality certificate of a point ``(w, b)``.
+@dataclass(frozen=True, kw_only=True)
+class DualityGap(Certificate):
+    """Optimality certificate of a point ``(w, b)``: a
+    :class:`~ultrafs.solvers.certificate.Certificate` of kind
+    ``duality_gap`` whose ``value`` is ``rel_gap``, with its parts.
 
     Attributes
     ----------
@@ -71,10 +74,11 @@ class Certificate:
     rel_gap: float
     kkt: float
     best_bias: float
+    kind: str = "duality_gap"
 
 
 @dataclass
-class L1Solution:
+class L1Solution(SolverResult):
     """What an l1 solver returns.
 
     Attributes
@@ -84,8 +88,8 @@ class L1Solution:
         ``b`` of the datafit (decision ``Φ w - b``); the intercept is ``-b``.
     objective : float
         ``F(coef, bias)``.
-    certificate : Certificate
-        At the returned point.
+    certificate : DualityGap
+        At the returned point (``tol``: the solver's, ``passed``: ``converged``).
     converged : bool
         The stop was the certificate (``rel_gap <= tol``).
     n_iter : int
@@ -289,7 +293,7 @@ class L1Problem:
         return b, f
 
     # ------------------------------------------------- certificates
-    def certificate(self, w, b, f=None, grad=None, derivative=None) -> Certificate:
+    def certificate(self, w, b, f=None, grad=None, derivative=None) -> DualityGap:
         """Duality gap and KKT residual at ``(w, b)``.
 
         Parameters
@@ -304,7 +308,9 @@ class L1Problem:
 
         Returns
         -------
-        Certificate
+        DualityGap
+            With ``tol`` NaN and ``passed`` False: the solver that stops on it
+            sets them (:func:`make_solution`).
         """
         d = self.datafit
         lam = self.lam
@@ -333,9 +339,10 @@ class L1Problem:
         theta = 1.0 if norm <= lam else lam / norm
         dual = d.loss.dual_value(d.y, f_star, theta, d.C, d.sample_weight)
         gap = primal - dual
-        return Certificate(primal=float(primal), dual=float(dual), gap=float(gap),
-                           rel_gap=float(gap / max(abs(primal), 1e-300)), kkt=float(kkt),
-                           best_bias=float(b_star))
+        rel_gap = float(gap / max(abs(primal), 1e-300))
+        return DualityGap(value=rel_gap, primal=float(primal), dual=float(dual),
+                          gap=float(gap), rel_gap=rel_gap, kkt=float(kkt),
+                          best_bias=float(b_star))
 
     def lam_max(self) -> float:
         """Smallest ``lam`` with solution ``w = 0`` (:func:`lam_max`)."""
@@ -418,14 +425,16 @@ def restrict_problem(problem, cols):
     return L1Problem(datafit, problem.penalty, problem.fit_intercept)
 
 
-def make_solution(problem, w, b, cert, converged, n_iter, name, history, info):
+def make_solution(problem, w, b, cert, converged, n_iter, name, history, info, tol=math.nan):
     """An :class:`L1Solution` at ``(w, b)``, with the exact best bias
-    where it lowers the objective (``cert`` is the certificate at ``(w, b)``)."""
+    where it lowers the objective (``cert`` is the certificate at ``(w, b)``;
+    ``tol`` the relative gap the solver stopped at, ``converged`` whether it did)."""
     if problem.fit_intercept and cert.best_bias != b:
         f_star = problem.decision(w, cert.best_bias)
         if problem.value(w, f_star) < cert.primal:
             b = cert.best_bias
             cert = problem.certificate(w, b, f_star)
+    cert = replace(cert, tol=float(tol), passed=bool(converged))
     return L1Solution(coef=np.asarray(w, dtype=np.float64), bias=float(b),
                       objective=cert.primal, certificate=cert, converged=bool(converged),
                       n_iter=int(n_iter), solver=name, history=history, info=info)

@@ -15,7 +15,10 @@ binary datafit of the core through an operator with ``matvec``,
 ``rmatvec``, ``rmatvec_hess``, plus ``columns`` for CGD and ``take_rows``
 for SGD-C, and the :class:`~ultrafs.solvers.penalties.L1` penalty) and
 returns an :class:`~ultrafs.solvers.l1_problem.L1Solution` with its
-certificate.
+certificate.  The same solvers, with the l1 path's and the others, are in
+the one registry of :mod:`ultrafs.solvers.registry` (``"fista"``,
+``"mfista"``, ``"mfista-hessian"``, ``"cgd"``, ``"sgd"``, ``"two-stage"``);
+this table is the SKLR method's, by its own names.
 """
 
 from __future__ import annotations

@@ -48,13 +48,14 @@ import math
 import numpy as np
 
 from ultrafs.errors import ParameterError
+from ultrafs.kernels import l1_steps as _steps
 from ultrafs.kernels import losses as _k
 from ultrafs.kernels import multiclass_losses as _mk
 from ultrafs.kernels.row_chunks import parallel as _parallel
 
 __all__ = ["Loss", "Logistic", "SquaredHinge", "MultinomialLogistic",
            "OneVsRestSquaredHinge", "LOSSES", "MULTICLASS_LOSSES", "register_loss",
-           "get_loss", "loss_names", "unregister_loss"]
+           "get_loss", "loss_names", "registered_losses", "unregister_loss"]
 
 
 #: the empty weights array the weighted kernels read as "no weights"
@@ -104,6 +105,11 @@ class Loss:
     #: whether predicted probabilities exist (``predict_proba``)
     probabilistic = False
     curvature_bound = math.inf
+    #: the integer code of the l1 solvers' numba steps
+    #: (:mod:`ultrafs.kernels.l1_steps`); None: CGD and SGD-C take the
+    #: generic steps of :mod:`ultrafs.solvers.loss_steps` from this object's
+    #: methods
+    step_code = None
     _value_kernel = None
     _value_derivative_kernel = None
     _derivative_kernel = None
@@ -372,6 +378,7 @@ class Logistic(Loss):
     name = "logistic"
     probabilistic = True
     curvature_bound = 0.25
+    step_code = _steps.LOGISTIC
     _derivative_kernel = staticmethod(_k.logistic_derivative)
     _dual_kernel = staticmethod(_k.logistic_dual)
     _second_derivative_kernel = staticmethod(_pair(_k, "logistic_second_derivative"))
@@ -453,6 +460,7 @@ class SquaredHinge(Loss):
 
     name = "squared-hinge"
     curvature_bound = 1.0
+    step_code = _steps.SQUARED_HINGE
     _derivative_kernel = staticmethod(_k.squared_hinge_derivative)
     _dual_kernel = staticmethod(_k.squared_hinge_dual)
     _second_derivative_kernel = staticmethod(
@@ -690,6 +698,11 @@ def unregister_loss(name, target="binary"):
 for _loss in (Logistic(), SquaredHinge(), MultinomialLogistic(),
               OneVsRestSquaredHinge()):
     register_loss(_loss)
+
+
+def registered_losses():
+    """``(target, name)`` of every registered loss, sorted."""
+    return sorted(_REGISTRY)
 
 
 def loss_names():

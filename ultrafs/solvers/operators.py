@@ -25,7 +25,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ultrafs.errors import ParameterError
-from ultrafs.kernels import prox_newton as _newton
+from ultrafs.kernels import hessian_gram as _gram
 from ultrafs.kernels import sparse_ops
 from ultrafs.kernels.row_chunks import MIN_PARALLEL_WORK, dispatch
 
@@ -262,14 +262,14 @@ class CSCOperator:
         the loss's second derivatives), in ``O(sum_i nnz_i^2)``, never from
         a dense ``n x p`` matrix.  Large problems with sorted columns take
         their rows a window at a time, each window turned into CSR and
-        added (:func:`~ultrafs.kernels.prox_newton.csc_augmented_gram`): no
+        added (:func:`~ultrafs.kernels.prox_gram.csc_augmented_gram`): no
         CSR copy of ``X`` is held, and in parallel each thread owns a range
         of the Gram's rows balanced by an estimate of the additions they
         take.  Small or unsorted ones take a CSR copy (made once per
         operator).  Either way the same bytes as the serial CSR kernel.
         When every column holds one value (degree-2 features of binary
         data) the Gram of the pattern is built and scaled
-        (:func:`~ultrafs.kernels.prox_newton.csr_constant_gram`, about 20%
+        (:func:`~ultrafs.kernels.prox_gram.csr_constant_gram`, about 20%
         faster, and no value per entry is read).
 
         Parameters
@@ -294,19 +294,19 @@ class CSCOperator:
 
         def bounds():
             if self._gram_work is None:
-                self._gram_work = _newton.gram_row_work(indptr, indices, size)
-            return _newton.gram_row_bounds(self._gram_work, numba.get_num_threads())
+                self._gram_work = _gram.gram_row_work(indptr, indices, size)
+            return _gram.gram_row_bounds(self._gram_work, numba.get_num_threads())
 
         if values is not None:
             scale = np.append(values, 1.0)
             return dispatch(
-                lambda: _newton.csr_constant_gram(indptr, indices, weights, scale, out),
-                lambda: _newton.csr_constant_gram_parallel(indptr, indices, weights,
+                lambda: _gram.csr_constant_gram(indptr, indices, weights, scale, out),
+                lambda: _gram.csr_constant_gram_parallel(indptr, indices, weights,
                                                            scale, bounds(), out),
                 self.nnz)
         return dispatch(
-            lambda: _newton.csr_augmented_gram(indptr, indices, data, weights, out),
-            lambda: _newton.csr_augmented_gram_parallel(indptr, indices, data, weights,
+            lambda: _gram.csr_augmented_gram(indptr, indices, data, weights, out),
+            lambda: _gram.csr_augmented_gram_parallel(indptr, indices, data, weights,
                                                         bounds(), out),
             self.nnz)
 
@@ -317,7 +317,7 @@ class CSCOperator:
         ``((p + 1) K, (p + 1) K)`` (coefficient ``(j, k)`` at ``j K + k``, the
         intercepts last), from the CSR arrays of ``X`` (a copy made once per
         operator) in ``O(K^2 sum_i (nnz_i + 1)^2)``
-        (:func:`~ultrafs.kernels.prox_newton.csr_multi_gram`).  Serial: the
+        (:func:`~ultrafs.kernels.prox_gram.csr_multi_gram`).  Serial: the
         solvers build it only for few coefficients.
 
         Parameters
@@ -337,7 +337,7 @@ class CSCOperator:
             colval, data = self._column_values(), _NO_VALUES
         else:
             colval = _NO_VALUES
-        return _newton.csr_multi_gram(indptr, indices, data, colval,
+        return _gram.csr_multi_gram(indptr, indices, data, colval,
                                       np.ascontiguousarray(a, dtype=np.float64),
                                       np.ascontiguousarray(u, dtype=np.float64), K, out)
 
@@ -357,16 +357,16 @@ class CSCOperator:
         range_rows = max(int(bounds[1] - bounds[0]), 1) if len(bounds) > 1 else 1
         window = max(1, GRAM_WINDOW_ROWS // range_rows)
         if self._gram_work is None:
-            self._gram_work = _newton.csc_gram_work(self.indptr, self.n_rows)
+            self._gram_work = _gram.csc_gram_work(self.indptr, self.n_rows)
         if self._gram_buffers is None:
             # the windows' CSR arrays, kept for the operator's next Grams
-            self._gram_buffers = _newton.window_buffers(data, starts, bounds, window)
+            self._gram_buffers = _gram.window_buffers(data, starts, bounds, window)
         args = (self.indices, data, weights, scale, starts, bounds, window,
                 self._gram_buffers)
         return dispatch(
-            lambda: _newton.csc_augmented_gram(*args, out),
-            lambda: _newton.csc_augmented_gram_parallel(
-                *args, _newton.gram_row_bounds(self._gram_work, numba.get_num_threads()),
+            lambda: _gram.csc_augmented_gram(*args, out),
+            lambda: _gram.csc_augmented_gram_parallel(
+                *args, _gram.gram_row_bounds(self._gram_work, numba.get_num_threads()),
                 out),
             self.nnz)
 

@@ -35,7 +35,7 @@ Each iteration, at ``theta = (w, b)`` (Lee, Sun & Saunders 2014,
    jointly with the intercept, through the eigenvalues of its Schur
    complement, so badly scaled columns within a block cost nothing; K
    intercepts are eliminated through the pseudo-inverse of their block,
-   :func:`ultrafs.kernels.prox_newton.l21sq_model_bcd_k`), from
+   :func:`ultrafs.kernels.prox_newton_multi.l21sq_model_bcd_k`), from
    ``d = 0``, until the model's own relative KKT residual is at most
    ``min(0.1, r) min(1, r)`` with ``r`` the current residual (an inexact
    Newton method whose forcing term goes to 0, so the outer convergence
@@ -69,13 +69,13 @@ import numpy as np
 
 from ultrafs.errors import ParameterError
 from ultrafs.kernels.prox import block_norms as _block_norms
-from ultrafs.kernels.prox_newton import (bias_pseudo_inverse, eigen_workspace,
-                                         l21sq_model_bcd, l21sq_model_bcd_k,
-                                         l21sq_model_polish, l21sq_model_polish_k)
+from ultrafs.kernels.prox_newton import eigen_workspace, l21sq_model_bcd, l21sq_model_polish
+from ultrafs.kernels.prox_newton_multi import (bias_pseudo_inverse, l21sq_model_bcd_k,
+                                               l21sq_model_polish_k)
 from ultrafs.solvers.base import Solver, set_stop_params
 from ultrafs.solvers.blas_threads import one_blas_thread
 from ultrafs.solvers.penalties import L21Squared
-from ultrafs.solvers.subproblem import (DEFAULT_KKT_TOL, SubproblemResult, _as_bias,
+from ultrafs.solvers.subproblem import (DEFAULT_KKT_TOL, SubproblemResult, as_bias,
                                         kkt_residual)
 
 __all__ = ["ProxNewton"]
@@ -198,8 +198,8 @@ class ProxNewton(Solver):
 
     def _direction_k(self, pb, H, grad, grad_b, coef, bias, tol):
         """:meth:`_direction` with K intercepts (``bias`` of shape (K,)):
-        the same rounds, by :func:`~ultrafs.kernels.prox_newton.l21sq_model_bcd_k`
-        and :func:`~ultrafs.kernels.prox_newton.l21sq_model_polish_k`."""
+        the same rounds, by :func:`~ultrafs.kernels.prox_newton_multi.l21sq_model_bcd_k`
+        and :func:`~ultrafs.kernels.prox_newton_multi.l21sq_model_polish_k`."""
         bias = np.asarray(bias, dtype=np.float64)
         g = np.concatenate([grad, np.zeros(len(bias)) if np.ndim(grad_b) == 0
                             else grad_b])
@@ -276,7 +276,7 @@ class ProxNewton(Solver):
 
         Parameters
         ----------
-        pb : _Problem
+        pb : Problem
         coef0 : ndarray of float64, shape (p,)
         bias0 : float
         lipschitz0 : float
@@ -342,10 +342,10 @@ class ProxNewton(Solver):
             kkt = self._state(pb, coef, bias, f, derivative)[3]
         decision = pb.decision(coef, bias)
         return SubproblemResult(
-            coef=coef, bias=_as_bias(bias), objective=pb.objective(coef, decision),
+            coef=coef, bias=as_bias(bias), objective=pb.objective(coef, decision),
             n_iter=n_iter, lipschitz=_curvature(H, pb.p, lipschitz0),
             converged=converged,
-            decision=decision, history=history, kkt=kkt)
+            decision=decision, history=history, kkt=kkt, kkt_tol=self.kkt_tol)
 
 
 def _penalty_change(coef, dw, block_ptr):

@@ -31,7 +31,8 @@ from __future__ import annotations
 import numpy as np
 
 from ultrafs.errors import ParameterError
-from ultrafs.kernels.l1_steps import loss_code, sgdc_steps
+from ultrafs.kernels.l1_steps import sgdc_steps
+from ultrafs.solvers.loss_steps import sgdc_steps_generic, step_code
 from ultrafs.solvers.l1_problem import L1Solution, make_solution
 
 __all__ = ["sgd_cumulative", "ETA0_GRID"]
@@ -51,9 +52,14 @@ def _epoch(problem, w, h, q, state, eta0, decay, rng, rows_of, code, n_total):
     order = rng.permutation(d.n)
     for lo in range(0, d.n, ROW_CHUNK):
         idx = np.ascontiguousarray(order[lo:lo + ROW_CHUNK])
-        sgdc_steps(rows_of(idx), idx, d.y, weights, w, h, q, state, float(eta0),
-                   float(decay), float(n_total), problem.lam, d.C, code,
-                   problem.fit_intercept)
+        if code is None:
+            sgdc_steps_generic(d, rows_of(idx), idx, w, h, q, state, float(eta0),
+                               float(decay), float(n_total), problem.lam,
+                               problem.fit_intercept)
+        else:
+            sgdc_steps(rows_of(idx), idx, d.y, weights, w, h, q, state, float(eta0),
+                       float(decay), float(n_total), problem.lam, d.C, code,
+                       problem.fit_intercept)
 
 
 def _choose_eta0(problem, w0, b0, decay, seed, code):
@@ -119,11 +125,7 @@ def sgd_cumulative(problem, w0=None, b0=None, *, eta0="auto", decay=2.0, max_epo
     if int(max_epochs) < 1 or not tol >= 0:
         raise ParameterError("max_epochs must be >= 1 and tol >= 0")
     d = problem.datafit
-    try:
-        code = loss_code(d.loss.name)
-    except KeyError:
-        raise ParameterError(f"SGD-C takes the logistic or squared-hinge loss, not "
-                             f"{d.loss.name!r}") from None
+    code = step_code(d.loss)
     w, b = problem.start(w0, b0)
     w = np.ascontiguousarray(w)
     if not w.any() and problem.lam >= problem.lam_max():
@@ -134,7 +136,7 @@ def sgd_cumulative(problem, w0=None, b0=None, *, eta0="auto", decay=2.0, max_epo
                              [{"iter": 0, "objective": cert.primal, "gap": cert.gap,
                                "rel_gap": cert.rel_gap, "nnz": 0}],
                              {"eta0": None, "eta0_objectives": {}, "steps": 0,
-                              "u": 0.0, "max_abs_q": 0.0})
+                              "u": 0.0, "max_abs_q": 0.0}, tol=tol)
     tuning = {}
     if isinstance(eta0, str):
         if eta0 != "auto":
@@ -166,4 +168,4 @@ def sgd_cumulative(problem, w0=None, b0=None, *, eta0="auto", decay=2.0, max_epo
             "steps": int(state[0]), "u": float(state[1]),
             "max_abs_q": float(np.max(np.abs(q))) if len(q) else 0.0}
     return make_solution(problem, w.copy(), float(state[2]), cert, converged, epoch,
-                         "sgd", history, info)
+                         "sgd", history, info, tol=tol)

@@ -443,7 +443,7 @@ class SimpleMKL(Solver):
 
         Parameters
         ----------
-        pb : _Problem
+        pb : Problem
         """
         self.check_capabilities(pb.datafit, pb.penalty)
         datafit = pb.datafit
@@ -470,7 +470,7 @@ class SimpleMKL(Solver):
 
         Parameters
         ----------
-        pb : _Problem
+        pb : Problem
             The subproblem (binary squared-hinge datafit, :class:`L21Squared`).
         coef0 : ndarray of float64, shape (p,) or None
             Warm start: the first ``mu`` is proportional to its block norms
@@ -715,6 +715,7 @@ class _Run:
             decision=best.decision,
             history=history,
             kkt=self._kkt(best),
+            kkt_tol=self.solver.kkt_tol,
             mu=best.mu,
             gap=_relative_gap(best.objective, self.best_dual),
             dual_objective=self.best_dual,

@@ -44,9 +44,11 @@ import numpy as np
 
 from ultrafs.errors import ParameterError
 from ultrafs.kernels.mslr import constraint_halves, cd_sweep, entropy, primal_value
+from ultrafs.solvers.certificate import Certificate, SolverResult
 
 __all__ = ["MinimaxSolution", "solve_minimax_smoothing", "constraint_membership",
-           "smoothed_value", "Q0", "BETA"]
+           "smoothed_value", "Q0", "BETA", "LogisticRows", "ConstraintHull",
+           "MinimaxProblem", "solve_minimax"]
 
 #: the paper's initial smoothing parameter and its growth factor
 Q0 = 0.01
@@ -61,8 +63,10 @@ MAX_NEWTON = 100
 
 
 @dataclass
-class MinimaxSolution:
-    """What :func:`solve_minimax_smoothing` returns.
+class MinimaxSolution(SolverResult):
+    """What :func:`solve_minimax_smoothing` returns (a
+    :class:`~ultrafs.solvers.certificate.SolverResult`: ``objective`` is
+    ``primal``, ``n_iter`` the sweeps, no intercept).
 
     Attributes
     ----------
@@ -93,6 +97,8 @@ class MinimaxSolution:
     violation : float
         ``max_i |∂_i f(α, q)|`` of the last sweep.
     seconds : float
+    tol : float
+        The relative gap asked for.
     """
 
     alpha: np.ndarray
@@ -113,6 +119,33 @@ class MinimaxSolution:
     n_newton: int
     violation: float
     seconds: float
+    tol: float = math.nan
+
+    @property
+    def intercept(self) -> float:
+        """0: the reduced problem has no bias."""
+        return 0.0
+
+    @property
+    def objective(self) -> float:
+        """``P(v)``, the primal value of the classifier."""
+        return self.primal
+
+    @property
+    def n_iter(self) -> int:
+        """Coordinate-descent sweeps."""
+        return self.n_sweeps
+
+    @property
+    def history(self) -> list:
+        """No record per sweep is kept."""
+        return []
+
+    @property
+    def certificate(self) -> Certificate:
+        """``rel_gap`` against ``tol`` (kind ``duality_gap``)."""
+        return Certificate(kind="duality_gap", value=float(self.rel_gap),
+                           tol=float(self.tol), passed=bool(self.certified))
 
 
 def constraint_membership(constraints, n_columns):
@@ -242,7 +275,74 @@ def solve_minimax_smoothing(indptr, indices, data, y, constraints, C, *, alpha0=
         upper=cert["upper"], primal=cert["primal"], gap=cert["gap"],
         rel_gap=cert["gap"] / max(abs(cert["primal"]), np.finfo(float).tiny),
         certified=bool(done), q=q, n_levels=levels, n_sweeps=sweeps, n_newton=newton,
-        violation=float(violation), seconds=time.perf_counter() - started)
+        violation=float(violation), seconds=time.perf_counter() - started, tol=float(tol))
+
+
+@dataclass(frozen=True)
+class LogisticRows:
+    """MSLR's datafit: ``C Σ_i log(1 + exp(−y_i x_i'v))`` over CSR rows, no bias.
+
+    Attributes
+    ----------
+    indptr, indices, data : CSR arrays of ``X_U`` (n rows)
+    y : float64 array (n,)
+        ±1 labels.
+    C : float
+    """
+
+    indptr: np.ndarray
+    indices: np.ndarray
+    data: np.ndarray
+    y: np.ndarray
+    C: float
+
+    name = "logistic-rows"
+
+
+@dataclass(frozen=True)
+class ConstraintHull:
+    """MSLR's penalty: ``min_{d ∈ conv{1_{S_t}}} ½ Σ_j v_j² / d_j``.
+
+    The constraint sets ``S_t`` (column lists); its dual is the max over
+    the constraints of eq. 10.
+    """
+
+    constraints: tuple
+
+    name = "constraint-hull"
+
+
+@dataclass(frozen=True)
+class MinimaxProblem:
+    """MSLR's reduced problem (eq. 10): a :class:`LogisticRows` datafit and a
+    :class:`ConstraintHull` penalty."""
+
+    datafit: LogisticRows
+    penalty: ConstraintHull
+
+
+def solve_minimax(problem, *, start=None, **options):
+    """:func:`solve_minimax_smoothing` on a :class:`MinimaxProblem`.
+
+    Parameters
+    ----------
+    problem : MinimaxProblem
+    start : MinimaxSolution, optional
+        Warm start: its ``alpha``, ``alpha_c`` and (unless ``q0`` is given)
+        its final ``q``.
+    **options
+        ``tol``, ``q0``, ``beta``, ``q_max``, ``max_sweeps``, ``seed``.
+
+    Returns
+    -------
+    MinimaxSolution
+    """
+    d = problem.datafit
+    if start is not None:
+        options.update(alpha0=start.alpha, alpha_c0=start.alpha_c)
+        options.setdefault("q0", start.q)
+    return solve_minimax_smoothing(d.indptr, d.indices, d.data, d.y,
+                                   list(problem.penalty.constraints), d.C, **options)
 
 
 def _correlations(indptr, indices, data, y, alpha, p):

@@ -29,7 +29,7 @@ from ultrafs.errors import ParameterError
 from ultrafs.kernels import sparse_ops
 from ultrafs.kernels import weighted_gram as _wg
 from ultrafs.solvers.gram_operators import check_matrix, check_weights
-from ultrafs.solvers.l1_logistic import _check_matrix as _check_csc
+from ultrafs.solvers.l1_logistic import check_csc_arrays as _check_csc
 from ultrafs.solvers.operators import CSCOperator
 
 __all__ = ["SparseGramOperator"]

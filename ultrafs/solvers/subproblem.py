@@ -4,7 +4,7 @@
 (:mod:`ultrafs.solvers.datafits`) and a penalty ``Omega``
 (:mod:`ultrafs.solvers.penalties`) over coefficient blocks ``block_ptr``.
 Both solvers (:mod:`ultrafs.solvers.apg`, :mod:`ultrafs.solvers.prox_newton`)
-take a :class:`_Problem`, return a :class:`SubproblemResult` and stop on the
+take a :class:`Problem`, return a :class:`SubproblemResult` and stop on the
 same certificate, :func:`kkt_residual`.
 """
 
@@ -16,17 +16,18 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ultrafs.kernels.prox import block_norms as _block_norms
+from ultrafs.solvers.certificate import Certificate, SolverResult
 from ultrafs.solvers.penalties import Penalty
 
-__all__ = ["DEFAULT_KKT_TOL", "SubproblemResult", "kkt_residual"]
+__all__ = ["DEFAULT_KKT_TOL", "Problem", "SubproblemResult", "kkt_residual"]
 
 #: relative KKT residual that certifies a subproblem solution
 DEFAULT_KKT_TOL = 1e-4
 
 
 @dataclass
-class SubproblemResult:
-    """Solution of one FGM subproblem.
+class SubproblemResult(SolverResult):
+    """Solution of one FGM subproblem (a :class:`~ultrafs.solvers.certificate.SolverResult`).
 
     Attributes
     ----------
@@ -59,6 +60,9 @@ class SubproblemResult:
         The relative KKT residual (:func:`kkt_residual`) last computed, at
         the returned point when the stop was certified; NaN if never
         computed.
+    kkt_tol : float or None
+        The tolerance ``kkt`` was held to (None: the uncertified stop, the
+        relative decrease test of APG's eq. 40).
     """
 
     coef: np.ndarray
@@ -70,10 +74,26 @@ class SubproblemResult:
     decision: np.ndarray
     history: list = field(default_factory=list)
     kkt: float = float("nan")
+    kkt_tol: float | None = float("nan")
+
+    @property
+    def intercept(self):
+        """``-bias``: the decision of a sample is ``x' coef + intercept``."""
+        return -self.bias
+
+    @property
+    def certificate(self) -> Certificate:
+        """The relative KKT residual ``kkt`` against ``kkt_tol`` (kind
+        ``kkt_ratio``; ``stationarity`` for the uncertified stop)."""
+        if self.kkt_tol is None:
+            return Certificate(kind="stationarity", value=float(self.kkt),
+                               passed=bool(self.converged))
+        return Certificate(kind="kkt_ratio", value=float(self.kkt),
+                           tol=float(self.kkt_tol), passed=bool(self.converged))
 
 
 @dataclass(frozen=True)
-class _Problem:
+class Problem:
     """One subproblem: a datafit, a penalty and the coefficient blocks.
 
     Attributes
@@ -146,7 +166,7 @@ def kkt_residual(pb, coef, grad, bias_grad, fit_intercept):
 
     Parameters
     ----------
-    pb : _Problem
+    pb : Problem
     coef : ndarray of float64, shape (p,)
     grad : ndarray of float64, shape (p,)
         ``grad_w P`` at ``(coef, bias)``.
@@ -165,14 +185,14 @@ def kkt_residual(pb, coef, grad, bias_grad, fit_intercept):
     distance = float(np.max(pb.penalty.subdiff_distance(coef, grad, pb.block_ptr),
                             initial=0.0))
     if fit_intercept:
-        distance = max(distance, math.sqrt(_sqnorm(bias_grad)))
+        distance = max(distance, math.sqrt(sqnorm(bias_grad)))
     scale = _largest_block_norm(grad, pb.block_ptr)
     if scale == 0.0:
         return (0.0 if distance == 0.0 else math.inf), scale
     return distance / scale, scale
 
 
-def _sqnorm(x):
+def sqnorm(x):
     """``x * x`` for a float, ``x . x`` for an array."""
     if isinstance(x, np.ndarray):
         return float(x @ x)
@@ -186,7 +206,7 @@ def _largest_block_norm(x, block_ptr):
     return float(np.max(_block_norms(x, block_ptr)))
 
 
-def _as_bias(bias):
+def as_bias(bias):
     """A float for one output, a float64 array for K."""
     if isinstance(bias, np.ndarray):
         return bias.astype(np.float64, copy=True)

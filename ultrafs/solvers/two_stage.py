@@ -16,13 +16,14 @@ from dataclasses import dataclass
 import numpy as np
 
 from ultrafs.errors import ParameterError
+from ultrafs.solvers.certificate import SolverResult
 from ultrafs.solvers.l1_problem import L1Solution, restrict_problem
 
 __all__ = ["TwoStageResult", "two_stage"]
 
 
 @dataclass
-class TwoStageResult:
+class TwoStageResult(SolverResult):
     """Both stages of :func:`two_stage`.
 
     Attributes
@@ -51,6 +52,37 @@ class TwoStageResult:
     def intercept(self) -> float:
         """``-bias``."""
         return -self.bias
+
+    @property
+    def last(self) -> L1Solution:
+        """The stage that produced ``coef``: stage 2, or stage 1 without one."""
+        return self.stage1 if self.stage2 is None else self.stage2
+
+    @property
+    def objective(self) -> float:
+        """The last stage's objective (stage 2's: at ``lam2`` over the active set)."""
+        return self.last.objective
+
+    @property
+    def n_iter(self) -> int:
+        """Iterations of both stages."""
+        return self.stage1.n_iter + (0 if self.stage2 is None else self.stage2.n_iter)
+
+    @property
+    def certificate(self):
+        """The last stage's duality gap (stage 2's certifies the restricted
+        problem at ``lam2``: the active columns only)."""
+        return self.last.certificate
+
+    @property
+    def converged(self) -> bool:
+        """Both stages reached their certificate."""
+        return self.stage1.converged and self.last.converged
+
+    @property
+    def history(self) -> list:
+        """Stage 1's records, then stage 2's."""
+        return self.stage1.history + ([] if self.stage2 is None else self.stage2.history)
 
 
 def two_stage(problem, solve, *, ratio=0.1, w0=None, b0=None, **options) -> TwoStageResult:
