@@ -85,13 +85,29 @@ def _make_class(method):
     mixins = {"classifier": (ClassifierMixin,), "regressor": (RegressorMixin,)}.get(
         method.estimator_kind, ())
     name = method.estimator or f"{method.name.title()}Estimator"
+
+    def __sklearn_tags__(self):
+        return self._method_tags(super(cls, self).__sklearn_tags__())
+
+    namespace = {}
+    if not method.weights:      # no sample_weight: scikit-learn's checks skip it
+        def fit(self, X, y=None):
+            return MethodEstimator.fit(self, X, y)
+
+        fit.__doc__ = MethodEstimator.fit.__doc__.replace(
+            "        sample_weight : array-like of shape (n_samples,), optional\n"
+            "            Per-sample weights (methods that take them).\n", "")
+        fit.__qualname__ = f"{name}.fit"
+        namespace["fit"] = fit
     cls = type(name, (*mixins, MethodEstimator),
-               {"__init__": init, "method": method, "__module__": __name__,
+               {**namespace, "__init__": init, "method": method, "__module__": __name__,
+                "__sklearn_tags__": __sklearn_tags__,
                 "__doc__": _docstring(method, defaults),
                 "selects_columns": getattr(method.params, "estimator_selects_columns",
                                            True)})
     cls.__qualname__ = name
     init.__qualname__ = f"{name}.__init__"
+    __sklearn_tags__.__qualname__ = f"{name}.__sklearn_tags__"
     return cls
 
 

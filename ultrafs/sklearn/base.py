@@ -383,12 +383,10 @@ class MethodEstimator(SelectorMixin, BaseEstimator):
         coef[:, columns] = self.selected_coef_.reshape(len(columns), n_outputs).T
         return coef
 
-    @available_if(_offers_selection)
     def fit_transform(self, X, y=None, **fit_params):
         """``fit(X, y, **fit_params).transform(X)``."""
         return self.fit(X, y, **fit_params).transform(X)
 
-    @available_if(_offers_selection)
     def transform(self, X):
         """The selected columns of X, or the selected generated features.
 
@@ -510,10 +508,24 @@ class MethodEstimator(SelectorMixin, BaseEstimator):
         return names
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
+        return self._method_tags(super().__sklearn_tags__())
+
+    def _method_tags(self, tags):
+        """scikit-learn's tags as the method says (sparse input, a selector
+        or not, binary only or not); a generated class applies them after
+        its ClassifierMixin's, which would reset the classifier's."""
         tags.input_tags.sparse = True
         if not self.selects_columns:
             tags.transformer_tags = None
         if tags.classifier_tags is not None:
             tags.classifier_tags.multi_class = "multiclass" in self.method.targets
         return tags
+
+
+# scikit-learn wraps the transform and fit_transform a class defines (for
+# set_output) when the class is made, which drops a descriptor: the
+# selector face's condition goes on the wrapped methods
+MethodEstimator.transform = available_if(MethodEstimator._offers_selection)(
+    MethodEstimator.transform)
+MethodEstimator.fit_transform = available_if(MethodEstimator._offers_selection)(
+    MethodEstimator.fit_transform)
