@@ -128,6 +128,12 @@ def _docstring(method, defaults) -> str:
               "verbose : int, default=0", "    > 0: progress on stderr.", "",
               "See :class:`~ultrafs.sklearn.base.MethodEstimator` for the fitted "
               "attributes."]
+    if method.estimator_attributes is not None and method.estimator_attributes.__doc__:
+        import inspect
+
+        own = inspect.cleandoc(method.estimator_attributes.__doc__).replace(
+            "Returns\n-------\ndict\n", "")      # the hook's own section header
+        lines += ["", own]
     return "\n".join(lines)
 
 
