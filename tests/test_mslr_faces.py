@@ -122,9 +122,9 @@ def test_refit_options(zarr_store):
     ({"refit_C": 0.0}, "refit_C must be a number > 0 or 'auto'"),
     ({"refit_C": "best"}, "refit_C must be a number > 0 or 'auto'"),
     ({"refit": False, "refit_C": 2.0},
-     "refit_C is the C of the refit: it needs refit=True"),
+     "refit_C is the C of the refit: it needs refit"),
     ({"inner_tol": 0.0}, "inner_tol must be a number > 0"),
-    ({"gamma": 2.0}, "gamma and coef0 are parameters of the degree-2 kernel"),
+    ({"gamma": 2.0}, "gamma is a parameter of the degree-2 kernel: it applies to poly 2"),
     ({"features": 3}, "MSLRParams has no parameter 'features'"),
     ({"retrain": False}, "retrain was renamed: use refit (--refit)"),
     ({"retrain_C": 2.0}, "retrain_C was renamed: use refit_C (--refit-C)"),
@@ -312,13 +312,15 @@ def test_cli_options(zarr_store, tmp_path):
     (["--checkpoint", "ck"], "--checkpoint applies to --method fgm, not --method mslr"),
     (["--C", "auto"], "C must be a number > 0 or 'scale', got 'auto'"),
     (["--refit-C", "2", "--no-refit"],
-     "refit_C is the C of the refit: it needs refit=True"),
+     "--refit-C is the C of the refit: it needs --refit"),
     (["--refit-C", "-1"], "'-1' is not a number > 0 or 'auto'"),
-    (["--gamma", "2"], "gamma and coef0 are parameters of the degree-2 kernel"),
+    (["--gamma", "2"], "--gamma is a parameter of the degree-2 kernel: it applies to "
+                       "--poly 2"),
     (["--retrain-C", "2"], "--retrain-C was renamed: use --refit-C"),
     (["--no-retrain"], "--no-retrain was renamed"),
     (["--split-seed", "2"], "--split-seed was renamed: use --seed"),
-    (["--n-features-to-select", "3"], "--features was renamed"),
+    (["--n-features-to-select", "3"],
+     "--n-features-to-select applies to --method l1 or gsrfs, not --method mslr"),
 ])
 def test_cli_refusals(zarr_store, argv, message):
     path, _, _ = zarr_store

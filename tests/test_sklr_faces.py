@@ -110,11 +110,11 @@ def test_bad_parameters_are_one_line(moons):
             ({"lambda_ratio": 0}, "lambda_ratio must be a number > 0 and <= 1, got 0"),
             ({"lam": -1.0}, "lam must be a number > 0, got -1.0"),
             ({"basis": "poly"}, "basis must be one of 'rff', 'rbf'"),
-            ({"solver": "sgd", "two_stage": 0.1}, "two-stage"),
+            ({"solver": "sgd", "two_stage": 0.1}, "two_stage runs with solver fista"),
             ({"two_stage": 2.0}, "two_stage must be a number > 0 and <= 1"),
             ({"solver": "cgd", "mfista_scaling": "min"},
-             "mfista_scaling applies to solver='mfista'"),
-            ({"basis": "rbf", "n_components": 9}, "it applies to basis='rff'"),
+             "mfista_scaling applies to solver mfista"),
+            ({"basis": "rbf", "n_components": 9}, "it applies to basis rff"),
             ({"seed": -1}, "seed must be an integer >= 0"),
             ({"lam_ratio": 0.2},
              "lam_ratio was renamed: use lambda_ratio (--lambda-ratio)"),
@@ -224,10 +224,10 @@ def test_cli_select_sklr(moons_files, monkeypatch, tmp_path):
     assert model["params"]["lambda_ratio"] == pytest.approx(0.05)
     for args, text in ((["--B", "5"], "--B applies to --method fgm or mslr, not --method "
                         "sklr"),
-                       (["--basis", "rbf", "--n-components", "9"], "basis='rff'"),
-                       (["--solver", "sgd", "--two-stage", "0.1"], "two-stage"),
+                       (["--basis", "rbf", "--n-components", "9"], "--basis rff"),
+                       (["--solver", "sgd", "--two-stage", "0.1"], "--two-stage runs"),
                        (["--solver", "cgd", "--mfista-scaling", "min"],
-                        "mfista_scaling applies to solver='mfista'"),
+                        "--mfista-scaling applies to --solver mfista"),
                        (["--lam-ratio", "0.2"], "--lam-ratio was renamed: use "
                         "--lambda-ratio"),
                        (["--lambda", "0"], "'--lambda'"),
