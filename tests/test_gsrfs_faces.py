@@ -21,7 +21,7 @@ from sklearn.datasets import dump_svmlight_file, load_digits, make_regression
 from ultrafs.api import fit
 from ultrafs.cli import main
 from ultrafs.errors import ParameterError
-from ultrafs.gsrfs_estimator import GSRFSSelector
+from ultrafs.sklearn import GSRFSSelector
 from ultrafs.methods.gsrfs import fit_gsrfs
 from ultrafs.methods.gsrfs_store import gsrfs_targets
 from ultrafs.model import Model
@@ -230,6 +230,22 @@ def test_estimator_contract_and_inputs():
     assert set(staged.get_support(indices=True)) <= set(candidates)
     with pytest.raises(ParameterError, match="n_features_to_select"):
         GSRFSSelector(0).fit(X, y)
+    # on the one estimator base: the method's parameters, checks and old names
+    from ultrafs.methods.gsrfs_method import GSRFSParams
+    from ultrafs.methods.params import specs_of
+    from ultrafs.sklearn import estimator_class
+    from ultrafs.sklearn.base import MethodEstimator
+
+    assert estimator_class("gsrfs") is GSRFSSelector
+    assert issubclass(GSRFSSelector, MethodEstimator)
+    assert set(specs_of(GSRFSParams)) <= set(GSRFSSelector().get_params())
+    assert not hasattr(est, "predict") and not hasattr(est, "decision_function")
+    with pytest.raises(ParameterError, match="r must be a number"):
+        GSRFSSelector(4, r=3.0).fit(Xr, yr)
+    with pytest.raises(TypeError):
+        GSRFSSelector(4, features=4)
+    np.testing.assert_array_equal(est.get_feature_names_out(),
+                                  [f"x{j}" for j in np.flatnonzero(est.get_support())])
 
 
 # ----------------------------------------------------------------- scaling

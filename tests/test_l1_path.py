@@ -1,5 +1,5 @@
 """The faces of the screened ℓ1-LR path (issue 13): ``ultrafs path``,
-``select --method l1``, :class:`~ultrafs.l1_estimator.L1LogisticRegression`,
+``select --method l1``, :class:`~ultrafs.sklearn.L1LogisticRegression`,
 the API (``fit("l1", ...)``, the method of :mod:`ultrafs.methods.l1_method`)
 and a real ``dask.distributed`` cluster.
 
@@ -22,7 +22,7 @@ from tests.cli_tools import assert_one_line_error, run
 from tests.sparse_problems import sparse_binary_problem
 from ultrafs.api import fit, l1_path
 from ultrafs.errors import ParameterError
-from ultrafs.l1_estimator import L1LogisticRegression
+from ultrafs.sklearn import L1LogisticRegression
 from ultrafs.model import Model
 from ultrafs.store import open_store
 from ultrafs.store.writers.zarr_writer import write_store
@@ -67,7 +67,7 @@ def test_models_match_scikit_learn_saga_with_an_unpenalised_intercept():
     X, y = _problem(1)
     for C in (0.2, 1.0):
         model = L1LogisticRegression(C=C).fit(X, y)
-        ours = _objective_sklearn(X, y, model.coef_.ravel(), model.intercept_[0], C)
+        ours = _objective_sklearn(X, y, model.coef_.ravel(), model.intercept_, C)
         saga = LogisticRegression(C=C, l1_ratio=1.0, solver="saga", tol=1e-10,
                                   max_iter=100_000).fit(X, y)
         theirs = _objective_sklearn(X, y, saga.coef_.ravel(), saga.intercept_[0], C)
@@ -189,7 +189,7 @@ def test_the_method_is_registered_with_the_engine_defaults():
 def test_estimator_selector_contract():
     X, y = _problem(5)
     labels = np.where(y > 0, "spam", "ham")
-    est = L1LogisticRegression(n_features=8, n_lambdas=30)
+    est = L1LogisticRegression(n_features_to_select=8, n_lambdas=30)
     assert clone(est).get_params() == est.get_params()
     est.fit(X, labels)
     assert list(est.classes_) == ["ham", "spam"]
@@ -211,8 +211,11 @@ def test_estimator_on_a_store_equals_the_matrix_fit(zarr_store):
     path, X, y = zarr_store
     on_store = L1LogisticRegression(C=0.5).fit(open_store(path))
     on_matrix = L1LogisticRegression(C=0.5).fit(X, y)
-    np.testing.assert_array_equal(on_store.selected_features_,
-                                  on_matrix.selected_features_)
+    # fitted on a store, selected_features_ are its ids; coef_ spans input columns
+    np.testing.assert_array_equal(
+        on_store.selected_features_ - on_store.model_.params["id_offset"],
+        on_matrix.selected_features_)
+    np.testing.assert_array_equal(on_store.get_support(), on_matrix.get_support())
     np.testing.assert_allclose(on_store.coef_, on_matrix.coef_, rtol=1e-9, atol=1e-12)
 
 

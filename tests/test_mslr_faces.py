@@ -1,5 +1,5 @@
 """The faces of minimax sparse LR (issue 14): ``select --method mslr``,
-:class:`~ultrafs.mslr_estimator.MSLRClassifier`, ``ultrafs.api.fit("mslr", ...)``,
+:class:`~ultrafs.sklearn.MSLRClassifier`, ``ultrafs.api.fit("mslr", ...)``,
 model files, the report, and a real ``dask.distributed`` cluster.
 
 The solver and the cutting plane are tested in ``test_mslr.py`` (T1–T9);
@@ -21,7 +21,7 @@ from tests.sparse_problems import sparse_binary_problem
 from ultrafs import api
 from ultrafs.errors import ParameterError
 from ultrafs.model import Model
-from ultrafs.mslr_estimator import MSLRClassifier
+from ultrafs.sklearn import MSLRClassifier
 from ultrafs.store import open_store
 from ultrafs.store.memory import InMemoryStore
 from ultrafs.store.writers.zarr_writer import write_store
@@ -201,8 +201,11 @@ def test_estimator_selector_and_store(zarr_store):
     path, X, y = zarr_store
     est = MSLRClassifier(B=3, max_iter=3).fit(X, y)
     model = select_mslr(open_store(path), B=3, max_iter=3)
-    columns = np.sort(np.asarray(model.features) - model.params["id_offset"])
-    np.testing.assert_array_equal(est.selected_features_, columns)
+    offset = model.params["id_offset"]
+    columns = np.sort(np.asarray(model.features) - offset)
+    # selected_features_ in the model's order (selection order), as every estimator
+    np.testing.assert_array_equal(est.selected_features_,
+                                  np.asarray(model.features) - offset)
     assert est.transform(X).shape == (X.shape[0], len(columns))
     np.testing.assert_array_equal(np.flatnonzero(est.get_support()), columns)
     assert est.coef_.shape == (1, X.shape[1]) and est.mslr_coef_.shape == (1, X.shape[1])
@@ -210,38 +213,40 @@ def test_estimator_selector_and_store(zarr_store):
                                model.decision_function_store(open_store(path)),
                                rtol=1e-12, atol=1e-12)
     on_store = MSLRClassifier(B=3, max_iter=3).fit(open_store(path))
-    np.testing.assert_array_equal(on_store.selected_features_, columns + 1 - 1)
+    # fitted on a store: its ids; the mask and coef_ are over input columns
+    assert on_store.selected_features_.tolist() == model.features
+    np.testing.assert_array_equal(np.flatnonzero(on_store.get_support()), columns)
+    np.testing.assert_array_equal(on_store.coef_, est.coef_)
+    np.testing.assert_array_equal(on_store.mslr_coef_, est.mslr_coef_)
     assert abs(est.mu_.sum() - 1) < 1e-12 and len(est.constraints_) == len(est.mu_)
 
 
 def test_estimator_attributes_of_the_method(zarr_store):
-    """What ``MSLR.estimator_attributes`` gives is what MSLRClassifier sets,
-    and the estimator generated from the registry has them."""
+    """What ``MSLR.estimator_attributes`` gives is what MSLRClassifier (the
+    estimator generated from the registry) sets."""
     from ultrafs.methods.mslr_method import estimator_attributes
     from ultrafs.sklearn import estimator_class
 
+    assert estimator_class("mslr") is MSLRClassifier
     path, X, y = zarr_store
     for data in (X, open_store(path)):
         target = y if data is X else None
         est = MSLRClassifier(B=3, max_iter=3).fit(data, target)
-        attributes = estimator_attributes(est.model_, est._offset)
-        assert set(attributes) == {"constraints_", "mu_"}
+        offset = est.model_.params["id_offset"] if data is not X else 0
+        attributes = estimator_attributes(est.model_, offset,
+                                          n_features_in=est.n_features_in_)
+        assert set(attributes) == {"constraints_", "mu_", "mslr_coef_"}
+        assert set(estimator_attributes(est.model_, offset)) == {"constraints_", "mu_"}
         assert len(attributes["constraints_"]) == len(est.constraints_)
         for mine, theirs in zip(attributes["constraints_"], est.constraints_):
             np.testing.assert_array_equal(mine, theirs)
         np.testing.assert_array_equal(attributes["mu_"], est.mu_)
-        generated = estimator_class("mslr")(B=3, max_iter=3).fit(data, target)
-        assert generated.model_.features == est.model_.features
-        np.testing.assert_array_equal(generated.mu_, est.mu_)
-        for mine, theirs in zip(generated.constraints_, est.constraints_):
-            np.testing.assert_array_equal(mine, theirs)
+        np.testing.assert_array_equal(attributes["mslr_coef_"], est.mslr_coef_)
         # MSLR's own weights, the refit's (which predict)
-        columns = np.asarray(est.model_.features) - est._offset
-        np.testing.assert_array_equal(generated.selection_coef_,
-                                      est.mslr_coef_[0, columns])
-        np.testing.assert_array_equal(generated.selected_coef_, est.coef_[0, columns])
-        np.testing.assert_allclose(generated.predict_proba(X), est.predict_proba(X),
-                                   rtol=1e-12, atol=1e-12)
+        columns = np.asarray(est.model_.features) - offset
+        np.testing.assert_array_equal(est.selection_coef_, est.mslr_coef_[0, columns])
+        np.testing.assert_array_equal(est.selected_coef_, est.coef_[0, columns])
+        assert np.count_nonzero(est.coef_) <= len(columns)
     with pytest.raises(ParameterError, match="refit_C is the C of the refit"):
         select_mslr(X, y, refit=False, refit_C=2.0)
     # the estimator drops what its other parameters turn off (a search over refit)
@@ -309,11 +314,14 @@ def test_cli_options(zarr_store, tmp_path):
     (["--refit-C", "2", "--no-refit"],
      "--refit-C is the C of the refit: it needs --refit"),
     (["--refit-C", "-1"], "'-1' is not a number > 0 or 'auto'"),
-    (["--gamma", "2"], "--gamma is a parameter of the degree-2 kernel: it applies to --poly 2"),
+    (["--gamma", "2"], "--gamma is a parameter of the degree-2 kernel: it applies to "
+                       "--poly 2"),
     (["--retrain-C", "2"], "--retrain-C was renamed: use --refit-C"),
-    (["--no-retrain"], "--no-retrain was renamed"),
+    (["--no-retrain"], "--no-retrain was renamed: use --no-refit"),
     (["--split-seed", "2"], "--split-seed was renamed: use --seed"),
-    (["--features", "3"], "--features was renamed"),
+    (["--features", "3"], "--features was renamed: use --n-features-to-select"),
+    (["--n-features-to-select", "3"],
+     "--n-features-to-select applies to --method l1 or gsrfs, not --method mslr"),
 ])
 def test_cli_refusals(zarr_store, argv, message):
     path, _, _ = zarr_store

@@ -526,8 +526,7 @@ ALLOWED = {
                 "scoring", "features", "solvers", "model"},
     "datasets": {"errors", "kernels", "store"},
 }
-FACES = {"api", "binary_linear", "cli", "gsrfs_estimator", "l1_estimator",
-         "mslr_estimator", "report", "report_curves", "sklearn", "sklr_estimator"}
+FACES = {"api", "cli", "report", "report_curves", "sklearn"}
 
 
 def _imported_units(path):

@@ -95,6 +95,43 @@ def test_each_estimator_takes_its_methods_parameters(name):
 
 
 @pytest.mark.parametrize("name", BUILT_IN)
+def test_every_estimator_comes_from_ultrafs_sklearn_on_the_one_base(name):
+    """One base serves every method's estimator; ``ultrafs`` and
+    ``ultrafs.sklearn`` export the same class, the one ``estimator_class``
+    gives (generated, or GSR-FS's hand-written ranking selector)."""
+    import ultrafs
+    import ultrafs.sklearn
+    from ultrafs.sklearn import estimator_class
+    from ultrafs.sklearn.base import MethodEstimator
+
+    method = get_method(name)
+    cls = estimator_class(name)
+    assert issubclass(cls, MethodEstimator) and cls.method is method
+    assert getattr(ultrafs, method.estimator) is cls
+    assert getattr(ultrafs.sklearn, method.estimator) is cls
+    assert (cls.__module__ == "ultrafs.sklearn") == (not method.estimator_path)
+    # a selector-only method's estimator does not predict; the others do
+    assert hasattr(cls(), "predict") == (method.estimator_kind != "selector")
+    # only a method that takes weights offers fit(..., sample_weight=)
+    assert ("sample_weight" in inspect.signature(cls.fit).parameters) == method.weights
+
+
+def test_estimator_defaults_that_differ_from_the_methods():
+    """The ℓ1 path's estimator has scikit-learn's C=1.0 (the method's C is
+    None: a count or a C), which a count overrides as before."""
+    from ultrafs.sklearn import L1LogisticRegression
+
+    assert L1LogisticRegression().get_params()["C"] == 1.0
+    assert get_method("l1").params.__dataclass_fields__["C"].default is None
+    X = np.random.default_rng(0).standard_normal((60, 8))
+    y = (X[:, 0] - X[:, 1] > 0).astype(int)
+    by_count = L1LogisticRegression(n_features_to_select=2, n_lambdas=20).fit(X, y)
+    assert by_count.model_.params["n_features_to_select"] == 2
+    by_C = L1LogisticRegression().fit(X, y)
+    assert by_C.C_ == 1.0
+
+
+@pytest.mark.parametrize("name", BUILT_IN)
 def test_select_help_lists_the_methods_options_only(name):
     from ultrafs.cli.method_options import option_name
 

@@ -14,7 +14,7 @@ from ultrafs.cli import main
 from ultrafs.errors import ParameterError
 from ultrafs.features.rff import RandomFourierFeatures
 from ultrafs.model import Model
-from ultrafs.sklr_estimator import SparseKernelLogisticRegression
+from ultrafs.sklearn import SparseKernelLogisticRegression
 from ultrafs.store import as_store
 
 
@@ -86,13 +86,20 @@ def test_rbf_model_keeps_its_support_points(moons, tmp_path):
 
 def test_estimator_matches_the_model(moons):
     Xtr, ytr, Xte, yte = moons
-    est = SparseKernelLogisticRegression(n_components=200, lam_ratio=0.05).fit(Xtr, ytr)
+    est = SparseKernelLogisticRegression(n_components=200, lambda_ratio=0.05).fit(Xtr, ytr)
     decision = est.model_.decision_function_store(as_store(Xte, yte))
     np.testing.assert_array_equal(est.decision_function(Xte), decision)
     assert est.coef_.shape == (1, 200)
     assert set(np.flatnonzero(est.coef_[0])) == set(est.support_.tolist())
     assert est.score(Xte, yte) > 0.85
     assert 0 < est.duality_gap_ <= 1e-6
+    # basis functions mix every input: no selector of input columns
+    for name in ("get_support", "transform", "fit_transform", "inverse_transform",
+                 "get_feature_names_out"):
+        assert not hasattr(est, name)
+        assert not hasattr(SparseKernelLogisticRegression(), name)
+    assert SparseKernelLogisticRegression().__sklearn_tags__().transformer_tags is None
+    assert SparseKernelLogisticRegression().get_params()["random_state"] == 0
 
 
 def test_bad_parameters_are_one_line(moons):
@@ -103,11 +110,11 @@ def test_bad_parameters_are_one_line(moons):
             ({"lambda_ratio": 0}, "lambda_ratio must be a number > 0 and <= 1, got 0"),
             ({"lam": -1.0}, "lam must be a number > 0, got -1.0"),
             ({"basis": "poly"}, "basis must be one of 'rff', 'rbf'"),
-            ({"solver": "sgd", "two_stage": 0.1}, "two-stage"),
+            ({"solver": "sgd", "two_stage": 0.1}, "two_stage runs with solver fista"),
             ({"two_stage": 2.0}, "two_stage must be a number > 0 and <= 1"),
             ({"solver": "cgd", "mfista_scaling": "min"},
-             "mfista_scaling applies to solver='mfista'"),
-            ({"basis": "rbf", "n_components": 9}, "it applies to basis='rff'"),
+             "mfista_scaling applies to solver mfista"),
+            ({"basis": "rbf", "n_components": 9}, "it applies to basis rff"),
             ({"seed": -1}, "seed must be an integer >= 0"),
             ({"lam_ratio": 0.2},
              "lam_ratio was renamed: use lambda_ratio (--lambda-ratio)"),
@@ -173,8 +180,7 @@ def test_summary_lines_and_estimator_attributes(moons):
     Xtr, ytr, _, _ = moons
     store = as_store(Xtr, ytr)
     for basis, options in (("rff", {"n_components": 120}), ("rbf", {"two_stage": 0.1})):
-        # the estimator's keywords are its own (the lead's, until issue 36's face)
-        est = SparseKernelLogisticRegression(basis=basis, lam_ratio=0.05, **options)
+        est = SparseKernelLogisticRegression(basis=basis, lambda_ratio=0.05, **options)
         est.fit(Xtr, ytr)
         attributes = estimator_attributes(est.model_, 0)
         np.testing.assert_array_equal(attributes["_coef"], est.coef_)
@@ -218,10 +224,10 @@ def test_cli_select_sklr(moons_files, monkeypatch, tmp_path):
     assert model["params"]["lambda_ratio"] == pytest.approx(0.05)
     for args, text in ((["--B", "5"], "--B applies to --method fgm or mslr, not --method "
                         "sklr"),
-                       (["--basis", "rbf", "--n-components", "9"], "basis='rff'"),
-                       (["--solver", "sgd", "--two-stage", "0.1"], "two-stage"),
+                       (["--basis", "rbf", "--n-components", "9"], "--basis rff"),
+                       (["--solver", "sgd", "--two-stage", "0.1"], "--two-stage runs"),
                        (["--solver", "cgd", "--mfista-scaling", "min"],
-                        "mfista_scaling applies to solver='mfista'"),
+                        "--mfista-scaling applies to --solver mfista"),
                        (["--lam-ratio", "0.2"], "--lam-ratio was renamed: use "
                         "--lambda-ratio"),
                        (["--lambda", "0"], "'--lambda'"),

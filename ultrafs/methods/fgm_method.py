@@ -432,7 +432,7 @@ def progress_line(record) -> str:
             f"{format_seconds(record['solve_seconds'])})")
 
 
-def estimator_attributes(model, id_offset) -> dict:
+def estimator_attributes(model, id_offset, n_features_in=None) -> dict:
     """FGMClassifier's own fitted attributes: ``C_`` (the C fitted with) and
     ``validation_`` (the held-out curve of ``C="auto"``, else None)."""
     return {"C_": float(model.params["C"]), "validation_": model.params.get("validation")}

@@ -221,7 +221,7 @@ def summary_lines(model, store):
     return lines
 
 
-def estimator_attributes(model, id_offset) -> dict:
+def estimator_attributes(model, id_offset, n_features_in=None) -> dict:
     """Fitted attributes of ``GSRFSSelector`` that its model holds, besides the
     common ones: whether the ranking fit met its stop rule and its relative
     stationarity."""
@@ -239,6 +239,7 @@ GSRFS = register(Method(
     targets=("binary", "multiclass", "continuous"), weights=False, execution=("passes",),
     objective="min_{W,b} sum_i ||x_i W + b - y_i||_2^r + lambda sum_j ||w_j||_2^p "
               "(IRLS, smoothed by a tiny eps)",
-    estimator="GSRFSSelector", estimator_kind="selector", summary_lines=summary_lines,
+    estimator="GSRFSSelector", estimator_kind="selector",
+    estimator_path="ultrafs.sklearn.gsrfs:GSRFSSelector", summary_lines=summary_lines,
     estimator_attributes=estimator_attributes, figures=("objective", "features",
                                                         "accuracy"), order=40))

@@ -69,11 +69,24 @@ class L1Params(Params):
     max_iter: int = param(DEFAULT_MAX_ITER, "Outer iterations of the solver per λ.",
                           kind="int", low=1)
 
+    #: the estimator's C defaults to scikit-learn's 1.0 (the method's to None)
+    estimator_defaults = {"C": 1.0}
+
     def check(self):
         if (self.n_features_to_select is None) == (self.C is None):
             raise SpelledParameterError("--method l1 needs {n_features_to_select} K (the "
                                     "number of nonzero weights) or {C} (the model at "
                                     "that C), not both")
+
+
+    @classmethod
+    def estimator_options(cls, options):
+        """``C`` is ignored when ``n_features_to_select`` is given (the
+        estimator's C has a default)."""
+        options = dict(options)
+        if options.get("n_features_to_select") is not None:
+            options["C"] = None
+        return options
 
 
 def binary_labels(store):
@@ -262,13 +275,15 @@ def progress_line(record) -> str:
             f"{format_seconds(record['seconds_solving'] + record['seconds_kkt'])}")
 
 
-def estimator_attributes(model, id_offset) -> dict:
+def estimator_attributes(model, id_offset, n_features_in=None) -> dict:
     """``L1LogisticRegression``'s fitted attributes besides the common ones:
-    the model's λ and λ_max (paper scaling), ``C_ = 1/(n λ)`` and ``path_``,
-    the path's per-λ records up to the model."""
+    the model's λ and λ_max (paper scaling), ``C_ = 1/(n λ)``, ``path_``,
+    the path's per-λ records up to the model, and ``n_iter_``, the solver's
+    iterations summed over those λ."""
     p = model.params
     return {"lambda_": float(p["lambda"]), "lambda_max_": float(p["lambda_max"]),
-            "C_": float(p["C"]), "path_": list(model.history)}
+            "C_": float(p["C"]), "path_": list(model.history),
+            "n_iter_": sum(int(r.get("solver_iterations", 0)) for r in model.history)}
 
 
 L1 = register(Method(
@@ -282,4 +297,4 @@ L1 = register(Method(
               "(unpenalised intercept c)",
     estimator="L1LogisticRegression", estimator_kind="classifier",
     summary_lines=summary_lines, progress_line=progress_line,
-    estimator_attributes=estimator_attributes, order=10))
+    estimator_attributes=estimator_attributes, probabilistic=True, order=10))

@@ -244,7 +244,7 @@ def progress_line(record) -> str:
             f"{format_seconds(record['solve_seconds'])}")
 
 
-def estimator_attributes(model, id_offset) -> dict:
+def estimator_attributes(model, id_offset, n_features_in=None) -> dict:
     """``MSLRClassifier``'s fitted attributes besides the common ones.
 
     MSLR's own classifier ``v`` (no bias) is the common
@@ -256,13 +256,21 @@ def estimator_attributes(model, id_offset) -> dict:
         ``constraints_``: list of int64 arrays, the columns of every
         constraint ``S_t`` in selection order (store ids less
         ``id_offset``); ``mu_``: ndarray of shape (n_constraints,), their
-        weights (sum 1).
+        weights (sum 1); with linear features and ``n_features_in``,
+        ``mslr_coef_``: ndarray of shape (1, n_features_in), MSLR's own
+        weights over every input column (the common ``coef_`` is the
+        refit's when it predicts).
     """
     import numpy as np
 
-    return {"constraints_": [np.asarray(s, dtype=np.int64) - id_offset
-                             for s in model.params["constraints"]],
-            "mu_": np.asarray(model.params["mu"], dtype=np.float64)}
+    attributes = {"constraints_": [np.asarray(s, dtype=np.int64) - id_offset
+                                   for s in model.params["constraints"]],
+                  "mu_": np.asarray(model.params["mu"], dtype=np.float64)}
+    if n_features_in is not None and model.feature_space.get("kind", "linear") == "linear":
+        coef = np.zeros((1, int(n_features_in)))
+        coef[0, np.asarray(model.features, dtype=np.int64) - id_offset] = model.coef
+        attributes["mslr_coef_"] = coef
+    return attributes
 
 
 MSLR = register(Method(

@@ -70,14 +70,17 @@ class Method:
         The class name of its scikit-learn estimator.
     estimator_kind : {"classifier", "regressor", "selector"}
         How the estimator presents itself to scikit-learn.
+    estimator_path : str
+        ``"module:Name"`` of a hand-written estimator class (a subclass of
+        :class:`~ultrafs.sklearn.base.MethodEstimator`); empty: generated.
     summary_lines : callable, optional
         ``summary_lines(model, store) -> [(name, text), ...]``: the CLI's
         summary after a fit.
     progress_line : callable, optional
         ``progress_line(record) -> str``: one stderr line per iteration.
     estimator_attributes : callable, optional
-        ``estimator_attributes(model, id_offset) -> dict``: fitted
-        attributes of its estimator besides the common ones.
+        ``estimator_attributes(model, id_offset, n_features_in=None) ->
+        dict``: fitted attributes of its estimator besides the common ones.
     probabilistic : bool or None
         Its models give class probabilities (None: as its ``loss``
         parameter's loss does).
@@ -101,6 +104,7 @@ class Method:
     objective: str = ""
     estimator: str = ""
     estimator_kind: str = "classifier"
+    estimator_path: str = ""
     summary_lines: Callable | None = None
     progress_line: Callable | None = None
     estimator_attributes: Callable | None = None

@@ -73,6 +73,10 @@ class SKLRParams(Params):
                              "N x D x 8 bytes fit [default: 1 GiB].", kind="int", low=0,
                              none=True, cli=False)
 
+    #: its features are basis functions mixing every input: the estimator
+    #: is no selector of input columns
+    estimator_selects_columns = False
+
     def check(self):
         if self.basis == "rbf" and self.n_components != _default("n_components"):
             raise SpelledParameterError("{n_components} is the number of random "
@@ -234,7 +238,7 @@ def summary_lines(model, store):
             ("stopped because", model.stop_reason)]
 
 
-def estimator_attributes(model, id_offset) -> dict:
+def estimator_attributes(model, id_offset, n_features_in=None) -> dict:
     """``SparseKernelLogisticRegression``'s fitted attributes besides the
     common ones.
 

@@ -8,6 +8,15 @@ and the run's (``block_size``, ``scheduler``, ``n_jobs``, ``verbose``).
 The class is named by ``Method.estimator`` and importable from here
 (``from ultrafs.sklearn import FGMClassifier``), also for a method
 registered at run time, so estimators pickle by name.
+
+A method's ``Params`` class may say more about its estimator:
+``estimator_defaults`` (a dict: defaults of the estimator that differ
+from the method's, e.g. the ℓ1 path's ``C=1.0``) and
+``estimator_selects_columns`` (False: its features are not computed from
+input columns, so the estimator is no selector of them).  A method whose
+estimator needs more than the base (GSR-FS's ranking selector) names a
+hand-written subclass of the base in ``Method.estimator_path``
+(``"module:Name"``).
 """
 
 from __future__ import annotations
@@ -35,7 +44,7 @@ def estimator_class(method):
     cls = _CLASSES.get(method.name)
     if cls is not None and cls.method is method:
         return cls
-    cls = _make_class(method)
+    cls = _hand_written(method) if method.estimator_path else _make_class(method)
     _CLASSES[method.name] = cls
     return cls
 
@@ -47,6 +56,17 @@ def estimator_classes() -> dict:
     return {m.estimator: estimator_class(m) for m in methods() if m.estimator}
 
 
+def _hand_written(method):
+    """The class ``Method.estimator_path`` names, bound to ``method``."""
+    import importlib
+
+    module, _, name = method.estimator_path.partition(":")
+    cls = getattr(importlib.import_module(module), name)
+    if cls.method is not method:    # the method was registered again
+        cls = type(cls.__name__, (cls,), {"method": method, "__module__": cls.__module__})
+    return cls
+
+
 def _make_class(method):
     from sklearn.base import ClassifierMixin, RegressorMixin
 
@@ -55,6 +75,7 @@ def _make_class(method):
 
     defaults = {estimator_parameter(name): default
                 for name, (default, _) in specs_of(method.params).items()}
+    defaults.update(getattr(method.params, "estimator_defaults", {}))
     defaults.update(RUN_PARAMETERS)
     arguments = ", ".join(f"{name}=_defaults[{name!r}]" for name in defaults)
     body = "".join(f"\n    self.{name} = {name}" for name in defaults) or "\n    pass"
@@ -64,11 +85,29 @@ def _make_class(method):
     mixins = {"classifier": (ClassifierMixin,), "regressor": (RegressorMixin,)}.get(
         method.estimator_kind, ())
     name = method.estimator or f"{method.name.title()}Estimator"
+
+    def __sklearn_tags__(self):
+        return self._method_tags(super(cls, self).__sklearn_tags__())
+
+    namespace = {}
+    if not method.weights:      # no sample_weight: scikit-learn's checks skip it
+        def fit(self, X, y=None):
+            return MethodEstimator.fit(self, X, y)
+
+        fit.__doc__ = MethodEstimator.fit.__doc__.replace(
+            "        sample_weight : array-like of shape (n_samples,), optional\n"
+            "            Per-sample weights (methods that take them).\n", "")
+        fit.__qualname__ = f"{name}.fit"
+        namespace["fit"] = fit
     cls = type(name, (*mixins, MethodEstimator),
-               {"__init__": init, "method": method, "__module__": __name__,
-                "__doc__": _docstring(method, defaults)})
+               {**namespace, "__init__": init, "method": method, "__module__": __name__,
+                "__sklearn_tags__": __sklearn_tags__,
+                "__doc__": _docstring(method, defaults),
+                "selects_columns": getattr(method.params, "estimator_selects_columns",
+                                           True)})
     cls.__qualname__ = name
     init.__qualname__ = f"{name}.__init__"
+    __sklearn_tags__.__qualname__ = f"{name}.__sklearn_tags__"
     return cls
 
 
@@ -79,8 +118,8 @@ def _docstring(method, defaults) -> str:
     lines = [f"{method.display_name}: {method.description} (scikit-learn estimator).",
              "", method.summary, "", "Parameters", "----------"]
     for name, (default, spec) in specs_of(method.params).items():
-        lines += [f"{estimator_parameter(name)} : default={value_text(default)}",
-                  f"    {spec.help}"]
+        name = estimator_parameter(name)
+        lines += [f"{name} : default={value_text(defaults[name])}", f"    {spec.help}"]
     lines += ["block_size : int, default=None", "    Columns per task of a pass.",
               "scheduler : str or distributed.Client, default=None",
               "    Dask scheduler of the passes (threads when None).",
@@ -89,6 +128,12 @@ def _docstring(method, defaults) -> str:
               "verbose : int, default=0", "    > 0: progress on stderr.", "",
               "See :class:`~ultrafs.sklearn.base.MethodEstimator` for the fitted "
               "attributes."]
+    if method.estimator_attributes is not None and method.estimator_attributes.__doc__:
+        import inspect
+
+        own = inspect.cleandoc(method.estimator_attributes.__doc__).replace(
+            "Returns\n-------\ndict\n", "")      # the hook's own section header
+        lines += ["", own]
     return "\n".join(lines)
 
 

@@ -74,6 +74,13 @@ class MethodEstimator(SelectorMixin, BaseEstimator):
 
     method = None
 
+    #: whether the model's features are computed from input columns (linear,
+    #: generated, grouped), so that the estimator is a selector of input
+    #: columns (``get_support``, ``transform``...); False for a kernel basis
+    #: (SKLR's random features or kernel columns mix every input), from the
+    #: method's ``Params.estimator_selects_columns``
+    selects_columns = True
+
     # ------------------------------------------------------------- fit
     def _method_options(self) -> dict:
         """The method's parameters from this estimator's attributes."""
@@ -212,10 +219,18 @@ class MethodEstimator(SelectorMixin, BaseEstimator):
         self.stop_reason_ = model.stop_reason
         if self.method.estimator_attributes is not None:
             offset = self._store_id_offset() if self._fitted_on_store else 0
-            for name, value in self.method.estimator_attributes(model, offset).items():
+            attributes = self.method.estimator_attributes(
+                model, offset, n_features_in=self.n_features_in_)
+            for name, value in attributes.items():
                 setattr(self, name, value)
 
     # ------------------------------------------------------ prediction
+    def _predicts(self) -> bool:
+        """Whether the estimator predicts: not a selector-only method's
+        (``Method.estimator_kind == "selector"``)."""
+        return self.method.estimator_kind != "selector"
+
+    @available_if(_predicts)
     def decision_function(self, X):
         """Decision values ``X[:, selected_features_] @ selected_coef_ + intercept_``.
 
@@ -247,6 +262,7 @@ class MethodEstimator(SelectorMixin, BaseEstimator):
             decision = decision.ravel()
         return decision + self.intercept_
 
+    @available_if(_predicts)
     def predict(self, X):
         """Predicted class labels (classifiers) or values."""
         decision = self.decision_function(X)
@@ -256,7 +272,7 @@ class MethodEstimator(SelectorMixin, BaseEstimator):
             return self.classes_[np.argmax(decision, axis=1)]
         return self.classes_[(decision > 0).astype(int)]
 
-    @available_if(has_probabilistic_loss)
+    @available_if(lambda self: self._predicts() and has_probabilistic_loss(self))
     def predict_proba(self, X):
         """Class probabilities.
 
@@ -274,7 +290,7 @@ class MethodEstimator(SelectorMixin, BaseEstimator):
         positive = expit(decision)
         return np.column_stack([1.0 - positive, positive])
 
-    @available_if(has_probabilistic_loss)
+    @available_if(lambda self: self._predicts() and has_probabilistic_loss(self))
     def predict_log_proba(self, X):
         """Logarithm of :meth:`predict_proba`."""
         from scipy.special import log_softmax
@@ -313,6 +329,29 @@ class MethodEstimator(SelectorMixin, BaseEstimator):
             second.append(int(sources[1]) - offset if len(sources) > 1 else -1)
         return np.asarray(first, dtype=np.int64), np.asarray(second, dtype=np.int64)
 
+    def _offers_selection(self) -> bool:
+        """Whether the selector face applies: the method's features are
+        computed from input columns (not a kernel basis)."""
+        return self.selects_columns
+
+    @available_if(_offers_selection)
+    def get_support(self, indices=False):
+        """Mask (or indices) of the input columns that take part in a
+        selected feature.
+
+        Only for methods whose features are computed from input columns:
+        a kernel basis (SKLR) mixes every input, so it selects none.
+
+        Parameters
+        ----------
+        indices : bool, default=False
+
+        Returns
+        -------
+        support : ndarray of bool of shape (n_features_in_,), or of int
+        """
+        return super().get_support(indices=indices)
+
     def _get_support_mask(self):
         """Input columns that take part in a selected feature."""
         check_is_fitted(self)
@@ -343,6 +382,10 @@ class MethodEstimator(SelectorMixin, BaseEstimator):
         columns, _ = self._source_columns()
         coef[:, columns] = self.selected_coef_.reshape(len(columns), n_outputs).T
         return coef
+
+    def fit_transform(self, X, y=None, **fit_params):
+        """``fit(X, y, **fit_params).transform(X)``."""
+        return self.fit(X, y, **fit_params).transform(X)
 
     def transform(self, X):
         """The selected columns of X, or the selected generated features.
@@ -391,7 +434,8 @@ class MethodEstimator(SelectorMixin, BaseEstimator):
         block = space.materialize_ids(ids, dtype=dtype)
         return block_matrix(block, store.n_samples, len(ids), dtype, like)
 
-    @available_if(lambda self: not hasattr(self, "model_") or self._linear_space())
+    @available_if(lambda self: self._offers_selection() and (
+        not hasattr(self, "model_") or self._linear_space()))
     def inverse_transform(self, X):
         """Put the selected columns back in place, zeros elsewhere (linear
         features).
@@ -406,6 +450,7 @@ class MethodEstimator(SelectorMixin, BaseEstimator):
         """
         return super().inverse_transform(X)
 
+    @available_if(_offers_selection)
     def get_feature_names_out(self, input_features=None):
         """Names of the columns :meth:`transform` returns.
 
@@ -463,8 +508,24 @@ class MethodEstimator(SelectorMixin, BaseEstimator):
         return names
 
     def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
+        return self._method_tags(super().__sklearn_tags__())
+
+    def _method_tags(self, tags):
+        """scikit-learn's tags as the method says (sparse input, a selector
+        or not, binary only or not); a generated class applies them after
+        its ClassifierMixin's, which would reset the classifier's."""
         tags.input_tags.sparse = True
+        if not self.selects_columns:
+            tags.transformer_tags = None
         if tags.classifier_tags is not None:
             tags.classifier_tags.multi_class = "multiclass" in self.method.targets
         return tags
+
+
+# scikit-learn wraps the transform and fit_transform a class defines (for
+# set_output) when the class is made, which drops a descriptor: the
+# selector face's condition goes on the wrapped methods
+MethodEstimator.transform = available_if(MethodEstimator._offers_selection)(
+    MethodEstimator.transform)
+MethodEstimator.fit_transform = available_if(MethodEstimator._offers_selection)(
+    MethodEstimator.fit_transform)

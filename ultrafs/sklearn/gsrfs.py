@@ -1,4 +1,15 @@
-"""scikit-learn face of GSR-FS (seed 002): a feature selector."""
+"""GSR-FS's scikit-learn estimator: a ranking feature selector on the one base.
+
+GSR-FS ranks every column by ``‖w_j‖`` of one fit on all of them, for
+one or several outputs at once; its estimator is a selector (no
+prediction) whose ``transform`` keeps the ``n_features_to_select`` best.
+That count may be a fraction or None (half, scikit-learn's RFE
+convention), and the targets a matrix, which the method's model (the best
+features refit alone, for a store's one target) does not hold: so
+:class:`GSRFSSelector` overrides the base's ``fit`` and selector mask,
+and takes its other parameters, their defaults and checks from
+:class:`~ultrafs.methods.gsrfs_method.GSRFSParams`.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +17,20 @@ import numbers
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator
-from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.multiclass import type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ultrafs.api import fit_gsrfs_store
 from ultrafs.errors import ParameterError
-from ultrafs.methods.gsrfs import DEFAULT_MAX_ITER, DEFAULT_MIN_ITER, encode_targets
-from ultrafs.store import as_store
+from ultrafs.methods.gsrfs_method import GSRFS, GSRFSParams
+from ultrafs.methods.params import specs_of
+from ultrafs.sklearn.base import MethodEstimator
 
 __all__ = ["GSRFSSelector"]
 
+_DEFAULTS = {name: default for name, (default, _) in specs_of(GSRFSParams).items()}
 
-class GSRFSSelector(SelectorMixin, BaseEstimator):
+
+class GSRFSSelector(MethodEstimator):
     """Feature selection by GSR-FS (Peng & Fan): ℓ2,r loss, ℓ2,p row sparsity, IRLS.
 
     Fits ``min_{W,b} Σ_i ‖x_i W + b − y_i‖^r + λ Σ_j ‖w_j‖^p`` (smoothed by a
@@ -36,41 +47,21 @@ class GSRFSSelector(SelectorMixin, BaseEstimator):
         How many features :meth:`transform` keeps: an int, a fraction in
         (0, 1), or None for half (scikit-learn's RFE convention); fewer
         when fewer rows of ``W`` are nonzero.
-    r : float in (0, 2], default=1.0
-        Loss exponent (small: robust to outliers; 2: least squares).
-    p : float in (0, 1], default=0.5
-        Penalty exponent (small: sparser; below 1 nonconvex, a local
-        optimum from the ridge start).
-    lam : float > 0, default=1.0
-        λ, absolute (not divided by the number of samples).
-    fit_intercept : bool, default=True
-        An unpenalised bias per output (the paper has none).
-    eps : float, optional
-        The smoothing ε (None: ``1e-10`` times the mean squared target
-        row for the loss, ``(1e-12 max‖w_j‖)²`` for the penalty).
-    tol : float, optional
-        Tolerance of the ``stop`` rule (None: 1e-3 for the stationarity
-        certificate, 1e-4 for the paper's relative objective change).
-    stop : {"stationarity", "objective"}, default="stationarity"
-    max_iter, min_iter : int
-    solve : {"auto", "primal", "woodbury"}, default="auto"
-    accelerate : bool or None, default=None
-        Safeguarded extrapolation of the IRLS steps (False: the paper's
-        Algorithm 1; None: on with the stationarity stop, off with the
-        paper's objective stop).
-    candidates : None, "auto" or int, default=None
-        The two-stage mode: the engine's streamed multi-class scores
-        propose this many candidates and IRLS ranks them (see
-        :func:`ultrafs.methods.gsrfs.fit_gsrfs_two_stage`); None: IRLS on
-        every feature.
-    scale : {"auto", "std", "none"}, default="auto"
-        "std": rank on columns divided by their standard deviation (the
-        paper z-scores; the centring is the intercept's, sparse input
-        stays sparse); "none": as given; "auto": "std" except in the
-        two-stage mode.  ``coef_`` is in the input's units, ``scores_`` in
-        the scaled ones.
-    block_size, scheduler : optional
-        Of the streamed passes.
+    r, p, lam, fit_intercept, eps, tol, stop, max_iter, min_iter, solve, \
+accelerate, candidates, scale, in_memory_bytes
+        As :class:`~ultrafs.methods.gsrfs_method.GSRFSParams` (the same
+        defaults and domains; ``ultrafs select --method gsrfs --help``
+        describes them).  ``coef_`` is in the input's units, ``scores_``
+        in the scaled ones (``scale="std"``).
+    block_size : int, default=None
+        Columns per task of the streamed passes.
+    scheduler : str or distributed.Client, default=None
+        Dask scheduler of those passes.
+    n_jobs : int, default=None
+        Threads or processes of a local scheduler; results do not depend on it.
+    verbose : int, default=0
+        Accepted for the common estimator interface (GSR-FS reports no
+        per-iteration progress).
 
     Attributes
     ----------
@@ -89,15 +80,23 @@ class GSRFSSelector(SelectorMixin, BaseEstimator):
         Whether the stop rule was met.
     stationarity_ : float
     stop_reason_ : str
+    history_ : list of dict
+        One record per IRLS iteration.
     result_ : ultrafs.methods.gsrfs.GSRFSResult
     n_features_in_ : int
     """
 
-    def __init__(self, n_features_to_select=None, *, r=1.0, p=0.5, lam=1.0,
-                 fit_intercept=True, eps=None, tol=None, stop="stationarity",
-                 max_iter=DEFAULT_MAX_ITER, min_iter=DEFAULT_MIN_ITER, solve="auto",
-                 accelerate=None, candidates=None, scale="auto", block_size=None,
-                 scheduler=None):
+    method = GSRFS
+
+    def __init__(self, n_features_to_select=None, *, r=_DEFAULTS["r"],
+                 p=_DEFAULTS["p"], lam=_DEFAULTS["lam"],
+                 fit_intercept=_DEFAULTS["fit_intercept"], eps=_DEFAULTS["eps"],
+                 tol=_DEFAULTS["tol"], stop=_DEFAULTS["stop"],
+                 max_iter=_DEFAULTS["max_iter"], min_iter=_DEFAULTS["min_iter"],
+                 solve=_DEFAULTS["solve"], accelerate=_DEFAULTS["accelerate"],
+                 candidates=_DEFAULTS["candidates"], scale=_DEFAULTS["scale"],
+                 in_memory_bytes=_DEFAULTS["in_memory_bytes"], block_size=None,
+                 scheduler=None, n_jobs=None, verbose=0):
         self.n_features_to_select = n_features_to_select
         self.r = r
         self.p = p
@@ -112,8 +111,11 @@ class GSRFSSelector(SelectorMixin, BaseEstimator):
         self.accelerate = accelerate
         self.candidates = candidates
         self.scale = scale
+        self.in_memory_bytes = in_memory_bytes
         self.block_size = block_size
         self.scheduler = scheduler
+        self.n_jobs = n_jobs
+        self.verbose = verbose
 
     def fit(self, X, y):
         """Rank the features of ``X`` for the targets ``y``.
@@ -128,29 +130,38 @@ class GSRFSSelector(SelectorMixin, BaseEstimator):
         -------
         self : GSRFSSelector
         """
-        X, y = validate_data(self, X, y, accept_sparse="csc", dtype=[np.float64, np.float32],
-                             multi_output=True, y_numeric=False)
+        from ultrafs.methods.gsrfs import encode_targets
+        from ultrafs.methods.gsrfs_store import fit_gsrfs_store
+        from ultrafs.store import as_store
+
+        X, y = validate_data(self, X, y, accept_sparse="csc",
+                             dtype=[np.float64, np.float32], multi_output=True,
+                             y_numeric=False)
         kind = type_of_target(y, input_name="y", raise_unknown=True)
         if kind in ("binary", "multiclass"):
             Y, self.classes_ = encode_targets(np.asarray(y), "multiclass")
         elif kind in ("continuous", "continuous-multioutput", "multiclass-multioutput",
                       "multilabel-indicator"):
-            Y, self.classes_ = encode_targets(np.asarray(y, dtype=np.float64), "continuous")
+            Y, self.classes_ = encode_targets(np.asarray(y, dtype=np.float64),
+                                              "continuous")
         else:
             raise ValueError(f"GSRFSSelector needs class labels or real targets; "
                              f"the target is {kind}")
-        self._check_count(X.shape[1])
+        self._check_count()
+        n = X.shape[1]
+        options = {name: getattr(self, name) for name in _DEFAULTS}
+        options["n_features_to_select"] = self._n_selected(n)
+        params = GSRFSParams.from_options(options)      # the method's checks
         store = as_store(sp.csc_matrix(X) if sp.issparse(X) else X,
                          np.zeros(X.shape[0]), target="none")
         result = fit_gsrfs_store(
-            store, Y, r=self.r, p=self.p, lam=self.lam,
-            fit_intercept=bool(self.fit_intercept), eps=self.eps, tol=self.tol,
-            stop=self.stop, max_iter=self.max_iter, min_iter=self.min_iter,
-            solve=self.solve, accelerate=self.accelerate, candidates=self.candidates,
-            scale=self.scale,
-            features=self._n_selected(X.shape[1]), block_size=self.block_size,
-            scheduler=self.scheduler)
-        n = X.shape[1]
+            store, Y, r=params.r, p=params.p, lam=params.lam,
+            fit_intercept=params.fit_intercept, eps=params.eps, tol=params.tol,
+            stop=params.stop, max_iter=params.max_iter, min_iter=params.min_iter,
+            solve=params.solve, candidates=params.candidates,
+            n_features_to_select=params.n_features_to_select,
+            accelerate=params.accelerate, scale=params.scale,
+            in_memory_bytes=params.in_memory_bytes, **self._execution().passes())
         ranking = np.full(n, len(result.ranking) + 1, dtype=np.int64)
         ranking[result.ranking] = np.arange(1, len(result.ranking) + 1)
         self.ranking_ = ranking
@@ -160,16 +171,25 @@ class GSRFSSelector(SelectorMixin, BaseEstimator):
         scores[rows] = result.row_norms
         coef[rows] = result.coef
         self.scores_ = scores
-        self.coef_ = np.ascontiguousarray(coef.T)
+        self._coef = np.ascontiguousarray(coef.T)
         self.intercept_ = np.asarray(result.intercept, dtype=np.float64)
         self.n_iter_ = int(result.n_iter)
         self.converged_ = bool(result.converged)
         self.stationarity_ = float(result.stationarity)
         self.stop_reason_ = result.stop_reason
+        self.history_ = [{k: v for k, v in h.items() if v is not None}
+                         for h in result.history]
         self.result_ = result
         return self
 
-    def _check_count(self, n_features):
+    @property
+    def coef_(self):
+        """``Wᵀ`` of the fit on every feature (zeros outside the
+        candidates), shape (n_outputs, n_features_in_)."""
+        check_is_fitted(self, "ranking_")
+        return self._coef
+
+    def _check_count(self):
         k = self.n_features_to_select
         ok = k is None or (isinstance(k, numbers.Integral) and not isinstance(k, bool)
                            and k >= 1) \
@@ -187,6 +207,10 @@ class GSRFSSelector(SelectorMixin, BaseEstimator):
             return min(int(k), n_features)
         return max(1, int(k * n_features))
 
+    # the selector face: the best-ranked columns (there is no model_)
+    def _linear_space(self):
+        return True
+
     def _get_support_mask(self):
         check_is_fitted(self, "ranking_")
         k = self._n_selected(self.n_features_in_)
@@ -194,8 +218,26 @@ class GSRFSSelector(SelectorMixin, BaseEstimator):
         mask[self.result_.ranking[:k]] = True
         return mask
 
+    def transform(self, X):
+        """The ``n_features_to_select`` best-ranked columns of X.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features_in_)
+
+        Returns
+        -------
+        X_selected : ndarray or sparse matrix of shape (n_samples, n_selected)
+            ``X[:, get_support()]`` (sparse stays sparse).
+        """
+        return super(MethodEstimator, self).transform(X)
+
+    def get_feature_names_out(self, input_features=None):
+        """Names of the columns :meth:`transform` keeps (``x0``, ``x1``...
+        or the input's)."""
+        return super(MethodEstimator, self).get_feature_names_out(input_features)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.sparse = True
         tags.target_tags.required = True
         return tags
