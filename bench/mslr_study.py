@@ -40,7 +40,7 @@ peak RSS is its own, unless only one part is asked for):
   25,001–50,000 the test store; k ∈ {50, 100, 200, 300}, r = B = k/10,
   T = 10; liblinear on the train rows as scipy CSR (int32 indices).
 
-Methods: ``ultrafs.api.select_mslr(C=10, tol=0, retrain=False)`` (the
+Methods: ``ultrafs.api.fit("mslr", C=10, tol=0, refit=False)`` (the
 paper's C, β = 5/3, q0 = 0.01; tol = 0 turns off the violation stop so that
 T_m iterations run unless a top-r set repeats; subproblem_tol 1e-4, the
 default); ``ultrafs.api.select(C=10.0, tol=0.0)`` (FGM, logistic loss,
@@ -245,15 +245,15 @@ def _mslr_extra(model):
 
 
 def mslr_per_k(problem, ks, design):
-    """One select_mslr per k with (r, T_m) = design(k)."""
-    from ultrafs.api import select_mslr
+    """One MSLR fit (``api.fit("mslr")``) per k with (r, T_m) = design(k)."""
+    from ultrafs.api import fit
 
     rows = []
     for k in ks:
         r, T = design(k)
         started = time.perf_counter()
-        model = select_mslr(problem.store, B=r, C=MSLR_C, max_iter=T, tol=0.0,
-                            retrain=False)
+        model = fit("mslr", problem.store, B=r, C=MSLR_C, max_iter=T, tol=0.0,
+                    refit=False)
         seconds = time.perf_counter() - started
         rows.append(row(problem, "mslr", f"r={r},T_m={T}", k, model.features, seconds,
                         r=r, T_m=T, **_mslr_extra(model)))
@@ -261,13 +261,13 @@ def mslr_per_k(problem, ks, design):
 
 
 def mslr_prefix(problem, ks, r, method="mslr"):
-    """One select_mslr with r fixed and T_m = max k / r; k = r·t read off
+    """One MSLR fit with r fixed and T_m = max k / r; k = r·t read off
     the union of the first t constraints (= the run with T_m = t)."""
-    from ultrafs.api import select_mslr
+    from ultrafs.api import fit
 
     T = int(np.ceil(max(ks) / r))
     started = time.perf_counter()
-    model = select_mslr(problem.store, B=r, C=MSLR_C, max_iter=T, tol=0.0, retrain=False)
+    model = fit("mslr", problem.store, B=r, C=MSLR_C, max_iter=T, tol=0.0, refit=False)
     wall = time.perf_counter() - started
     hist = model.history
     rows = []
@@ -329,14 +329,14 @@ def fgm_prefix(problem, ks, B):
 
 def l1_ultrafs(problem, ks):
     """One screened ℓ1 path to max k; the first λ with ≥ k nonzeros per k."""
-    from ultrafs.api import _binary_labels
+    from ultrafs.methods.l1_method import binary_labels
     from ultrafs.methods.l1_path import fit_l1_path
     from ultrafs.methods.slores import slores_statistics
     from ultrafs.store import as_store
 
     store = as_store(problem.store)
     started = time.perf_counter()
-    labels = _binary_labels(store)
+    labels = binary_labels(store)
     stats = slores_statistics(store, labels)
     stat_seconds = time.perf_counter() - started
     grid = stats.lambda_max * np.geomspace(0.95, L1_MIN_RATIO, L1_GRID)
@@ -428,9 +428,9 @@ def warm():
 def warm_on(problem):
     """Short runs of every method on the part's first problem (not timed):
     kernels specialised for its store and sizes are compiled or loaded."""
-    from ultrafs.api import select, select_mslr
+    from ultrafs.api import fit, select
 
-    select_mslr(problem.store, B=2, max_iter=2, tol=0.0, retrain=False)
+    fit("mslr", problem.store, B=2, max_iter=2, tol=0.0, refit=False)
     select(problem.store, B=2, C=FGM_C, max_iter=2, tol=0.0)
     fgm_prefix(problem, [2, 4], 2)
     l1_ultrafs(problem, [2])

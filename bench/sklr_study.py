@@ -35,14 +35,14 @@ its peak RSS is its own, unless one set only is asked for):
    RFF matrix (``op.columns``), scored by the same certificate.  Two-stage
    (ratio 0.1, the library's :func:`~ultrafs.solvers.two_stage.two_stage`
    started from the stage-1 solution already computed) for fista and cgd.
-   One ``select_sklr`` call (cgd, 0.1 λ_max, no intercept) checks that the
+   One ``api.fit("sklr")`` call (cgd, 0.1 λ_max, no intercept) checks that the
    API gives the same model and the same test accuracy as the low-level
    run.
 2. *Intercept*: cgd with ``fit_intercept=True`` (its own λ_max) on the
    ``--intercept-sets``.
 3. *Model size against accuracy*: sparse kernel LR (cgd, and two-stage cgd)
    at the four ratios and at 0.02 λ_max (cgd only); exact-RBF sparse kernel
-   LR (``select_sklr(basis="rbf")``, cgd) on the ``--rbf-sets``; linear FGM
+   LR (``api.fit("sklr", basis="rbf")``, cgd) on the ``--rbf-sets``; linear FGM
    (``ultrafs.api.select``, B = k/10, T = 10, defaults otherwise: logistic
    loss, C = "scale", intercept) at k ∈ {10, 20, 50, 100, 200} (k ≤ the
    number of inputs); scikit-learn ``SVC(kernel="rbf", gamma=1/σ², C=1)``
@@ -390,11 +390,11 @@ def study_set(name, args):
                   f"{rows[-1]['stage1_accuracy']:.4f} -> {rows[-1]['accuracy']:.4f}, "
                   f"nnz {rows[-1]['nnz']}", flush=True)
 
-    # API check: select_sklr must give the low-level cgd model
+    # API check: api.fit("sklr") must give the low-level cgd model
     check_ratio = 0.1 if 0.1 in args.ratios else args.ratios[0]
-    model, cpu, wall = timed(lambda: api.select_sklr(
-        Xtr, ytr, basis="rff", n_components=rff.D, seed=SEED, solver="cgd",
-        lam_ratio=check_ratio, fit_intercept=False))
+    model, cpu, wall = timed(lambda: api.fit(
+        "sklr", Xtr, ytr, basis="rff", n_components=rff.D, seed=SEED, solver="cgd",
+        lambda_ratio=check_ratio, fit_intercept=False))
     api_acc = model.evaluate_store(as_store(Xte, yte))["accuracy"]
     low = next(r for r in rows if r["part"] == "solver" and r["method"] == "cgd"
                and r["ratio"] == check_ratio)
@@ -432,9 +432,9 @@ def study_set(name, args):
     if name in args.rbf_sets:
         test_store = as_store(Xte, yte)
         for ratio in args.ratios:
-            model, cpu, wall = timed(lambda: api.select_sklr(
-                Xtr, ytr, basis="rbf", sigma=rff.sigma, solver="cgd", lam_ratio=ratio,
-                fit_intercept=False))
+            model, cpu, wall = timed(lambda: api.fit(
+                "sklr", Xtr, ytr, basis="rbf", sigma=rff.sigma, solver="cgd",
+                lambda_ratio=ratio, fit_intercept=False))
             p = model.params
             rows.append({"set": name, "part": "rbf", "method": "cgd_rbf", "ratio": ratio,
                          "cpu": cpu, "wall": wall, "n_iter": p["n_iter"],
@@ -670,7 +670,7 @@ def report(doc):
                    else ")") for r in rs) + " |")
         out.append("")
     out.append("## Checks and products\n")
-    out.append("| set | select_sklr vs low-level CGD (acc, objective, nnz) |")
+    out.append("| set | api.fit(sklr) vs low-level CGD (acc, objective, nnz) |")
     out.append("|---|---|")
     for s, res in doc["sets"].items():
         a = res["info"]["api_check"]

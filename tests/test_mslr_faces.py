@@ -160,18 +160,14 @@ def test_mslr_defaults_are_the_engine_defaults():
     assert defaults["fit_intercept"] == refit["fit_intercept"].default
 
 
-def test_the_old_api_spelling_is_the_same_fit(zarr_store):
-    """``api.select_mslr`` (kept while the old faces call it) translates the
-    keywords issue 36 renamed and gives ``fit``'s model."""
+def test_the_old_keywords_are_refused_with_the_new_name(zarr_store):
+    """The keywords issue 36 renamed are refused in one line naming the new one."""
     path, _, _ = zarr_store
     store = open_store(path)
-    old = api.select_mslr(store, B=3, max_iter=2, retrain_C="auto", subproblem_tol=1e-5,
-                          retrain_intercept=False, seed=2)
-    _same(old, select_mslr(store, B=3, max_iter=2, refit_C="auto", inner_tol=1e-5,
-                           fit_intercept=False, seed=2))
-    assert old.params["inner_tol"] == 1e-5 and "subproblem_tol" not in old.params
-    plain = api.select_mslr(store, B=3, max_iter=2, retrain=False)
-    assert plain.refit is None
+    for old, new in (("retrain_C", "refit_C"), ("subproblem_tol", "inner_tol"),
+                     ("retrain_intercept", "fit_intercept"), ("retrain", "refit")):
+        with pytest.raises(ParameterError, match=f"{old} was renamed: use {new}"):
+            select_mslr(store, B=3, max_iter=2, **{old: 1})
 
 
 def test_multiclass_data_is_refused():

@@ -128,18 +128,12 @@ def test_bad_parameters_are_one_line(moons):
         select_sklr(Xtr, np.arange(len(Xtr)) % 3)
 
 
-def test_the_old_api_spelling_is_the_same_fit(moons):
-    """``api.select_sklr`` (kept while the old faces call it) translates the
-    keywords issue 36 renamed and gives ``fit``'s model."""
+def test_the_old_keywords_are_refused_with_the_new_name(moons):
+    """The keywords issue 36 renamed are refused in one line naming the new one."""
     Xtr, ytr, _, _ = moons
-    old = api.select_sklr(Xtr, ytr, n_components=64, solver="mfista", lam_ratio=0.2,
-                          scaling="hessian")
-    new = select_sklr(Xtr, ytr, n_components=64, solver="mfista", lambda_ratio=0.2,
-                      mfista_scaling="hessian")
-    assert old.features == new.features and old.intercept == new.intercept
-    np.testing.assert_array_equal(old.coef, new.coef)
-    assert old.params["lambda_ratio"] == pytest.approx(0.2)
-    assert "lam_ratio" not in old.params
+    for old, new in (("lam_ratio", "lambda_ratio"), ("scaling", "mfista_scaling")):
+        with pytest.raises(ParameterError, match=f"{old} was renamed: use {new}"):
+            select_sklr(Xtr, ytr, n_components=64, **{old: 0.2})
 
 
 def test_lam_overrides_the_ratio(moons):

@@ -76,6 +76,15 @@ def fit_all(out_path):
     classes = np.searchsorted(np.unique(classes), classes).astype(np.int64)
     small_X, small_y = X[:1000], y[:1000]
 
+    def method(name, data, labels, **options):
+        """``api.fit(name, ...)``; a tree from before issue 36 (no ``api.fit``)
+        through its ``select_<name>`` with the old keyword names."""
+        if hasattr(api, "fit"):
+            return api.fit(name, data, labels, **options)
+        if "n_features_to_select" in options:
+            options["features"] = options.pop("n_features_to_select")
+        return getattr(api, f"select_{name}")(data, labels, **options)
+
     def l1_path(prefix):
         path = api.l1_path(X, y, n_lambdas=8, lambda_min_ratio=0.05, **sync)
         for k in range(len(path.lambdas)):
@@ -90,16 +99,17 @@ def fit_all(out_path):
         ("fgm_squared_hinge", lambda: api.select(X, y, B=4, C=1.0, max_iter=3,
                                                  loss="squared-hinge", **sync)),
         ("l1_path", None),
-        ("mslr", lambda: api.select_mslr(X, y, B=5, C=1.0, max_iter=3, **sync)),
-        ("sklr_cgd", lambda: api.select_sklr(small_X, small_y, n_components=200, seed=0,
-                                             solver="cgd")),
-        ("sklr_fista", lambda: api.select_sklr(small_X, small_y, n_components=200, seed=0,
-                                               solver="fista")),
-        ("sklr_two_stage", lambda: api.select_sklr(small_X, small_y, n_components=200,
-                                                   seed=0, solver="cgd", two_stage=0.1)),
-        ("gsrfs", lambda: api.select_gsrfs(X, y, features=10, lam=1.0, **sync)),
-        ("gsrfs_objective_stop", lambda: api.select_gsrfs(X, y, features=10, lam=1.0,
-                                                          stop="objective", **sync)),
+        ("mslr", lambda: method("mslr", X, y, B=5, C=1.0, max_iter=3, **sync)),
+        ("sklr_cgd", lambda: method("sklr", small_X, small_y, n_components=200, seed=0,
+                                    solver="cgd")),
+        ("sklr_fista", lambda: method("sklr", small_X, small_y, n_components=200, seed=0,
+                                      solver="fista")),
+        ("sklr_two_stage", lambda: method("sklr", small_X, small_y, n_components=200,
+                                          seed=0, solver="cgd", two_stage=0.1)),
+        ("gsrfs", lambda: method("gsrfs", X, y, n_features_to_select=10, lam=1.0, **sync)),
+        ("gsrfs_objective_stop", lambda: method("gsrfs", X, y, n_features_to_select=10,
+                                                lam=1.0, stop="objective", **sync)),
+        ("l1_select", lambda: method("l1", X, y, n_features_to_select=12, **sync)),
     ]
     for name, run in runs:
         try:                     # a method that fails is recorded, not fatal

@@ -11,8 +11,6 @@ into a :class:`~ultrafs.model.Model`.  :func:`select` is FGM's spelling.
 
 from __future__ import annotations
 
-import numpy as np
-
 from ultrafs.errors import ParameterError
 from ultrafs.methods.execution import Execution
 from ultrafs.methods.registry import get_method
@@ -21,8 +19,7 @@ from ultrafs.store import as_store
 from ultrafs.model import Model
 
 __all__ = ["fit", "select", "execution_of", "class_weight_values", "l1_path",
-           "select_l1", "path_to_dict", "select_mslr", "select_sklr",
-           "select_gsrfs", "fit_gsrfs_store"]
+           "path_to_dict"]
 
 #: the keywords of an :class:`Execution` that the faces accept loose
 EXECUTION_KEYWORDS = ("scheduler", "num_workers", "block_size", "progress", "callback",
@@ -107,13 +104,6 @@ def select(data, y=None, *, sample_weight=None, execution=None, **options) -> Mo
                **options)
 
 
-def _classification_targets(store):
-    from ultrafs.methods.targets import classification_targets
-
-    return classification_targets(store)
-
-
-# --------------------------------------------------------------- ℓ1 paths
 def l1_path(data, y=None, **options):
     """The whole ℓ1-LR path of ``data`` (``ultrafs path``): see
     :func:`ultrafs.methods.l1_method.l1_path`."""
@@ -122,62 +112,8 @@ def l1_path(data, y=None, **options):
     return whole_path(data, y, **options)
 
 
-def _binary_labels(store):
-    """±1 labels of a binary store; one line for anything else."""
-    y, n_classes = _classification_targets(store)
-    if n_classes is not None:
-        raise ParameterError(
-            f"ℓ1 logistic regression needs two classes; the data has {n_classes}")
-    return np.asarray(y, dtype=np.float64)
-
-
-def select_l1(data, y=None, *, features=None, **options) -> Model:
-    """``fit("l1", ...)`` (:mod:`ultrafs.methods.l1_method`); ``features`` is the
-    old name of ``n_features_to_select``, taken until every face is on the registry."""
-    if features is not None:
-        options["n_features_to_select"] = features
-    return fit("l1", data, y, **options)
-
-
 def path_to_dict(path, store, *, command=None) -> dict:
     """The JSON form of an ℓ1-LR path: :func:`ultrafs.methods.l1_method.path_to_dict`."""
     from ultrafs.methods.l1_method import path_to_dict as to_dict
 
     return to_dict(path, store, command=command)
-
-
-# ------------------------------------------------------------ MSLR, SKLR
-def select_mslr(data, y=None, **options) -> Model:
-    """``fit("mslr", ...)``, kept while faces still call it: minimax sparse
-    LR (:mod:`ultrafs.methods.mslr_method`), its keywords renamed by issue
-    36 (``retrain``, ``retrain_C``, ``retrain_intercept``,
-    ``subproblem_tol``) translated."""
-    from ultrafs.methods.mslr_method import OLD_KEYWORDS
-
-    return fit("mslr", data, y, **{OLD_KEYWORDS.get(k, k): v for k, v in options.items()})
-
-
-def select_sklr(data, y=None, **options) -> Model:
-    """``fit("sklr", ...)``, kept while faces still call it: sparse kernel LR
-    (:mod:`ultrafs.methods.sklr_method`), its keywords renamed by issue 36
-    (``lam_ratio``, ``scaling``) translated."""
-    from ultrafs.methods.sklr_method import OLD_KEYWORDS
-
-    return fit("sklr", data, y, **{OLD_KEYWORDS.get(k, k): v for k, v in options.items()})
-
-
-def fit_gsrfs_store(store, Y, *, features=50, **options):
-    """:func:`ultrafs.methods.gsrfs_store.fit_gsrfs_store`; ``features`` is the old
-    name of ``n_features_to_select``, taken until every face is on the registry."""
-    from ultrafs.methods.gsrfs_store import fit_gsrfs_store as fit_store
-
-    return fit_store(store, Y, n_features_to_select=features, **options)
-
-
-def select_gsrfs(data, y=None, *, features=50, **options) -> Model:
-    """``fit("gsrfs", ...)`` (:mod:`ultrafs.methods.gsrfs_method`); ``features`` is
-    the old name of ``n_features_to_select`` and None means the default, taken
-    until every face is on the registry."""
-    options = {name: value for name, value in options.items() if value is not None}
-    options.setdefault("n_features_to_select", features)
-    return fit("gsrfs", data, y, **options)

@@ -4,7 +4,6 @@ as a table on a terminal, else the scores alone on stderr."""
 from __future__ import annotations
 
 import os
-import re
 import time
 
 import click

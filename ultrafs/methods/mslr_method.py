@@ -14,18 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ultrafs.errors import ParameterError
 from ultrafs.methods.params import SpelledParameterError, Params, param, specs_of
 from ultrafs.methods.registry import Method, register
 
 __all__ = ["MSLRParams", "MSLRFit", "MSLR", "fit", "to_model", "summary_lines",
-           "progress_line", "estimator_attributes", "OLD_KEYWORDS"]
-
-#: the Python keywords of ``api.select_mslr`` and ``MSLRClassifier`` the
-#: vocabulary renamed (issue 36), old -> new
-OLD_KEYWORDS = {"retrain": "refit", "retrain_C": "refit_C",
-                "retrain_intercept": "fit_intercept", "subproblem_tol": "inner_tol"}
-
+           "progress_line", "estimator_attributes"]
 
 @dataclass
 class MSLRParams(Params):

@@ -13,16 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ultrafs.errors import ParameterError
 from ultrafs.methods.params import SpelledParameterError, Params, param, specs_of
 from ultrafs.methods.registry import Method, register
 
 __all__ = ["SKLRParams", "SKLR", "fit", "to_model", "summary_lines",
-           "estimator_attributes", "OLD_KEYWORDS"]
-
-#: the Python keywords of ``api.select_sklr`` the vocabulary renamed
-#: (issue 36), old -> new
-OLD_KEYWORDS = {"lam_ratio": "lambda_ratio", "scaling": "mfista_scaling"}
+           "estimator_attributes"]
 
 #: the solvers (:data:`ultrafs.solvers.l1_solvers.L1_SOLVERS`, checked by a test)
 SOLVERS = ("fista", "mfista", "cgd", "sgd")
