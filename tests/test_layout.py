@@ -19,27 +19,12 @@ installed as ``ultrafs.kernels``); they are scanned once, as
 from __future__ import annotations
 
 import ast
-import fnmatch
 import os
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = "ultrafs"
 MAX_LINES = 800
-
-#: Files not checked YET (issue 36): other engineers are rewriting them
-#: concurrently; the lead removes these exemptions when the branches merge.
-#: Patterns are relative to the repository root (fnmatch).
-NOT_CHECKED_YET = (
-    "ultrafs/*_estimator.py",         # lead
-)
-
-#: Kernel files not checked YET (issue 36): none left.
-KERNELS_NOT_CHECKED_YET = ()
-
-#: Uses of another engineer's private names that follow their rename at
-#: merge (issue 36): ``(importing file, "module.name")`` -> the new name.
-PENDING_RENAMES: dict[tuple[str, str], str] = {}
 
 #: Private names of third-party libraries that ultrafs uses on purpose:
 #: ``(importing file, "module.name")`` -> why. Anything else fails.
@@ -60,10 +45,6 @@ GETATTR_PRIVATE: dict[tuple[str, str], str] = {
     # kept pool whose worker died is replaced instead of reused
     ("ultrafs/scoring/scheduling.py", "_broken"): "a broken process pool is replaced",
 }
-
-
-def _exempt(rel: str, patterns) -> bool:
-    return any(fnmatch.fnmatch(rel, pattern) for pattern in patterns)
 
 
 def _module_files() -> dict[str, Path]:
@@ -191,8 +172,6 @@ def _scan(current: str, where: str, source: str):
 def _checked_files():
     for module, path in sorted(MODULES.items()):
         rel = _rel(path)
-        if _exempt(rel, NOT_CHECKED_YET + KERNELS_NOT_CHECKED_YET):
-            continue
         yield module, path
 
 
@@ -207,11 +186,6 @@ def _all_uses():
 
 def test_no_module_uses_a_private_name_of_another():
     ours, _ = _all_uses()
-    pending = [(where, what) for where, what in ours
-               if (where.split(":")[0], what) in PENDING_RENAMES]
-    ours = [use for use in ours if use not in pending]
-    stale = sorted(set(PENDING_RENAMES) - {(w.split(":")[0], x) for w, x in pending})
-    assert not stale, f"PENDING_RENAMES lists uses that are gone: {stale}"
     assert not ours, "private names of other ultrafs modules:\n" + "\n".join(
         f"  {where}: {what}" for where, what in ours)
 
@@ -258,8 +232,6 @@ def test_no_file_is_too_long():
     long = []
     for _, path in sorted(MODULES.items()):
         rel = _rel(path)
-        if _exempt(rel, NOT_CHECKED_YET + KERNELS_NOT_CHECKED_YET):
-            continue
         n_lines = len(path.read_text().splitlines())
         if n_lines > MAX_LINES:
             long.append(f"  {rel}: {n_lines} lines")

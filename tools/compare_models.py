@@ -48,8 +48,18 @@ def _load():
     return X, y
 
 
+def _feature_array(features):
+    """Feature ids as an int64 array: plain ids as they are; pairs (degree 2,
+    groups) as rows ``[j, k]``, a single id padded with -1."""
+    if all(isinstance(f, (int, np.integer)) for f in features):
+        return np.asarray(features, dtype=np.int64)
+    rows = [[int(f), -1] if isinstance(f, (int, np.integer))
+            else [int(v) for v in f] + [-1] * (2 - len(f)) for f in features]
+    return np.asarray(rows, dtype=np.int64).reshape(-1, 2)
+
+
 def _model_arrays(prefix, model, out):
-    out[f"{prefix}/features"] = np.asarray(model.features)
+    out[f"{prefix}/features"] = _feature_array(model.features)
     out[f"{prefix}/coef"] = np.asarray(model.coef, dtype=np.float64)
     out[f"{prefix}/intercept"] = np.atleast_1d(np.asarray(model.intercept, dtype=np.float64))
     refit = getattr(model, "refit", None)
@@ -57,7 +67,7 @@ def _model_arrays(prefix, model, out):
         out[f"{prefix}/refit_coef"] = np.asarray(refit.get("coef", []), dtype=np.float64)
         out[f"{prefix}/refit_intercept"] = np.atleast_1d(
             np.asarray(refit.get("intercept", 0.0), dtype=np.float64))
-    history = (model.params or {}).get("history") or []
+    history = getattr(model, "history", None) or []
     objectives = [h.get("objective") for h in history if isinstance(h, dict)
                   and h.get("objective") is not None]
     if objectives:
@@ -98,6 +108,12 @@ def fit_all(out_path):
         ("fgm_multiclass", lambda: api.select(X, classes, B=5, C=1.0, max_iter=3, **sync)),
         ("fgm_squared_hinge", lambda: api.select(X, y, B=4, C=1.0, max_iter=3,
                                                  loss="squared-hinge", **sync)),
+        ("fgm_C_auto", lambda: api.select(small_X, small_y, B=4, C="auto", cv=3,
+                                          max_iter=3, refit=True, **sync)),
+        ("fgm_poly2", lambda: api.select(small_X, small_y, B=5, max_iter=3, poly=2,
+                                         **sync)),
+        ("fgm_weighted", lambda: api.select(X, y, B=5, max_iter=3,
+                                            class_weight="balanced", **sync)),
         ("l1_path", None),
         ("mslr", lambda: method("mslr", X, y, B=5, C=1.0, max_iter=3, **sync)),
         ("sklr_cgd", lambda: method("sklr", small_X, small_y, n_components=200, seed=0,
