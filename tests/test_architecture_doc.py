@@ -9,6 +9,10 @@
   Templates (``ultrafs/store/<name>.py``) are not paths.
 * A name written after a path in one code span (``path.py: name, other``,
   ``tests/x.py::test_name``) occurs in that file.
+* Every other code name exists in the code (``ultrafs/``, ``kernels/``,
+  ``tests/``, ``tools/``): an inline span that is a name or a call
+  (``Model.save``, ``api.fit(method, ...)``: each dotted part), and in the
+  diagrams each word shaped like code (``snake_case``, ``CamelCase``).
 """
 import re
 from pathlib import Path
@@ -110,6 +114,43 @@ def long_lines(text):
             if len(line) > MAX_LINE]
 
 
+_CALL = re.compile(r"([A-Za-z_][\w.]*)(\(.*\))?")
+_CODE_WORD = re.compile(r"\b(?:[A-Za-z]\w*_\w*|[A-Z][a-z0-9]+[A-Z]\w*)\b")
+
+
+def code_names(text):
+    """The code names a markdown text uses, outside ``path: name`` spans.
+
+    Parameters
+    ----------
+    text : str
+        Markdown source.
+
+    Returns
+    -------
+    set of str
+        Each dotted part of an inline span that is a name or a call, and
+        each ``snake_case`` / ``CamelCase`` word of the fenced blocks
+        (paths removed).
+    """
+    names = set()
+    for block in _FENCE.findall(text):
+        names |= set(_CODE_WORD.findall(re.sub(r"\S+\.(?:py|md)\b", "", block)))
+    for code in _SPAN.findall(_FENCE.sub("", text)):
+        match = _CALL.fullmatch(code.strip())
+        if match is not None:
+            names |= {part for part in match.group(1).split(".") if part}
+    return names
+
+
+def code_words():
+    """Every word of the Python sources of the repository's code and tests."""
+    files = [p for p in (REPO / "ultrafs").rglob("*.py") if "kernels" not in p.parts]
+    for folder in ("kernels", "tests", "tools"):
+        files += (REPO / folder).glob("*.py")
+    return {w for path in files for w in re.findall(r"\w+", path.read_text())}
+
+
 def test_the_checks_catch_what_they_should():
     text = ("ok `ultrafs/api.py` and `methods/fgm.py: fit_fgm`, template\n"
             "`ultrafs/store/<name>.py`, gone `tests/nope_nope.py`, `kernels/gone.py`\n"
@@ -122,6 +163,8 @@ def test_the_checks_catch_what_they_should():
     assert span_names("tests/test_recipes.py::test_layers_point_one_way") == (
         "tests/test_recipes.py", ["test_layers_point_one_way"])
     assert span_names("ultrafs/api.py") is None
+    sample = "`Model.save` `api.fit(a, b)` `--loss` `x: y`\n```\nfit_fgm ──▶ TopK  a b\n```\n"
+    assert code_names(sample) == {"Model", "save", "api", "fit", "fit_fgm", "TopK"}
 
 
 def test_no_line_is_over_the_limit():
@@ -145,3 +188,8 @@ def test_names_after_a_path_are_in_that_file():
         absent += [f"{path}: {n}" for n in names
                    if not re.search(rf"\b{re.escape(n)}\b", source)]
     assert absent == []
+
+
+def test_every_code_name_exists():
+    words = code_words()
+    assert sorted(code_names(DOC.read_text()) - words) == []
