@@ -15,7 +15,7 @@ is a :class:`~ultrafs.store.base.ColumnStore`, which is all
 take (``tests/test_recipe_store.py`` checks each).  Opening one from a
 *path* (``ultrafs select --data DIR``) would need
 ``ultrafs/store/detect.py`` to recognise ``meta.json`` (there is no store
-registry); see docs/recipe_counts.md.
+registry); see docs/ARCHITECTURE.md ("Files a new member touches").
 """
 
 from __future__ import annotations

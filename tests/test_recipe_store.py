@@ -14,7 +14,7 @@ object, by every face that takes a store object:
 
 Opening it from a path (the CLI's ``--data DIR``, ``open_store``) is
 refused: ``ultrafs/store/detect.py`` knows the built-in layouts only
-(docs/recipe_counts.md counts that file).
+(docs/ARCHITECTURE.md counts that file).
 """
 
 from __future__ import annotations
