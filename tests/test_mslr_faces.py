@@ -145,10 +145,13 @@ def test_mslr_defaults_are_the_engine_defaults():
     import inspect
 
     from ultrafs.methods.mslr import DEFAULT_RETRAIN_C, fit_mslr, retrain
-    from ultrafs.methods.mslr_method import OLD_KEYWORDS, MSLRParams
+    from ultrafs.methods.mslr_method import MSLRParams
     from ultrafs.methods.params import specs_of
 
-    engine = {OLD_KEYWORDS.get(n, n): p.default
+    # the engine keeps the names the vocabulary replaced (Spec.old)
+    renamed = {old: new for new, (_, spec) in specs_of(MSLRParams).items()
+               for old in spec.old if not old.startswith("--")}
+    engine = {renamed.get(n, n): p.default
               for n, p in inspect.signature(fit_mslr).parameters.items()}
     defaults = {name: default for name, (default, _) in specs_of(MSLRParams).items()}
     shared = [name for name in defaults if name in engine]

@@ -149,9 +149,12 @@ def test_sklr_defaults_are_the_engine_defaults():
 
     from ultrafs.methods.params import specs_of
     from ultrafs.methods.sklr import fit_sklr
-    from ultrafs.methods.sklr_method import OLD_KEYWORDS, SKLRParams
+    from ultrafs.methods.sklr_method import SKLRParams
 
-    engine = {OLD_KEYWORDS.get(n, n): p.default
+    # the engine keeps the names the vocabulary replaced (Spec.old)
+    renamed = {old: new for new, (_, spec) in specs_of(SKLRParams).items()
+               for old in spec.old if not old.startswith("--")}
+    engine = {renamed.get(n, n): p.default
               for n, p in inspect.signature(fit_sklr).parameters.items()}
     defaults = {name: default for name, (default, _) in specs_of(SKLRParams).items()}
     shared = [name for name in defaults if name in engine]
