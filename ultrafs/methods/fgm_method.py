@@ -17,6 +17,8 @@ from typing import Any
 from ultrafs.errors import ParameterError
 from ultrafs.methods.params import SpelledParameterError, Params, param
 from ultrafs.methods.registry import Method, register
+from ultrafs.methods.space_params import (check_degree_two, coef0_param, gamma_param,
+                                          poly_param)
 
 __all__ = ["FGMParams", "FGM", "FGMFit", "fit", "to_model", "plain_stop_reason"]
 
@@ -58,12 +60,9 @@ class FGMParams(Params):
                               "reference; squared hinge, two classes, at most 5,000 "
                               "rows).", kind="choice", words=("auto", "apg", "newton",
                                                               "mkl"))
-    poly: int = param(1, "2: select among all degree-2 polynomial features (linear, "
-                      "squares, crosses) generated on the fly.", kind="int", low=1,
-                      cli_type="poly")
-    gamma: float = param(1.0, "γ of the degree-2 kernel (γ x'z + r)^2.", low=0,
-                         low_open=True)
-    coef0: float = param(1.0, "r of the degree-2 kernel.", low=0)
+    poly: int = poly_param()
+    gamma: float = gamma_param()
+    coef0: float = coef0_param()
     groups: Any = param(None, "Select groups of features (B groups per iteration): "
                         "FEATURE_ID GROUP_ID per line (a feature may be in several "
                         "groups), or .npy / .parquet (docs/GROUPS.md).", kind="any",
@@ -121,10 +120,7 @@ class FGMParams(Params):
             raise SpelledParameterError("{cv} K chooses C on K folds: it needs {C} auto")
         if self.validation_fraction is not None and self.C != "auto":
             raise SpelledParameterError("{validation_fraction} chooses C: it needs {C} auto")
-        for name in ("gamma", "coef0"):
-            if self.poly != 2 and getattr(self, name) != 1.0:
-                raise SpelledParameterError("{%s} is a parameter of the degree-2 kernel: it "
-                                        "applies to {poly} 2" % name)
+        check_degree_two(self)
         self.kernel_options()
 
     @classmethod

@@ -16,6 +16,8 @@ from typing import Any
 
 from ultrafs.methods.params import SpelledParameterError, Params, param, specs_of
 from ultrafs.methods.registry import Method, register
+from ultrafs.methods.space_params import (check_degree_two, coef0_param, gamma_param,
+                                          poly_param)
 
 __all__ = ["MSLRParams", "MSLRFit", "MSLR", "fit", "to_model", "summary_lines",
            "progress_line", "estimator_attributes"]
@@ -53,12 +55,9 @@ class MSLRParams(Params):
                                 "itself has none).", kind="bool",
                                 option="--fit-intercept/--no-intercept",
                                 old=("retrain_intercept",))
-    poly: int = param(1, "2: select among all degree-2 polynomial features (linear, "
-                      "squares, crosses) generated on the fly.", kind="int", low=1,
-                      cli_type="poly")
-    gamma: float = param(1.0, "γ of the degree-2 kernel (γ x'z + r)^2.", low=0,
-                         low_open=True)
-    coef0: float = param(1.0, "r of the degree-2 kernel.", low=0)
+    poly: int = poly_param()
+    gamma: float = gamma_param()
+    coef0: float = coef0_param()
     seed: int = param(0, "Seed of the coordinate sweeps' row orders and of the held-out "
                       "split of --refit-C auto.", kind="int", low=0,
                       old=("--split-seed",))
@@ -66,10 +65,7 @@ class MSLRParams(Params):
     def check(self):
         if not self.refit and self.refit_C != _default("refit_C"):
             raise SpelledParameterError("{refit_C} is the C of the refit: it needs {refit}")
-        for name in ("gamma", "coef0"):
-            if self.poly != 2 and getattr(self, name) != 1.0:
-                raise SpelledParameterError("{%s} is a parameter of the degree-2 kernel: it "
-                                        "applies to {poly} 2" % name)
+        check_degree_two(self)
 
     @classmethod
     def estimator_options(cls, options):
