@@ -136,34 +136,48 @@ class SelectCommand(click.Command):
 
     def method_params(self, name):
         """The options of ``select --method name``: the common ones, the
-        method's, the run's it uses, then the hidden others."""
-        from ultrafs.methods.registry import get_method, method_names, methods
+        method's, the run's it uses, then the hidden others (made once per
+        method and registry content: click compares them by identity while
+        it parses)."""
+        from ultrafs.methods.registry import method_names, methods
 
         if name not in method_names():
             name = DEFAULT_METHOD
-        method = get_method(name)
-        common = _common_options(method_names())
-        own = method_options(method)
-        taken = {o.name for o in common + own}
-        run = _run_options()
-        shown_run = [run[n] for feature in method.execution
-                     for n in RUN_FEATURES[feature]]
-        hidden_run = []
-        for feature, names in RUN_FEATURES.items():
-            if feature in method.execution:
-                continue
-            for n in names:
-                option = run[n]
-                option.hidden = True
-                option.applies_to = [m.name for m in methods() if feature in m.execution]
-                hidden_run.append(option)
-        extra = [] if "validation_fraction" in taken else [_hold_out_option()]
-        taken |= {o.name for o in shown_run + hidden_run + extra}
-        others = other_options(method, methods(), taken)
-        flags = {f for o in common + own + shown_run + hidden_run + extra + others
-                 for f in o.opts + o.secondary_opts}
-        return (common + own + extra + shown_run + hidden_run + others
-                + old_options(methods(), flags))
+        key = (name, tuple(id(m) for m in methods()))
+        cache = self.__dict__.setdefault("_method_params", {})
+        if key not in cache:
+            cache.clear()
+            cache[key] = _method_params(name)
+        return cache[key]
+
+
+def _method_params(name):
+    """The options of ``select --method name`` (see ``SelectCommand``)."""
+    from ultrafs.methods.registry import get_method, method_names, methods
+
+    method = get_method(name)
+    common = _common_options(method_names())
+    own = method_options(method)
+    taken = {o.name for o in common + own}
+    run = _run_options()
+    shown_run = [run[n] for feature in method.execution
+                 for n in RUN_FEATURES[feature]]
+    hidden_run = []
+    for feature, names in RUN_FEATURES.items():
+        if feature in method.execution:
+            continue
+        for n in names:
+            option = run[n]
+            option.hidden = True
+            option.applies_to = [m.name for m in methods() if feature in m.execution]
+            hidden_run.append(option)
+    extra = [] if "validation_fraction" in taken else [_hold_out_option()]
+    taken |= {o.name for o in shown_run + hidden_run + extra}
+    others = other_options(method, methods(), taken)
+    flags = {f for o in common + own + shown_run + hidden_run + extra + others
+             for f in o.opts + o.secondary_opts}
+    return (common + own + extra + shown_run + hidden_run + others
+            + old_options(methods(), flags))
 
 
 def _sniff_method(args):
