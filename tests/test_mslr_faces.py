@@ -110,6 +110,7 @@ def test_refit_options(zarr_store):
     assert no_bias.params["refit_C_rule"] == "given"
     scaled = select_mslr(store, B=3, max_iter=2, C="scale")
     assert scaled.params["C_rule"] == "scale"
+    assert plain.params["C_rule"] == "default"          # the paper's C = 10, not given
 
 
 @pytest.mark.parametrize("kwargs, message", [

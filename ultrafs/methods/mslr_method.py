@@ -120,7 +120,7 @@ def fit(store, targets, params: MSLRParams, execution) -> MSLRFit:
     labels = np.asarray(targets.y, dtype=np.float64)
     features = make_feature_space(store, poly=params.poly, gamma=params.gamma,
                                   coef0=params.coef0)
-    C, C_rule = params.C, "given"
+    C, C_rule = params.C, "default" if params.is_default("C") else "given"
     if C == "scale":
         C_rule = "scale"
         C = default_C(features, **execution.passes())

@@ -233,6 +233,10 @@ class Params:
             raise ParameterError(_unknown_name(cls, name, specs))
         return cls(**options)
 
+    def is_default(self, name: str) -> bool:
+        """Whether parameter ``name`` holds its default value."""
+        return getattr(self, name) == specs_of(type(self))[name][0]
+
     @classmethod
     def estimator_options(cls, options: dict) -> dict:
         """The options a scikit-learn estimator passes (its attributes):
