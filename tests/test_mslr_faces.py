@@ -263,7 +263,7 @@ def test_summary_and_progress_lines(zarr_store):
     lines = dict(summary_lines(model, store))
     assert lines["features selected"].startswith(f"{len(model.features)} of 6 (--B 3 x "
                                                  "--max-iter 2)")
-    assert lines["C"] == "10 (given)" and lines["stopped because"] == model.stop_reason
+    assert lines["C"] == "10 (default)" and lines["stopped because"] == model.stop_reason
     assert "chosen on held-out rows" in lines["refit"]
     assert "refit" not in dict(summary_lines(select_mslr(store, B=3, max_iter=2,
                                                          refit=False), store))
