@@ -388,8 +388,10 @@ statistics, callback, memory_budget
     Returns
     -------
     L1Path
-        Every point solved, in decreasing λ; each record has ``phase``
-        (``"grid"``, ``"extension"`` or ``"bisection"``).  ``index`` is the
+        Every point solved, in decreasing λ; each record also has
+        ``extension`` and ``bisection`` (True: solved in step 2, or 3; both
+        False: a point of the grid) and ``deviance_explained`` (1 − loss /
+        the intercept-only loss).  ``index`` is the
         model's position, ``stop_reason`` one line on why the search stopped.
     """
     p = store.n_features
@@ -418,7 +420,9 @@ statistics, callback, memory_budget
     def solve(lam, phase):
         record, columns, coef, intercept = solver.step(float(lam))
         loss = record["objective"] - record["lambda"] * float(np.abs(coef).sum())
-        record = dict(record, phase=phase, deviance_explained=1.0 - loss / null_loss)
+        record = dict(record, extension=phase == "extension",
+                      bisection=phase == "bisection",
+                      deviance_explained=1.0 - loss / null_loss)
         points.append((record, columns, coef, intercept))
         if callback is not None:
             callback(record)
