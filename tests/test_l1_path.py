@@ -329,8 +329,9 @@ def test_count_search_on_colon_cancer_matches_a_fine_path(colon):
     least 13 has 14, with at least 20 has 21),
     k inside the default grid, and k that needs λ below λ_max/10 (30, 35):
     at most k nonzeros, as many as a fine unscreened reference path reaches
-    without passing k, the reference's support at that count, and the
-    optimality conditions verified densely on all 2,000 columns."""
+    without passing k, the reference's support at that count, the model of
+    an unscreened solve at the model's λ, and the optimality conditions
+    verified densely on all 2,000 columns."""
     from ultrafs.methods.l1_path import fit_l1_count, fit_l1_path, log_lambda_grid
 
     X, y = colon
@@ -353,6 +354,13 @@ def test_count_search_on_colon_cancer_matches_a_fine_path(colon):
         if same.size:   # the reference's first point with that count: same support
             np.testing.assert_array_equal(path.columns[path.index],
                                           fine.columns[same[0]])
+        # an unscreened solve at the model's λ (the fine path may miss the
+        # count: a bisection finds counts between its points)
+        alone = fit_l1_path(store, y, screening="none", tol=1e-9,
+                            lambdas=[model["lambda"]])
+        np.testing.assert_array_equal(path.columns[path.index], alone.columns[0])
+        np.testing.assert_allclose(path.coefs[path.index], alone.coefs[0], rtol=0,
+                                   atol=1e-4 * np.abs(alone.coefs[0]).max())
         for record in path.records:
             assert record["kkt"] <= 1e-6 and record["kkt_violations_left"] == 0
         _kkt_holds(X, y, model["lambda"], path.coefs[path.index],
