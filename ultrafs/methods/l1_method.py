@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ultrafs.errors import ParameterError
 from ultrafs.methods.params import SpelledParameterError, Params, param
 from ultrafs.methods.registry import Method, register
 
@@ -166,9 +165,6 @@ def fit(store, targets, params: L1Params, execution) -> L1Fit:
               "callback": execution.callback}
     k = params.n_features_to_select
     if k is not None:
-        if k > store.n_features:
-            raise ParameterError(f"n_features_to_select is {k}, but the data has "
-                                 f"{store.n_features} columns")
         path = fit_l1_count(store, labels, n_nonzero=k, n_lambdas=params.n_lambdas,
                             lambda_min_ratio=params.lambda_min_ratio,
                             lambda_max_ratio=params.lambda_max_ratio, **solver)
