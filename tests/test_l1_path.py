@@ -401,3 +401,27 @@ def test_count_search_independent_of_blocks_and_scheduler(colon):
     assert a.index == b.index
     np.testing.assert_array_equal(a.columns[a.index], b.columns[b.index])
     np.testing.assert_allclose(a.coefs[a.index], b.coefs[b.index], rtol=1e-10, atol=0)
+
+
+@pytest.mark.parametrize("screening", ["slores", "strong"])
+@pytest.mark.parametrize("sequential", [True, False])
+def test_count_search_same_model_under_every_rule(screening, sequential):
+    """The bisection restores the rule's reference (sequential) or keeps λ_max
+    (basic): each rule gives the unscreened search's model, certified."""
+    from ultrafs.methods import l1_method
+    from ultrafs.methods.l1_path import fit_l1_count
+
+    X, y = _problem(5)
+    store = InMemoryStore(X.tocsc(), y)
+    plain = fit_l1_count(store, y, n_nonzero=9, screening="none", n_lambdas=20)
+    path = fit_l1_count(store, y, n_nonzero=9, screening=screening,
+                        sequential=sequential, n_lambdas=20)
+    assert [r["nnz"] for r in path.records] == [r["nnz"] for r in plain.records]
+    assert path.records[path.index]["nnz"] <= 9
+    np.testing.assert_array_equal(path.columns[path.index], plain.columns[plain.index])
+    np.testing.assert_allclose(path.coefs[path.index], plain.coefs[plain.index],
+                               rtol=1e-4, atol=1e-8)
+    assert all(r["kkt"] <= 1e-6 for r in path.records)
+    lines = [l1_method.progress_line(r) for r in path.records]
+    assert any("(bisection)" in line for line in lines) == any(
+        r["bisection"] for r in path.records)

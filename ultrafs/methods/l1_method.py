@@ -271,7 +271,11 @@ def progress_line(record) -> str:
     """One stderr line per λ of the path."""
     from ultrafs.scoring.progress import format_seconds
 
-    return (f"λ/λ_max {record['ratio']:.3f}: {record['nnz']:,} nonzero, "
+    how = (" (bisection)" if record.get("bisection") else
+           " (below the grid)" if record.get("extension") else "")
+    ratio = record["ratio"]     # below 0.01 (a count's extension): 3 digits
+    return (f"λ/λ_max {ratio:{'.3f' if ratio >= 0.01 else '.3g'}}{how}: "
+            f"{record['nnz']:,} nonzero, "
             f"{record['kept']:,} kept, objective {record['objective']:.6g}, "
             f"{record['kkt_violations_found']} violators re-added, "
             f"{format_seconds(record['seconds_solving'] + record['seconds_kkt'])}")
