@@ -367,11 +367,11 @@ CASES = [
          ["--refit-C is the C of the refit: it needs --refit"]),
     Case("select-cv-without-C-auto", SELECT + ["--data", "{r}/train.zarr", "--cv", "3"],
          2, ["--cv K chooses C on K folds: it needs --C auto"]),
-    Case("select-l1-more-features-than-the-path-reaches",
+    Case("select-l1-more-features-than-columns",
          ["select", "--method", "l1", "--n-features-to-select", "1000", "--data",
           "{r}/train.zarr",
-          "--out", "{r}/l1.json"], 1, ["fewer than the 1000 asked for",
-                                       "--lambda-min-ratio"]),
+          "--out", "{r}/l1.json"], 1, ["1000 nonzero weights asked for, but the data "
+                                       "has 40 columns"]),
     # ---- select --method mslr (issue 14)
     Case("select-mslr-with-fgm-option", ["select", "--method", "mslr", "--cv", "3",
                                          "--data", "{r}/train.zarr"], 2,

@@ -75,18 +75,21 @@ def test_models_match_scikit_learn_saga_with_an_unpenalised_intercept():
         assert ours == pytest.approx(theirs, rel=1e-6)
 
 
-def test_select_by_feature_count_stops_at_the_first_lambda():
+def test_select_by_feature_count_returns_at_most_that_many():
     X, y = _problem(2)
     model = fit("l1", X, y, n_features_to_select=5, n_lambdas=40)
-    assert len(model.features) >= 5
+    assert len(model.features) == 5
     assert model.params["method"] == "l1"
-    assert all(r["nnz"] < 5 for r in model.history[:-1])
     assert model.history[-1]["nnz"] == len(model.features)
     assert model.params["n_features_to_select"] == 5
     restored = Model.from_dict(json.loads(json.dumps(model.to_dict())))
     np.testing.assert_array_equal(restored.coef, model.coef)
-    with pytest.raises(ParameterError, match="fewer than the 10000 asked for"):
+    # more than the columns: refused in one line; as many: never a failure
+    with pytest.raises(ParameterError, match="^10000 nonzero weights asked for, but "
+                                             "the data has 300 columns$"):
         fit("l1", X, y, n_features_to_select=10_000, n_lambdas=5)
+    everything = fit("l1", X, y, n_features_to_select=X.shape[1], n_lambdas=5)
+    assert 0 < len(everything.features) <= X.shape[1]
     with pytest.raises(ParameterError, match="needs n_features_to_select K .* or C .*, not both"):
         fit("l1", X, y, n_features_to_select=5, C=1.0)
     with pytest.raises(ParameterError, match="needs n_features_to_select K .* or C .*, not both"):
@@ -127,7 +130,7 @@ def test_lambdas_above_lambda_max_give_the_null_model():
 
 
 def test_the_method_is_the_engine_path_bit_for_bit():
-    """fit("l1") returns the engine's model at the first λ with K nonzeros, or at
+    """fit("l1") returns the engine's model of the count search, or at
     the end of the short path to C, exactly (the code moved from api.py)."""
     from ultrafs.methods import l1_path as engine
     from ultrafs.methods.l1_method import L1_C_PATH_POINTS
@@ -137,14 +140,15 @@ def test_the_method_is_the_engine_path_bit_for_bit():
     store = InMemoryStore(X.tocsc(), y)
     labels = store.read_labels()
     model = fit("l1", store, n_features_to_select=6, n_lambdas=30, sequential=False)
-    path = engine.fit_l1_path(store, labels, n_lambdas=30, stop_at_nnz=6,
-                              sequential=False)
-    k = path.first_with(6)
+    path = engine.fit_l1_count(store, labels, n_nonzero=6, n_lambdas=30,
+                               sequential=False)
+    k = path.index
     assert model.features == [int(v) for v in store.feature_ids(path.columns[k])]
     np.testing.assert_array_equal(model.coef, path.coefs[k])
     assert model.intercept == path.intercepts[k]
     assert [(r["lambda"], r["nnz"], r["objective"]) for r in model.history] == [
         (r["lambda"], r["nnz"], r["objective"]) for r in path.records[:k + 1]]
+    assert model.stop_reason == path.stop_reason
     stats = slores_statistics(store, labels)
     C = 1.0 / (len(y) * 0.3 * stats.lambda_max)
     by_C = fit("l1", store, C=C, screening="strong")
@@ -285,3 +289,139 @@ def test_path_on_a_local_cluster_equals_synchronous(zarr_store, local_cluster_cl
         assert a["objective"] == b["objective"]
         np.testing.assert_array_equal(ca, cb)
         np.testing.assert_array_equal(wa, wb)
+
+
+# ------------------------------------------------ the count search (issue 37)
+@pytest.fixture(scope="module")
+def colon(data_dir):
+    """colon-cancer (62 × 2,000, dense): a real p ≫ n problem."""
+    from sklearn.datasets import load_svmlight_file
+
+    X, y = load_svmlight_file(str(data_dir / "colon-cancer.svm.bz2"))
+    return X.tocsc(), np.where(y > 0, 1.0, -1.0)
+
+
+def _kkt_holds(X, y, lam, coef, intercept, columns, tol=1e-5):
+    """The optimality conditions of the ℓ1-logistic problem at ``lam``,
+    computed densely on every column (independent of the engine's check)."""
+    beta = np.zeros(X.shape[1])
+    beta[columns] = coef
+    f = X @ beta + intercept
+    residual = -y / (1.0 + np.exp(y * f))         # d loss / d f_i
+    grad = np.asarray(X.T @ residual).ravel() / len(y)
+    zero = beta == 0
+    assert abs(residual.sum() / len(y)) <= tol * lam
+    assert np.all(np.abs(grad[zero]) <= lam * (1 + tol))
+    np.testing.assert_allclose(grad[~zero], -lam * np.sign(beta[~zero]),
+                               rtol=0, atol=tol * lam)
+
+
+def test_the_path_command_keeps_its_linear_grid(colon):
+    """``ultrafs path`` is unchanged: the paper's linear grid, 0.95 … 0.10."""
+    X, y = colon
+    path = l1_path(X, y)
+    np.testing.assert_allclose(path.lambdas / path.lambda_max,
+                               np.linspace(0.95, 0.10, 86), rtol=1e-12)
+
+
+def test_count_search_on_colon_cancer_matches_a_fine_path(colon):
+    """For k the old linear grid overshot (13 and 20: its first λ with at
+    least 13 has 14, with at least 20 has 21),
+    k inside the default grid, and k that needs λ below λ_max/10 (30, 35):
+    at most k nonzeros, as many as a fine unscreened reference path reaches
+    without passing k, the reference's support at that count, the model of
+    an unscreened solve at the model's λ, and the optimality conditions
+    verified densely on all 2,000 columns."""
+    from ultrafs.methods.l1_path import fit_l1_count, fit_l1_path, log_lambda_grid
+
+    X, y = colon
+    store = InMemoryStore(X, y)
+    linear = fit_l1_path(store, y)
+    assert linear.records[linear.first_with(13)]["nnz"] > 13      # the old overshoot
+    assert linear.records[linear.first_with(20)]["nnz"] > 20
+    assert linear.records[-1]["nnz"] < 30                          # below λ_max/10
+    fine = fit_l1_path(store, y, screening="none", tol=1e-9,
+                       lambdas=log_lambda_grid(linear.lambda_max, 1200, 1e-3, 0.999))
+    counts = np.array([r["nnz"] for r in fine.records])
+    for k in (1, 5, 13, 20, 30, 35):
+        path = fit_l1_count(store, y, n_nonzero=k)
+        model = path.records[path.index]
+        assert model["nnz"] <= k
+        reachable = counts[counts <= k].max()
+        assert model["nnz"] >= reachable, (k, model["nnz"], reachable)
+        assert model["nnz"] == max(r["nnz"] for r in path.records if r["nnz"] <= k)
+        same = np.flatnonzero(counts == model["nnz"])
+        if same.size:   # the reference's first point with that count: same support
+            np.testing.assert_array_equal(path.columns[path.index],
+                                          fine.columns[same[0]])
+        # an unscreened solve at the model's λ (the fine path may miss the
+        # count: a bisection finds counts between its points)
+        alone = fit_l1_path(store, y, screening="none", tol=1e-9,
+                            lambdas=[model["lambda"]])
+        np.testing.assert_array_equal(path.columns[path.index], alone.columns[0])
+        np.testing.assert_allclose(path.coefs[path.index], alone.coefs[0], rtol=0,
+                                   atol=1e-4 * np.abs(alone.coefs[0]).max())
+        for record in path.records:
+            assert record["kkt"] <= 1e-6 and record["kkt_violations_left"] == 0
+        _kkt_holds(X, y, model["lambda"], path.coefs[path.index],
+                   path.intercepts[path.index], path.columns[path.index])
+        if k >= 30:
+            assert any(r["ratio"] < 0.1 for r in path.records)
+            assert any(r["extension"] for r in path.records)
+        if model["nnz"] == k:
+            assert path.stop_reason.startswith(f"{k} nonzero weights")
+    path = fit_l1_count(store, y, n_nonzero=13)
+    assert any(r["bisection"] for r in path.records)
+
+
+def test_count_search_stops_when_the_count_cannot_grow(colon):
+    """k = every column of colon-cancer (62 rows: nearly separable): the
+    search returns the largest count it met, with the reason, never fails."""
+    from ultrafs.methods.l1_path import fit_l1_count
+
+    X, y = colon
+    path = fit_l1_count(InMemoryStore(X, y), y, n_nonzero=X.shape[1])
+    model = path.records[path.index]
+    assert 30 <= model["nnz"] == max(r["nnz"] for r in path.records) < X.shape[1]
+    assert "null deviance" in path.stop_reason or "stopped growing" in path.stop_reason
+    with pytest.raises(ParameterError, match="2001 nonzero weights asked for, but the "
+                                             "data has 2000 columns"):
+        fit_l1_count(InMemoryStore(X, y), y, n_nonzero=X.shape[1] + 1)
+
+
+def test_count_search_independent_of_blocks_and_scheduler(colon):
+    from ultrafs.methods.l1_path import fit_l1_count
+
+    X, y = colon
+    runs = [fit_l1_count(InMemoryStore(X, y, block_size=bs), y, n_nonzero=13,
+                         scheduler=scheduler, memory_budget=None)
+            for bs, scheduler in ((64, "synchronous"), (700, "threads"))]
+    a, b = runs
+    assert [r["lambda"] for r in a.records] == [r["lambda"] for r in b.records]
+    assert a.index == b.index
+    np.testing.assert_array_equal(a.columns[a.index], b.columns[b.index])
+    np.testing.assert_allclose(a.coefs[a.index], b.coefs[b.index], rtol=1e-10, atol=0)
+
+
+@pytest.mark.parametrize("screening", ["slores", "strong"])
+@pytest.mark.parametrize("sequential", [True, False])
+def test_count_search_same_model_under_every_rule(screening, sequential):
+    """The bisection restores the rule's reference (sequential) or keeps λ_max
+    (basic): each rule gives the unscreened search's model, certified."""
+    from ultrafs.methods import l1_method
+    from ultrafs.methods.l1_path import fit_l1_count
+
+    X, y = _problem(5)
+    store = InMemoryStore(X.tocsc(), y)
+    plain = fit_l1_count(store, y, n_nonzero=9, screening="none", n_lambdas=20)
+    path = fit_l1_count(store, y, n_nonzero=9, screening=screening,
+                        sequential=sequential, n_lambdas=20)
+    assert [r["nnz"] for r in path.records] == [r["nnz"] for r in plain.records]
+    assert path.records[path.index]["nnz"] <= 9
+    np.testing.assert_array_equal(path.columns[path.index], plain.columns[plain.index])
+    np.testing.assert_allclose(path.coefs[path.index], plain.coefs[plain.index],
+                               rtol=1e-4, atol=1e-8)
+    assert all(r["kkt"] <= 1e-6 for r in path.records)
+    lines = [l1_method.progress_line(r) for r in path.records]
+    assert any("(bisection)" in line for line in lines) == any(
+        r["bisection"] for r in path.records)

@@ -5,8 +5,11 @@ unpenalised intercept, on a decreasing grid of λ screened by Slores (or the
 strong rule, or nothing) and certified on every column by a KKT pass: the
 engine is :func:`ultrafs.methods.l1_path.fit_l1_path`.  The method returns
 one model of the path, by feature count (``n_features_to_select``: the
-first λ with at least that many nonzero weights) or by scikit-learn's
-``C``; :func:`l1_path` returns the whole path (``ultrafs path``).
+model with the most nonzero weights, at most that many, of a log-spaced
+path extended and bisected until it has them:
+:func:`ultrafs.methods.l1_path.fit_l1_count`) or by scikit-learn's ``C``;
+:func:`l1_path` returns the whole path (``ultrafs path``, on its linear
+grid, unchanged).
 
 The engine is imported when a fit runs: this module stays light for
 ``ultrafs select --help``.
@@ -17,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ultrafs.errors import ParameterError
 from ultrafs.methods.params import SpelledParameterError, Params, param
 from ultrafs.methods.registry import Method, register
 
@@ -43,8 +45,10 @@ class L1Params(Params):
     """
 
     n_features_to_select: Any = param(
-        None, "Number of nonzero weights wanted: the model at the first λ of the path "
-        "with at least that many (the path stops there).", kind="int", low=1, none=True,
+        None, "Number of nonzero weights wanted: the model with the most nonzero "
+        "weights, at most that many, on a log-spaced path (as glmnet's) extended below "
+        "its smallest λ and bisected until it has them (or the count stops growing).",
+        kind="int", low=1, none=True,
         old=("features", "--features"))
     C: Any = param(None, "Instead of a count: scikit-learn's C (λ = 1/(n C)), reached by "
                    "a short warm-started path from 0.95 λ_max.", low=0, low_open=True,
@@ -56,12 +60,17 @@ class L1Params(Params):
     sequential: bool = param(True, "Screen with the previous λ's solution as the "
                              "reference (--basic: λ_max, the paper's basic rule).",
                              kind="bool", option="--sequential/--basic")
-    n_lambdas: int = param(DEFAULT_N_LAMBDAS, "Values of λ on the path.", kind="int",
+    n_lambdas: int = param(DEFAULT_N_LAMBDAS, "Values of λ on the path (with a count: "
+                           "of its log-spaced grid, before any extension or "
+                           "bisection).", kind="int",
                            low=1, high=100_000)
-    lambda_min_ratio: float = param(DEFAULT_LAMBDA_MIN_RATIO, "Smallest λ / λ_max.",
+    lambda_min_ratio: float = param(DEFAULT_LAMBDA_MIN_RATIO, "Smallest λ / λ_max of "
+                                    "the grid (with a count, the path goes below it "
+                                    "when it must).",
                                     low=0, low_open=True, high=1)
     lambda_max_ratio: float = param(DEFAULT_LAMBDA_MAX_RATIO, "Largest λ / λ_max (the "
-                                    "grid is linear between the two).", low=0,
+                                    "path's grid is linear between the two; with a "
+                                    "count, log-spaced).", low=0,
                                     low_open=True, high=1)
     tol: float = param(DEFAULT_TOL, "Relative KKT tolerance of every model, certified "
                        "on every column: |∇_j| <= λ (1 + tol) on the zero weights.",
@@ -147,7 +156,7 @@ def fit(store, targets, params: L1Params, execution) -> L1Fit:
     """The path up to the model asked for: by count, or by C."""
     import numpy as np
 
-    from ultrafs.methods.l1_path import fit_l1_path
+    from ultrafs.methods.l1_path import fit_l1_count, fit_l1_path
     from ultrafs.methods.slores import slores_statistics
 
     labels = np.asarray(targets.y, dtype=np.float64)
@@ -156,18 +165,10 @@ def fit(store, targets, params: L1Params, execution) -> L1Fit:
               "callback": execution.callback}
     k = params.n_features_to_select
     if k is not None:
-        path = fit_l1_path(store, labels, n_lambdas=params.n_lambdas,
-                           lambda_min_ratio=params.lambda_min_ratio,
-                           lambda_max_ratio=params.lambda_max_ratio, stop_at_nnz=k,
-                           **solver)
-        index = path.first_with(k)
-        if index < 0:
-            last = path.records[-1]
-            raise ParameterError(
-                f"the path reaches {last['nnz']} nonzero weights at its smallest λ "
-                f"(λ/λ_max = {last['ratio']:.3g}), fewer than the {k} asked for; lower "
-                "the smallest λ (lambda_min_ratio, --lambda-min-ratio)")
-        return L1Fit(path, index, k)
+        path = fit_l1_count(store, labels, n_nonzero=k, n_lambdas=params.n_lambdas,
+                            lambda_min_ratio=params.lambda_min_ratio,
+                            lambda_max_ratio=params.lambda_max_ratio, **solver)
+        return L1Fit(path, path.index, k)
     stats = slores_statistics(store, labels, **execution.passes())
     lam = 1.0 / (store.n_samples * float(params.C))
     top = stats.lambda_max * params.lambda_max_ratio
@@ -221,8 +222,9 @@ def l1_model(path, index, store, *, command=None, requested=None):
         target="binary",
         params=recorded,
         history=[dict(r) for r in path.records[:index + 1]],
-        stop_reason=(f"first λ of the path with at least {requested} nonzero weights"
-                     if requested is not None else f"λ/λ_max = {record['ratio']:.4g}"),
+        stop_reason=(getattr(path, "stop_reason", "") or (
+            f"the most nonzero weights, at most {requested}" if requested is not None
+            else f"λ/λ_max = {record['ratio']:.4g}")),
         feature_names=Model.names_from_store(list(ids), store, "linear"),
     )
 
@@ -269,7 +271,11 @@ def progress_line(record) -> str:
     """One stderr line per λ of the path."""
     from ultrafs.scoring.progress import format_seconds
 
-    return (f"λ/λ_max {record['ratio']:.3f}: {record['nnz']:,} nonzero, "
+    how = (" (bisection)" if record.get("bisection") else
+           " (below the grid)" if record.get("extension") else "")
+    ratio = record["ratio"]     # below 0.01 (a count's extension): 3 digits
+    return (f"λ/λ_max {ratio:{'.3f' if ratio >= 0.01 else '.3g'}}{how}: "
+            f"{record['nnz']:,} nonzero, "
             f"{record['kept']:,} kept, objective {record['objective']:.6g}, "
             f"{record['kkt_violations_found']} violators re-added, "
             f"{format_seconds(record['seconds_solving'] + record['seconds_kkt'])}")
@@ -288,9 +294,8 @@ def estimator_attributes(model, id_offset, n_features_in=None) -> dict:
 
 L1 = register(Method(
     name="l1", display_name="l1-LR", description="ℓ1 logistic regression",
-    summary="l1: ℓ1-logistic regression (seed 004), the model at the first λ of the "
-            "screened path with at least --n-features-to-select nonzero weights (or at "
-            "--C).",
+    summary="l1: ℓ1-logistic regression (seed 004), the model of the screened path "
+            "with the most nonzero weights, at most --n-features-to-select (or at --C).",
     params=L1Params, fit=fit, to_model=to_model, targets=("binary",), weights=False,
     execution=("passes", "progress"),
     objective="min (1/n) sum_i log(1 + exp(-y_i (x_i'beta + c))) + lambda ||beta||_1 "

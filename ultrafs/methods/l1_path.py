@@ -58,7 +58,8 @@ from ultrafs.methods.slores import (basic_region, centred_column, dual_objective
 from ultrafs.methods.strong_rule import strong_keep
 from ultrafs.solvers.l1_logistic import solve_l1_logistic
 
-__all__ = ["SCREENINGS", "L1Path", "lambda_grid", "fit_l1_path",
+__all__ = ["SCREENINGS", "L1Path", "lambda_grid", "log_lambda_grid", "fit_l1_path",
+           "fit_l1_count",
            "DEFAULT_N_LAMBDAS", "DEFAULT_LAMBDA_MIN_RATIO",
            "DEFAULT_LAMBDA_MAX_RATIO", "DEFAULT_TOL", "DEFAULT_MEMORY_BUDGET"]
 
@@ -71,6 +72,33 @@ DEFAULT_LAMBDA_MAX_RATIO = 0.95
 DEFAULT_TOL = 1e-6
 #: rounds of "add the violators and solve again" before giving up
 MAX_KKT_ROUNDS = 50
+#: the count search (:func:`fit_l1_count`): midpoints solved at most, the
+#: relative width of λ where the bisection stops, the factor by which λ may
+#: fall in the extension without a new largest count before it stops, and
+#: the smallest λ/λ_max it goes to
+MAX_BISECTIONS = 30
+BISECTION_RTOL = 1e-4
+EXTENSION_PATIENCE = 10.0
+#: glmnet's saturation: the extension stops once the model explains this
+#: share of the null deviance (nearly separable data: a smaller λ inflates
+#: the weights, it adds few columns)
+DEVIANCE_SATURATION = 0.999
+SMALLEST_RATIO = 1e-6
+
+
+def log_lambda_grid(lambda_max, n_lambdas=DEFAULT_N_LAMBDAS,
+                    min_ratio=DEFAULT_LAMBDA_MIN_RATIO,
+                    max_ratio=DEFAULT_LAMBDA_MAX_RATIO) -> np.ndarray:
+    """glmnet's log-spaced grid ``λ_max · geomspace(max_ratio, min_ratio, n)``.
+
+    (glmnet: ``exp(seq(log(λ_max), log(lambda.min.ratio · λ_max),
+    length = nlambda))``; here from ``max_ratio`` λ_max.)  Same checks as
+    :func:`lambda_grid`.
+    """
+    lambda_grid(lambda_max, n_lambdas, min_ratio, max_ratio)     # the checks
+    if n_lambdas == 1:
+        return np.array([lambda_max * max_ratio])
+    return lambda_max * np.geomspace(max_ratio, min_ratio, int(n_lambdas))
 
 
 def lambda_grid(lambda_max, n_lambdas=DEFAULT_N_LAMBDAS,
@@ -136,6 +164,17 @@ class L1Path:
     statistics_seconds: float = 0.0
     n_features: int = 0
     n_samples: int = 0
+
+    #: the count search (:func:`fit_l1_count`): the model's index and why it stopped
+    index: int = -1
+    stop_reason: str = ""
+
+    def add(self, record, columns, coef, intercept):
+        """Append one λ's model."""
+        self.records.append(record)
+        self.columns.append(columns)
+        self.coefs.append(coef)
+        self.intercepts.append(intercept)
 
     def first_with(self, k) -> int:
         """Index of the first λ with at least ``k`` nonzero weights (-1: none)."""
@@ -233,18 +272,12 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
     -------
     L1Path
     """
-    _check_options(screening, tol, max_iter)
-    y = labels_pm1(store.read_labels() if y is None else y)
+    y, run, resident, source, stats = _setup(
+        store, y, screening, tol, max_iter, statistics, memory_budget,
+        dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers),
+        need_lambda_max=lambdas is None)
     n, p = store.n_samples, store.n_features
-    run = dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers)
-    resident = resident_store(store, y, memory_budget)
-    source = store if resident is None else resident
-    stats = statistics if statistics is not None else slores_statistics(source, y, **run)
     lam_max = stats.lambda_max
-    if lam_max == 0.0 and lambdas is None:
-        raise ParameterError(
-            "every column is constant: λ_max = 0 and the model is the intercept "
-            "alone at every λ")
     if lambdas is None:
         grid = lambda_grid(lam_max, n_lambdas, lambda_min_ratio, lambda_max_ratio)
     else:
@@ -254,39 +287,273 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
     path = L1Path(lambdas=grid, lambda_max=lam_max, screening=screening,
                   sequential=bool(sequential), statistics_seconds=stats.seconds,
                   n_features=p, n_samples=n)
-    cache = _Cache(source)
-    checker = None
-    if screening != "none":
-        checker = KKTCheck(stats, y, theta_max(y), store, resident, run)
-    n_pos = stats.n_pos
-    intercept = float(np.log(n_pos / (n - n_pos)))
-    decision = np.full(n, intercept)
-    prev = {"lam": lam_max, "s": stats.s_max, "stale": None, "upper": None,
-            "decision": decision, "coef_l1": 0.0, "cut": None}
-    with_cut = sequential and screening == "slores"
+    solver = _PathSolver(store, resident, source, y, stats, screening, sequential,
+                         tol, max_iter, run)
     for lam in grid:
-        lam = float(lam)
+        point = solver.step(float(lam))
+        path.add(*point)
+        if callback is not None:
+            callback(point[0])
+        if stop_at_nnz is not None and point[0]["nnz"] >= stop_at_nnz:
+            path.lambdas = grid[:len(path.records)]
+            break
+    return path
+
+
+def _setup(store, y, screening, tol, max_iter, statistics, memory_budget, run,
+           need_lambda_max=True):
+    """Checked options, ±1 labels, the decoded copy (or None), the source of
+    the columns and the statistics, shared by the path and the count search."""
+    _check_options(screening, tol, max_iter)
+    y = labels_pm1(store.read_labels() if y is None else y)
+    resident = resident_store(store, y, memory_budget)
+    source = store if resident is None else resident
+    stats = statistics if statistics is not None else slores_statistics(source, y, **run)
+    if stats.lambda_max == 0.0 and need_lambda_max:
+        raise ParameterError(
+            "every column is constant: λ_max = 0 and the model is the intercept "
+            "alone at every λ")
+    return y, run, resident, source, stats
+
+
+def fit_l1_count(store, y=None, *, n_nonzero, n_lambdas=DEFAULT_N_LAMBDAS,
+                 lambda_min_ratio=DEFAULT_LAMBDA_MIN_RATIO,
+                 lambda_max_ratio=DEFAULT_LAMBDA_MAX_RATIO, screening="slores",
+                 sequential=True, tol=DEFAULT_TOL, max_iter=500,
+                 block_size=None, scheduler=None, num_workers=None,
+                 statistics=None, callback=None,
+                 memory_budget=DEFAULT_MEMORY_BUDGET,
+                 max_bisections=MAX_BISECTIONS, bisection_rtol=BISECTION_RTOL,
+                 patience=EXTENSION_PATIENCE,
+                 smallest_ratio=SMALLEST_RATIO) -> L1Path:
+    """The model of the ℓ1-logistic path with the most nonzero weights, at most
+    ``n_nonzero``: a log-spaced path, extended and bisected as needed.
+
+    The search, every point solved, screened and certified as on
+    :func:`fit_l1_path`:
+
+    1. **grid**: ``log_lambda_grid(λ_max, n_lambdas, lambda_min_ratio,
+       lambda_max_ratio)`` (log-spaced, as glmnet's), in decreasing order,
+       until a model has at least ``n_nonzero`` nonzero weights;
+    2. **extension**: when the grid's smallest λ has fewer, the path goes
+       on below it by the grid's own ratio ``q`` (λ ← q λ; ``q`` =
+       ``(lambda_min_ratio/lambda_max_ratio)^(1/(n_lambdas−1))``) until a
+       model has at least ``n_nonzero``, or the count cannot grow: every
+       non-constant column is nonzero (the full support), the model
+       explains ``DEVIANCE_SATURATION`` (0.999) of the null deviance
+       (glmnet's rule: nearly separable data, where a smaller λ inflates
+       the weights more than it adds columns), the largest count has not
+       grown while λ fell by the factor ``patience``, or λ/λ_max falls
+       below ``smallest_ratio``;
+    3. **bisection**: when a step overshoots (more than ``n_nonzero``
+       nonzeros at λ_hi, fewer at the λ_lo before it), λ is bisected in
+       log scale, ``sqrt(λ_lo λ_hi)``, each midpoint solved from λ_lo's
+       state (warm start and the rule's reference: a path that went from
+       λ_lo straight to it), the bracket kept around ``n_nonzero``, until a
+       model has exactly ``n_nonzero``, or ``λ_lo/λ_hi ≤ 1 + bisection_rtol``
+       (several columns enter within that relative step of λ: no λ the
+       search can tell apart gives exactly ``n_nonzero``), or after
+       ``max_bisections`` midpoints.
+
+    **The model returned** (``path.index``) is, among every point solved,
+    the one with the largest nonzero count ``≤ n_nonzero``; among several
+    with that count, the one with the largest λ.  It has exactly
+    ``n_nonzero`` nonzero weights when a λ solved gives that count, fewer
+    otherwise (the stop says why); never more.
+
+    Parameters
+    ----------
+    store : ColumnStore
+    y : array of ±1, optional
+        Labels (default: the store's).
+    n_nonzero : int
+        The count wanted, ``1 <= n_nonzero <= store.n_features`` (larger is
+        refused in one line).
+    n_lambdas, lambda_min_ratio, lambda_max_ratio
+        The log-spaced grid of step 1 (and its ratio, the extension's step).
+    max_bisections : int
+        Midpoints solved at most (step 3).
+    bisection_rtol : float
+        The relative width of λ at which the bisection stops.
+    patience : float
+        The factor by which λ may fall in the extension without a new
+        largest count before the search stops.
+    smallest_ratio : float
+        λ/λ_max below which the extension stops.
+    screening, sequential, tol, max_iter, block_size, scheduler, num_workers, \
+statistics, callback, memory_budget
+        As for :func:`fit_l1_path` (``callback(record)`` after every point
+        solved, in the order solved).
+
+    Returns
+    -------
+    L1Path
+        Every point solved, in decreasing λ; each record also has
+        ``extension`` and ``bisection`` (True: solved in step 2, or 3; both
+        False: a point of the grid) and ``deviance_explained`` (1 − loss /
+        the intercept-only loss).  ``index`` is the
+        model's position, ``stop_reason`` one line on why the search stopped.
+    """
+    p = store.n_features
+    if not (isinstance(n_nonzero, (int, np.integer)) and 1 <= n_nonzero):
+        raise ParameterError(f"the count must be a positive integer, got {n_nonzero!r}")
+    if n_nonzero > p:
+        raise ParameterError(f"{n_nonzero} nonzero weights asked for, but the data has "
+                             f"{p} columns")
+    k = int(n_nonzero)
+    y, run, resident, source, stats = _setup(
+        store, y, screening, tol, max_iter, statistics, memory_budget,
+        dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers))
+    lam_max = stats.lambda_max
+    grid = log_lambda_grid(lam_max, n_lambdas, lambda_min_ratio, lambda_max_ratio)
+    step_ratio = (lambda_min_ratio / lambda_max_ratio) ** (1.0 / (n_lambdas - 1)) \
+        if n_lambdas > 1 and lambda_min_ratio < lambda_max_ratio \
+        else (DEFAULT_LAMBDA_MIN_RATIO / DEFAULT_LAMBDA_MAX_RATIO) ** (
+            1.0 / (DEFAULT_N_LAMBDAS - 1))
+    reachable = p - int(np.count_nonzero(stats.constant))
+    n, n_pos = store.n_samples, stats.n_pos
+    null_loss = -(n_pos * np.log(n_pos / n) + (n - n_pos) * np.log((n - n_pos) / n)) / n
+    solver = _PathSolver(store, resident, source, y, stats, screening, sequential,
+                         tol, max_iter, run)
+    points = []
+
+    def solve(lam, phase):
+        record, columns, coef, intercept = solver.step(float(lam))
+        loss = record["objective"] - record["lambda"] * float(np.abs(coef).sum())
+        record = dict(record, extension=phase == "extension",
+                      bisection=phase == "bisection",
+                      deviance_explained=1.0 - loss / null_loss)
+        points.append((record, columns, coef, intercept))
+        if callback is not None:
+            callback(record)
+        return record["nnz"]
+
+    lo_lam, lo_state, hi_lam = lam_max, solver.snapshot(), None
+    stop = None
+    # 1. the grid, then 2. the extension below it
+    best_count, growth_lam = -1, lam_max
+    lam, phase, index = float(grid[0]), "grid", 0
+    while True:
+        count = solve(lam, phase)
+        if count > k:
+            hi_lam = lam
+            break
+        lo_lam, lo_state = lam, solver.snapshot()
+        if count == k:
+            stop = f"{k} nonzero weights at λ/λ_max = {lam / lam_max:.6g}"
+            break
+        if count >= reachable:
+            stop = (f"the full support: all {reachable} non-constant columns are "
+                    f"nonzero at λ/λ_max = {lam / lam_max:.6g}, fewer than the {k} "
+                    "asked for")
+            break
+        if count > best_count:
+            best_count, growth_lam = count, lam
+        index += 1
+        if index < grid.size:
+            lam = float(grid[index])
+            continue
+        if phase == "extension" and growth_lam >= patience * lam:
+            stop = (f"the nonzero count stopped growing: at most {best_count} while λ "
+                    f"fell by {growth_lam / lam:.3g}×, down to λ/λ_max = "
+                    f"{lam / lam_max:.6g}")
+            break
+        deviance = points[-1][0]["deviance_explained"]
+        if phase == "extension" and deviance >= DEVIANCE_SATURATION:
+            stop = (f"the model explains {deviance:.4f} of the null deviance at λ/λ_max "
+                    f"= {lam / lam_max:.6g} (saturated, as glmnet stops) with at most "
+                    f"{best_count} nonzero weights")
+            break
+        if lam * step_ratio < smallest_ratio * lam_max:
+            stop = (f"λ/λ_max reached {lam / lam_max:.3g} (the search's floor "
+                    f"{smallest_ratio:g}) with {count} nonzero weights")
+            break
+        lam, phase = lam * step_ratio, "extension"
+    # 3. bisection in log λ between lo_lam (count < k) and hi_lam (count > k)
+    if hi_lam is not None:
+        for _ in range(max_bisections):
+            if lo_lam <= hi_lam * (1.0 + bisection_rtol):
+                break
+            mid = float(np.sqrt(lo_lam * hi_lam))
+            solver.restore(lo_state)
+            count = solve(mid, "bisection")
+            if count > k:
+                hi_lam = mid
+                continue
+            lo_lam, lo_state = mid, solver.snapshot()
+            if count == k:
+                break
+    order = sorted(range(len(points)), key=lambda i: -points[i][0]["lambda"])
+    path = L1Path(lambdas=np.array([points[i][0]["lambda"] for i in order]),
+                  lambda_max=lam_max, screening=screening,
+                  sequential=bool(sequential), statistics_seconds=stats.seconds,
+                  n_features=p, n_samples=store.n_samples)
+    for i in order:
+        path.add(*points[i])
+    best = max(r["nnz"] for r in path.records if r["nnz"] <= k)
+    path.index = next(i for i, r in enumerate(path.records) if r["nnz"] == best)
+    if stop is None:        # the bisection's end
+        ratio = path.records[path.index]["ratio"]
+        stop = (f"{k} nonzero weights at λ/λ_max = {ratio:.6g}" if best == k else
+                f"no λ solved gives exactly {k} nonzero weights: {best} at λ/λ_max "
+                f"= {ratio:.6g}, more than {k} at {hi_lam / lam_max:.6g} (bracket "
+                f"{lo_lam / lam_max:.6g} .. {hi_lam / lam_max:.6g})")
+    path.stop_reason = stop
+    return path
+
+
+class _PathSolver:
+    """The warm-started, screened and certified solve at one λ after another.
+
+    Holds what passes from one λ to the next: the kept columns in memory
+    (:class:`_Cache`, with the warm-start weights), the KKT check's
+    correlations and references, and the previous λ's solution that the
+    sequential rule takes as its reference.  :meth:`snapshot` and
+    :meth:`restore` let a caller go back to an earlier λ and solve at a
+    smaller one from there (the count search's bisection): the rule's
+    reference is then that earlier λ, as on a path that went from it
+    straight to the new λ.
+    """
+
+    def __init__(self, store, resident, source, y, stats, screening, sequential,
+                 tol, max_iter, run):
+        n = store.n_samples
+        self.y, self.stats, self.n, self.p = y, stats, n, store.n_features
+        self.screening, self.sequential = screening, sequential
+        self.tol, self.max_iter = tol, max_iter
+        self.cache = _Cache(source)
+        self.checker = None
+        if screening != "none":
+            self.checker = KKTCheck(stats, y, theta_max(y), store, resident, run)
+        n_pos = stats.n_pos
+        self.intercept = float(np.log(n_pos / (n - n_pos)))
+        self.intercept0 = self.intercept
+        self.prev = {"lam": stats.lambda_max, "s": stats.s_max, "stale": None,
+                     "upper": None, "decision": np.full(n, self.intercept),
+                     "coef_l1": 0.0, "cut": None}
+        self.with_cut = sequential and screening == "slores"
+
+    def step(self, lam):
+        """Solve at ``lam`` (below the last λ solved, or below the λ of the
+        snapshot restored): ``(record, columns, coef, intercept)``."""
+        stats, y, n, p = self.stats, self.y, self.n, self.p
+        lam_max = stats.lambda_max
+        cache, checker, tol = self.cache, self.checker, self.tol
         if lam >= lam_max:
             record = _null_record(lam, lam_max, n, dual_objective(theta_max(y)),
-                                  intercept)
-            path.records.append(record)
-            path.columns.append(np.zeros(0, dtype=np.int64))
-            path.coefs.append(np.zeros(0))
-            path.intercepts.append(intercept)
-            if callback is not None:
-                callback(record)
-            continue
+                                  self.intercept0)
+            return record, np.zeros(0, dtype=np.int64), np.zeros(0), self.intercept0
         # columns the screening reads again (stale ones it kept) count here
         read_before = checker.columns_read if checker is not None else 0
         full_before = checker.full_passes if checker is not None else 0
         started = time.perf_counter()
-        keep = _screen(screening, sequential, stats, lam, y, prev)
+        keep = _screen(self.screening, self.sequential, stats, lam, y, self.prev)
         first_keep = keep.copy()
         kept = int(keep.sum())
         seconds_screening = time.perf_counter() - started
         found = solves = 0
         seconds = {"fetch": 0.0, "solve": 0.0, "kkt": 0.0}
-        warm_intercept = intercept
+        warm_intercept = self.intercept
         cut = None
         for _ in range(MAX_KKT_ROUNDS):
             columns = np.flatnonzero(keep)
@@ -297,7 +564,7 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
             result = solve_l1_logistic(indptr, indices, data, y, lam, n_rows=n,
                                        columns=positions, coef0=cache.coef[positions],
                                        intercept0=warm_intercept, tol=tol,
-                                       max_iter=max_iter)
+                                       max_iter=self.max_iter)
             t2 = time.perf_counter()
             solves += 1
             seconds["fetch"] += t1 - t0
@@ -309,7 +576,7 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
                 violators = np.zeros(0, dtype=np.int64)
                 break
             cut_weights, cut = (_cut_of(cache, columns, positions, result.coef, n)
-                                if with_cut else (None, None))
+                                if self.with_cut else (None, None))
             violators, outside = checker.check(
                 result.theta, keep, columns, positions, cache.arrays(),
                 n * lam * (1.0 + tol), cut_weights)
@@ -348,26 +615,62 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
             "kkt_full_passes": (checker.full_passes - full_before
                                 if checker is not None else 0),
         }
-        path.records.append(record)
-        path.columns.append(nz_columns[order].astype(np.int64))
-        path.coefs.append(np.asarray(result.coef[nonzero][order], dtype=np.float64))
-        path.intercepts.append(float(result.intercept))
-        intercept = float(result.intercept)
+        self.intercept = float(result.intercept)
         s_now, stale, largest = (checker.screening_inputs() if checker is not None
                                  else (None, None, None))
-        prev = {"lam": lam, "s": s_now, "stale": stale,
-                "upper": checker.upper_correlations if stale is not None else None,
-                "refresh": checker.refresh if stale is not None else None,
-                "decision": result.decision,
-                "coef_l1": float(np.abs(result.coef).sum()),
-                "cut": None if cut is None else dict(cut, cut=checker.cut),
-                "s_largest": largest}
-        if callback is not None:
-            callback(record)
-        if stop_at_nnz is not None and nonzero.size >= stop_at_nnz:
-            path.lambdas = grid[:len(path.records)]
-            break
-    return path
+        self.prev = {"lam": lam, "s": s_now, "stale": stale,
+                     "upper": checker.upper_correlations if stale is not None else None,
+                     "refresh": checker.refresh if stale is not None else None,
+                     "decision": result.decision,
+                     "coef_l1": float(np.abs(result.coef).sum()),
+                     "cut": None if cut is None else dict(cut, cut=checker.cut),
+                     "s_largest": largest}
+        return (record, nz_columns[order].astype(np.int64),
+                np.asarray(result.coef[nonzero][order], dtype=np.float64),
+                float(result.intercept))
+
+    def snapshot(self) -> dict:
+        """The state after the last λ solved: O(p) vectors and the check's
+        reference points (at most ``MAX_REFERENCES`` vectors of length n)."""
+        state = {"prev": dict(self.prev), "intercept": self.intercept,
+                 "coef": self.cache.coef.copy()}
+        checker = self.checker
+        if checker is not None:
+            state["checker"] = {
+                "arrays": {name: getattr(checker, name).copy()
+                           for name in _CHECKER_ARRAYS},
+                "points": list(checker.points), "reach": checker.reach,
+                "reach_values": checker.reach.copy(), "current": checker.current,
+                "largest": checker.largest, "last_read": checker.last_read,
+                "weights": (checker._weights, checker._cut_weights)}
+        return state
+
+    def restore(self, state):
+        """Go back to a :meth:`snapshot`: the next :meth:`step` screens with
+        that λ's solution as the reference and starts from its weights (the
+        columns read since stay in memory; the check's totals keep counting)."""
+        self.prev = dict(state["prev"])
+        self.intercept = state["intercept"]
+        coef = state["coef"]
+        self.cache.coef[:] = 0.0
+        self.cache.coef[:coef.size] = coef
+        saved = state.get("checker")
+        if saved is not None:
+            checker = self.checker
+            # in place: the saved rule inputs are these very arrays
+            for name, values in saved["arrays"].items():
+                getattr(checker, name)[:] = values
+            checker.points = list(saved["points"])
+            checker.reach = saved["reach"]
+            checker.reach[:] = saved["reach_values"]
+            checker.current = saved["current"]
+            checker.largest = saved["largest"]
+            checker.last_read = saved["last_read"]
+            checker._weights, checker._cut_weights = saved["weights"]
+
+
+#: the KKT check's arrays a snapshot copies (and a restore writes back in place)
+_CHECKER_ARRAYS = ("s", "cut", "ref_id", "counts")
 
 
 def _null_record(lam, lam_max, n, objective, intercept):
