@@ -82,7 +82,9 @@ def local_cluster_client():
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                       dashboard_address=":0", silence_logs=40) as cluster:
-        with Client(cluster) as client:
+        # not the default client: a run given no scheduler uses the active
+        # Client (dask's convention), and this one lives for the session
+        with Client(cluster, set_as_default=False) as client:
             yield client
 
 
