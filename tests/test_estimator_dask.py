@@ -108,6 +108,41 @@ def test_scheduler_names_are_checked_without_connecting():
         FGMClassifier(scheduler="thread").fit(np.eye(4), [0, 1, 0, 1])
 
 
+@pytest.fixture
+def silent_address():
+    """A TCP address that accepts connections and never answers."""
+    import socket
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    yield f"tcp://127.0.0.1:{server.getsockname()[1]}"
+    server.close()
+
+
+def test_unreachable_addresses_are_one_bounded_error(silent_address):
+    import socket
+    import time
+
+    import dask
+
+    from ultrafs import FGMClassifier
+    from ultrafs.errors import ClusterError
+
+    X, y = np.eye(4), [0, 1, 0, 1]
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    refused = f"tcp://127.0.0.1:{probe.getsockname()[1]}"
+    probe.close()
+    with dask.config.set({"distributed.comm.timeouts.connect": "1s"}):
+        with pytest.raises(ClusterError, match=f"cannot reach the dask scheduler at {refused}"):
+            FGMClassifier(scheduler=refused).fit(X, y)
+        started = time.monotonic()
+        with pytest.raises(ClusterError, match=f"{silent_address} did not answer within 1 s"):
+            FGMClassifier(scheduler=silent_address).fit(X, y)
+        assert time.monotonic() - started < 10
+
+
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_grid_search_with_a_client(name, problem, local_cluster_client):
     """clone keeps the Client, pickle keeps its address, GridSearchCV with

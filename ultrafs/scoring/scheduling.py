@@ -5,7 +5,7 @@ from __future__ import annotations
 from ultrafs.errors import ClusterError, ParameterError
 
 __all__ = ["LOCAL_SCHEDULERS", "resolve_scheduler", "check_scheduler", "active_client", "client_for_address",
-           "close_clients",
+           "close_clients", "probe_scheduler",
            "is_address", "is_client", "scheduler_address", "compute", "compute_graph", "local_get",
            "process_pool", "WORKER_TIMEOUT_KEY", "DEFAULT_WORKER_TIMEOUT_S",
            "worker_timeout"]
@@ -71,11 +71,14 @@ def check_scheduler(scheduler):
     if isinstance(scheduler, str):
         if scheduler in LOCAL_SCHEDULERS or is_address(scheduler):
             return
-        raise ParameterError(
-            f"unknown scheduler {scheduler!r}; expected one of "
-            f"{', '.join(LOCAL_SCHEDULERS)}, a scheduler address (tcp://HOST:PORT) "
-            "or a dask.distributed Client")
+        raise _unknown_scheduler(scheduler)
     raise ParameterError(f"unsupported scheduler object {scheduler!r}")
+
+
+def _unknown_scheduler(name) -> ParameterError:
+    return ParameterError(
+        f"unknown scheduler {name!r}; expected one of {', '.join(LOCAL_SCHEDULERS)}, "
+        "a scheduler address (tcp://HOST:PORT) or a dask.distributed Client")
 
 
 def is_client(scheduler) -> bool:
@@ -162,8 +165,12 @@ def client_for_address(address: str):
 
     try:
         wanted = resolve_address(address)
-    except (ValueError, TypeError, OSError) as exc:
-        raise ParameterError(f"scheduler address {address!r} is not valid ({exc})") from None
+    except (ValueError, TypeError) as exc:
+        raise ParameterError(f"scheduler address {address!r} is not valid "
+                             f"({_first_line(exc)})") from None
+    except OSError as exc:      # a host name that does not resolve
+        raise ClusterError(f"cannot reach the dask scheduler at {address} "
+                           f"({_first_line(exc)})") from None
     active = active_client()
     if active is not None and scheduler_address(active) == wanted:
         return active
@@ -179,16 +186,70 @@ def client_for_address(address: str):
     client = _clients.get(key)
     if client is not None and client.status == "running":
         return client
+    import dask
+
+    timeout = dask.utils.parse_timedelta(
+        dask.config.get("distributed.comm.timeouts.connect"), default="seconds")
+    probe_scheduler(address, timeout, "distributed.comm.timeouts.connect")
     try:
-        client = Client(wanted, set_as_default=False)
+        client = Client(wanted, set_as_default=False, timeout=f"{timeout}s")
     except (OSError, ValueError, TimeoutError) as exc:
         raise ClusterError(f"cannot reach the dask scheduler at {address} "
-                           f"({str(exc).splitlines()[0] if str(exc) else type(exc).__name__})"
-                           ) from None
+                           f"({_first_line(exc)})") from None
     if not _clients:
         atexit.register(close_clients)
     _clients[key] = client
     return client
+
+
+def _first_line(exc) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def probe_scheduler(address: str, timeout: float, setting: str, wording=_first_line):
+    """Connect to ``address`` and read dask's handshake within ``timeout`` seconds.
+
+    ``distributed.Client(timeout=...)`` bounds the TCP connection but not
+    the handshake read that follows it: an address that accepts TCP and
+    never answers would hold the client forever.  This probe runs the same
+    connection and handshake under one wall-clock bound
+    (``asyncio.wait_for`` cancels it), in a thread of its own (the caller
+    may be inside a running event loop, e.g. a notebook's), then closes it.
+
+    Parameters
+    ----------
+    address : str
+    timeout : float
+        Seconds.
+    setting : str
+        What sets ``timeout``, named in the message.
+    wording : callable, optional
+        The one line of a connection error (the CLI's own wording).
+
+    Raises
+    ------
+    ClusterError
+        The scheduler did not answer in time, or cannot be reached.
+    """
+    import asyncio
+    import concurrent.futures
+
+    from distributed.comm import connect
+
+    async def probe():
+        # the outer bound lets connect's own, more precise, error come first
+        comm = await asyncio.wait_for(connect(address, timeout=timeout), timeout + 1.0)
+        await comm.close()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as thread:
+        try:
+            thread.submit(asyncio.run, probe()).result()
+        except (asyncio.TimeoutError, TimeoutError):
+            raise ClusterError(f"the dask scheduler at {address} did not answer within "
+                               f"{timeout:g} s ({setting})") from None
+        except (OSError, ValueError, TypeError) as exc:
+            raise ClusterError(f"cannot reach the dask scheduler at {address} "
+                               f"({wording(exc)})") from None
 
 
 def close_clients():
@@ -296,9 +357,7 @@ def local_get(name):
     elif name == "synchronous":
         from dask.local import get_sync as get
     else:
-        raise ParameterError(
-            f"unknown scheduler {name!r}; expected one of "
-            f"{', '.join(LOCAL_SCHEDULERS)} or a dask.distributed Client")
+        raise _unknown_scheduler(name)
     return get
 
 
