@@ -164,6 +164,10 @@ def test_grid_search_with_a_client(name, problem, local_cluster_client):
     assert search.best_params_ == local.best_params_
     assert_same_fit(search.best_estimator_, local.best_estimator_)
     np.testing.assert_array_equal(search.predict(X), local.predict(X))
+    fitted = search.best_estimator_
+    fitted = fitted.steps[0][1] if hasattr(fitted, "steps") else fitted
+    assert fitted.scheduler is client
+    assert_same_fit(pickle.loads(pickle.dumps(fitted)), fitted)   # fitted: pickles too
 
     # the pickled copy (an address) fits on the cluster too
     assert_same_fit(copy.fit(X, y), clone(inner).set_params(scheduler="threads").fit(X, y))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+
 from ultrafs.errors import ClusterError, ParameterError
 
-__all__ = ["LOCAL_SCHEDULERS", "resolve_scheduler", "check_scheduler", "active_client", "client_for_address",
-           "close_clients", "probe_scheduler",
-           "is_address", "is_client", "scheduler_address", "compute", "compute_graph", "local_get",
+__all__ = ["LOCAL_SCHEDULERS", "resolve_scheduler", "check_scheduler", "is_address",
+           "is_client", "active_client", "client_for_address", "probe_scheduler",
+           "close_clients", "scheduler_address", "compute", "compute_graph", "local_get",
            "process_pool", "WORKER_TIMEOUT_KEY", "DEFAULT_WORKER_TIMEOUT_S",
            "worker_timeout"]
 
@@ -131,6 +133,7 @@ def scheduler_address(client) -> str | None:
 
 #: clients this module connected, by (process id, address)
 _clients: dict = {}
+_clients_lock = threading.Lock()
 
 
 def client_for_address(address: str):
@@ -182,24 +185,25 @@ def client_for_address(address: str):
         worker = None
     if worker is not None and worker.scheduler.address == wanted:
         return get_client(wanted)   # the worker's own client
-    key = (os.getpid(), wanted)
-    client = _clients.get(key)
-    if client is not None and client.status == "running":
-        return client
     import dask
 
-    timeout = dask.utils.parse_timedelta(
-        dask.config.get("distributed.comm.timeouts.connect"), default="seconds")
-    probe_scheduler(address, timeout, "distributed.comm.timeouts.connect")
-    try:
-        client = Client(wanted, set_as_default=False, timeout=f"{timeout}s")
-    except (OSError, ValueError, TimeoutError) as exc:
-        raise ClusterError(f"cannot reach the dask scheduler at {address} "
-                           f"({_first_line(exc)})") from None
-    if not _clients:
-        atexit.register(close_clients)
-    _clients[key] = client
-    return client
+    key = (os.getpid(), wanted)
+    with _clients_lock:     # threads fitting at once share one connection
+        client = _clients.get(key)
+        if client is not None and client.status == "running":
+            return client
+        timeout = dask.utils.parse_timedelta(
+            dask.config.get("distributed.comm.timeouts.connect"), default="seconds")
+        probe_scheduler(address, timeout, "distributed.comm.timeouts.connect")
+        try:
+            client = Client(wanted, set_as_default=False, timeout=f"{timeout}s")
+        except (OSError, ValueError, TimeoutError) as exc:
+            raise ClusterError(f"cannot reach the dask scheduler at {address} "
+                               f"({_first_line(exc)})") from None
+        if not _clients:
+            atexit.register(close_clients)
+        _clients[key] = client
+        return client
 
 
 def _first_line(exc) -> str:
@@ -380,10 +384,8 @@ def worker_timeout() -> float:
 
 
 def _scheduler_address(client) -> str:
-    try:
-        return str(client.scheduler.address)
-    except Exception:  # noqa: BLE001 - only used in a message
-        return "the dask scheduler"
+    """The address of ``client``'s scheduler, for a message."""
+    return scheduler_address(client) or "the dask scheduler"
 
 
 def _count_workers(client):
