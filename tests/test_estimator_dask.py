@@ -125,6 +125,7 @@ def test_unreachable_addresses_are_one_bounded_error(silent_address):
     import time
 
     import dask
+    import distributed  # noqa: F401 - its config defaults exist before the set below
 
     from ultrafs import FGMClassifier
     from ultrafs.errors import ClusterError
