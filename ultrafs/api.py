@@ -17,6 +17,7 @@ from ultrafs.methods.registry import get_method
 from ultrafs.methods.targets import class_weight_values, read_targets
 from ultrafs.store import as_store
 from ultrafs.model import Model
+from ultrafs.scoring.scheduling import resolve_scheduler
 
 __all__ = ["fit", "select", "execution_of", "class_weight_values", "l1_path",
            "path_to_dict"]
@@ -74,6 +75,9 @@ def fit(method, data, y=None, *, sample_weight=None, execution=None, **options) 
     method = get_method(method)
     loose = {name: options.pop(name) for name in EXECUTION_KEYWORDS if name in options}
     execution = execution_of(method, execution, **loose)
+    if "passes" in method.execution:
+        # once per run: an address connects here, None finds the active Client
+        execution = execution.replace(scheduler=resolve_scheduler(execution.scheduler))
     params = method.make_params(**options)
     store = as_store(data, y)
     targets = read_targets(store, method.targets, method, sample_weight=sample_weight,

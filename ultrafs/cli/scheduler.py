@@ -15,33 +15,16 @@ CONNECT_TIMEOUT_S = 10.0
 
 
 def check_scheduler_answers(spec, timeout):
-    """Connect to ``spec`` and read dask's handshake, within ``timeout`` seconds.
-
-    ``distributed.Client(timeout=...)`` bounds the TCP connection but not
-    the handshake read that follows it: an address that accepts TCP and
-    never answers would hold the client forever.  This probe runs the same
-    connection and handshake under one wall-clock bound
-    (``asyncio.wait_for`` cancels it), then closes it.
-    """
-    import asyncio
-
-    from distributed.comm import connect
-
-    async def probe():
-        # the outer bound lets connect's own, more precise, error come first
-        comm = await asyncio.wait_for(connect(spec, timeout=timeout), timeout + 1.0)
-        await comm.close()
+    """Connect to ``spec`` and read dask's handshake, within ``timeout``
+    seconds (:func:`ultrafs.scoring.scheduling.probe_scheduler`); one line
+    when it does not."""
+    from ultrafs.errors import ClusterError
+    from ultrafs.scoring.scheduling import probe_scheduler
 
     try:
-        asyncio.run(probe())
-    except (asyncio.TimeoutError, TimeoutError):
-        raise click.ClickException(
-            f"the dask scheduler at {spec} did not answer within {timeout:g} s "
-            "(--connect-timeout)") from None
-    except (OSError, ValueError, TypeError) as exc:
-        raise click.ClickException(
-            f"cannot reach the dask scheduler at {spec} "
-            f"({cli_message(exc)})") from None
+        probe_scheduler(spec, timeout, "--connect-timeout", wording=cli_message)
+    except ClusterError as exc:
+        raise click.ClickException(str(exc)) from None
 
 
 @contextlib.contextmanager

@@ -24,8 +24,11 @@ class Execution:
     Attributes
     ----------
     scheduler : str, dask Client or None
-        "threads" (default), "processes", "synchronous" or a
-        ``dask.distributed`` client / address.
+        "threads", "processes", "synchronous", a dask scheduler's address
+        ("tcp://HOST:PORT") or a ``dask.distributed`` Client; None: the
+        active Client when there is one, else "threads"
+        (:func:`ultrafs.scoring.scheduling.resolve_scheduler`, called once
+        per run by :func:`ultrafs.api.fit`).
     num_workers : int, optional
         Threads or processes of a local scheduler (default: the CPU count).
     block_size : int, optional

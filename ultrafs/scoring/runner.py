@@ -73,8 +73,9 @@ def run_block_tasks(blocks, task, merge, *, shared=None, scheduler=None,
     """
     if not _marked:
         _mark_first_pass()
+    resolved = resolve_scheduler(scheduler)
     if len(blocks) == 1 and progress_label is None \
-            and scheduler in (None, "threads", "synchronous"):
+            and isinstance(resolved, str) and resolved in ("threads", "synchronous"):
         # One block on a local scheduler: the graph would run the task and
         # the two merge levels of the reduction in this process anyway;
         # calling them directly gives the same result (bit for bit) without
@@ -83,7 +84,6 @@ def run_block_tasks(blocks, task, merge, *, shared=None, scheduler=None,
     progress = None
     if progress_label is not None:
         progress = (progress_label, len(blocks), getattr(task, "__name__", "task"))
-    resolved = resolve_scheduler(scheduler)
     if isinstance(resolved, str):
         graph, key = _local_graph(blocks, task, merge, shared or {}, split_every)
         return compute_graph(graph, key, resolved, num_workers=num_workers,

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+
 from ultrafs.errors import ClusterError, ParameterError
 
-__all__ = ["LOCAL_SCHEDULERS", "resolve_scheduler", "compute", "compute_graph", "local_get",
+__all__ = ["LOCAL_SCHEDULERS", "resolve_scheduler", "check_scheduler", "is_address",
+           "is_client", "active_client", "client_for_address", "probe_scheduler",
+           "close_clients", "scheduler_address", "compute", "compute_graph", "local_get",
            "process_pool", "WORKER_TIMEOUT_KEY", "DEFAULT_WORKER_TIMEOUT_S",
            "worker_timeout"]
 
@@ -21,30 +25,249 @@ _POLL_S = 0.5
 
 
 def resolve_scheduler(scheduler):
-    """Validate a scheduler specification.
+    """The scheduler a pass runs on, from the user's specification.
 
     Parameters
     ----------
     scheduler : None, str or distributed.Client
-        None or ``"threads"`` (the default: local threads; numba kernels
-        release the GIL), ``"processes"``, ``"synchronous"``, or a
-        ``dask.distributed.Client``.
+        ``"threads"`` (local threads; numba kernels release the GIL),
+        ``"processes"``, ``"synchronous"``, the address of a dask scheduler
+        (``"tcp://HOST:PORT"``: a client connected once per process and
+        address, :func:`client_for_address`), or a
+        ``dask.distributed.Client``.  None: the active Client
+        (:func:`active_client`, dask's ``default_client()`` convention)
+        when there is one, else ``"threads"``.
 
     Returns
     -------
     scheduler : str or Client
+        A local scheduler's name or a client.
+
+    Raises
+    ------
+    ParameterError
+        An unknown name or object.
+    ClusterError
+        An address that cannot be reached.
     """
+    check_scheduler(scheduler)
     if scheduler is None:
-        return "threads"
+        client = active_client()
+        return "threads" if client is None else client
+    if isinstance(scheduler, str) and scheduler not in LOCAL_SCHEDULERS:
+        return client_for_address(scheduler)
+    return scheduler
+
+
+def check_scheduler(scheduler):
+    """Refuse what :func:`resolve_scheduler` cannot take, without
+    connecting to anything.
+
+    Raises
+    ------
+    ParameterError
+        Neither None, a local scheduler's name, an address nor a Client.
+    """
+    if scheduler is None or is_client(scheduler):
+        return
     if isinstance(scheduler, str):
-        if scheduler in LOCAL_SCHEDULERS:
-            return scheduler
-        raise ParameterError(
-            f"unknown scheduler {scheduler!r}; expected one of "
-            f"{', '.join(LOCAL_SCHEDULERS)} or a dask.distributed Client")
-    if hasattr(scheduler, "get") and hasattr(scheduler, "submit"):
-        return scheduler  # a distributed Client
+        if scheduler in LOCAL_SCHEDULERS or is_address(scheduler):
+            return
+        raise _unknown_scheduler(scheduler)
     raise ParameterError(f"unsupported scheduler object {scheduler!r}")
+
+
+def _unknown_scheduler(name) -> ParameterError:
+    return ParameterError(
+        f"unknown scheduler {name!r}; expected one of {', '.join(LOCAL_SCHEDULERS)}, "
+        "a scheduler address (tcp://HOST:PORT) or a dask.distributed Client")
+
+
+def is_client(scheduler) -> bool:
+    """Whether ``scheduler`` is a ``dask.distributed`` Client (duck-typed:
+    distributed is not imported)."""
+    return (not isinstance(scheduler, str) and hasattr(scheduler, "get")
+            and hasattr(scheduler, "submit"))
+
+
+def is_address(spec: str) -> bool:
+    """Whether ``spec`` names a dask scheduler: ``PROTOCOL://...`` or ``HOST:PORT``."""
+    import re
+
+    return "://" in spec or re.fullmatch(r"[\w.\-]+:\d+|\[[0-9a-fA-F:.]+\]:\d+",
+                                         spec) is not None
+
+
+def active_client():
+    """The ``dask.distributed`` Client active here, or None.
+
+    Dask's convention (``distributed.default_client()``): the client made
+    last (or the one of a ``with client.as_current()`` block) that is not
+    closed.  ``distributed`` is not imported when it is not imported
+    already (then no client can exist).
+
+    Returns
+    -------
+    client : distributed.Client or None
+    """
+    import sys
+
+    distributed = sys.modules.get("distributed")
+    if distributed is None:
+        return None
+    try:
+        client = distributed.default_client()
+    except ValueError:      # none
+        return None
+    return None if client.status in ("closing", "closed") else client
+
+
+def scheduler_address(client) -> str | None:
+    """The scheduler address of a Client (what pickles in its place), or
+    None when it cannot be read (a closed client)."""
+    try:
+        return str(client.scheduler.address)
+    except Exception:  # noqa: BLE001 - a closed client raises many kinds
+        return None
+
+
+#: clients this module connected, by (process id, address)
+_clients: dict = {}
+_clients_lock = threading.Lock()
+
+
+def client_for_address(address: str):
+    """A running ``dask.distributed`` Client of the scheduler at ``address``.
+
+    A client of this process already connected to it (the active one, the
+    worker's when this runs in a task of that cluster, or one this function
+    made before) is reused; otherwise one is connected
+    (within dask's ``distributed.comm.timeouts.connect``), kept for later
+    passes of this process without becoming the default client, and closed
+    at exit.  A forked child never reuses its parent's.
+
+    Parameters
+    ----------
+    address : str
+        ``tcp://HOST:PORT`` (any protocol dask knows) or ``HOST:PORT``.
+
+    Returns
+    -------
+    client : distributed.Client
+
+    Raises
+    ------
+    ClusterError
+        The address cannot be reached.
+    """
+    import atexit
+    import os
+
+    from distributed import Client
+    from distributed.comm import resolve_address
+
+    try:
+        wanted = resolve_address(address)
+    except (ValueError, TypeError) as exc:
+        raise ParameterError(f"scheduler address {address!r} is not valid "
+                             f"({_first_line(exc)})") from None
+    except OSError as exc:      # a host name that does not resolve
+        raise ClusterError(f"cannot reach the dask scheduler at {address} "
+                           f"({_first_line(exc)})") from None
+    active = active_client()
+    if active is not None and scheduler_address(active) == wanted:
+        return active
+    from distributed import get_client, get_worker
+
+    try:
+        worker = get_worker()
+    except ValueError:      # not in a worker
+        worker = None
+    if worker is not None and worker.scheduler.address == wanted:
+        return get_client(wanted)   # the worker's own client
+    import dask
+
+    key = (os.getpid(), wanted)
+    with _clients_lock:     # threads fitting at once share one connection
+        client = _clients.get(key)
+        if client is not None and client.status == "running":
+            return client
+        timeout = dask.utils.parse_timedelta(
+            dask.config.get("distributed.comm.timeouts.connect"), default="seconds")
+        probe_scheduler(address, timeout, "distributed.comm.timeouts.connect")
+        try:
+            client = Client(wanted, set_as_default=False, timeout=f"{timeout}s")
+        except (OSError, ValueError, TimeoutError) as exc:
+            raise ClusterError(f"cannot reach the dask scheduler at {address} "
+                               f"({_first_line(exc)})") from None
+        if not _clients:
+            atexit.register(close_clients)
+        _clients[key] = client
+        return client
+
+
+def _first_line(exc) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def probe_scheduler(address: str, timeout: float, setting: str, wording=_first_line):
+    """Connect to ``address`` and read dask's handshake within ``timeout`` seconds.
+
+    ``distributed.Client(timeout=...)`` bounds the TCP connection but not
+    the handshake read that follows it: an address that accepts TCP and
+    never answers would hold the client forever.  This probe runs the same
+    connection and handshake under one wall-clock bound
+    (``asyncio.wait_for`` cancels it), in a thread of its own (the caller
+    may be inside a running event loop, e.g. a notebook's), then closes it.
+
+    Parameters
+    ----------
+    address : str
+    timeout : float
+        Seconds.
+    setting : str
+        What sets ``timeout``, named in the message.
+    wording : callable, optional
+        The one line of a connection error (the CLI's own wording).
+
+    Raises
+    ------
+    ClusterError
+        The scheduler did not answer in time, or cannot be reached.
+    """
+    import asyncio
+    import concurrent.futures
+
+    from distributed.comm import connect
+
+    async def probe():
+        # the outer bound lets connect's own, more precise, error come first
+        comm = await asyncio.wait_for(connect(address, timeout=timeout), timeout + 1.0)
+        await comm.close()
+
+    with concurrent.futures.ThreadPoolExecutor(1) as thread:
+        try:
+            thread.submit(asyncio.run, probe()).result()
+        except (asyncio.TimeoutError, TimeoutError):
+            raise ClusterError(f"the dask scheduler at {address} did not answer within "
+                               f"{timeout:g} s ({setting})") from None
+        except (OSError, ValueError, TypeError) as exc:
+            raise ClusterError(f"cannot reach the dask scheduler at {address} "
+                               f"({wording(exc)})") from None
+
+
+def close_clients():
+    """Close the clients :func:`client_for_address` connected in this
+    process (done at exit; a later pass connects again)."""
+    import os
+
+    for key, client in list(_clients.items()):
+        if key[0] == os.getpid():
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001 - the scheduler may be gone
+                pass
+        _clients.pop(key, None)
 
 
 def compute(collection, scheduler, num_workers=None, progress=None):
@@ -138,9 +361,7 @@ def local_get(name):
     elif name == "synchronous":
         from dask.local import get_sync as get
     else:
-        raise ParameterError(
-            f"unknown scheduler {name!r}; expected one of "
-            f"{', '.join(LOCAL_SCHEDULERS)} or a dask.distributed Client")
+        raise _unknown_scheduler(name)
     return get
 
 
@@ -163,10 +384,8 @@ def worker_timeout() -> float:
 
 
 def _scheduler_address(client) -> str:
-    try:
-        return str(client.scheduler.address)
-    except Exception:  # noqa: BLE001 - only used in a message
-        return "the dask scheduler"
+    """The address of ``client``'s scheduler, for a message."""
+    return scheduler_address(client) or "the dask scheduler"
 
 
 def _count_workers(client):
@@ -195,6 +414,7 @@ def _compute_distributed(collection, client, show_progress):
     future = client.compute(collection)
     bar = _start_progress(client, future) if show_progress else None
     trouble_since = None
+    seceded = _secede_if_in_task()
     try:
         while True:
             try:
@@ -245,6 +465,33 @@ def _compute_distributed(collection, client, show_progress):
             import sys
 
             sys.stderr.write("\n")
+        if seceded:
+            from distributed import rejoin
+
+            rejoin()
+
+
+def _secede_if_in_task() -> bool:
+    """Leave the worker's thread pool while this pass waits, when it runs
+    inside a task of a dask worker (a fit sent to a cluster, e.g. by
+    joblib's dask backend): the pass's own tasks then get the slot instead
+    of waiting for it.  Returns whether it did (then ``rejoin`` after)."""
+    import sys
+
+    if "distributed" not in sys.modules:
+        return False
+    from distributed.worker import get_worker, thread_state
+
+    if getattr(thread_state, "key", None) is None:
+        return False
+    try:
+        get_worker()
+    except ValueError:
+        return False
+    from distributed import secede
+
+    secede()
+    return True
 
 
 def _start_progress(client, future):

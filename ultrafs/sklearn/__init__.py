@@ -122,7 +122,11 @@ def _docstring(method, defaults) -> str:
         lines += [f"{name} : default={value_text(defaults[name])}", f"    {spec.help}"]
     lines += ["block_size : int, default=None", "    Columns per task of a pass.",
               "scheduler : str or distributed.Client, default=None",
-              "    Dask scheduler of the passes (threads when None).",
+              "    Dask scheduler of the passes: \"threads\", \"processes\", "
+              "\"synchronous\",",
+              "    an address (\"tcp://HOST:PORT\") or a Client; None: the active "
+              "Client, else threads.",
+              "    A Client pickles as its address.",
               "n_jobs : int, default=None", "    Threads or processes of a local "
               "scheduler (None: the CPU count); results do not depend on it.",
               "verbose : int, default=0", "    > 0: progress on stderr.", "",

@@ -13,6 +13,8 @@ makes the class of each method.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import BaseEstimator
@@ -101,9 +103,52 @@ class MethodEstimator(SelectorMixin, BaseEstimator):
                                      f"{value!r}")
         if not isinstance(self.verbose, (int, np.integer)) or self.verbose < 0:
             raise ParameterError(f"verbose must be an integer >= 0, got {self.verbose!r}")
-        return Execution(scheduler=self.scheduler,
+        from ultrafs.scoring.scheduling import check_scheduler, resolve_scheduler
+
+        # resolved at fit time (scikit-learn's __init__ stores it unchanged):
+        # an address connects, None finds the active Client; a method without
+        # Dask passes (SKLR) only checks it
+        check_scheduler(self.scheduler)
+        scheduler = (resolve_scheduler(self.scheduler) if "passes" in self.method.execution
+                     else self.scheduler)
+        return Execution(scheduler=scheduler,
                          num_workers=None if self.n_jobs is None else int(self.n_jobs),
                          block_size=self.block_size, progress=self.verbose > 0)
+
+    # ------------------------------------------------ clone and pickle
+    def __sklearn_clone__(self):
+        """A clone sharing this estimator's ``scheduler`` Client.
+
+        A ``dask.distributed`` Client is a handle on a cluster, not a value:
+        it is neither copied (its sockets cannot be) nor needed twice, so
+        a clone made in this process gets the same Client; every other
+        parameter is cloned as scikit-learn does.
+        """
+        from ultrafs.scoring.scheduling import is_client
+
+        if not is_client(self.scheduler):
+            return super().__sklearn_clone__()
+        stand_in = copy.copy(self)
+        stand_in.scheduler = None
+        twin = super(MethodEstimator, stand_in).__sklearn_clone__()
+        twin.scheduler = self.scheduler
+        return twin
+
+    def __getstate__(self):
+        """The pickled state: a ``scheduler`` Client is kept as its address.
+
+        An unpickled estimator (another process: joblib's workers of
+        ``GridSearchCV(n_jobs=...)``, a dask worker) connects to that
+        address when it fits (:func:`~ultrafs.scoring.scheduling.client_for_address`).
+        A closed Client has no address left: it pickles as None (the
+        active Client or local threads; results do not depend on it).
+        """
+        from ultrafs.scoring.scheduling import is_client, scheduler_address
+
+        state = super().__getstate__()
+        if is_client(state.get("scheduler")):
+            state = {**state, "scheduler": scheduler_address(state["scheduler"])}
+        return state
 
     def _is_classifier(self) -> bool:
         return self.method.estimator_kind == "classifier"

@@ -56,7 +56,9 @@ accelerate, candidates, scale, in_memory_bytes
     block_size : int, default=None
         Columns per task of the streamed passes.
     scheduler : str or distributed.Client, default=None
-        Dask scheduler of those passes.
+        Dask scheduler of those passes: "threads", "processes",
+        "synchronous", an address ("tcp://HOST:PORT") or a Client; None: the
+        active Client, else threads.  A Client pickles as its address.
     n_jobs : int, default=None
         Threads or processes of a local scheduler; results do not depend on it.
     verbose : int, default=0
