@@ -284,7 +284,9 @@ def test_choose_C_walks_the_refit_grid_with_patience():
                    "loss": 1.0, "n_features": 3}
 
     folds = [(None, None), (None, None)]
-    curve = val.choose_C(folds, [1, 2, 3], scorer, refit_grid=[1, 2, 3, 4, 5])
+    # (the best C, 1, lies at the grid's edge: widen=False keeps the walk to it)
+    curve = val.choose_C(folds, [1, 2, 3], scorer, refit_grid=[1, 2, 3, 4, 5],
+                         widen=False)
     # every C: refits 1, 2 (best), 3, 4 (two below), never 5; both folds each
     assert [(c, r) for f, c, r in asked if f == 0] == \
         [(C, r) for C in (1, 2, 3) for r in (1, 2, 3, 4)]
@@ -625,3 +627,132 @@ def test_C_auto_lets_FGM_s_own_weights_predict_when_they_score_better(tmp_path,
                                        "--out", str(tmp_path / "c.json")])
     assert result.exit_code == 0, result.output
     assert "FGM's own weights (they scored better" in result.output
+
+
+# ------------------------------------------------- the grid: widened or given
+def _peaked(peak):
+    """A scorer whose held-out accuracy peaks at C = ``peak`` (log scale)."""
+    asked = []
+
+    def scorer(fold, train, held, C, refit_grid):
+        asked.append(C)
+        return [{"refit_C": None, "accuracy": 0.9 - 0.01 * abs(np.log10(C / peak)),
+                 "loss": 1.0, "n_features": 3}]
+
+    return scorer, asked
+
+
+def test_choose_C_widens_the_grid_below_until_the_best_lies_inside():
+    scorer, asked = _peaked(0.1)
+    curve = val.choose_C([(None, None)], [1.0, 3.16, 10.0], scorer)
+    # 1 at the edge: 0.316, 0.1 (best), then 0.0316 scores below: stop
+    assert asked == [1.0, 3.16, 10.0, 0.316, 0.1, 0.0316]
+    assert curve.C == 0.1 and curve.edge is None
+    assert curve.widened == [0.316, 0.1, 0.0316]
+    assert curve.grid == [0.0316, 0.1, 0.316, 1.0, 3.16, 10.0]
+    record = curve.to_dict()
+    assert record["widened"] == [0.316, 0.1, 0.0316] and "edge" not in record
+    assert "grid widened below to C = 0.0316" in val.validation_note(record)
+
+
+def test_choose_C_widens_the_grid_above_and_at_most_WIDEN_STEPS_values():
+    scorer, asked = _peaked(1e6)
+    curve = val.choose_C([(None, None)], [1.0, 3.16, 10.0], scorer)
+    assert asked == [1.0, 3.16, 10.0, 31.6, 100.0, 316.0]
+    assert len(curve.widened) == val.WIDEN_STEPS
+    assert curve.C == 316.0 and curve.edge == "above"
+    note = val.validation_note(curve.to_dict())
+    assert "grid widened above to C = 316" in note and "larger C may score" in note
+    # the best inside: nothing widened, the curve as before
+    scorer, asked = _peaked(3.16)
+    curve = val.choose_C([(None, None)], [1.0, 3.16, 10.0], scorer)
+    assert asked == [1.0, 3.16, 10.0] and curve.widened == [] and curve.edge is None
+    assert "widened" not in curve.to_dict() and val.validation_note(curve.to_dict()) == ""
+
+
+def test_choose_C_widening_is_the_same_in_threads():
+    def scorer(fold, train, held, C, refit_grid):
+        yield {"refit_C": None, "accuracy": 0.5 + 0.1 * fold - 0.01 * C, "loss": 1.0,
+               "n_features": fold}
+        for refit_C in refit_grid:
+            yield {"refit_C": refit_C, "accuracy": 0.6 + 0.1 * fold - 0.01 * C
+                   - 0.001 * refit_C, "loss": 1.0, "n_features": fold}
+
+    folds = [(None, None)] * 3
+    one = val.choose_C(folds, [1.0, 3.16, 10.0], scorer, refit_grid=[1.0, 3.16, 10.0])
+    many = val.choose_C(folds, [1.0, 3.16, 10.0], scorer, refit_grid=[1.0, 3.16, 10.0],
+                        n_jobs=3)
+    strip = lambda c: [{k: v for k, v in p.items() if k != "seconds"}  # noqa: E731
+                       for p in c.points]
+    assert strip(many) == strip(one) and many.to_dict()["grid"] == one.to_dict()["grid"]
+    assert one.widened == [0.316, 0.1, 0.0316] and one.C == 0.0316
+    # the refit grid follows the widening: the last C's refits start at 0.0316
+    assert [p["refit_C"] for p in one.points if p["C"] == 0.0316][1] == 0.0316
+
+
+def _small_C_problem(n=60, m=200, seed=0):
+    """Labels independent of the rows, 70% of one class: the best model
+    predicts the majority (the smaller C, the closer)."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, m))
+    y = np.where(rng.permutation(n) < int(0.7 * n), 1, -1)
+    return X, y
+
+
+def test_C_auto_chooses_below_the_default_grid_and_says_so(tmp_path):
+    X, y = _small_C_problem()
+    model = select(X, y, B=5, max_iter=2, C="auto", cv=3)
+    curve = model.params["validation"]
+    default = val.c_grid(val.default_C(LinearFeatures(InMemoryStore(X, y))))
+    assert model.params["C"] < default[0]
+    assert curve["widened"] and min(curve["widened"]) == curve["grid"][0]
+    assert model.params["C"] in curve["widened"]
+    assert curve["grid"][len(curve["widened"]):] == default
+    path = tmp_path / "s.zarr"
+    write_store(path, sp.csc_matrix(X), y)
+    result = CliRunner().invoke(main, ["select", "--data", str(path), "--B", "5",
+                                       "--max-iter", "2", "--C", "auto", "--cv", "3",
+                                       "--out", str(tmp_path / "m.json")])
+    assert result.exit_code == 0, result.output
+    assert "grid widened below to C = " in result.output
+
+
+def test_C_auto_with_a_given_grid_uses_it_as_is(rng, tmp_path):
+    X, y = _small_C_problem()
+    grid = [3.0, 0.5, 1.0, 0.5]
+    model = select(X, y, B=2, max_iter=2, C="auto", cv=3, C_grid=grid, refit=True)
+    curve = model.params["validation"]
+    assert curve["grid"] == [0.5, 1.0, 3.0] and curve["given"] is True
+    assert "widened" not in curve
+    assert {p["C"] for p in curve["points"]} <= {0.5, 1.0, 3.0}
+    assert {p["refit_C"] for p in curve["points"]} - {None} <= {0.5, 1.0, 3.0}
+    assert model.params["C"] == 0.5 and curve["edge"] == "below"
+    path = tmp_path / "s.zarr"
+    write_store(path, sp.csc_matrix(X), y)
+    out = tmp_path / "m.json"
+    result = CliRunner().invoke(main, ["select", "--data", str(path), "--B", "2",
+                                       "--max-iter", "2", "--C", "auto", "--cv", "3",
+                                       "--C-grid", "3,0.5,1", "--refit", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "C is the smallest of the given grid" in result.output
+    saved = json.loads(out.read_text())["params"]["validation"]
+    assert saved["grid"] == [0.5, 1.0, 3.0]
+    assert [p["C"] for p in saved["points"]] == [p["C"] for p in curve["points"]]
+
+
+def test_C_grid_needs_C_auto(tmp_path):
+    X, y = _small_C_problem(n=40)
+    with pytest.raises(ParameterError, match="C_grid is the grid of C auto"):
+        select(X, y, C_grid=[1.0, 2.0])
+    with pytest.raises(ParameterError, match="C_grid"):
+        select(X, y, C="auto", C_grid=[1.0, -2.0])
+    path = tmp_path / "s.zarr"
+    write_store(path, sp.csc_matrix(X), y)
+    refused = CliRunner().invoke(main, ["select", "--data", str(path), "--C", "2",
+                                        "--C-grid", "1,2"])
+    assert refused.exit_code == 2, refused.output
+    assert "--C-grid" in refused.output and "--C auto" in refused.output
+    assert "Traceback" not in refused.output
+    bad = CliRunner().invoke(main, ["select", "--data", str(path), "--C", "auto",
+                                    "--C-grid", "1,x"])
+    assert bad.exit_code == 2 and "--C-grid" in bad.output

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import click
 
-from ultrafs.cli.types import (MAX_COUNT, CandidatesType, ClassWeightType, CType,
-                               RetrainCType, loss_choice, poly_choice)
+from ultrafs.cli.types import (MAX_COUNT, CandidatesType, CGridType, ClassWeightType,
+                               CType, RetrainCType, loss_choice, poly_choice)
 from ultrafs.methods.params import specs_of, value_text
 
 __all__ = ["method_options", "option_name", "other_options", "old_options",
@@ -54,7 +54,7 @@ def option_name(name, spec) -> str:
 
 
 def _click_type(spec):
-    special = {"C": CType, "loss": loss_choice, "poly": poly_choice,
+    special = {"C": CType, "C_grid": CGridType, "loss": loss_choice, "poly": poly_choice,
                "class_weight": ClassWeightType, "number_or_auto": RetrainCType,
                "int_or_auto": CandidatesType,
                "file": lambda: click.Path(dir_okay=False)}

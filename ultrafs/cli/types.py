@@ -119,6 +119,26 @@ class CType(click.ParamType):
         return number
 
 
+class CGridType(click.ParamType):
+    """``--C-grid``: comma-separated numbers > 0 (sorted, deduplicated)."""
+
+    name = "C,C,..."
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str):
+            return value
+        numbers = []
+        for item in value.split(","):
+            try:
+                number = float(item)
+            except ValueError:
+                number = float("nan")
+            if not (number > 0 and number != float("inf")):
+                self.fail(f"{value!r} is not comma-separated numbers > 0", param, ctx)
+            numbers.append(number)
+        return sorted(set(numbers))
+
+
 class SizeType(click.ParamType):
     """``--memory-limit``: bytes, or a number with a unit (``8GB``, ``7.5G``,
     ``800MB``, ``8GiB``; decimal units are powers of 1000, ``*iB`` of 1024)."""

@@ -20,8 +20,13 @@ __all__ = ["resolve_C", "fold_threads", "HeldOutScorer", "held_out_scores", "rea
 
 
 def resolve_C(C, refit_C, refit, store, features, y, n_classes, space, fit_options,
-               validation_fraction, cv, seed):
+               validation_fraction, cv, seed, C_grid=None):
     """The C (and refit C) to fit with: given, data-scaled, or validated.
+
+    ``C="auto"`` walks :func:`~ultrafs.methods.validation.c_grid` of the
+    data-scaled C, widened past an edge where the best point lies; with
+    ``C_grid`` (numbers > 0) it walks that grid as given, never widened
+    (an edge is recorded in the curve and reported).
 
     Returns
     -------
@@ -36,17 +41,19 @@ def resolve_C(C, refit_C, refit, store, features, y, n_classes, space, fit_optio
     if (validation_fraction is not None or cv is not None) and not (
             isinstance(C, str) and C == "auto"):
         raise ParameterError("validation_fraction and cv choose C: they need C='auto'")
+    if C_grid is not None and not (isinstance(C, str) and C == "auto"):
+        raise ParameterError("C_grid is the grid of C='auto': it needs C='auto'")
     if isinstance(C, str):
         if C not in ("scale", "auto"):
             raise ParameterError(f"C must be a number > 0, 'scale' or 'auto', got {C!r}")
         # weighted like the loss: integer weights give the C of repeated rows
-        center = val.default_C(features, sample_weight=fit_options.get("sample_weight"),
-                               **pass_options)
+        center = None if C_grid is not None else val.default_C(
+            features, sample_weight=fit_options.get("sample_weight"), **pass_options)
         if C == "scale":
             return center, refit_C, None
         folds, method, fraction = val.default_folds(
             y, validation_fraction=validation_fraction, cv=cv, seed=seed)
-        grid = val.c_grid(center)
+        grid = val.c_grid(center) if C_grid is None else val.given_grid(C_grid)
         refit_grid = None
         if refit:
             refit_grid = grid if refit_C is None else [float(refit_C)]
@@ -56,7 +63,7 @@ def resolve_C(C, refit_C, refit, store, features, y, n_classes, space, fit_optio
             scorer.prepare(folds)           # the copies, made in this thread
         curve = val.choose_C(folds, grid, scorer, refit_grid=refit_grid,
                              method=method, fraction=fraction, seed=seed,
-                             n_jobs=n_jobs)
+                             n_jobs=n_jobs, widen=C_grid is None)
         return curve.C, curve.refit_C if refit else refit_C, curve
     if isinstance(C, bool) or not isinstance(C, (int, float, np.integer, np.floating)):
         raise ParameterError(f"C must be a number > 0, 'scale' or 'auto', got {C!r}")

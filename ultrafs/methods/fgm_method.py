@@ -38,6 +38,12 @@ class FGMParams(Params):
                    "whatever the scale of the rows) or 'auto' (chosen on held-out rows, "
                    "see --validation-fraction and --cv).", low=0, low_open=True,
                    words=("scale", "auto"), option="--C", cli_type="C")
+    C_grid: Any = param(None, "With --C auto: the values of C to try (CLI: comma-separated "
+                        "numbers > 0), used as given: not widened when the best lies at "
+                        "an edge (that is reported). Default: 8 values around --C "
+                        "scale's, widened by up to 3 steps past an edge where the best "
+                        "lies.", kind="any", none=True, option="--C-grid",
+                        cli_type="C_grid")
     loss: str = param("logistic", "Loss (K >= 3 classes: multinomial logistic or "
                       "one-vs-rest squared hinge).", kind="text", cli_type="loss")
     max_iter: int = param(10, "T: select up to B x T features with a nonzero weight "
@@ -116,6 +122,18 @@ class FGMParams(Params):
     def check(self):
         if self.refit_C is not None and not self.refit:
             raise SpelledParameterError("{refit_C} is the C of the refit: it needs {refit}")
+        if self.C_grid is not None:
+            if self.C != "auto":
+                raise SpelledParameterError("{C_grid} is the grid of {C} auto: it needs "
+                                            "{C} auto")
+            from ultrafs.methods.validation import given_grid
+
+            try:
+                grid = given_grid(self.C_grid)
+            except ParameterError as exc:
+                raise SpelledParameterError("{C_grid}: " + str(exc).replace(
+                    "{", "{{").replace("}", "}}")) from None
+            object.__setattr__(self, "C_grid", grid)
         if self.cv is not None and self.C != "auto":
             raise SpelledParameterError("{cv} K chooses C on K folds: it needs {C} auto")
         if self.validation_fraction is not None and self.C != "auto":
@@ -125,10 +143,10 @@ class FGMParams(Params):
 
     @classmethod
     def estimator_options(cls, options):
-        """``validation_fraction`` and ``cv`` are ignored unless C is "auto"
+        """``validation_fraction``, ``cv`` and ``C_grid`` are ignored unless C is "auto"
         (a search over C may hold them fixed)."""
         if options.get("C") != "auto":
-            options = {**options, "validation_fraction": None, "cv": None}
+            options = {**options, "validation_fraction": None, "cv": None, "C_grid": None}
         return options
 
     def kernel_options(self):
@@ -212,7 +230,8 @@ def fit(store, targets, params: FGMParams, execution) -> FGMFit:
     C_rule = params.C if isinstance(params.C, str) else "given"
     C, refit_C, validation = resolve_C(
         params.C, params.refit_C, params.refit, store, features, y, n_classes, space,
-        fit_options, params.validation_fraction, params.cv, params.seed)
+        fit_options, params.validation_fraction, params.cv, params.seed,
+        C_grid=params.C_grid)
     if execution.resume and execution.checkpoint is None:
         raise ParameterError("resume needs a checkpoint directory")
     saver = None
@@ -399,13 +418,14 @@ def summary_lines(model, store):
     lines.append(("C", f"{params.get('C', 0):g} ({params.get('C_rule', 'given')})"))
     validation = params.get("validation")
     if validation:
-        from ultrafs.methods.validation import chosen_point
+        from ultrafs.methods.validation import chosen_point, validation_note
 
         best = chosen_point(validation)
+        note = validation_note(validation)
         if best is not None and "accuracy" in best:
             lines.append(("validation accuracy", f"{best['accuracy']:.4f} at the chosen "
-                          f"C ({validation.get('method')}; the model is then fitted on "
-                          "all rows)"))
+                          f"C ({validation.get('method')}; " + (note + "; " if note else "")
+                          + "the model is then fitted on all rows)"))
     if model.refit is not None:
         lines.append(("predicts with", "the refit" if model.predictor == "refit" else
                       "FGM's own weights" + (" (they scored better than the refit on "

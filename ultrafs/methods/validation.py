@@ -75,12 +75,17 @@ from ultrafs.errors import ParameterError
 
 __all__ = ["DEFAULT_C_SCALE", "C_GRID_EXPONENTS", "default_C", "c_grid",
            "stratified_split", "stratified_folds", "default_folds", "ValidationCurve",
-           "choose_C", "lockstep_window", "chosen_point"]
+           "choose_C", "lockstep_window", "chosen_point", "given_grid", "grid_step",
+           "WIDEN_STEPS", "validation_note"]
 
 #: C · mean_i max_f φ_f(x_i)² of the default ``C="scale"``
 DEFAULT_C_SCALE = 10.0
 #: the grid of ``C="auto"``: default C times 10 to these powers
 C_GRID_EXPONENTS = (-1.5, -1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0)
+#: the grid's step, as a power of ten (a widened grid keeps it)
+C_GRID_STEP = 0.5
+#: values a grid is widened by, at most, past the edge where the best lies
+WIDEN_STEPS = 3
 #: grid values in a row scoring below the best that end the walk
 PATIENCE = 2
 #: held-out share of the rows by default
@@ -124,6 +129,40 @@ def default_C(features, *, block_size=None, scheduler=None, num_workers=None,
 def c_grid(center: float) -> list[float]:
     """The ``C="auto"`` grid around ``center``, increasing."""
     return [round_significant(center * 10.0 ** e) for e in C_GRID_EXPONENTS]
+
+
+def grid_step(grid, direction: int) -> float:
+    """The next value of an increasing ``grid`` past its edge (``direction``
+    -1 below, +1 above), one ``C_GRID_STEP`` on: a tenth (ten times) the
+    value two places in, as :func:`c_grid` rounds it, so that the widened
+    grid keeps its decades (1, 0.316, 0.1, ...); ``edge × 10^{±C_GRID_STEP}``
+    for a grid of one value.  Three significant digits.
+    """
+    if len(grid) >= 2:
+        inner = grid[1] if direction < 0 else grid[-2]
+        return round_significant(inner * 10.0 ** (direction * 2 * C_GRID_STEP))
+    edge = grid[0] if direction < 0 else grid[-1]
+    return round_significant(edge * 10.0 ** (direction * C_GRID_STEP))
+
+
+def given_grid(values) -> list[float]:
+    """A grid of C given by the user: numbers > 0, sorted, deduplicated.
+
+    Raises a one-line ParameterError for anything else (an empty grid, a
+    string, a number <= 0, infinity or NaN).
+    """
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        values = [values]
+    grid = []
+    for value in values:
+        if isinstance(value, bool) or not isinstance(
+                value, (int, float, np.integer, np.floating)) \
+                or not (0 < float(value) < math.inf):
+            raise ParameterError(f"the grid of C takes numbers > 0, got {value!r}")
+        grid.append(float(value))
+    if not grid:
+        raise ParameterError("the grid of C is empty")
+    return sorted(set(grid))
 
 
 def _check_seed(seed):
@@ -239,6 +278,18 @@ class ValidationCurve:
     predictor : {"selection", "refit"} or None
         With a refit, which model scored best on the held-out rows (the
         best point's); None without one.
+    grid : list of float
+        The grid walked, increasing, after any widening (values past the
+        point where the walk stopped included).
+    given : bool
+        Whether the grid was given by the user (then never widened).
+    widened : list of float
+        Values added past the edges of the grid because the best point lay
+        at one, in the order they were tried (empty: none).
+    edge : {"below", "above"} or None
+        Where the chosen C lies at an edge of the final grid: its smallest
+        value, or its largest reached without the walk's patience stopping
+        it; None inside.  A smaller (larger) C may then score better.
     """
 
     method: str
@@ -249,14 +300,47 @@ class ValidationCurve:
     C: float = math.nan
     refit_C: float | None = None
     predictor: str | None = None
+    grid: list = field(default_factory=list)
+    given: bool = False
+    widened: list = field(default_factory=list)
+    edge: str | None = None
 
     def to_dict(self) -> dict:
         out = {"method": self.method, "folds": self.folds, "fraction": self.fraction,
                "seed": self.seed, "C": self.C, "refit_C": self.refit_C,
-               "points": [dict(p) for p in self.points]}
+               "points": [dict(p) for p in self.points],
+               "grid": [float(c) for c in self.grid]}
         if self.predictor is not None:
             out["predictor"] = self.predictor
+        if self.given:
+            out["given"] = True
+        if self.widened:
+            out["widened"] = [float(c) for c in self.widened]
+        if self.edge is not None:
+            out["edge"] = self.edge
         return out
+
+
+def validation_note(curve: dict) -> str:
+    """What a curve (:meth:`ValidationCurve.to_dict`) says of its grid, in
+    words: widened, at an edge, or nothing (``""``)."""
+    widened = curve.get("widened") or []
+    notes = []
+    grid = curve.get("grid") or []
+    original = [c for c in grid if c not in widened]
+    down = [c for c in widened if original and c < original[0]]
+    up = [c for c in widened if original and c > original[-1]]
+    if down:
+        notes.append(f"grid widened below to C = {min(down):g}")
+    if up:
+        notes.append(f"grid widened above to C = {max(up):g}")
+    edge = curve.get("edge")
+    if edge is not None:
+        kind = "given grid" if curve.get("given") else "grid"
+        side = "smallest" if edge == "below" else "largest"
+        better = "smaller" if edge == "below" else "larger"
+        notes.append(f"C is the {side} of the {kind}: a {better} C may score better")
+    return "; ".join(notes)
 
 
 def chosen_point(curve: dict) -> dict | None:
@@ -333,7 +417,7 @@ def lockstep_window(best, below, remaining):
 
 
 def choose_C(folds, grid, fit_and_score, *, refit_grid=None, method="holdout",
-             fraction=None, seed=0, n_jobs=1) -> ValidationCurve:
+             fraction=None, seed=0, n_jobs=1, widen=True) -> ValidationCurve:
     """Walk the grid of C (and of the refit C); return the curve and the choice.
 
     Parameters
@@ -359,43 +443,59 @@ def choose_C(folds, grid, fit_and_score, *, refit_grid=None, method="holdout",
         Walked upward for every C, stopped once ``PATIENCE`` values in a
         row score below the best refit of that C.  FGM's own weights
         compete with the refits for the best point (the curve's
-        ``predictor``) but not in this walk.
+        ``predictor``) but not in this walk.  A refit grid equal to
+        ``grid`` follows its widening: the Cs fitted after a widening walk
+        the widened grid.
     method, fraction, seed
         Recorded in the curve.
     n_jobs : int
         Threads that advance the folds at the same time (1: one after the
         other).  The folds' fits must be independent and thread-safe; the
         curve and the choice are the same for every ``n_jobs``.
+    widen : bool
+        When the best point's C lies at an edge of the grid (its smallest
+        value, or its largest with the walk not stopped by its patience),
+        try up to ``WIDEN_STEPS`` values past that edge, one
+        :func:`grid_step` apart: above, the walk goes on as on the grid;
+        below, it steps down while each new value beats the best.  False
+        (a grid the user gave): the grid is used as is and an edge is only
+        recorded (the curve's ``edge``).
     """
     if n_jobs > 1 and len(folds) > 1:
         with ThreadPoolExecutor(max_workers=min(int(n_jobs), len(folds)),
                                 thread_name_prefix="ultrafs-fold") as pool:
             return _walk(folds, grid, fit_and_score, refit_grid, method, fraction,
-                         seed, pool)
-    return _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, None)
+                         seed, pool, widen)
+    return _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, None,
+                 widen)
 
 
-def _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool):
+def _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool, widen):
     curve = ValidationCurve(method=method, folds=len(folds), fraction=fraction,
-                            seed=int(seed))
+                            seed=int(seed), given=not widen)
+    grid = [float(C) for C in grid]
+    follows = refit_grid is not None and [float(c) for c in refit_grid] == grid
     best = None
     below = 0
-    n_refits = 1 if refit_grid is None else len(refit_grid)
     prefit = getattr(fit_and_score, "prefit", None)
-    fitted = 0                  # grid values prefitted in lockstep so far
     best_refit = {}             # C -> its best point of the refit walk
-    for i, C in enumerate(grid):
+    indexed = [(k, train, validation) for k, (train, validation) in enumerate(folds)]
+
+    def do_prefit(window):
+        if pool is None:
+            prefit(indexed, window)              # every fold in one lockstep
+        else:
+            _each_fold([partial(prefit, [fold], window) for fold in indexed], pool)
+
+    def visit(C):
+        """Fit and score C on every fold (prefitted or not); whether it
+        improved on the best point."""
+        nonlocal best
         started = time.perf_counter()
-        if prefit is not None and i >= fitted:
-            window = grid[i:i + lockstep_window(best, below, len(grid) - i)]
-            indexed = [(k, train, validation) for k, (train, validation) in enumerate(folds)]
-            if pool is None:
-                prefit(indexed, window)              # every fold in one lockstep
-            else:
-                _each_fold([partial(prefit, [fold], window) for fold in indexed], pool)
-            fitted = i + len(window)
-        per_fold = [iter(fit_and_score(k, train, validation, C, refit_grid))
-                    for k, (train, validation) in enumerate(folds)]
+        refits = None if refit_grid is None else (list(grid) if follows
+                                                  else list(refit_grid))
+        per_fold = [iter(fit_and_score(k, train, validation, C, refits))
+                    for k, train, validation in indexed]
         improved = False
         points = []
 
@@ -405,13 +505,13 @@ def _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool):
             if best is None or _better(point, best):
                 best, improved = point, True
 
-        if refit_grid is not None:       # FGM's own weights, outside the refit walk
+        if refits is not None:           # FGM's own weights, outside the refit walk
             score(_mean_point(_advance(per_fold, pool), C, refit_C=None,
                               predictor="selection"))
-        labels = {} if refit_grid is None else {"predictor": "refit"}
+        labels = {} if refits is None else {"predictor": "refit"}
         best_here = None
         below_here = 0
-        for _ in range(n_refits):
+        for _ in range(1 if refits is None else len(refits)):
             records = _advance(per_fold, pool)
             point = _mean_point(records, C, refit_C=records[0]["refit_C"], **labels)
             score(point)
@@ -431,9 +531,50 @@ def _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool):
         for point in points:
             point["seconds"] = seconds / len(points)
         curve.points.extend(points)
-        below = 0 if improved else below + 1
+        return improved
+
+    # upward, from the smallest value; past the largest while the best lies
+    # there (at most WIDEN_STEPS more)
+    fitted = 0                  # grid values prefitted in lockstep so far
+    i = 0
+    stopped = False
+    while True:
+        if i == len(grid):
+            if not (widen and len(curve.widened) < WIDEN_STEPS
+                    and best["C"] == grid[-1]):
+                break
+            grid.append(grid_step(grid, +1))
+            curve.widened.append(grid[-1])
+        C = grid[i]
+        if prefit is not None and i >= fitted:
+            window = grid[i:i + lockstep_window(best, below, len(grid) - i)]
+            do_prefit(window)
+            fitted = i + len(window)
+        below = 0 if visit(C) else below + 1
+        i += 1
         if below >= PATIENCE:
+            stopped = True
             break
+    # downward, past the smallest while the best lies there: each new value
+    # must beat the best, or the best now lies inside
+    down = 0
+    while (widen and best["C"] == grid[0] and down < WIDEN_STEPS
+           and len(curve.widened) < 2 * WIDEN_STEPS):
+        C = grid_step(grid, -1)
+        if not (C > 0) or C in grid:
+            break
+        grid.insert(0, C)
+        curve.widened.append(C)
+        down += 1
+        if prefit is not None:
+            do_prefit([C])
+        if not visit(C):
+            break
+    curve.grid = grid
+    if best["C"] == grid[0] and len(grid) > 1:
+        curve.edge = "below"
+    elif best["C"] == grid[-1] and not stopped and len(grid) > 1:
+        curve.edge = "above"
     curve.C = best["C"]               # without a refit, refit_C stays None
     if refit_grid is not None:
         curve.predictor = best["predictor"]
