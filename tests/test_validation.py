@@ -732,7 +732,8 @@ def test_C_auto_with_a_given_grid_uses_it_as_is(rng, tmp_path):
     out = tmp_path / "m.json"
     result = CliRunner().invoke(main, ["select", "--data", str(path), "--B", "2",
                                        "--max-iter", "2", "--C", "auto", "--cv", "3",
-                                       "--C-grid", "3,0.5,1", "--refit", "--out", str(out)])
+                                       "--C-grid", "3,0.5,1", "--refit",
+                                       "--out", str(out)])
     assert result.exit_code == 0, result.output
     assert "C is the smallest of the given grid" in result.output
     saved = json.loads(out.read_text())["params"]["validation"]

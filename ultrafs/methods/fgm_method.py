@@ -38,11 +38,11 @@ class FGMParams(Params):
                    "whatever the scale of the rows) or 'auto' (chosen on held-out rows, "
                    "see --validation-fraction and --cv).", low=0, low_open=True,
                    words=("scale", "auto"), option="--C", cli_type="C")
-    C_grid: Any = param(None, "With --C auto: the values of C to try (CLI: comma-separated "
-                        "numbers > 0), used as given: not widened when the best lies at "
-                        "an edge (that is reported). Default: 8 values around --C "
-                        "scale's, widened by up to 3 steps past an edge where the best "
-                        "lies.", kind="any", none=True, option="--C-grid",
+    C_grid: Any = param(None, "With --C auto: the values of C to try (CLI: "
+                        "comma-separated numbers > 0), used as given: not widened when "
+                        "the best lies at an edge (that is reported). Default: 8 values "
+                        "around --C scale's, widened by up to 3 steps past an edge where "
+                        "the best lies.", kind="any", none=True, option="--C-grid",
                         cli_type="C_grid")
     loss: str = param("logistic", "Loss (K >= 3 classes: multinomial logistic or "
                       "one-vs-rest squared hinge).", kind="text", cli_type="loss")
@@ -424,7 +424,8 @@ def summary_lines(model, store):
         note = validation_note(validation)
         if best is not None and "accuracy" in best:
             lines.append(("validation accuracy", f"{best['accuracy']:.4f} at the chosen "
-                          f"C ({validation.get('method')}; " + (note + "; " if note else "")
+                          f"C ({validation.get('method')}; "
+                          + (note + "; " if note else "")
                           + "the model is then fitted on all rows)"))
     if model.refit is not None:
         lines.append(("predicts with", "the refit" if model.predictor == "refit" else

@@ -37,7 +37,16 @@ where one hold-out is too noisy).  FGM runs on the training part for C on a grid
 the validation part (accuracy, then the mean loss, then the smaller C
 break ties); the walk stops once two grid values in a row score below the
 best (larger C means more features kept and slower fits, so the costly end
-of the grid is only reached when it helps).  With a refit the refit's C is
+of the grid is only reached when it helps).  When the best point's C
+lies at an edge of the grid (its smallest value, or its largest with the
+walk not stopped), the grid is widened past that edge by up to
+``WIDEN_STEPS`` values half a decade apart (:func:`grid_step`): above, the
+walk simply goes on; below, it steps down while each new value beats the
+best.  The curve records the final ``grid``, the ``widened`` values and an
+``edge`` where the choice still lies at one (a smaller, or larger, C may
+score better); the summary line says so (:func:`validation_note`).  A grid
+given by the user (``C_grid``, ``--C-grid``: :func:`given_grid`) is walked
+as given, never widened: its edge is only reported.  With a refit the refit's C is
 chosen on the same rows from the same grid for every FGM C, walked the
 same way: upward, warm-started, and stopped once two refit values in a row
 score below the best refit of that FGM C; FGM's own weights are scored on
@@ -268,8 +277,9 @@ class ValidationCurve:
         Held-out share (hold-out only).
     seed : int
     points : list of dict
-        One per (C, refit C) tried: ``C``, ``refit_C`` (None for FGM's own
-        weights), ``accuracy`` and ``loss`` (means over folds),
+        One per (C, refit C) tried, in increasing C: ``C``, ``refit_C``
+        (None for FGM's own weights), ``accuracy`` and ``loss`` (means over
+        folds),
         ``n_features`` (mean nonzero features), ``seconds``; with a refit,
         ``predictor`` (``"selection"`` for FGM's own weights, ``"refit"``).
     C, refit_C : float
@@ -571,6 +581,9 @@ def _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool, 
         if not visit(C):
             break
     curve.grid = grid
+    # in increasing C (stable: each C's points in the order scored), as
+    # without a widening below; ``widened`` keeps the order tried
+    curve.points.sort(key=lambda point: point["C"])
     if best["C"] == grid[0] and len(grid) > 1:
         curve.edge = "below"
     elif best["C"] == grid[-1] and not stopped and len(grid) > 1:
