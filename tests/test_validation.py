@@ -747,6 +747,8 @@ def test_C_grid_needs_C_auto(tmp_path):
         select(X, y, C_grid=[1.0, 2.0])
     with pytest.raises(ParameterError, match="C_grid"):
         select(X, y, C="auto", C_grid=[1.0, -2.0])
+    with pytest.raises(ParameterError, match="give C auto and C_grid the values"):
+        select(X, y, C=[0.1, 1.0])
     path = tmp_path / "s.zarr"
     write_store(path, sp.csc_matrix(X), y)
     refused = CliRunner().invoke(main, ["select", "--data", str(path), "--C", "2",

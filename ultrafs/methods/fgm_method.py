@@ -119,6 +119,12 @@ class FGMParams(Params):
                       "--validation-fraction's split).", kind="int", low=0,
                       old=("--split-seed",))
 
+    def __post_init__(self):
+        if isinstance(self.C, (list, tuple)) or type(self.C).__name__ == "ndarray":
+            raise SpelledParameterError("{C} takes one value: to choose it from a grid, "
+                                        "give {C} auto and {C_grid} the values")
+        super().__post_init__()
+
     def check(self):
         if self.refit_C is not None and not self.refit:
             raise SpelledParameterError("{refit_C} is the C of the refit: it needs {refit}")

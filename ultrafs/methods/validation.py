@@ -46,7 +46,8 @@ best.  The curve records the final ``grid``, the ``widened`` values and an
 ``edge`` where the choice still lies at one (a smaller, or larger, C may
 score better); the summary line says so (:func:`validation_note`).  A grid
 given by the user (``C_grid``, ``--C-grid``: :func:`given_grid`) is walked
-as given, never widened: its edge is only reported.  With a refit the refit's C is
+as given, never widened: its edge is only reported.
+With a refit the refit's C is
 chosen on the same rows from the same grid for every FGM C, walked the
 same way: upward, warm-started, and stopped once two refit values in a row
 score below the best refit of that FGM C; FGM's own weights are scored on
