@@ -196,6 +196,25 @@ def test_evaluate_predict_and_test_on_libsvm_files(cache, files, tmp_path):
     assert "test" in json.loads(report.stdout)
 
 
+def test_predict_reuses_the_entry_of_select(cache, ingests, files, tmp_path):
+    """select, then evaluate and predict on the same file: one entry, one ingest."""
+    model_path = tmp_path / "m.json"
+    run("select", "--data", files["train"], "--B", 3, "--max-iter", 2, "--out", model_path)
+    assert len(ingests) == 1 and len(entries(cache)) == 1
+    run("evaluate", "--model", model_path, "--data", files["train"])
+    predicted = run("predict", "--model", model_path, "--data", files["train"])
+    assert "reusing the cached store" in predicted.stderr
+    assert "ingesting" not in predicted.stderr
+    assert len(ingests) == 1 and len(entries(cache)) == 1
+    assert len(predicted.stdout.splitlines()) == 301
+    # a file predict meets first gets its unlabelled entry (labels not read);
+    # select still ingests its labelled one: the two stores differ
+    run("predict", "--model", model_path, "--data", files["test"])
+    assert len(ingests) == 2
+    run("predict", "--model", model_path, "--data", files["test"])
+    assert len(ingests) == 2 and len(entries(cache)) == 2
+
+
 def test_multiclass_predict_columns(cache, tmp_path):
     rng = np.random.default_rng(0)
     X = rng.random((90, 8))

@@ -75,7 +75,9 @@ def predict(model_path, data_path, label, out, output_format):
     from ultrafs.model import Model
 
     model = Model.load(model_path)
-    store = open_store(resolve_data_path(data_path, target="none"), label=label, labels=False)
+    # labels are not needed: the labelled entry of select / evaluate serves too
+    store = open_store(resolve_data_path(data_path, target="none", also_targets=(None,)),
+                       label=label, labels=False)
     _write_predictions(model, model.decision_function_store(store), out,
                        output_format)
 

@@ -165,7 +165,7 @@ def _locked(lock_path: Path, source, echo):
 
 
 def resolve_data(path, *, zero_based=False, dtype="float32", n_features=None,
-                 target=None, echo=None, ingest_options=None) -> str:
+                 target=None, echo=None, ingest_options=None, also_targets=()) -> str:
     """The store to open for ``path``: itself, or the cached ingest of a LIBSVM file.
 
     Parameters
@@ -180,6 +180,12 @@ def resolve_data(path, *, zero_based=False, dtype="float32", n_features=None,
     ingest_options : dict, optional
         Further keyword arguments of ``ingest_libsvm`` that do not change
         the store (``memory_budget``, ``progress``...).
+    also_targets : sequence of (None or str), optional
+        Other targets whose existing entry serves as well, looked for (in
+        this order) before the entry of ``target``: ``predict`` asks for
+        ``target="none"`` (labels not needed) but reads the features of the
+        labelled entry ``select`` made (``also_targets=(None,)``) just as
+        well; only ``target`` is ever ingested.
 
     Returns
     -------
@@ -193,6 +199,12 @@ def resolve_data(path, *, zero_based=False, dtype="float32", n_features=None,
     from ultrafs.store.writers.libsvm import ingest_libsvm
 
     digest = file_digest(path)
+    for other in also_targets:
+        entry = cached_store_path(cache_key(digest, zero_based=zero_based, dtype=dtype,
+                                            n_features=n_features, target=other))
+        if _is_entry(entry):
+            _say(f"reusing the cached store of {path} ({entry})", echo)
+            return str(entry)
     key = cache_key(digest, zero_based=zero_based, dtype=dtype, n_features=n_features,
                     target=target)
     entry = cached_store_path(key)
