@@ -149,6 +149,12 @@ CASES = [
     Case("info-not-a-store", ["info", "{r}/text.txt"], 1,
          ["{r}/text.txt", "not an ultrafs store"]),
     Case("info-missing", ["info", "{r}/nope.zarr"], 1, ["nope.zarr"]),
+    # a text file that is not LIBSVM either: refused before any ingest notice
+    Case("select-data-text-not-libsvm", SELECT + ["--data", "{r}/text.txt"], 1,
+         ["{r}/text.txt", "not an ultrafs store"]),
+    Case("predict-data-text-not-libsvm", ["predict", "--model", "{r}/model.json",
+                                          "--data", "{r}/text.txt"], 1,
+         ["{r}/text.txt", "not an ultrafs store"]),
     Case("select-data-missing", SELECT + ["--data", "{r}/nope.zarr"], 1,
          ["nope.zarr", "not an ultrafs store"]),
     Case("select-data-not-a-store", SELECT + ["--data", "{r}/plain"], 1,
