@@ -21,4 +21,13 @@ def info(store_path, label):
     from ultrafs.store import open_store
 
     store = open_store(resolve_data_path(store_path), label=label)
-    click.echo(json.dumps(store.describe(), indent=1, default=str))
+    click.echo(json.dumps(shown_description(store.describe()), indent=1, default=str))
+
+
+def shown_description(described: dict) -> dict:
+    """What ``info`` prints of :meth:`describe`: the attribute ``binary``
+    (every stored value is 1) shown as ``binary_values``, not to be read as
+    the target's type (``target``) beside it. ``describe()`` itself (and the
+    checkpoint fingerprints hashed from it) keeps the store's name."""
+    return {("binary_values" if key == "binary" else key): value
+            for key, value in described.items()}
