@@ -516,6 +516,8 @@ def test_model_on_unrelated_data_in_python(root):
         model.evaluate_store(unrelated)
     with pytest.raises(WrongDataError):
         model.decision_function_store(unrelated)
+    with pytest.raises(WrongDataError):          # judged by the whole model
+        model.truncated(1).evaluate_store(unrelated)
     # one feature beyond the store's ids: a warning, the rest predicts
     partial = Model(model.features + [10_000], np.append(model.coef, 1.0),
                     model.intercept, [0, len(model.features) + 1], model.loss,

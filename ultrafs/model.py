@@ -288,14 +288,22 @@ class Model:
     def truncated(self, n_batches: int) -> "Model":
         """The model restricted to the features of the first ``n_batches``."""
         stop = int(self.batches[min(n_batches, len(self.batches) - 1)])
-        return Model(self.features[:stop], self.coef[:stop].copy(),
-                     self.intercept, list(self.batches[:n_batches + 1]),
-                     self.loss, self.classes, self.feature_space, self.params,
-                     self.history[:n_batches], self.stop_reason, self.target,
-                     feature_names=(None if self.feature_names is None
-                                    else list(self.feature_names[:stop])))
+        prefix = Model(self.features[:stop], self.coef[:stop].copy(),
+                       self.intercept, list(self.batches[:n_batches + 1]),
+                       self.loss, self.classes, self.feature_space, self.params,
+                       self.history[:n_batches], self.stop_reason, self.target,
+                       feature_names=(None if self.feature_names is None
+                                      else list(self.feature_names[:stop])))
+        # data is judged by the whole model's features (the report's curve
+        # applies prefixes whose first features a narrow test store may lack)
+        prefix._whole_features = self._features_of_whole()
+        return prefix
         # the refit's weights belong to the whole selection: a truncated
         # model predicts with FGM's own weights
+
+    def _features_of_whole(self) -> list:
+        """The features of the model this one was truncated from (itself)."""
+        return getattr(self, "_whole_features", None) or self.features
 
     def decision_function_store(self, store) -> np.ndarray:
         """Decision values for every row of a store.
@@ -304,7 +312,8 @@ class Model:
         degree-2 features, only the products the model needs are formed).
         Features absent from the store (ids beyond its columns, or below
         its first id) count as zero columns, with a warning; when every one
-        is absent the data is not this model's and it is refused.
+        is absent the data is not this model's and it is refused (for a
+        :meth:`truncated` model: every feature of the whole model).
 
         Returns
         -------
@@ -323,7 +332,9 @@ class Model:
         features = feature_space_from_spec(store, self.feature_space)
         absent = features.absent_ids(self.features)
         if absent and len(absent) == len(self.features):
-            raise _wrong_data(len(absent), store)
+            whole = self._features_of_whole()
+            if whole is self.features or len(features.absent_ids(whole)) == len(whole):
+                raise _wrong_data(len(whole), store)
         if absent:
             name = None
             if self.feature_names is not None:
