@@ -46,6 +46,26 @@ def test_resume_in_process_equals_uninterrupted(train_store, tmp_path):
     assert len(list(ckpt.glob("decision-*.npy"))) == 1
 
 
+def test_resume_says_so_in_one_line(train_store, tmp_path, caplog):
+    """--resume: one stderr line names the checkpoint, its iteration and size;
+    in Python the same line goes to the ``ultrafs.resume`` logger."""
+    ckpt = tmp_path / "ckpt"
+    args = ["select", "--data", str(train_store), "--B", "10", "--tol", "0",
+            "--checkpoint", str(ckpt)]
+    first = CliRunner().invoke(main, [*args, "--max-iter", "2"])
+    assert first.exit_code == 0, first.output
+    assert "resuming" not in first.stderr
+    resumed = CliRunner().invoke(main, [*args, "--max-iter", "3", "--resume"])
+    assert resumed.exit_code == 0, resumed.output
+    lines = [line for line in resumed.stderr.splitlines() if "resuming" in line]
+    assert lines == [f"resuming from {ckpt} after iteration 2 (20 features)"]
+    caplog.clear()
+    with caplog.at_level("INFO", logger="ultrafs.resume"):
+        select(str(train_store), B=10, max_iter=4, tol=0.0, checkpoint=ckpt, resume=True)
+    assert [r.getMessage() for r in caplog.records if r.name == "ultrafs.resume"] == \
+        [f"resuming from {ckpt} after iteration 3 (30 features)"]
+
+
 def test_checkpoint_refuses_other_data_or_parameters(train_store, tmp_path):
     ckpt = tmp_path / "ckpt"
     select(str(train_store), B=10, C=10.0, max_iter=1, checkpoint=ckpt)

@@ -37,6 +37,10 @@ def test_flow_ingest_info_select_predict_evaluate(stores):
     info = json.loads(run("info", stores / "train.zarr").output)
     assert info["n_samples"] == 300 and info["n_features"] == 120
     assert info["id_offset"] == 1
+    # "binary" of the store (all values 1) is shown under a name that does
+    # not read as the target type printed beside it
+    assert info["target"] == "binary" and info["binary_values"] is False
+    assert "binary" not in info
     model_path = stores / "model.json"
     run("select", "--data", stores / "train.zarr", "--B", 5, "--max-iter", 3,
         "--tol", 0, "--out", model_path)
@@ -93,8 +97,11 @@ def test_select_on_something_that_is_not_a_store(tmp_path, stores):
     assert_one_line_error(result, "not an ultrafs store")
     result = run("select", "--data", tmp_path / "missing.zarr", ok=False)
     assert_one_line_error(result, "missing.zarr")
-    result = run("info", stores / "train.svm", ok=False)
-    assert_one_line_error(result, "train.svm")
+    # a text file that is not LIBSVM either (a LIBSVM file is described: its
+    # cached store, tests/test_cli_cache.py)
+    (tmp_path / "notes.txt").write_text("not a store\n")
+    result = run("info", tmp_path / "notes.txt", ok=False)
+    assert_one_line_error(result, "notes.txt")
 
 
 def test_select_does_not_leave_partial_model(tmp_path, stores):

@@ -174,6 +174,38 @@ def test_not_libsvm_is_refused_as_before(cache, tmp_path):
     assert entries(cache) == []
 
 
+def test_the_sniff_reads_the_first_line_of_data(tmp_path):
+    cases = {"comments.svm": b"# a header\n\n-1 3:0.5 7:1 # note\n",
+             "qid.svm": b"1 qid:3 1:0.5\n",          # refused by the ingest, naming qid
+             "label-only.svm": b"+1\n-1 2:1\n",
+             "empty.svm": b"", "only-comments.svm": b"# nothing\n",
+             "text.txt": b"not a store\n", "csv.csv": b"1,2,3\n4,5,6\n",
+             "words.svm": b"1 a:0.5\n", "bad-value.svm": b"1 2:x\n"}
+    found = {}
+    for name, content in cases.items():
+        (tmp_path / name).write_bytes(content)
+        found[name] = libsvm_cache.is_libsvm_file(tmp_path / name)
+    gz = tmp_path / "text.txt.gz"
+    gz.write_bytes(__import__("gzip").compress(b"not a store\n"))
+    found["text.txt.gz"] = libsvm_cache.is_libsvm_file(gz)
+    assert found == {"comments.svm": True, "qid.svm": True, "label-only.svm": True,
+                     "empty.svm": True, "only-comments.svm": True, "text.txt": False,
+                     "csv.csv": False, "words.svm": False, "bad-value.svm": False,
+                     "text.txt.gz": False}
+
+
+def test_info_on_a_libsvm_file_describes_its_cached_store(cache, ingests, files):
+    first = run("info", files["train"])
+    assert "ingesting" in first.stderr and len(ingests) == 1
+    described = json.loads(first.stdout)
+    assert described["n_samples"] == 300 and described["n_features"] == 60
+    # the entry select makes and reads
+    second = run("select", "--data", files["train"], "--B", 3, "--max-iter", 1)
+    assert "reusing the cached store" in second.stderr and len(ingests) == 1
+    assert json.loads(run("info", files["train"]).stdout) == described
+    assert len(entries(cache)) == 1
+
+
 # --------------------------------------------- evaluate, predict, report, --test
 def test_evaluate_predict_and_test_on_libsvm_files(cache, files, tmp_path):
     model_path = tmp_path / "m.json"
@@ -194,6 +226,25 @@ def test_evaluate_predict_and_test_on_libsvm_files(cache, files, tmp_path):
     report = run("report", model_path, "--test", files["test"], "--out",
                  tmp_path / "r.html")
     assert "test" in json.loads(report.stdout)
+
+
+def test_predict_reuses_the_entry_of_select(cache, ingests, files, tmp_path):
+    """select, then evaluate and predict on the same file: one entry, one ingest."""
+    model_path = tmp_path / "m.json"
+    run("select", "--data", files["train"], "--B", 3, "--max-iter", 2, "--out", model_path)
+    assert len(ingests) == 1 and len(entries(cache)) == 1
+    run("evaluate", "--model", model_path, "--data", files["train"])
+    predicted = run("predict", "--model", model_path, "--data", files["train"])
+    assert "reusing the cached store" in predicted.stderr
+    assert "ingesting" not in predicted.stderr
+    assert len(ingests) == 1 and len(entries(cache)) == 1
+    assert len(predicted.stdout.splitlines()) == 301
+    # a file predict meets first gets its unlabelled entry (labels not read);
+    # select still ingests its labelled one: the two stores differ
+    run("predict", "--model", model_path, "--data", files["test"])
+    assert len(ingests) == 2
+    run("predict", "--model", model_path, "--data", files["test"])
+    assert len(ingests) == 2 and len(entries(cache)) == 2
 
 
 def test_multiclass_predict_columns(cache, tmp_path):

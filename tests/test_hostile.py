@@ -128,6 +128,9 @@ def root(tmp_path_factory):
     import numpy as np
     np.save(r / "groups_float.npy", np.full(40, 0.5))
     (r / "groups_bad.npy").write_bytes(b"\x93NUMPY garbage")
+    # data unrelated to the models: one column, id 0 (every model id is >= 1)
+    from ultrafs.store.writers.zarr_writer import write_store
+    write_store(r / "unrelated.zarr", np.ones((60, 1)), np.where(np.arange(60) % 2, 1, -1))
     return r
 
 
@@ -149,6 +152,20 @@ CASES = [
     Case("info-not-a-store", ["info", "{r}/text.txt"], 1,
          ["{r}/text.txt", "not an ultrafs store"]),
     Case("info-missing", ["info", "{r}/nope.zarr"], 1, ["nope.zarr"]),
+    # a model on data holding none of its features: refused, not scored 0.5
+    Case("evaluate-unrelated-data", ["evaluate", "--model", "{r}/model.json",
+                                     "--data", "{r}/unrelated.zarr"], 1,
+         ["{r}/model.json", "{r}/unrelated.zarr", "none of its", "ids 0..0",
+          "wrong data"]),
+    Case("predict-unrelated-data", ["predict", "--model", "{r}/model.json",
+                                    "--data", "{r}/unrelated.zarr"], 1,
+         ["{r}/model.json", "{r}/unrelated.zarr", "none of its", "wrong data"]),
+    # a text file that is not LIBSVM either: refused before any ingest notice
+    Case("select-data-text-not-libsvm", SELECT + ["--data", "{r}/text.txt"], 1,
+         ["{r}/text.txt", "not an ultrafs store"]),
+    Case("predict-data-text-not-libsvm", ["predict", "--model", "{r}/model.json",
+                                          "--data", "{r}/text.txt"], 1,
+         ["{r}/text.txt", "not an ultrafs store"]),
     Case("select-data-missing", SELECT + ["--data", "{r}/nope.zarr"], 1,
          ["nope.zarr", "not an ultrafs store"]),
     Case("select-data-not-a-store", SELECT + ["--data", "{r}/plain"], 1,
@@ -483,6 +500,32 @@ def test_hostile_case(root, case):
     for fragment in _fill(case.fragments, root):
         assert fragment.lower() in line.lower(), line
     assert files_under(root) == before
+
+
+def test_model_on_unrelated_data_in_python(root):
+    """Model.evaluate_store / decision_function_store refuse data holding
+    none of the model's features; some absent ones still only warn."""
+    from ultrafs.errors import UltraFSWarning
+    from ultrafs.model import Model, WrongDataError
+    from ultrafs.store import open_store
+
+    model = Model.load(root / "model.json")
+    unrelated = open_store(root / "unrelated.zarr")
+    with pytest.raises(WrongDataError, match=r"the model: none of its \d+ features is "
+                       r"a column of .*unrelated.zarr \(ids 0\.\.0\): wrong data"):
+        model.evaluate_store(unrelated)
+    with pytest.raises(WrongDataError):
+        model.decision_function_store(unrelated)
+    with pytest.raises(WrongDataError):          # judged by the whole model
+        model.truncated(1).evaluate_store(unrelated)
+    # one feature beyond the store's ids: a warning, the rest predicts
+    partial = Model(model.features + [10_000], np.append(model.coef, 1.0),
+                    model.intercept, [0, len(model.features) + 1], model.loss,
+                    model.classes)
+    with pytest.warns(UltraFSWarning, match="1 model feature.* absent from the store"):
+        metrics = partial.evaluate_store(open_store(root / "test.zarr"))
+    assert metrics["accuracy"] == model.evaluate_store(open_store(root / "test.zarr"))[
+        "accuracy"]
 
 
 def test_out_directory_is_never_replaced(root, tmp_path):

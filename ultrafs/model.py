@@ -72,7 +72,24 @@ from ultrafs.model_checks import (MAX_MODEL_BYTES, MODEL_FORMAT, MODEL_VERSION,
 from ultrafs.store.targets import require_labels
 
 __all__ = ["Model", "MODEL_FORMAT", "MODEL_VERSION", "MAX_MODEL_BYTES",
-           "feature_names_from_store"]
+           "feature_names_from_store", "WrongDataError"]
+
+
+class WrongDataError(InputFormatError):
+    """None of a model's features is in the store it is applied to.
+
+    ``message(model, data)`` words it with the names the user gave (the
+    CLI: the model file and ``--data``, not a LIBSVM file's cache entry).
+    """
+
+    def __init__(self, n_features, columns, data):
+        self.n_features, self.columns = int(n_features), columns
+        super().__init__(self.message("the model", data))
+
+    def message(self, model, data) -> str:
+        """One line naming ``model``, ``data`` and the data's ids."""
+        return (f"{model}: none of its {self.n_features} features is a column of "
+                f"{data} ({self.columns}): wrong data for this model?")
 
 
 @dataclass
@@ -271,14 +288,22 @@ class Model:
     def truncated(self, n_batches: int) -> "Model":
         """The model restricted to the features of the first ``n_batches``."""
         stop = int(self.batches[min(n_batches, len(self.batches) - 1)])
-        return Model(self.features[:stop], self.coef[:stop].copy(),
-                     self.intercept, list(self.batches[:n_batches + 1]),
-                     self.loss, self.classes, self.feature_space, self.params,
-                     self.history[:n_batches], self.stop_reason, self.target,
-                     feature_names=(None if self.feature_names is None
-                                    else list(self.feature_names[:stop])))
+        prefix = Model(self.features[:stop], self.coef[:stop].copy(),
+                       self.intercept, list(self.batches[:n_batches + 1]),
+                       self.loss, self.classes, self.feature_space, self.params,
+                       self.history[:n_batches], self.stop_reason, self.target,
+                       feature_names=(None if self.feature_names is None
+                                      else list(self.feature_names[:stop])))
+        # data is judged by the whole model's features (the report's curve
+        # applies prefixes whose first features a narrow test store may lack)
+        prefix._whole_features = self._features_of_whole()
+        return prefix
         # the refit's weights belong to the whole selection: a truncated
         # model predicts with FGM's own weights
+
+    def _features_of_whole(self) -> list:
+        """The features of the model this one was truncated from (itself)."""
+        return getattr(self, "_whole_features", None) or self.features
 
     def decision_function_store(self, store) -> np.ndarray:
         """Decision values for every row of a store.
@@ -286,17 +311,30 @@ class Model:
         Only the source columns of the model's features are read (and, for
         degree-2 features, only the products the model needs are formed).
         Features absent from the store (ids beyond its columns, or below
-        its first id) count as zero columns, with a warning.
+        its first id) count as zero columns, with a warning; when every one
+        is absent the data is not this model's and it is refused (for a
+        :meth:`truncated` model: every feature of the whole model).
 
         Returns
         -------
         ndarray of float64, shape (n_samples,) or (n_samples, K)
+
+        Raises
+        ------
+        WrongDataError
+            One line naming the data and its ids when none of the model's
+            features is in the store (the decision would be the intercept
+            alone).
         """
         from ultrafs.features import feature_space_from_spec
         from ultrafs.kernels.sparse_ops import csc_matmat, csc_matvec
 
         features = feature_space_from_spec(store, self.feature_space)
         absent = features.absent_ids(self.features)
+        if absent and len(absent) == len(self.features):
+            whole = self._features_of_whole()
+            if whole is self.features or len(features.absent_ids(whole)) == len(whole):
+                raise _wrong_data(len(whole), store)
         if absent:
             name = None
             if self.feature_names is not None:
@@ -521,3 +559,15 @@ def _roc_auc(positive, decision) -> float:
     if positive.all() or not positive.any():
         return float("nan")
     return float(roc_auc_score(positive, decision))
+
+
+def _wrong_data(n_features, store) -> WrongDataError:
+    """The refusal of data that holds none of a model's ``n_features``."""
+    where = getattr(store, "path", None) or "the data"
+    n_columns = int(store.n_features)
+    if n_columns:
+        first, last = (int(i) for i in store.feature_ids([0, n_columns - 1]))
+        columns = f"ids {first}..{last}"
+    else:
+        columns = "no columns"
+    return WrongDataError(n_features, columns, where)

@@ -11,8 +11,11 @@ import click
 from ultrafs.cli.terminal import ingest_progress, stderr_is_terminal
 
 
-def resolve_data_path(path, *, target=None):
+def resolve_data_path(path, *, target=None, also_targets=()):
     """The store for ``path``: itself, or a LIBSVM file's cached ingest.
+
+    ``also_targets``: other targets whose existing entry serves as well
+    (see :func:`ultrafs.store.libsvm_cache.resolve_data`).
 
     See :mod:`ultrafs.store.libsvm_cache`; the ingest (with progress on a
     terminal) and the reuse are each said in one line on stderr.
@@ -35,7 +38,8 @@ def resolve_data_path(path, *, target=None):
                 reporter.finish()
             click.echo(message, err=True)
 
-        return resolve_data(path, target=target, echo=say, ingest_options=options)
+        return resolve_data(path, target=target, echo=say, ingest_options=options,
+                            also_targets=also_targets)
 
 
 def held_out_split(store, fraction, seed):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 
 import click
@@ -10,6 +11,19 @@ from ultrafs.cli.data import resolve_data_path
 from ultrafs.cli.errors import one_line_errors
 from ultrafs.cli.options import LABEL_OPTION
 from ultrafs.cli.output import check_output
+
+
+@contextlib.contextmanager
+def _naming(model_path, data_path):
+    """A model applied to data holding none of its features: one line
+    naming the model file and ``--data`` as the user gave them."""
+    from ultrafs.errors import InputFormatError
+    from ultrafs.model import WrongDataError
+
+    try:
+        yield
+    except WrongDataError as exc:
+        raise InputFormatError(exc.message(model_path, data_path)) from None
 
 
 def _write_predictions(model, decision, out, output_format):
@@ -75,9 +89,12 @@ def predict(model_path, data_path, label, out, output_format):
     from ultrafs.model import Model
 
     model = Model.load(model_path)
-    store = open_store(resolve_data_path(data_path, target="none"), label=label, labels=False)
-    _write_predictions(model, model.decision_function_store(store), out,
-                       output_format)
+    # labels are not needed: the labelled entry of select / evaluate serves too
+    store = open_store(resolve_data_path(data_path, target="none", also_targets=(None,)),
+                       label=label, labels=False)
+    with _naming(model_path, data_path):
+        decision = model.decision_function_store(store)
+    _write_predictions(model, decision, out, output_format)
 
 
 @click.command()
@@ -94,5 +111,7 @@ def evaluate(model_path, data_path, label):
     from ultrafs.model import Model
 
     model = Model.load(model_path)
-    click.echo(json.dumps(model.evaluate_store(open_store(resolve_data_path(data_path),
-                                                          label=label))))
+    store = open_store(resolve_data_path(data_path), label=label)
+    with _naming(model_path, data_path):
+        metrics = model.evaluate_store(store)
+    click.echo(json.dumps(metrics))

@@ -4,6 +4,9 @@ the :class:`~ultrafs.methods.execution.Execution` and :func:`ultrafs.api.fit`
 
 from __future__ import annotations
 
+import contextlib
+import logging
+
 import click
 
 from ultrafs.cli.scheduler import scheduler_for_run
@@ -19,7 +22,8 @@ def run_method(method, store, params, *, command, progress=None, scheduler="thre
 
     Every iteration's record is shown on stderr (``Method.progress_line``,
     with the run's ETA) when ``progress`` is on (default: stderr is a
-    terminal).
+    terminal); a run that resumes from its checkpoint says so in one line
+    (the ``ultrafs.resume`` logger), progress or not.
 
     Returns
     -------
@@ -49,13 +53,34 @@ def run_method(method, store, params, *, command, progress=None, scheduler="thre
         iterations = getattr(iterations, "default", None)
     clock_context = (run_clock(iterations) if isinstance(iterations, int)
                      else _no_clock())
-    with clock_context as clock, \
+    with clock_context as clock, _resume_notices(), \
             scheduler_for_run(scheduler, connect_timeout, worker_timeout) as dask_scheduler:
         execution = Execution(scheduler=dask_scheduler, num_workers=workers,
                               block_size=block_size, progress=show, callback=report,
                               memory_limit=memory_limit, checkpoint=checkpoint,
                               resume=bool(resume), command=command)
         return fit(method, store, execution=execution, **params)
+
+
+class _EchoHandler(logging.Handler):
+    """Writes each record's message as one line on stderr."""
+
+    def emit(self, record):
+        click.echo(record.getMessage(), err=True)
+
+
+@contextlib.contextmanager
+def _resume_notices():
+    """Show the ``ultrafs.resume`` logger's lines on stderr for the run."""
+    resume_logger = logging.getLogger("ultrafs.resume")
+    handler, level = _EchoHandler(logging.INFO), resume_logger.level
+    resume_logger.addHandler(handler)
+    resume_logger.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        resume_logger.removeHandler(handler)
+        resume_logger.setLevel(level)
 
 
 class _no_clock:

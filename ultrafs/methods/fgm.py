@@ -54,6 +54,8 @@ __all__ = ["FGMResult", "FGMRun", "GridWarmStart", "PassQuery", "fit_fgm",
 OUTER_ITERATION_FACTOR = 3
 
 logger = logging.getLogger("ultrafs")
+#: says that a run resumes from a checkpoint (the CLI shows it on stderr)
+resume_logger = logging.getLogger("ultrafs.resume")
 
 
 class GridWarmStart:
@@ -531,7 +533,8 @@ class FGMRun:
                                     stop_reason=state["stop_reason"], path=self.path,
                                     n_classes=self.K)
             return True
-        logger.info("resuming after iteration %d", self.iteration - 1)
+        resume_logger.info("resuming from %s after iteration %d (%d features)",
+                           checkpoint.directory, self.iteration - 1, len(keys))
         return False
 
     def _commit(self, iteration, finished_reason=""):

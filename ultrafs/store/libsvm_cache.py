@@ -66,12 +66,68 @@ def cache_root() -> Path:
     return Path.home() / ".cache" / "ultrafs"
 
 
+#: decompressed bytes read to find a file's first line of data
+SNIFF_BYTES = 2**20
+
+
+def _first_data_line(path, kind) -> bytes | None:
+    """The first line of ``path`` (decompressed) that is not blank or a
+    comment, without its comment; None when there is none in the first
+    :data:`SNIFF_BYTES` bytes (a longer line is cut there)."""
+    import bz2
+    import gzip
+    import lzma
+
+    opener = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open, "none": open}[kind]
+    try:
+        with opener(path, "rb") as f:
+            head = f.read(SNIFF_BYTES)
+    except (OSError, EOFError, lzma.LZMAError):
+        return None
+    lines = head.split(b"\n")
+    for k, line in enumerate(lines):
+        text = line.split(b"#", 1)[0].strip()
+        if text:
+            if k == len(lines) - 1 and len(head) == SNIFF_BYTES:
+                # cut by the sniff window: its last token may be partial
+                text = text.rsplit(None, 1)[0] if len(text.split()) > 1 else text
+            return text
+    return None
+
+
+def _number(token: bytes, parse) -> bool:
+    try:
+        parse(token)
+        return True
+    except ValueError:
+        return False
+
+
+def _looks_like_libsvm_line(line: bytes) -> bool:
+    """Whether a line reads ``label [qid:Q] index:value ...`` (numbers)."""
+    label, *features = line.split()
+    if not _number(label, float):
+        return False
+    for token in features:
+        index, colon, value = token.partition(b":")
+        if not colon or not _number(value, float):
+            return False
+        if index != b"qid" and not _number(index, int):
+            return False
+    return True
+
+
 def is_libsvm_file(path) -> bool:
     """Whether ``path`` is a regular file that is no store and looks like LIBSVM.
 
     A store (Zarr or Parquet-long folder, Parquet file) is never LIBSVM;
-    neither is a folder, a missing path or a file whose first bytes name
-    another format (zip, PNG, zstd...: ``detect_compression`` refuses them).
+    neither is a folder, a missing path, a file whose first bytes name
+    another format (zip, PNG, zstd...: ``detect_compression`` refuses them)
+    nor one whose first line of data does not read ``label index:value
+    ...`` (a text file that is something else: it is refused as no store,
+    in one line, before any ingest is announced). A file without a line of
+    data (empty, comments only) counts as LIBSVM: its ingest says what is
+    wrong.
     """
     from ultrafs.store.detect import store_kind
     from ultrafs.store.writers.libsvm_reader import detect_compression
@@ -86,10 +142,11 @@ def is_libsvm_file(path) -> bool:
     except StoreFormatError:
         pass
     try:
-        detect_compression(path)
+        kind = detect_compression(path)
     except InputFormatError:
         return False
-    return True
+    line = _first_data_line(path, kind)
+    return line is None or _looks_like_libsvm_line(line)
 
 
 def file_digest(path, chunk=4 * 2**20) -> str:
@@ -165,7 +222,7 @@ def _locked(lock_path: Path, source, echo):
 
 
 def resolve_data(path, *, zero_based=False, dtype="float32", n_features=None,
-                 target=None, echo=None, ingest_options=None) -> str:
+                 target=None, echo=None, ingest_options=None, also_targets=()) -> str:
     """The store to open for ``path``: itself, or the cached ingest of a LIBSVM file.
 
     Parameters
@@ -180,6 +237,12 @@ def resolve_data(path, *, zero_based=False, dtype="float32", n_features=None,
     ingest_options : dict, optional
         Further keyword arguments of ``ingest_libsvm`` that do not change
         the store (``memory_budget``, ``progress``...).
+    also_targets : sequence of (None or str), optional
+        Other targets whose existing entry serves as well, looked for (in
+        this order) before the entry of ``target``: ``predict`` asks for
+        ``target="none"`` (labels not needed) but reads the features of the
+        labelled entry ``select`` made (``also_targets=(None,)``) just as
+        well; only ``target`` is ever ingested.
 
     Returns
     -------
@@ -193,6 +256,12 @@ def resolve_data(path, *, zero_based=False, dtype="float32", n_features=None,
     from ultrafs.store.writers.libsvm import ingest_libsvm
 
     digest = file_digest(path)
+    for other in also_targets:
+        entry = cached_store_path(cache_key(digest, zero_based=zero_based, dtype=dtype,
+                                            n_features=n_features, target=other))
+        if _is_entry(entry):
+            _say(f"reusing the cached store of {path} ({entry})", echo)
+            return str(entry)
     key = cache_key(digest, zero_based=zero_based, dtype=dtype, n_features=n_features,
                     target=target)
     entry = cached_store_path(key)
