@@ -34,7 +34,7 @@ import numpy as np
 from ultrafs import __version__
 from ultrafs.atomic import publish_path, rename_os_error
 from ultrafs.errors import UltraFSError
-from ultrafs.methods.validation import chosen_point
+from ultrafs.methods.validation import chosen_point, validation_note
 # the curves are computed there; accuracy_curves and accuracy_vs_features
 # stay importable from here, the report's public face
 from ultrafs.report_curves import accuracy_curves, accuracy_vs_features, n_iterations
@@ -350,6 +350,9 @@ def _validation_section(figures, curve) -> list[str]:
                   if curve.get("predictor") == "selection"
                   else "the refit scored better.")
                if curve.get("predictor") is not None else ""))
+    note = validation_note(curve)
+    if note:
+        text += f" Note: {note}."
     chosen = chosen_point(curve)
     rows = [{"C": p["C"], "refit C": "" if p["refit_C"] is None else p["refit_C"],
              "held-out accuracy": p["accuracy"], "mean loss": p["loss"],
