@@ -207,7 +207,8 @@ def test_estimator_selector_contract():
     np.testing.assert_allclose(est.predict_proba(X).sum(axis=1), 1.0)
     assert est.coef_.shape == (1, X.shape[1])
     assert est.path_[-1]["nnz"] == support.sum()
-    with pytest.raises(ValueError, match="Only binary classification is supported"):
+    with pytest.raises(ValueError, match="Only binary classification is supported.*"
+                                         "K classes: FGMClassifier"):
         L1LogisticRegression().fit(X, np.arange(X.shape[0]) % 3)
 
 

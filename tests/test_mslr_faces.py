@@ -176,7 +176,8 @@ def test_the_old_keywords_are_refused_with_the_new_name(zarr_store):
 
 def test_multiclass_data_is_refused():
     X = np.random.default_rng(0).random((30, 5))
-    with pytest.raises(ParameterError, match="needs two classes; the data has 3"):
+    with pytest.raises(ParameterError,
+                       match=r"needs two classes; the data has 3 \(K classes: --method fgm"):
         select_mslr(X, np.arange(30) % 3, B=2, max_iter=2)
 
 

@@ -19,7 +19,7 @@ from ultrafs.errors import ParameterError
 from ultrafs.store.targets import require_labels
 
 __all__ = ["Targets", "read_targets", "classification_targets", "class_weight_values",
-           "sample_weights"]
+           "sample_weights", "multiclass_alternatives"]
 
 
 @dataclass
@@ -89,7 +89,7 @@ def read_targets(store, kinds, method, *, sample_weight=None, class_weight=None)
         if target == "multiclass" and "binary" in kinds:
             raise ParameterError(
                 f"{method.description} needs two classes; the data has "
-                f"{len(store.classes)}")
+                f"{len(store.classes)}{multiclass_alternatives()}")
         raise ParameterError(
             f"{where or 'data'}: {method.display_name} takes "
             f"{' or '.join(_KIND_WORDS[k] for k in kinds)} targets, but the targets "
@@ -107,6 +107,17 @@ def read_targets(store, kinds, method, *, sample_weight=None, class_weight=None)
         targets.sample_weight, targets.weight_params = sample_weights(
             store, targets.y, targets.n_classes, sample_weight, class_weight)
     return targets
+
+
+def multiclass_alternatives(spell=None) -> str:
+    """`` (K classes: --method fgm or --method gsrfs)``: the registered
+    methods that take K >= 3 classes, each written by ``spell(method)``
+    (default: its ``--method``), for a refusal's last words."""
+    from ultrafs.methods.registry import methods
+
+    spell = spell or (lambda m: f"--method {m.name}")
+    names = [spell(m) for m in methods() if "multiclass" in m.targets]
+    return f" (K classes: {' or '.join(names)})" if names else ""
 
 
 _KIND_WORDS = {"binary": "two-class", "multiclass": "multi-class",

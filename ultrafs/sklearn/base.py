@@ -186,8 +186,11 @@ class MethodEstimator(SelectorMixin, BaseEstimator):
                     f"has only one class ({self.classes_[0]!r})")
             kinds = self.method.targets
             if len(self.classes_) > 2 and "multiclass" not in kinds:
+                from ultrafs.methods.targets import multiclass_alternatives
+
                 raise ValueError("Only binary classification is supported. The type "
-                                 "of the target is multiclass.")
+                                 "of the target is multiclass."
+                                 + multiclass_alternatives(lambda m: m.estimator))
             return InMemoryStore(X, class_index.astype(np.float64), **kwargs)
         if hasattr(self, "classes_"):
             del self.classes_
