@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import click
 
-from ultrafs.cli.types import (MAX_COUNT, CandidatesType, CGridType, ClassWeightType,
-                               CType, RetrainCType, loss_choice, poly_choice)
+from ultrafs.cli.types import (MAX_COUNT, CGridType, ClassWeightType, CType, loss_choice,
+                               poly_choice)
 from ultrafs.methods.params import specs_of, value_text
 
 __all__ = ["method_options", "option_name", "other_options", "old_options",
@@ -55,8 +55,7 @@ def option_name(name, spec) -> str:
 
 def _click_type(spec):
     special = {"C": CType, "C_grid": CGridType, "loss": loss_choice, "poly": poly_choice,
-               "class_weight": ClassWeightType, "number_or_auto": RetrainCType,
-               "int_or_auto": CandidatesType,
+               "class_weight": ClassWeightType,
                "file": lambda: click.Path(dir_okay=False)}
     if spec.cli_type in special:
         return special[spec.cli_type]()

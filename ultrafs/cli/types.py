@@ -6,7 +6,6 @@ Parsing an option imports no registry and no solver: see
 
 from __future__ import annotations
 
-import math
 import sys
 
 import click
@@ -185,37 +184,3 @@ class ClassWeightType(click.ParamType):
                           "numbers VALUE and WEIGHT >= 0", param, ctx)
             weights[key] = number
         return weights
-
-
-class CandidatesType(click.ParamType):
-    """``--candidates``: an integer >= 1 or ``auto``."""
-
-    name = "integer|auto"
-
-    def convert(self, value, param, ctx):
-        if value == "auto" or isinstance(value, int):
-            return value
-        try:
-            number = int(str(value))
-        except ValueError:
-            number = 0
-        if not 1 <= number <= MAX_COUNT:
-            self.fail(f"{value!r} is not an integer >= 1 or 'auto'", param, ctx)
-        return number
-
-
-class RetrainCType(click.ParamType):
-    """``--retrain-C``: a finite number > 0 or ``auto``."""
-
-    name = "number|auto"
-
-    def convert(self, value, param, ctx):
-        if value == "auto":
-            return value
-        try:
-            number = float(value)
-        except (TypeError, ValueError):
-            number = float("nan")
-        if not (math.isfinite(number) and number > 0):
-            self.fail(f"{value!r} is not a number > 0 or 'auto'", param, ctx)
-        return number

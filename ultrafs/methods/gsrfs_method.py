@@ -69,7 +69,7 @@ class GSRFSParams(Params):
                             "integer, or 'auto': max(10 x --n-features-to-select, 1000)) "
                             "and IRLS ranks them, with KKT passes adding violators when "
                             "p = 1 [default: IRLS on every feature].", kind="int", low=1,
-                            words=("auto",), none=True, cli_type="int_or_auto")
+                            words=("auto",), none=True)
     scale: str = param("auto", "std ranks on columns divided by their standard deviation "
                        "(the paper z-scores; the intercept does the centring, so sparse "
                        "data stay sparse); none: as stored; auto: std, none with "

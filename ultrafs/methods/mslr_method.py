@@ -50,7 +50,7 @@ class MSLRParams(Params):
     refit_C: Any = param(5.0, "C of the refit (the paper's 5), or 'auto': chosen on 20% "
                          "of the rows held out (stratified, seeded by --seed), then "
                          "fitted on all rows.", low=0, low_open=True, words=("auto",),
-                         cli_type="number_or_auto", old=("retrain_C", "--retrain-C"))
+                         old=("retrain_C", "--retrain-C"))
     fit_intercept: bool = param(True, "The refit has an unpenalised intercept (MSLR "
                                 "itself has none).", kind="bool",
                                 option="--fit-intercept/--no-intercept",

@@ -89,15 +89,15 @@ class Spec:
     option : str, optional
         The CLI option when it is not ``--`` + the name with dashes
         (``"--B"``).
-    old : dict
-        Replaced names of this parameter, Python or CLI spelling, each
-        mapped to nothing (refused with a hint) — ``{"--retrain-C": ""}``.
+    old : tuple of str
+        Replaced names of this parameter, Python or CLI spelling
+        (``("retrain_C", "--retrain-C")``), refused with a hint naming it.
     cli : bool
         Offered on the command line (False: Python only, e.g. arrays).
     cli_type : str, optional
         A CLI type other than the kind's (``ultrafs.cli.options``): "C",
-        "loss", "poly", "file", "class_weight", "number_or_auto",
-        "int_or_auto".
+        "loss", "poly", "file", "class_weight", "C_grid" (a number with
+        ``words`` needs none: ``ultrafs.cli.method_options.NumberOrWords``).
     """
 
     help: str

@@ -501,7 +501,6 @@ def _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool, 
     def visit(C):
         """Fit and score C on every fold (prefitted or not); whether it
         improved on the best point."""
-        nonlocal best
         started = time.perf_counter()
         refits = None if refit_grid is None else (list(grid) if follows
                                                   else list(refit_grid))
