@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from ultrafs.errors import ParameterError
 from ultrafs.methods.execution import Execution
+from ultrafs.progress import showing
 from ultrafs.methods.registry import get_method
 from ultrafs.methods.targets import class_weight_values, read_targets
 from ultrafs.store import as_store
@@ -82,7 +83,8 @@ def fit(method, data, y=None, *, sample_weight=None, execution=None, **options) 
     store = as_store(data, y)
     targets = read_targets(store, method.targets, method, sample_weight=sample_weight,
                            class_weight=getattr(params, "class_weight", None))
-    result = method.fit(store, targets, params, execution)
+    with showing(execution.progress):      # phases deep in the method draw or not
+        result = method.fit(store, targets, params, execution)
     return method.to_model(result, store, targets, params, execution)
 
 
