@@ -64,10 +64,17 @@ def showing(show=True):
 
 
 def format_seconds(seconds) -> str:
-    """``7.0 s``, ``2 min 05 s``, ``1 h 03 min``: a duration for people."""
-    from ultrafs.scoring.progress import format_seconds as fmt
-
-    return fmt(seconds)
+    """``7.0 s``, ``45 s``, ``2 min 05 s``, ``1 h 03 min``: a duration for people."""
+    seconds = max(float(seconds), 0.0)
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    minutes, secs = divmod(int(round(seconds)), 60)
+    if minutes < 60:
+        return f"{minutes} min {secs:02d} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes:02d} min"
 
 
 def _is_terminal(stream) -> bool:
@@ -94,15 +101,26 @@ class Phase:
         Where to draw; default ``sys.stderr`` (read when the phase opens).
     mininterval : float
         Seconds between two redraws on a terminal.
+    transient : bool
+        A step inside a phase (the tiles of one product, the blocks of one
+        pass among many): on a terminal its bar is drawn only once it has
+        run ``delay`` seconds and is erased when it ends; when piped it
+        writes nothing (its phase's line says what it did).
+    delay : float, optional
+        Seconds before a bar is first drawn (default 0; 1 for a transient
+        phase, so that quick steps never flicker).
 
     Notes
     -----
     Use as a context manager, or call :meth:`close`.  A phase that is not
-    shown costs one attribute check per call.
+    shown costs one attribute check per call.  Phases nest: on a terminal
+    an inner bar is drawn below the outer one (tqdm picks the line) and
+    erased when it ends; piped, an inner phase's line comes before its
+    outer phase's.
     """
 
     def __init__(self, name, total=None, unit="step", *, show=None, stream=None,
-                 mininterval=0.5):
+                 mininterval=0.5, transient=False, delay=None):
         self.name = str(name)
         self.total = None if total is None else int(total)
         self.unit = unit
@@ -112,14 +130,19 @@ class Phase:
         self.status = ""
         self.started = time.perf_counter()
         self.closed = False
+        self.transient = bool(transient)
         self._bar = None
         if self.show and _is_terminal(self.stream):
-            from tqdm.auto import tqdm
+            from tqdm import tqdm
 
+            delay = (1.0 if self.transient else 0.0) if delay is None else float(delay)
+            # leave=None: an outer bar (line 0) stays, a nested one is erased
             self._bar = tqdm(total=self.total, desc=self.name, unit=f" {unit}",
                              file=self.stream, mininterval=mininterval, dynamic_ncols=True,
-                             leave=True, smoothing=0.1)
-            self._bar.refresh()
+                             leave=False if self.transient else None, smoothing=0.1,
+                             delay=delay)
+            if delay <= 0:
+                self._bar.refresh()
 
     def update(self, n=1, status=None) -> None:
         """``n`` more steps done; ``status`` (str) replaces the status text."""
@@ -155,10 +178,13 @@ class Phase:
 
     def line(self) -> str:
         """The one line a piped phase writes when it ends."""
-        count = f"{self.count:,}" + (f"/{self.total:,}" if self.total is not None else "")
-        plural = "" if self.count == 1 and self.total in (None, 1) else "s"
-        text = (f"{self.name}: {count} {self.unit}{plural} in "
-                f"{format_seconds(time.perf_counter() - self.started)}")
+        seconds = format_seconds(time.perf_counter() - self.started)
+        if self.total is None and self.count == 0:      # nothing counted
+            text = f"{self.name}: {seconds}"
+        else:
+            count = f"{self.count:,}" + (f"/{self.total:,}" if self.total is not None else "")
+            plural = "" if self.count == 1 and self.total in (None, 1) else "s"
+            text = f"{self.name}: {count} {self.unit}{plural} in {seconds}"
         return text + (f"; {self.status}" if self.status else "")
 
     def close(self) -> None:
@@ -168,7 +194,7 @@ class Phase:
         self.closed = True
         if self._bar is not None:
             self._bar.close()
-        elif self.show:
+        elif self.show and not self.transient:
             print(self.line(), file=self.stream, flush=True)
 
     def __enter__(self):

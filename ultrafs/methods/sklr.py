@@ -23,24 +23,20 @@ estimator) build both and write the model.
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ultrafs.errors import ParameterError
+from ultrafs.progress import is_showing, phase, showing
 from ultrafs.solvers.datafits import Datafit
 from ultrafs.solvers.l1_problem import L1Problem
 from ultrafs.solvers.l1_solvers import L1_SOLVERS, solve_l1
 from ultrafs.solvers.losses import get_loss
 
 __all__ = ["SKLRResult", "fit_sklr", "DEFAULT_TOL", "DEFAULT_MAX_ITER", "BASES",
-           "SolverProgress", "PROGRESS_SECONDS"]
-
-#: at most one progress line per this many seconds (and one per certificate
-#: check when they are further apart)
-PROGRESS_SECONDS = 2.0
+           "SolverProgress"]
 
 #: the kernel bases by the faces' name (feature-space kinds)
 BASES = ("rff", "rbf")
@@ -94,50 +90,36 @@ class SKLRResult:
 
 
 class SolverProgress:
-    """Progress lines of an l1 solver on stderr (the ``callback`` of the solvers).
+    """The solver's phase on stderr (the ``callback`` of the l1 solvers).
 
-    A line at most every :data:`PROGRESS_SECONDS` seconds, at an iteration
-    whose certificate was checked (SGD-C: every epoch), e.g. ``sklr fista:
-    iteration 120 of at most 3,000, F 1.23456e+04, relative gap 3.2e-05
-    (tol 1e-06), 12 s``.
+    One :class:`~ultrafs.progress.Phase` over the iterations (SGD-C: the
+    epochs), its status the last certified objective and relative duality
+    gap against the tolerance, e.g. ``F 1.23456e+04, relative gap 3.2e-05
+    (tol 1e-06)``; the second stage of the two-stage scheme goes on the
+    same count.
 
     Parameters
     ----------
-    solver : str
-    max_iter : int
+    phase : Phase
     tol : float
-    unit : str
-        ``"iteration"`` or ``"epoch"``.
-    stream : file, default ``sys.stderr``
     """
 
-    def __init__(self, solver, max_iter, tol, unit="iteration", stream=None):
-        self.solver = solver
-        self.max_iter = int(max_iter)
+    def __init__(self, phase, tol):
+        self.phase = phase
         self.tol = float(tol)
-        self.unit = unit
-        self.stream = sys.stderr if stream is None else stream
-        self.started = time.perf_counter()
-        self.last = None
+        self.last = 0
         self.stage = ""
 
-    def say(self, text) -> None:
-        """One line of text (prefixed ``sklr``)."""
-        print(f"sklr{self.stage}: {text}", file=self.stream, flush=True)
-
     def __call__(self, record) -> None:
-        if "rel_gap" not in record:
-            return
-        now = time.perf_counter()
-        if self.last is not None and now - self.last < PROGRESS_SECONDS:
-            return
-        self.last = now
-        from ultrafs.scoring.progress import format_seconds
-
-        self.say(f"{self.solver} {self.unit} {int(record['iter']):,} of at most "
-                 f"{self.max_iter:,}, F {record['objective']:.6g}, relative gap "
-                 f"{record['rel_gap']:.2g} (tol {self.tol:g}), "
-                 f"{format_seconds(now - self.started)}")
+        k = int(record.get("iter", 0))
+        if k < self.last:           # the solver started again: stage 2
+            self.stage, self.last = "stage 2: ", 0
+        step, self.last = k - self.last, k
+        status = None
+        if "rel_gap" in record:
+            status = (f"{self.stage}F {record['objective']:.6g}, relative gap "
+                      f"{record['rel_gap']:.2g} (tol {self.tol:g})")
+        self.phase.update(step, status=status)
 
 
 def _describe_operator(operator) -> str:
@@ -204,8 +186,10 @@ def fit_sklr(space, y, *, solver="cgd", lam_ratio=0.1, lam=None, two_stage=None,
         held in memory when ``N * M * 8 <= cache_bytes``, by default
         :data:`~ultrafs.solvers.basis_operator.DEFAULT_CACHE_BYTES`, 1 GiB).
     progress : bool
-        Lines on stderr: how the basis is held, then the solver's objective
-        and relative duality gap (:class:`SolverProgress`).
+        Phases on stderr (:mod:`ultrafs.progress`; also when the caller
+        turned them on): the basis and λ_max (how the basis is held), then
+        the solver's iterations with their objective and relative duality
+        gap against the tolerance (:class:`SolverProgress`).
 
     Returns
     -------
@@ -214,40 +198,40 @@ def fit_sklr(space, y, *, solver="cgd", lam_ratio=0.1, lam=None, two_stage=None,
     check_solver_options(solver, lam_ratio, lam, two_stage, scaling)
     started = time.perf_counter()
     y = np.ascontiguousarray(y, dtype=np.float64)
-    operator = space.operator(row_chunk=row_chunk, cache_bytes=cache_bytes)
-    datafit = Datafit(get_loss("logistic", "binary"), operator, y, 1.0)
-    problem = L1Problem(datafit, 1.0, fit_intercept)
-    lam_max = problem.lam_max()
-    if lam is None:
-        lam = lam_ratio * lam_max
-    problem = problem.with_lam(lam)
+    with showing(progress or is_showing()), phase("sklr basis and λ_max") as progress_phase:
+        operator = space.operator(row_chunk=row_chunk, cache_bytes=cache_bytes)
+        datafit = Datafit(get_loss("logistic", "binary"), operator, y, 1.0)
+        problem = L1Problem(datafit, 1.0, fit_intercept)
+        lam_max = problem.lam_max()
+        if lam is None:
+            lam = lam_ratio * lam_max
+        problem = problem.with_lam(lam)
+        progress_phase.set_status(
+            f"{_describe_operator(operator)}; λ = {lam:.6g} "
+            f"({lam / lam_max if lam_max > 0 else float('nan'):.4g} λ_max)")
     options = {"tol": DEFAULT_TOL[solver] if tol is None else float(tol),
                "max_iter": DEFAULT_MAX_ITER[solver] if max_iter is None else int(max_iter)}
     if solver == "sgd":
         options = {"tol": options["tol"], "max_epochs": options["max_iter"], "seed": seed}
     if scaling is not None:
         options["scaling"] = scaling
-    if progress:
-        reporter = SolverProgress(solver, options.get("max_iter", options.get("max_epochs")),
-                                  options["tol"], "epoch" if solver == "sgd" else "iteration")
-        reporter.say(f"{_describe_operator(operator)}; λ = {lam:.6g} "
-                     f"({lam / lam_max if lam_max > 0 else float('nan'):.4g} λ_max)")
-        options["callback"] = reporter
-    out = solve_l1(problem, solver, two_stage_ratio=two_stage, **options)
-    coef, bias = out.coef, out.bias
-    stage1, solution = None, out
-    if two_stage is not None:
-        stage1 = out.stage1
-        solution = out.stage2 if out.stage2 is not None else out.stage1
-    if progress:
-        from ultrafs.scoring.progress import format_seconds
-
-        cert = solution.certificate
-        reporter.say(f"{solver} stopped after {solution.n_iter:,} "
-                     f"{reporter.unit}s: F {cert.primal:.6g}, relative gap "
-                     f"{cert.rel_gap:.2g} ({'certified' if solution.converged else 'NOT certified'}"
-                     f" at tol {options['tol']:g}), {int(np.count_nonzero(coef)):,} nonzero "
-                     f"weights, {format_seconds(time.perf_counter() - started)}")
+    unit = "epoch" if solver == "sgd" else "iteration"
+    with showing(progress or is_showing()):
+        with phase(f"sklr {solver}", options.get("max_iter", options.get("max_epochs"))
+                   * (1 if two_stage is None else 2), unit) as progress_phase:
+            if progress_phase.show:
+                options["callback"] = SolverProgress(progress_phase, options["tol"])
+            out = solve_l1(problem, solver, two_stage_ratio=two_stage, **options)
+            coef, bias = out.coef, out.bias
+            stage1, solution = None, out
+            if two_stage is not None:
+                stage1 = out.stage1
+                solution = out.stage2 if out.stage2 is not None else out.stage1
+            cert = solution.certificate
+            progress_phase.set_status(
+                f"stopped: F {cert.primal:.6g}, relative gap {cert.rel_gap:.2g} "
+                f"({'certified' if solution.converged else 'NOT certified'} at tol "
+                f"{options['tol']:g}), {int(np.count_nonzero(coef)):,} nonzero weights")
     history = [{name: value for name, value in record.items()
                 if isinstance(value, (int, float)) and not isinstance(value, bool)}
                for record in solution.history]

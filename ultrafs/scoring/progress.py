@@ -24,22 +24,12 @@ import time
 
 from dask.callbacks import Callback
 
+from ultrafs.progress import format_seconds
+
 __all__ = ["PassProgress", "block_task_nnz", "RunClock", "run_clock", "current_clock",
            "format_seconds", "describe_label"]
 
 
-def format_seconds(seconds) -> str:
-    """``7 s``, ``2 min 05 s``, ``1 h 03 min``: a duration for people."""
-    seconds = max(float(seconds), 0.0)
-    if seconds < 10:
-        return f"{seconds:.1f} s"
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    minutes, secs = divmod(int(round(seconds)), 60)
-    if minutes < 60:
-        return f"{minutes} min {secs:02d} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes:02d} min"
 
 
 def _count(value) -> str:

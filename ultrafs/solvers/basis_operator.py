@@ -47,6 +47,7 @@ import numpy as np
 from ultrafs.errors import ParameterError
 from ultrafs.kernels import basis_tiles as _tiles
 from ultrafs.kernels.row_chunks import dispatch
+from ultrafs.progress import phase
 from ultrafs.solvers.blas_threads import one_blas_thread
 
 __all__ = ["BasisOperator", "RFFBasis", "RBFBasis", "rff_group", "GROUP",
@@ -377,10 +378,14 @@ class BasisOperator:
                 f"budget ({self.cache_bytes / 2 ** 20:,.0f} MiB): it is made tile by tile")
         if self._matrix is None:
             full = np.empty((self.n_rows, self.n_coef), dtype=np.float64, order="F")
-            for g in range(self.n_groups):
-                lo, hi = self._span(g)
-                for r0, r1, tile in self._tiles(self.rows, self.basis.group(g), hi - lo):
-                    full[r0:r1, lo:hi] = tile
+            with phase(f"making the basis ({self.n_rows:,} x {self.n_coef:,}, "
+                       f"{self.basis_bytes / 2 ** 20:,.0f} MiB)", self.n_groups,
+                       "group") as progress:
+                for g in range(self.n_groups):
+                    lo, hi = self._span(g)
+                    for r0, r1, tile in self._tiles(self.rows, self.basis.group(g), hi - lo):
+                        full[r0:r1, lo:hi] = tile
+                    progress.update(1)
             self._matrix = full
         return self._matrix
 
@@ -417,6 +422,12 @@ class BasisOperator:
             yield r0, r1, block
 
     # --------------------------------------------------------- products
+    def _product_progress(self, name, n_groups):
+        """A transient bar over the tiles of one product made tile by tile
+        (a product over a large basis takes minutes); on a terminal only."""
+        return phase(f"{name}, basis made tile by tile", n_groups * self.n_rows, "row",
+                     transient=True, show=False if self.cached else None)
+
     @staticmethod
     def _vector(v, n, name):
         v = np.ascontiguousarray(v, dtype=np.float64)
@@ -446,19 +457,21 @@ class BasisOperator:
                 _tiles.columns_matvec_acc(self.matrix(), cols,
                                           np.ascontiguousarray(w[cols]), out)
             return out
-        for g in range(self.n_groups):
-            lo, hi = self._span(g)
-            local = np.flatnonzero(w[lo:hi])
-            if len(local) == 0:
-                continue                 # T * 0 adds nothing to any sum
-            if len(local) == hi - lo:
-                tiles, coef = self._tiles(self.rows, self.basis.group(g), hi - lo), w[lo:hi]
-            else:                        # only the columns of nonzero weights
-                tiles = self._tiles(self.rows, self.basis.group(g, local), len(local))
-                coef = np.ascontiguousarray(w[lo + local])
-            for r0, r1, tile in tiles:
-                _run(_tiles.tile_matvec_acc, _tiles.tile_matvec_acc_parallel,
-                     tile.size, tile, coef, out[r0:r1])
+        live = [g for g in range(self.n_groups) if w[GROUP * g:GROUP * (g + 1)].any()]
+        with self._product_progress("product Φw", len(live)) as progress:
+            for g in live:
+                lo, hi = self._span(g)
+                local = np.flatnonzero(w[lo:hi])
+                if len(local) == hi - lo:
+                    tiles = self._tiles(self.rows, self.basis.group(g), hi - lo)
+                    coef = w[lo:hi]
+                else:                    # only the columns of nonzero weights
+                    tiles = self._tiles(self.rows, self.basis.group(g, local), len(local))
+                    coef = np.ascontiguousarray(w[lo + local])
+                for r0, r1, tile in tiles:
+                    _run(_tiles.tile_matvec_acc, _tiles.tile_matvec_acc_parallel,
+                         tile.size, tile, coef, out[r0:r1])
+                    progress.update(r1 - r0)
         return out
 
     def rmatvec(self, r):
@@ -475,12 +488,14 @@ class BasisOperator:
         """
         r = self._vector(r, self.n_rows, "r")
         out = np.zeros(self.n_coef, dtype=np.float64)
-        with one_blas_thread():
+        with one_blas_thread(), self._product_progress(
+                "product Φ'r", self.n_groups) as progress:
             for g in range(self.n_groups):
                 lo, hi = self._span(g)
                 acc = out[lo:hi]
                 for r0, r1, block in self._product_blocks(g):
                     acc += block.T @ r[r0:r1]
+                    progress.update(r1 - r0)
         return out
 
     def rmatvec_hess(self, r, s):
@@ -507,7 +522,8 @@ class BasisOperator:
             square = np.empty((min(PRODUCT_ROWS, max(self.n_rows, 1)), GROUP),
                               dtype=np.float64, order="F")
             self._local.square = square
-        with one_blas_thread():
+        with one_blas_thread(), self._product_progress(
+                "products Φ'r, (Φ∘Φ)'s", self.n_groups) as progress:
             for g in range(self.n_groups):
                 lo, hi = self._span(g)
                 acc_r, acc_s = out_r[lo:hi], out_s[lo:hi]
@@ -516,6 +532,7 @@ class BasisOperator:
                     np.multiply(block, block, out=sq)
                     acc_r += block.T @ r[r0:r1]
                     acc_s += sq.T @ s[r0:r1]
+                    progress.update(r1 - r0)
         return out_r, out_s
 
     # ------------------------------------------------------ dense parts

@@ -50,6 +50,7 @@ import math
 import numpy as np
 
 from ultrafs.errors import ParameterError
+from ultrafs.progress import phase
 from ultrafs.solvers.l1_problem import L1Solution, make_solution
 
 __all__ = ["fista", "SCALINGS", "lipschitz_estimate"]
@@ -78,16 +79,19 @@ def lipschitz_estimate(problem, n_iter=30, seed=0) -> float:
     v = rng.standard_normal(problem.n_coef)
     vb = 1.0 if problem.fit_intercept else 0.0
     norm = 0.0
-    for _ in range(n_iter):
-        length = math.sqrt(float(v @ v) + vb * vb)
-        if length == 0:
-            break
-        v /= length
-        vb /= length
-        u = op.matvec(v) - vb
-        v = op.rmatvec(u)
-        vb = -float(np.sum(u)) if problem.fit_intercept else 0.0
-        norm = math.sqrt(float(v @ v) + vb * vb)
+    with phase("fista step size: power iteration for ||Φ||²", n_iter,
+               "iteration") as progress:
+        for _ in range(n_iter):
+            length = math.sqrt(float(v @ v) + vb * vb)
+            if length == 0:
+                break
+            v /= length
+            vb /= length
+            u = op.matvec(v) - vb
+            v = op.rmatvec(u)
+            vb = -float(np.sum(u)) if problem.fit_intercept else 0.0
+            norm = math.sqrt(float(v @ v) + vb * vb)
+            progress.update(1)
     weights = 1.0 if d.sample_weight is None else float(np.max(d.sample_weight))
     bound = d.loss.curvature_bound
     return max(d.C * bound * weights * norm * 1.01, 1e-300)
