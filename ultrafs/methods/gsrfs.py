@@ -62,6 +62,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ultrafs.errors import ParameterError
+from ultrafs.progress import phase
 from ultrafs.solvers.irls import (EPS_REL, LIVE_ROW_RTOL, IRLSProblem, L2pRows, L2rDatafit,
                                   irls, sample_weights, smoothed_objective)
 
@@ -470,11 +471,13 @@ def gram_operator(store, columns=None, *, in_memory_bytes=IN_MEMORY_BYTES,
         np.ceil(store.nnz * n / max(store.n_features, 1)))
     density = nnz / max(m * n, 1)
     if density > DENSE_DENSITY and m * n * 8 <= in_memory_bytes:
-        indptr, indices, data, rows = streamed.read_columns_csc()
-        X = sp.csc_matrix((data, indices, indptr), shape=(rows, n)).toarray()
+        with phase(f"gsrfs: reading {n:,} columns into memory (dense)"):
+            indptr, indices, data, rows = streamed.read_columns_csc()
+            X = sp.csc_matrix((data, indices, indptr), shape=(rows, n)).toarray()
         return DenseGramOperator(X)
     if nnz * 12 + 8 * n <= in_memory_bytes:
-        return SparseGramOperator(*streamed.read_columns_csc())
+        with phase(f"gsrfs: reading {n:,} columns into memory (sparse)"):
+            return SparseGramOperator(*streamed.read_columns_csc())
     return streamed
 
 
@@ -566,8 +569,10 @@ def fit_gsrfs_two_stage(store, Y, *, n_candidates, r=1.0, p=0.5, lam=1.0, eps=No
         # the residuals of the fit on the candidates, over every sample
         E = op.matmat(res.coef) + res.intercept - Y
         A = _score_weights(E, r, res.eps, fit_intercept)
-        out, _ = worst_case_analysis(space, A, n_candidates, excluded=candidates,
-                                     progress_label=progress_label, **passes)
+        out, _ = worst_case_analysis(
+            space, A, n_candidates, excluded=candidates, **passes,
+            progress_label=None if progress_label is None
+            else f"{progress_label}, KKT check of the features left out")
         bound = (lam / 2.0) ** 2 * (1.0 + 1e-6) ** 2
         violators = out.keys[out.scores > bound]
         worst = float(2.0 * np.sqrt(out.scores[0]) / lam) if len(out) else 0.0

@@ -236,7 +236,8 @@ GSRFS = register(Method(
             "with ℓ2,p row sparsity, by IRLS; the model keeps the "
             "--n-features-to-select best-ranked features.",
     params=GSRFSParams, fit=fit, to_model=to_model,
-    targets=("binary", "multiclass", "continuous"), weights=False, execution=("passes",),
+    targets=("binary", "multiclass", "continuous"), weights=False,
+    execution=("passes", "progress"),
     objective="min_{W,b} sum_i ||x_i W + b - y_i||_2^r + lambda sum_j ||w_j||_2^p "
               "(IRLS, smoothed by a tiny eps)",
     estimator="GSRFSSelector", estimator_kind="selector",

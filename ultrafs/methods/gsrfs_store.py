@@ -81,9 +81,12 @@ def column_std_factors(store, *, block_size=None, scheduler=None, num_workers=No
     """
     from ultrafs.scoring.statistics import feature_statistics
 
+    from ultrafs.progress import is_showing
+
     stats = feature_statistics(store, ("sum_squares", "centred_sum_squares"),
                                block_size=block_size, scheduler=scheduler,
-                               num_workers=num_workers)
+                               num_workers=num_workers,
+                               progress_label="gsrfs: column scales" if is_showing() else None)
     n = max(int(store.n_samples), 1)
     std = np.sqrt(np.asarray(stats["centred_sum_squares"], dtype=np.float64) / n)
     rms = np.sqrt(np.asarray(stats["sum_squares"], dtype=np.float64) / n)
@@ -168,6 +171,9 @@ def fit_gsrfs_store(store, Y, *, r=1.0, p=0.5, lam=1.0, fit_intercept=True, eps=
         return result
     if candidates == "auto":
         candidates = g.default_candidates(n_features_to_select, store.n_features)
+    from ultrafs.progress import is_showing
+
     return g.fit_gsrfs_two_stage(store, Y, n_candidates=candidates, r=r, p=p, lam=lam,
                                  eps=eps, fit_intercept=fit_intercept,
-                                 in_memory_bytes=memory, **passes, **irls)
+                                 in_memory_bytes=memory, **passes, **irls,
+                                 progress_label="gsrfs: scoring" if is_showing() else None)

@@ -355,11 +355,22 @@ def retrain(block, y, *, C=DEFAULT_RETRAIN_C, fit_intercept=True, seed=0,
         also ``validation``: ``{"method": "holdout", "fraction", "seed",
         "C", "points": [{"C", "accuracy", "loss"}, ...]}``.
     """
-    from ultrafs.methods.refit import refit_block
-    from ultrafs.methods.validation import c_grid, stratified_split
+    from ultrafs.methods.validation import c_grid
+    from ultrafs.progress import phase
 
     y = np.asarray(y, dtype=np.float64)
     C = check_retrain_C(C)
+    n_fits = len(c_grid(DEFAULT_RETRAIN_C)) + 1 if C == "auto" else 1
+    with phase(f"MSLR refit: ℓ2-LR on {block.n_columns:,} selected features", n_fits,
+               "fit") as progress:
+        return _retrain(block, y, C, fit_intercept, seed, fraction, progress)
+
+
+def _retrain(block, y, C, fit_intercept, seed, fraction, progress):
+    """:func:`retrain`'s fits, counted by ``progress`` (a Phase)."""
+    from ultrafs.methods.refit import refit_block
+    from ultrafs.methods.validation import c_grid, stratified_split
+
     if C == "auto":
         train, held = stratified_split(y > 0, fraction, seed)
         fit_part = _row_subset(block, train, len(y))
@@ -374,13 +385,18 @@ def retrain(block, y, *, C=DEFAULT_RETRAIN_C, fit_intercept=True, seed=0,
             points.append({"C": float(value),
                            "accuracy": float(np.mean(margin > 0)),
                            "loss": float(np.mean(np.logaddexp(0.0, -margin)))})
-        best = min(points, key=lambda pt: (-pt["accuracy"], pt["loss"], pt["C"]))
+            best = min(points, key=lambda pt: (-pt["accuracy"], pt["loss"], pt["C"]))
+            progress.update(1, status=f"best C {best['C']:.4g} (held-out accuracy "
+                                      f"{best['accuracy']:.4g})")
         result = refit_block(block, y, loss="logistic", C=best["C"],
                              fit_intercept=fit_intercept)
+        progress.update(1)
         result["validation"] = {"method": "holdout", "fraction": float(fraction),
                                 "seed": int(seed), "C": best["C"], "points": points}
         return result
-    return refit_block(block, y, loss="logistic", C=C, fit_intercept=fit_intercept)
+    result = refit_block(block, y, loss="logistic", C=C, fit_intercept=fit_intercept)
+    progress.update(1, status=f"C {C:g}")
+    return result
 
 
 def _decision(block, coef, intercept, n):

@@ -6,13 +6,15 @@ the finished block tasks (a block task is the fused map + per-block merge of
 uses Dask's own ``progress`` bar.  Both write to stderr, never stdout (where
 results go).
 
-A line reads ``iteration 3 of 10: scoring candidates 12/40 blocks  3.1M
-nnz/s  ETA 2 s; run ETA 1 min 5 s``.  The number of iterations T and the
-overall ETA come from a :class:`RunClock` that the caller opens around the
-run (:func:`run_clock`); without one a line shows the pass alone.  The
-overall ETA is the mean time of the iterations done so far times the ones
-left, plus what is left of the current pass: an upper bound in practice,
-since FGM stops early once it converges or holds its budget.
+Each pass is a :class:`ultrafs.progress.Phase`: on a terminal a bar
+(``iteration 3 of 10: scoring candidates  12/40 blocks [00:03<00:07]
+3.1M nnz/s, run ETA 1 min 05 s``), piped one line when the pass ends.  The
+number of iterations T and the overall ETA come from a :class:`RunClock`
+that the caller opens around the run (:func:`run_clock`); without one a
+line shows the pass alone.  The overall ETA is the mean time of the
+iterations done so far times the ones left, plus what is left of the
+current pass: an upper bound in practice, since FGM stops early once it
+converges or holds its budget.
 """
 
 from __future__ import annotations
@@ -113,6 +115,7 @@ def current_clock():
 
 
 _LABEL = re.compile(r"^iteration (\d+) pass(?: phase (\d+))?$")
+_PHASE = re.compile(r"^(.+) phase (\d+)$")
 
 
 def describe_label(label, clock=None) -> str:
@@ -121,11 +124,17 @@ def describe_label(label, clock=None) -> str:
     ``"iteration 3 pass phase 1"`` (the scoring runner's name for the first
     pass of iteration 3) becomes ``"iteration 3 of 10: scoring candidates"``;
     later passes of the same iteration (degree-2 features need several, with
-    bounds in between) add ``", pass 2"``.  Other labels are kept.
+    bounds in between) add ``", pass 2"``; so does any other ``"<name> phase
+    k"`` (``"gsrfs: scoring phase 2"`` → ``"gsrfs: scoring, pass 2"``).
+    Other labels are kept.
     """
     match = _LABEL.match(str(label))
     if match is None:
-        return str(label)
+        other = _PHASE.match(str(label))       # "gsrfs: scoring phase 2"
+        if other is None:
+            return str(label)
+        step = int(other.group(2))
+        return other.group(1) + (f", pass {step}" if step > 1 else "")
     iteration = int(match.group(1))
     name = clock.name(iteration) if clock is not None else f"iteration {iteration}"
     step = int(match.group(2) or 1)
@@ -146,7 +155,14 @@ def block_task_nnz(result) -> int:
 
 
 class PassProgress(Callback):
-    """One-line progress of a pass on a local Dask scheduler.
+    """Progress of a pass on a local Dask scheduler, as a
+    :class:`~ultrafs.progress.Phase` over its block tasks.
+
+    On a terminal a bar (blocks done, rate, ETA of the pass; its status the
+    nonzeros per second and the run's ETA); piped, one line when the pass
+    ends (``iteration 3 of 10: scoring candidates: 40/40 blocks in 2.1 s;
+    3.1M nnz/s``).  Shown whatever :func:`ultrafs.progress.showing` says:
+    a pass gets a PassProgress only when its caller asked for progress.
 
     Parameters
     ----------
@@ -177,7 +193,16 @@ class PassProgress(Callback):
         self.title = describe_label(label, self.clock)
         self._started = time.perf_counter()
         self._drawn = 0.0
-        self._drawn_done = -1
+        self.phase = None
+
+    def _start(self, dsk):
+        # the bar opens when the pass starts (not when the callback is made)
+        from ultrafs.progress import Phase
+
+        if self.phase is None:
+            self._started = time.perf_counter()
+            self.phase = Phase(self.title, self.n_blocks, "block", show=True,
+                               stream=self.stream, mininterval=self.min_interval)
 
     def _is_block_task(self, key) -> bool:
         # block tasks are named after the task function (fused or not with
@@ -193,35 +218,44 @@ class PassProgress(Callback):
             return
         self.done += 1
         self.nnz += block_task_nnz(result)
+        if self.phase is None:
+            self._start(dsk)
         now = time.perf_counter()
+        status = None
         if now - self._drawn >= self.min_interval or self.done == self.n_blocks:
             self._drawn = now
-            self._drawn_done = self.done
-            self.stream.write("\r" + self.line(now))
-            self.stream.flush()
+            status = self.status(now)
+        self.phase.update(1, status=status)
 
     def _finish(self, dsk, state, errored):
-        if not errored:
+        if self.phase is None:
+            return
+        if not errored and self.done < self.n_blocks:
             # a block task fused into the reduction is not seen by _posttask
+            self.phase.update(self.n_blocks - self.done)
             self.done = self.n_blocks
         if self.done:
-            if self._drawn_done != self.done:     # the last count is not shown yet
-                self.stream.write("\r" + self.line(time.perf_counter()))
-            self.stream.write("\n")
-            self.stream.flush()
+            self.phase.set_status(self.status(time.perf_counter()))
+        self.phase.close()
 
-    def line(self, now) -> str:
-        """The progress line: what runs, blocks, rate, ETA of the pass and the run."""
+    def status(self, now) -> str:
+        """The rate in nonzeros per second and (while it runs) the run's ETA."""
         elapsed = max(now - self._started, 1e-9)
         nnz = max(self.nnz, self.merged_nnz)
-        remaining = (self.n_blocks - self.done) * elapsed / max(self.done, 1)
-        parts = [f"{self.title} {self.done}/{self.n_blocks} blocks"]
+        parts = []
         if nnz > 0:
             parts.append(f"{_count(nnz / elapsed)} nnz/s")
-        parts.append(f"ETA {format_seconds(remaining)}")
-        text = "  ".join(parts)
         if self.clock is not None:
+            remaining = (self.n_blocks - self.done) * elapsed / max(self.done, 1)
             overall = self.clock.remaining(now, remaining)
             if overall is not None:
-                text += f"; run ETA {format_seconds(overall)}"
-        return text + "   "
+                parts.append(f"run ETA {format_seconds(overall)}")
+        return ", ".join(parts)
+
+    def line(self, now) -> str:
+        """The progress in one line: what runs, blocks, rate, ETA of the pass and the run."""
+        elapsed = max(now - self._started, 1e-9)
+        remaining = (self.n_blocks - self.done) * elapsed / max(self.done, 1)
+        status = self.status(now)
+        return (f"{self.title} {self.done}/{self.n_blocks} blocks, ETA "
+                f"{format_seconds(remaining)}" + (f"; {status}" if status else ""))

@@ -34,6 +34,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from ultrafs.errors import ParameterError, UltraFSWarning
+from ultrafs.progress import phase
 from ultrafs.solvers.certificate import Certificate, SolverResult
 
 __all__ = ["L2rDatafit", "L2pRows", "IRLSProblem", "IRLSResult", "ReweightedRidge",
@@ -346,71 +347,77 @@ def irls(problem, *, solve="primal", tol=1e-4, gtol=1e-3, max_iter=300, min_iter
     current = None
     converged, reason = False, ""
     warned = False
-    for k in range(1, int(max_iter) + 1):
-        W, b, E = solver(s1, d)
-        if eps_penalty is None:
-            eps_penalty = (EPS_PENALTY_REL * float(np.sqrt(
-                np.einsum("ij,ij->i", W, W).max()))) ** 2 or EPS_REL
-        J = smoothed_objective(E, W, r, p, lam, eps, eps_penalty)
-        if not np.isfinite(J):
-            raise ParameterError("the GSR-FS objective is not finite: the data or the "
-                                 "targets hold NaN or infinite values")
-        extrapolated = False
-        if accelerate and current is not None:
-            We, be, Ee = (new + beta * (new - old) for new, old in zip((W, b, E), current))
-            Je = smoothed_objective(Ee, We, r, p, lam, eps, eps_penalty)
-            if Je < J:
-                # the residuals afresh (one product): the extrapolated ones
-                # carry the last step's rounding, times 1 + β per step
-                Ee = op.matmat(We) + be - Y
+    with phase(f"IRLS on {n:,} features, {m:,} samples ({solve} solve)", int(max_iter),
+               "iteration") as progress:
+        for k in range(1, int(max_iter) + 1):
+            W, b, E = solver(s1, d)
+            if eps_penalty is None:
+                eps_penalty = (EPS_PENALTY_REL * float(np.sqrt(
+                    np.einsum("ij,ij->i", W, W).max()))) ** 2 or EPS_REL
+            J = smoothed_objective(E, W, r, p, lam, eps, eps_penalty)
+            if not np.isfinite(J):
+                raise ParameterError("the GSR-FS objective is not finite: the data or the "
+                                     "targets hold NaN or infinite values")
+            extrapolated = False
+            if accelerate and current is not None:
+                We, be, Ee = (new + beta * (new - old) for new, old in zip((W, b, E), current))
                 Je = smoothed_objective(Ee, We, r, p, lam, eps, eps_penalty)
-            if Je < J:
-                W, b, E, J = We, be, Ee, Je
-                extrapolated = True
-                beta = min(2.0 * beta, MAX_BETA)
-            else:
-                beta = max(beta / 2.0, MIN_BETA)
-        current = (W, b, E)
-        w2 = np.einsum("ij,ij->i", W, W)
-        norms = np.sqrt(w2)
-        s1 = sample_weights(E, r, eps)
-        s2 = (p / 2.0) * (w2 + eps_penalty) ** ((p - 2.0) / 2.0)
-        d = (2.0 / p) * (w2 + eps_penalty) ** ((2.0 - p) / 2.0)
-        # ∇_W J_ε = 2 (Xᵀ S1 E + λ S2 W), ∇_b J_ε = 2 s1ᵀ E
-        SE = s1[:, None] * E
-        loss_grad = 2.0 * op.rmatmat(SE)
-        grad = loss_grad + 2.0 * lam * s2[:, None] * W
-        grad_b = 2.0 * SE.sum(axis=0) if fit_intercept else np.zeros(0)
-        live = norms > LIVE_ROW_RTOL * norms.max() if norms.max() > 0 \
-            else np.zeros(n, dtype=bool)
-        g_live = float(np.sqrt(np.sum(grad[live] ** 2) + np.sum(grad_b ** 2)))
-        if grad0 is None:
-            grad0 = float(np.sqrt(np.sum(grad ** 2) + np.sum(grad_b ** 2)))
-        stationarity = g_live / grad0 if grad0 > 0 else 0.0
-        rel_change = abs(previous - J) / previous if np.isfinite(previous) and previous > 0 \
-            else np.inf
-        history.append({"iteration": k, "objective": J,
-                        "rel_change": None if not np.isfinite(rel_change) else rel_change,
-                        "stationarity": stationarity, "extrapolated": extrapolated})
-        if callback is not None:
-            callback(k, W, b)
-        if r < 1 and not warned:
-            spread = float(s1.max() / max(np.median(s1), 1e-300))
-            if spread > S1_SPREAD_WARN:
-                warned = True
-                warnings.warn(f"r = {r}: sample weights spread over {spread:.1e}; nearly "
-                              f"interpolated samples dominate the fit", UltraFSWarning,
-                              stacklevel=warn_stacklevel + 1)
-        previous = J
-        if k >= min_iter:
-            if stop == "stationarity" and stationarity <= gtol:
-                converged = True
-                reason = f"relative stationarity {stationarity:.2g} <= gtol {gtol:g}"
-                break
-            if stop == "objective" and rel_change <= tol:
-                converged = True
-                reason = f"relative objective change {rel_change:.2g} <= tol {tol:g}"
-                break
+                if Je < J:
+                    # the residuals afresh (one product): the extrapolated ones
+                    # carry the last step's rounding, times 1 + β per step
+                    Ee = op.matmat(We) + be - Y
+                    Je = smoothed_objective(Ee, We, r, p, lam, eps, eps_penalty)
+                if Je < J:
+                    W, b, E, J = We, be, Ee, Je
+                    extrapolated = True
+                    beta = min(2.0 * beta, MAX_BETA)
+                else:
+                    beta = max(beta / 2.0, MIN_BETA)
+            current = (W, b, E)
+            w2 = np.einsum("ij,ij->i", W, W)
+            norms = np.sqrt(w2)
+            s1 = sample_weights(E, r, eps)
+            s2 = (p / 2.0) * (w2 + eps_penalty) ** ((p - 2.0) / 2.0)
+            d = (2.0 / p) * (w2 + eps_penalty) ** ((2.0 - p) / 2.0)
+            # ∇_W J_ε = 2 (Xᵀ S1 E + λ S2 W), ∇_b J_ε = 2 s1ᵀ E
+            SE = s1[:, None] * E
+            loss_grad = 2.0 * op.rmatmat(SE)
+            grad = loss_grad + 2.0 * lam * s2[:, None] * W
+            grad_b = 2.0 * SE.sum(axis=0) if fit_intercept else np.zeros(0)
+            live = norms > LIVE_ROW_RTOL * norms.max() if norms.max() > 0 \
+                else np.zeros(n, dtype=bool)
+            g_live = float(np.sqrt(np.sum(grad[live] ** 2) + np.sum(grad_b ** 2)))
+            if grad0 is None:
+                grad0 = float(np.sqrt(np.sum(grad ** 2) + np.sum(grad_b ** 2)))
+            stationarity = g_live / grad0 if grad0 > 0 else 0.0
+            rel_change = abs(previous - J) / previous if np.isfinite(previous) and previous > 0 \
+                else np.inf
+            history.append({"iteration": k, "objective": J,
+                            "rel_change": None if not np.isfinite(rel_change) else rel_change,
+                            "stationarity": stationarity, "extrapolated": extrapolated})
+            progress.update(1, status=(
+                f"relative stationarity {stationarity:.2g} (gtol {gtol:g})"
+                if stop == "stationarity" else
+                f"relative objective change {rel_change:.2g} (tol {tol:g})"))
+            if callback is not None:
+                callback(k, W, b)
+            if r < 1 and not warned:
+                spread = float(s1.max() / max(np.median(s1), 1e-300))
+                if spread > S1_SPREAD_WARN:
+                    warned = True
+                    warnings.warn(f"r = {r}: sample weights spread over {spread:.1e}; nearly "
+                                  f"interpolated samples dominate the fit", UltraFSWarning,
+                                  stacklevel=warn_stacklevel + 1)
+            previous = J
+            if k >= min_iter:
+                if stop == "stationarity" and stationarity <= gtol:
+                    converged = True
+                    reason = f"relative stationarity {stationarity:.2g} <= gtol {gtol:g}"
+                    break
+                if stop == "objective" and rel_change <= tol:
+                    converged = True
+                    reason = f"relative objective change {rel_change:.2g} <= tol {tol:g}"
+                    break
     if not converged:
         reason = (f"iteration limit reached ({k}); relative stationarity "
                   f"{stationarity:.2g}")

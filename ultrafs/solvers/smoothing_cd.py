@@ -44,6 +44,7 @@ import numpy as np
 
 from ultrafs.errors import ParameterError
 from ultrafs.kernels.mslr import constraint_halves, cd_sweep, entropy, primal_value
+from ultrafs.progress import phase
 from ultrafs.solvers.certificate import Certificate, SolverResult
 
 __all__ = ["MinimaxSolution", "solve_minimax_smoothing", "constraint_membership",
@@ -245,31 +246,37 @@ def solve_minimax_smoothing(indptr, indices, data, y, constraints, C, *, alpha0=
     cd_tol = CD_TOL0
     sweeps = newton = levels = 0
     violation = np.inf
-    while True:
-        levels += 1
-        while sweeps < max_sweeps:
-            # sq from c afresh each sweep: the in-place updates drift
-            sq = constraint_halves(c, member_ptr, member_idx, T)
-            order = rng.permutation(n).astype(np.int64)
-            violation, used = cd_sweep(indptr, indices, data, y, member_ptr, member_idx,
-                                       alpha, alpha_c, c, sq, q, cd_tol, MAX_NEWTON,
-                                       order)
-            sweeps += 1
-            newton += int(used)
-            if violation <= cd_tol:
+    with phase(f"MSLR subproblem: smoothing CD on {n:,} rows x {p:,} features", None,
+               "sweep") as progress:
+        while True:
+            levels += 1
+            while sweeps < max_sweeps:
+                # sq from c afresh each sweep: the in-place updates drift
+                sq = constraint_halves(c, member_ptr, member_idx, T)
+                order = rng.permutation(n).astype(np.int64)
+                violation, used = cd_sweep(indptr, indices, data, y, member_ptr, member_idx,
+                                           alpha, alpha_c, c, sq, q, cd_tol, MAX_NEWTON,
+                                           order)
+                sweeps += 1
+                newton += int(used)
+                progress.update(1)
+                if violation <= cd_tol:
+                    break
+            # c afresh from α: the certificate must not carry the sweeps' drift
+            c = _correlations(indptr, indices, data, y, alpha, p)
+            cert = _certificate(indptr, indices, data, y, alpha, alpha_c, c, member_ptr,
+                                member_idx, T, q, C)
+            half = 0.5 * tol * abs(cert["primal"])
+            done = cert["gap"] <= 2.0 * half
+            progress.set_status(f"relative gap {cert['gap'] / max(abs(cert['primal']), 1e-300):.2g}"
+                                f" (tol {tol:g}), smoothing q {q:.3g}, {T} constraint"
+                                f"{'s' if T != 1 else ''}")
+            if done or sweeps >= max_sweeps or (q >= q_max and cd_tol <= CD_TOL_MIN):
                 break
-        # c afresh from α: the certificate must not carry the sweeps' drift
-        c = _correlations(indptr, indices, data, y, alpha, p)
-        cert = _certificate(indptr, indices, data, y, alpha, alpha_c, c, member_ptr,
-                            member_idx, T, q, C)
-        half = 0.5 * tol * abs(cert["primal"])
-        done = cert["gap"] <= 2.0 * half
-        if done or sweeps >= max_sweeps or (q >= q_max and cd_tol <= CD_TOL_MIN):
-            break
-        if cert["smoothing"] > half and q < q_max:
-            q = min(q * beta, q_max)
-        if cert["descent"] > half or q >= q_max:
-            cd_tol = max(cd_tol * 0.1, CD_TOL_MIN)
+            if cert["smoothing"] > half and q < q_max:
+                q = min(q * beta, q_max)
+            if cert["descent"] > half or q >= q_max:
+                cd_tol = max(cd_tol * 0.1, CD_TOL_MIN)
     return MinimaxSolution(
         alpha=alpha, alpha_c=alpha_c, c=c, sq=cert["sq"], mu=cert["mu"], d=cert["d"], coef=cert["v"],
         upper=cert["upper"], primal=cert["primal"], gap=cert["gap"],
