@@ -136,13 +136,15 @@ class Phase:
             from tqdm import tqdm
 
             delay = (1.0 if self.transient else 0.0) if delay is None else float(delay)
-            # leave=None: an outer bar (line 0) stays, a nested one is erased
+            # nothing counted: the name, the time and the status only
+            shape = ({"bar_format": "{desc}: {elapsed}{postfix}"}
+                     if self.total is None and unit == "step" else {})
+            # leave=None: an outer bar (line 0) stays, a nested one is erased;
+            # tqdm draws the bar at once when there is no delay
             self._bar = tqdm(total=self.total, desc=self.name, unit=f" {unit}",
                              file=self.stream, mininterval=mininterval, dynamic_ncols=True,
                              leave=False if self.transient else None, smoothing=0.1,
-                             delay=delay)
-            if delay <= 0:
-                self._bar.refresh()
+                             delay=delay, **shape)
 
     def update(self, n=1, status=None) -> None:
         """``n`` more steps done; ``status`` (str) replaces the status text."""

@@ -8,14 +8,16 @@ import os
 
 import click
 
-from ultrafs.cli.terminal import ingest_progress, stderr_is_terminal
+from ultrafs.cli.terminal import ingest_progress, progress_enabled
 
 
-def resolve_data_path(path, *, target=None, also_targets=()):
+def resolve_data_path(path, *, target=None, also_targets=(), progress=None):
     """The store for ``path``: itself, or a LIBSVM file's cached ingest.
 
     ``also_targets``: other targets whose existing entry serves as well
-    (see :func:`ultrafs.store.libsvm_cache.resolve_data`).
+    (see :func:`ultrafs.store.libsvm_cache.resolve_data`).  ``progress``:
+    the command's ``--progress/--no-progress`` (None: whether stderr is a
+    terminal).
 
     See :mod:`ultrafs.store.libsvm_cache`; the ingest (with progress on a
     terminal) and the reuse are each said in one line on stderr.
@@ -30,7 +32,7 @@ def resolve_data_path(path, *, target=None, also_targets=()):
 
     if not is_libsvm_file(path):
         return path
-    with ingest_progress(path, stderr_is_terminal()) as reporter:
+    with ingest_progress(path, progress_enabled(progress)) as reporter:
         options = {} if reporter is None else {"progress": reporter}
 
         def say(message):

@@ -10,7 +10,7 @@ import sys
 import click
 
 from ultrafs.cli.errors import one_line_errors
-from ultrafs.cli.terminal import ingest_progress, stderr_is_terminal
+from ultrafs.cli.terminal import ingest_progress, load_engine, progress_enabled
 from ultrafs.cli.types import MAX_COUNT
 
 
@@ -42,21 +42,27 @@ from ultrafs.cli.types import MAX_COUNT
                    "line (line k names the k-th id; an empty line: unnamed), or "
                    "id<TAB>name lines for any subset of ids.")
 @click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")
+@click.option("--progress/--no-progress", default=None,
+              help="Progress on stderr (default: when a terminal; piped: one line at the end).")
 @one_line_errors
 def ingest(input_path, output_path, dtype, zero_based, n_features,
-           memory_budget, block_nnz, store_format, target, overwrite, feature_names):
+           memory_budget, block_nnz, store_format, target, overwrite, feature_names,
+           progress):
     """Convert a LIBSVM/svmlight file (plain, .gz, .bz2, .xz) to a store.
 
     INPUT - reads standard input (plain or compressed). On a terminal,
     progress goes to stderr: bytes read, rows, rate and ETA.
     """
     from ultrafs.outputs import check_output_dir
-    from ultrafs.store.writers.libsvm import ingest_libsvm
 
     check_output_dir(output_path, "OUTPUT", [("INPUT", input_path)])
+    show = progress_enabled(progress)
+    load_engine(show, ("ultrafs.kernels", "ultrafs.store.writers.libsvm"))
+    from ultrafs.store.writers.libsvm import ingest_libsvm
+
     kwargs = {} if block_nnz is None else {"block_nnz": block_nnz}
     with _stdin_as_file(input_path, output_path) as source, \
-            ingest_progress(source, stderr_is_terminal()) as reporter:
+            ingest_progress(source, show) as reporter:
         if reporter is not None:
             kwargs["progress"] = reporter
             if input_path == "-":

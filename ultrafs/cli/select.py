@@ -23,6 +23,7 @@ from ultrafs.cli.options import LABEL_OPTION, run_options
 from ultrafs.cli.output import emit_json, model_output
 from ultrafs.cli.run import run_method
 from ultrafs.cli.summary import print_summary
+from ultrafs.cli.terminal import load_engine, progress_enabled
 from ultrafs.cli.types import SizeType
 
 __all__ = ["select_command", "DEFAULT_METHOD"]
@@ -225,10 +226,13 @@ def select_command(data_path, label, method, test_path, out, overwrite, **values
     else:
         fraction = None
     _check_params(method, params)        # refuse bad parameters before any reading
-    store = open_store(resolve_data_path(data_path), label=label)
+    load_engine(progress_enabled(values.get("progress")))
+    store = open_store(resolve_data_path(data_path, progress=values.get("progress")),
+                       label=label)
     test_store = None
     if test_path is not None:
-        test_store = open_store(resolve_data_path(test_path), label=label)
+        test_store = open_store(resolve_data_path(test_path, progress=values.get("progress")),
+                                label=label)
     fit_store, held_out = store, None
     if fraction is not None:
         fit_store, held_out = held_out_split(store, fraction, params.get("seed", 0))

@@ -14,6 +14,30 @@ def progress_enabled(flag):
     return flag if flag is not None else sys.stderr.isatty()
 
 
+#: the modules a run loads before its first pass (numba, dask, scipy: one to
+#: several seconds), loaded inside a first phase so that a terminal shows
+#: something at once
+ENGINE_MODULES = ("ultrafs.kernels", "ultrafs.store", "ultrafs.scoring.runner",
+                  "ultrafs.solvers", "ultrafs.features", "ultrafs.api")
+
+
+def load_engine(show, modules=ENGINE_MODULES):
+    """Import the engine (``modules``) inside a phase ("loading ultrafs"), drawn at once.
+
+    Imports take 1 to 4 s (numba, dask, scipy) before a command's first
+    pass; a command calls this first, after checking its options, so that a
+    person at a terminal sees it start.  ``show``: draw (a bar on a
+    terminal, one line when piped); False: import silently.
+    """
+    import importlib
+
+    from ultrafs.progress import phase
+
+    with phase("loading ultrafs (numba, dask, scipy)", show=bool(show)):
+        for name in modules:
+            importlib.import_module(name)
+
+
 def stdout_is_terminal():
     """Whether stdout is a terminal (a person reads it, no program)."""
     try:
@@ -23,8 +47,12 @@ def stdout_is_terminal():
 
 
 def stderr_is_terminal():
+    return _is_terminal(sys.stderr)
+
+
+def _is_terminal(stream):
     try:
-        return sys.stderr.isatty()
+        return bool(stream.isatty())
     except (AttributeError, ValueError):
         return False
 
@@ -40,10 +68,12 @@ class IngestProgress:
     rows parsed so far after every block of text.  The bytes read are the
     reader's offset in the (possibly compressed) file, read from
     ``/proc/self/fdinfo`` (Linux); elsewhere the line shows rows and their
-    rate only.
+    rate only.  On a terminal the line is redrawn (``\r``) at most every
+    ``min_interval`` seconds; elsewhere (``terminal=False``, a log) only
+    the last line is written, once, when the ingest ends.
     """
 
-    def __init__(self, path, min_interval=0.25, stream=None):
+    def __init__(self, path, min_interval=0.25, stream=None, terminal=None):
         self.path = os.fspath(path)
         self.name = os.path.basename(self.path)
         self.real = os.path.realpath(self.path)
@@ -58,6 +88,7 @@ class IngestProgress:
         self.rows = 0
         self.fd = None
         self.shown = False
+        self.terminal = _is_terminal(self.stream) if terminal is None else bool(terminal)
 
     def _position(self):
         """The reader's offset in the file, or None where it cannot be seen."""
@@ -105,6 +136,9 @@ class IngestProgress:
 
     def __call__(self, rows):
         self.rows = int(rows)
+        if not self.terminal:                 # a log: the last line only
+            self.shown = self.rows > 0
+            return
         now = time.perf_counter()
         if now - self.drawn < self.min_interval:
             return
@@ -116,14 +150,14 @@ class IngestProgress:
     def finish(self):
         """Show the last count and end the line (after the ingest, or before a message)."""
         if self.shown:
-            self.stream.write("\r" + self.line(time.perf_counter(), None, final=True)
-                              + " " * 40 + "\n")
+            line = self.line(time.perf_counter(), None, final=True)
+            self.stream.write(("\r" + line + " " * 40 if self.terminal else line) + "\n")
             self.stream.flush()
             self.shown = False
 
 
 def format_seconds(seconds):
-    from ultrafs.scoring.progress import format_seconds as fmt
+    from ultrafs.progress import format_seconds as fmt
 
     return fmt(seconds)
 
