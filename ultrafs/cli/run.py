@@ -41,9 +41,11 @@ def run_method(method, store, params, *, command, progress=None, scheduler="thre
             clock.iteration_done(record["iteration"])
         if show and method.progress_line is not None:
             left = clock.remaining() if clock is not None else None
-            name = (clock.name(record["iteration"]) if clock is not None
-                    and "iteration" in record else f"iteration {record.get('iteration')}")
-            click.echo(f"{name}: {method.progress_line(record)}"
+            # a record without an iteration (a point of the l1 path) has no prefix
+            name = "" if "iteration" not in record else (
+                f"{clock.name(record['iteration'])}: " if clock is not None
+                else f"iteration {record['iteration']}: ")
+            click.echo(f"{name}{method.progress_line(record)}"
                        + ("" if left is None or left <= 0
                           else f"; run ETA {format_seconds(left)}"), err=True)
 

@@ -116,9 +116,9 @@ class IngestProgress:
 
     def line(self, now, position, final=False):
         elapsed = max(now - self.started, 1e-9)
-        if final:
-            size = f"{_megabytes(self.size)}, " if self.size else ""
-            return f"read {self.name}: {size}{self.rows:,} rows in {format_seconds(elapsed)}"
+        if final:                     # the shape of a phase's line (ultrafs.progress)
+            size = f"; {_megabytes(self.size)}" if self.size else ""
+            return f"read {self.name}: {self.rows:,} rows in {format_seconds(elapsed)}{size}"
         text = f"reading {self.name}:"
         if position is not None and self.size:
             position = min(position, self.size)

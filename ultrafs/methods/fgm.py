@@ -36,7 +36,9 @@ import numpy as np
 from ultrafs.errors import ParameterError
 from ultrafs.methods.checkpoint import verify_resumed_state
 from ultrafs.methods.column_cache import ColumnCache
+from ultrafs.progress import phase
 from ultrafs.rss import peak_rss_mb
+from ultrafs.scoring.progress import current_clock
 from ultrafs.scoring.worst_case import worst_case_analysis
 from ultrafs.solvers.apg import DEFAULT_KKT_TOL, solve
 from ultrafs.solvers.datafits import (Datafit, check_sample_weight,
@@ -380,6 +382,7 @@ def fit_fgm(features, y, *, n_classes=None, B=50, C=10.0, loss="logistic", max_i
                  inner_kkt_tol=inner_kkt_tol, callback=callback, checkpoint=checkpoint,
                  resume=resume, sample_weight=sample_weight, memory_limit=memory_limit,
                  inner_solver=inner_solver, warm_start=warm_start)
+    run.progress = bool(progress)          # each solve as a phase, as the passes
     while True:
         query = run.query()
         if query is None:
@@ -449,6 +452,7 @@ class FGMRun:
         self.inner = {"tol": inner_tol, "max_iter": inner_max_iter,
                       "kkt_tol": inner_kkt_tol, "solver": inner_solver}
         self.callback = callback
+        self.progress = False       # show each solve as a phase (fit_fgm's progress)
         self.checkpoint = checkpoint
         n_samples = y.shape[0]
         self.sample_weight = check_sample_weight(sample_weight, n_samples)
@@ -606,7 +610,16 @@ class FGMRun:
         warm = self.warm_start
         start = None if warm is None else warm.lookup(keys, n_outputs, iteration)
         coef0, bias0 = (self.coef, self.bias) if start is None else start
-        solution = self._solve(self._datafit(), coef0, bias0)
+        clock = current_clock()
+        name = clock.name(iteration) if clock is not None else f"iteration {iteration}"
+        with phase(f"{name}: solving on {len(keys):,} features",
+                   show=self.progress) as progress:
+            solution = self._solve(self._datafit(), coef0, bias0)
+            kkt_tol = self.inner["kkt_tol"]
+            progress.set_status(
+                f"objective {solution.objective:.6g}, {int(solution.n_iter):,} inner "
+                "iterations" + ("" if kkt_tol is None else
+                                f", KKT residual {solution.kkt:.2g} (tol {kkt_tol:g})"))
         solve_seconds = time.perf_counter() - started
         solve_cpu = time.process_time() - cpu_started
         solve_peak = peak_rss_mb()

@@ -62,8 +62,7 @@ accelerate, candidates, scale, in_memory_bytes
     n_jobs : int, default=None
         Threads or processes of a local scheduler; results do not depend on it.
     verbose : int, default=0
-        Accepted for the common estimator interface (GSR-FS reports no
-        per-iteration progress).
+        > 0: progress on stderr (the passes, the IRLS iterations).
 
     Attributes
     ----------
