@@ -167,3 +167,32 @@ def test_report_train_piped_has_no_bar_fragments(data, tmp_path):
 def test_report_train_on_a_terminal_draws_progress_first(data, tmp_path):
     run = run_on_pty(_report(data, tmp_path), env=_env(data))
     _assert_first_bytes_are_a_bar(run)
+
+
+#: estimator, its small options, the start of a phase line it shows with verbose=1
+ESTIMATORS = {
+    "FGMClassifier": ({"B": 3, "max_iter": 2}, "iteration 1: scoring candidates: "),
+    "L1LogisticRegression": ({}, None),
+    "MSLRClassifier": ({"B": 3, "max_iter": 2}, "MSLR subproblem: "),
+    "SparseKernelLogisticRegression": ({"n_components": 64}, "sklr cgd: "),
+    "GSRFSSelector": ({"n_features_to_select": 5, "max_iter": 10}, "IRLS on 60 features"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+def test_estimator_verbose_shows_the_phases(name, capsys):
+    import ultrafs.sklearn as estimators
+
+    if ESTIMATORS[name][1] is None:
+        pytest.xfail("the l1 path's phases come with the path's own work "
+                     "(methods/l1_path.py)")
+    problem = make_planted_problem(n_samples=200, n_features=60, n_relevant=5, n_test=10,
+                                   seed=1)
+    options, line = ESTIMATORS[name]
+    cls = getattr(estimators, name)
+    cls(verbose=0, **options).fit(problem.X_train, problem.y_train)
+    assert [m for m in map(PHASE_LINE.match, _unasked(capsys.readouterr().err)) if m] == []
+    cls(verbose=1, **options).fit(problem.X_train, problem.y_train)
+    err = capsys.readouterr().err
+    _assert_one_line_per_phase(err)
+    assert any(text.startswith(line) for text in err.splitlines()), err

@@ -109,6 +109,8 @@ class Phase:
     delay : float, optional
         Seconds before a bar is first drawn (default 0; 1 for a transient
         phase, so that quick steps never flicker).
+    unit_scale : bool
+        Counts on a bar with k/M/G prefixes (rows, bytes).
 
     Notes
     -----
@@ -120,7 +122,7 @@ class Phase:
     """
 
     def __init__(self, name, total=None, unit="step", *, show=None, stream=None,
-                 mininterval=0.5, transient=False, delay=None):
+                 mininterval=0.5, transient=False, delay=None, unit_scale=False):
         self.name = str(name)
         self.total = None if total is None else int(total)
         self.unit = unit
@@ -144,7 +146,7 @@ class Phase:
             self._bar = tqdm(total=self.total, desc=self.name, unit=f" {unit}",
                              file=self.stream, mininterval=mininterval, dynamic_ncols=True,
                              leave=False if self.transient else None, smoothing=0.1,
-                             delay=delay, **shape)
+                             delay=delay, unit_scale=bool(unit_scale), **shape)
 
     def update(self, n=1, status=None) -> None:
         """``n`` more steps done; ``status`` (str) replaces the status text."""

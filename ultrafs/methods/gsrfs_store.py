@@ -102,7 +102,7 @@ def fit_gsrfs_store(store, Y, *, r=1.0, p=0.5, lam=1.0, fit_intercept=True, eps=
                     tol=None, stop="stationarity", max_iter=None, min_iter=None,
                     solve="auto", candidates=None, n_features_to_select=50,
                     accelerate=None, scale="auto", block_size=None, scheduler=None,
-                    num_workers=None, in_memory_bytes=None):
+                    num_workers=None, in_memory_bytes=None, progress=None):
     """GSR-FS on a store: IRLS on every feature, or the two-stage mode.
 
     Parameters
@@ -136,6 +136,9 @@ def fit_gsrfs_store(store, Y, *, r=1.0, p=0.5, lam=1.0, fit_intercept=True, eps=
     in_memory_bytes : int, optional
         Largest store IRLS holds in memory (default
         :data:`~ultrafs.methods.gsrfs.IN_MEMORY_BYTES`).
+    progress : bool, optional
+        Phases on stderr (reads, passes, IRLS iterations); None: as the
+        caller's :func:`ultrafs.progress.showing` says.
 
     Returns
     -------
@@ -157,23 +160,26 @@ def fit_gsrfs_store(store, Y, *, r=1.0, p=0.5, lam=1.0, fit_intercept=True, eps=
             **irls_options(tol, stop, max_iter, min_iter)}
     memory = g.IN_MEMORY_BYTES if in_memory_bytes is None else int(in_memory_bytes)
     passes = {"block_size": block_size, "scheduler": scheduler, "num_workers": num_workers}
+    from ultrafs.progress import is_showing, showing
+
+    show = is_showing() if progress is None else bool(progress)
     if candidates is None:
-        op = g.gram_operator(store, in_memory_bytes=memory, **passes)
-        factors = None
-        if scale != "none":
-            factors = column_std_factors(store, **passes)
-            op = ScaledGramOperator(op, factors)
-        result = g.fit_gsrfs(op, Y, r=r, p=p, lam=lam, eps=eps,
-                             fit_intercept=fit_intercept, **irls)
+        with showing(show):
+            op = g.gram_operator(store, in_memory_bytes=memory, **passes)
+            factors = None
+            if scale != "none":
+                factors = column_std_factors(store, **passes)
+                op = ScaledGramOperator(op, factors)
+            result = g.fit_gsrfs(op, Y, r=r, p=p, lam=lam, eps=eps,
+                                 fit_intercept=fit_intercept, **irls)
         if factors is not None:
             result.coef = result.coef * factors[:, None]
         result.column_factors = factors
         return result
     if candidates == "auto":
         candidates = g.default_candidates(n_features_to_select, store.n_features)
-    from ultrafs.progress import is_showing
-
-    return g.fit_gsrfs_two_stage(store, Y, n_candidates=candidates, r=r, p=p, lam=lam,
-                                 eps=eps, fit_intercept=fit_intercept,
-                                 in_memory_bytes=memory, **passes, **irls,
-                                 progress_label="gsrfs: scoring" if is_showing() else None)
+    with showing(show):
+        return g.fit_gsrfs_two_stage(store, Y, n_candidates=candidates, r=r, p=p, lam=lam,
+                                     eps=eps, fit_intercept=fit_intercept,
+                                     in_memory_bytes=memory, **passes, **irls,
+                                     progress_label="gsrfs: scoring" if show else None)

@@ -162,7 +162,8 @@ accelerate, candidates, scale, in_memory_bytes
             solve=params.solve, candidates=params.candidates,
             n_features_to_select=params.n_features_to_select,
             accelerate=params.accelerate, scale=params.scale,
-            in_memory_bytes=params.in_memory_bytes, **self._execution().passes())
+            in_memory_bytes=params.in_memory_bytes, progress=self.verbose > 0,
+            **self._execution().passes())
         ranking = np.full(n, len(result.ranking) + 1, dtype=np.int64)
         ranking[result.ranking] = np.arange(1, len(result.ranking) + 1)
         self.ranking_ = ranking

@@ -426,7 +426,7 @@ class BasisOperator:
         """A transient bar over the tiles of one product made tile by tile
         (a product over a large basis takes minutes); on a terminal only."""
         return phase(f"{name}, basis made tile by tile", n_groups * self.n_rows, "row",
-                     transient=True, show=False if self.cached else None)
+                     transient=True, unit_scale=True, show=False if self.cached else None)
 
     @staticmethod
     def _vector(v, n, name):
