@@ -361,7 +361,8 @@ def test_ingest_progress_line(files):
     import io
 
     stream = io.StringIO()
-    reporter = terminal.IngestProgress(files["train"], min_interval=0.0, stream=stream)
+    reporter = terminal.IngestProgress(files["train"], min_interval=0.0, stream=stream,
+                                       terminal=True)
     with open(files["train"], "rb") as f:
         f.read(100)
         reporter(120)

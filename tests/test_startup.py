@@ -242,7 +242,7 @@ def test_local_pass_reports_progress(capfd):
     run_block_tasks(list(range(12)), partial(_leaf, offset=0), _tree,
                     scheduler="threads", num_workers=2, progress_label="my pass")
     err = capfd.readouterr().err
-    assert "my pass 12/12 blocks" in err
+    assert "my pass: 12/12 blocks in " in err and "\r" not in err   # piped: one line
 
 
 # ------------------------------------------------------- direct chunk reads
