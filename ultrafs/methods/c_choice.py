@@ -91,11 +91,11 @@ def search_journal(checkpoint, resume, scorer, features, n_classes, search):
     """The :class:`~ultrafs.methods.c_search_checkpoint.SearchJournal` of a
     search: ``checkpoint``'s binding extended by the ``search``'s own
     parameters (grid, refit grid, folds, seed); with ``resume`` and a
-    committed search, its points to replay and its warm starts restored in
-    ``scorer``.  The scorer then keeps every fit's solutions for the commits.
+    committed search, its points to replay (the journal says so on the
+    ``ultrafs.resume`` logger once they are replayed) and its warm starts
+    restored in ``scorer``.  The scorer then keeps every fit's solutions for the commits.
     """
-    from ultrafs.methods.c_search_checkpoint import (SearchCheckpoint, SearchJournal,
-                                                     resume_logger)
+    from ultrafs.methods.c_search_checkpoint import SearchCheckpoint, SearchJournal
 
     bound = SearchCheckpoint(checkpoint.directory, checkpoint.fingerprint,
                              {**checkpoint.params, **search})
@@ -106,11 +106,6 @@ def search_journal(checkpoint, resume, scorer, features, n_classes, search):
             n_outputs=1 if n_classes in (None, 2) else int(n_classes),
             refit=search["search_refit_grid"] is not None)
         scorer.restore(solutions)
-        if visits:
-            resume_logger.info(
-                "resuming the choice of C from %s after %d grid point%s (C %s)",
-                bound.directory, len(visits), "s" * (len(visits) != 1),
-                ", ".join(f"{visit['C']:g}" for visit in visits))
     scorer.keep_solutions()
     return SearchJournal(bound, visits, scorer.solutions_of)
 

@@ -132,6 +132,10 @@ class SearchJournal:
     each new one committed (the ``journal`` of
     :func:`~ultrafs.methods.validation.choose_C`).
 
+    Once the walk has replayed every recorded point (each where the walk
+    asked for it), one line on the ``ultrafs.resume`` logger says that the
+    search resumes; a refused file says nothing else.
+
     Parameters
     ----------
     checkpoint : SearchCheckpoint
@@ -163,6 +167,12 @@ class SearchJournal:
             raise self._mismatch(f"grid point {self._next + 1} is C={visit['C']!r}, "
                                  f"the walk asks for C={float(C)!r}")
         self._next += 1
+        if self._next == self.recorded:
+            # every recorded point replayed, and found where the walk goes
+            resume_logger.info(
+                "resuming the choice of C from %s after %d grid point%s (C %s)",
+                self.checkpoint.directory, self.recorded, "s" * (self.recorded != 1),
+                ", ".join(f"{v['C']:g}" for v in self.visits[:self.recorded]))
         return [dict(point) for point in visit["points"]]
 
     def commit(self, C, points) -> None:
