@@ -10,6 +10,10 @@ a kill at that moment leaves on disk).
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -134,6 +138,77 @@ def test_interrupted_search_resumes_to_the_same_model(store, tmp_path, monkeypat
     for p in resumed["params"]["validation"]["points"]:
         if (p["C"], p["refit_C"]) in kept:
             assert p["seconds"] == kept[p["C"], p["refit_C"]]
+
+
+def test_folds_in_threads_resume_to_the_same_model(store, tmp_path, monkeypatch):
+    """Folds fitted in threads (one prefit per fold) keep and restore each
+    fold's warm starts as the lockstep of all folds does."""
+    monkeypatch.setattr(c_choice, "THREADED_FOLDS_MIN_NNZ", 0)
+    options = {**OPTIONS, "refit": True, "num_workers": 3}
+    from ultrafs.store import open_store
+
+    assert c_choice.fold_threads(open_store(store), 5, {
+        "scheduler": None, "num_workers": 3}) == 3
+    reference = select(store, **options).to_dict()
+    resumed, _ = interrupted_then_resumed(monkeypatch, store, tmp_path / "ckpt", 2,
+                                          **options)
+    assert without_seconds(resumed) == without_seconds(reference)
+    serial = select(store, **{**options, "num_workers": 1}).to_dict()
+    assert without_seconds(resumed) == without_seconds(serial)
+
+
+#: a `select` that blocks right after committing its second grid point (the
+#: parent kills it there: no timing involved)
+BLOCK_AFTER_SECOND_POINT = """
+import sys, time
+from ultrafs.methods.c_search_checkpoint import SearchJournal
+real = SearchJournal.commit
+def commit(self, C, points):
+    real(self, C, points)
+    if len(self.visits) == 2:
+        print("committed 2", file=sys.stderr, flush=True)
+        while True:
+            time.sleep(60)
+SearchJournal.commit = commit
+from ultrafs.cli import main
+main(sys.argv[1:], prog_name="ultrafs")
+"""
+
+
+def test_sigkill_in_the_search_then_resume(store, tmp_path):
+    """Kill -9 a `select --C auto` after its 2nd grid point; --resume ends with
+    the same model as an uninterrupted run, and says so."""
+    args = ["select", "--data", store, *CLI, "--refit", "--progress"]
+    reference = tmp_path / "reference.json"
+    CliRunner().invoke(main, [*args, "--out", str(reference)], catch_exceptions=False)
+    directory = tmp_path / "ckpt"
+    killed_out = tmp_path / "killed.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH", "")])}
+    child = subprocess.Popen([sys.executable, "-c", BLOCK_AFTER_SECOND_POINT, *args,
+                              "--checkpoint", str(directory), "--out", str(killed_out)],
+                             stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        for line in child.stderr:
+            if line.strip() == "committed 2":
+                os.kill(child.pid, signal.SIGKILL)
+                break
+    finally:
+        child.kill()
+        child.wait()
+    assert child.returncode == -signal.SIGKILL
+    assert not killed_out.exists()
+    assert sorted(os.listdir(directory)) == [LOCK, SEARCH_FILE]     # no temporary
+    assert len(json.loads((directory / SEARCH_FILE).read_text())["visits"]) == 2
+    resumed_out = tmp_path / "resumed.json"
+    result = CliRunner().invoke(main, [*args, "--checkpoint", str(directory),
+                                       "--resume", "--out", str(resumed_out)])
+    assert result.exit_code == 0, result.output
+    notices = [line for line in result.stderr.splitlines() if "resuming" in line]
+    assert len(notices) == 1 and notices[0].startswith(
+        f"resuming the choice of C from {directory} after 2 grid points (C "), notices
+    assert without_seconds(json.loads(resumed_out.read_text())) == \
+        without_seconds(json.loads(reference.read_text()))
 
 
 def test_a_checkpoint_does_not_change_the_search(store, tmp_path):
