@@ -140,6 +140,26 @@ def test_interrupted_search_resumes_to_the_same_model(store, tmp_path, monkeypat
             assert p["seconds"] == kept[p["C"], p["refit_C"]]
 
 
+def test_three_classes_with_class_weights_resume_to_the_same_model(tmp_path,
+                                                                    monkeypatch):
+    """K classes (a bias per class in the kept warm starts) and weighted rows."""
+    rng = np.random.default_rng(5)
+    X = rng.standard_normal((240, 60))
+    y = np.digitize(X[:, 0] - X[:, 1] + 0.3 * rng.standard_normal(240), [-0.5, 0.5])
+    path = tmp_path / "three.zarr"
+    write_store(path, X, y)
+    options = {**OPTIONS, "refit": True, "cv": 3, "class_weight": "balanced"}
+    reference = select(str(path), **options).to_dict()
+    resumed, state = interrupted_then_resumed(monkeypatch, str(path),
+                                              tmp_path / "ckpt", 2, **options)
+    entry = next(e for fold in state["solutions"] for e in fold)
+    assert entry["n_outputs"] == 3 and len(entry["bias"]) == 3
+    assert without_seconds(resumed) == without_seconds(reference)
+    with pytest.raises(CheckpointMismatchError, match="class_weight"):
+        select(str(path), checkpoint=tmp_path / "ckpt", resume=True,
+               **{**options, "class_weight": None})
+
+
 def test_folds_in_threads_resume_to_the_same_model(store, tmp_path, monkeypatch):
     """Folds fitted in threads (one prefit per fold) keep and restore each
     fold's warm starts as the lockstep of all folds does."""
