@@ -93,7 +93,8 @@ def search_journal(checkpoint, resume, scorer, features, n_classes, search):
     parameters (grid, refit grid, folds, seed); with ``resume`` and a
     committed search, its points to replay (the journal says so on the
     ``ultrafs.resume`` logger once they are replayed) and its warm starts
-    restored in ``scorer``.  The scorer then keeps every fit's solutions for the commits.
+    restored in ``scorer``.  The scorer then keeps every fit's solutions
+    for the commits.
     """
     from ultrafs.methods.c_search_checkpoint import SearchCheckpoint, SearchJournal
 
@@ -228,8 +229,8 @@ class HeldOutScorer:
     def solutions_of(self, C):
         """Every fold's subproblem solutions of its fit at ``C`` (in fold
         order; JSON-ready dicts), forgotten here once taken."""
-        folds = sorted({fold for fold, _ in self._kept})
-        return [list(self._kept.pop((fold, float(C)), {}).values()) for fold in folds]
+        folds = sorted(fold for fold, fitted in self._kept if fitted == float(C))
+        return [list(self._kept.pop((fold, float(C))).values()) for fold in folds]
 
     def restore(self, solutions):
         """Make ``solutions`` (:meth:`solutions_of`'s, one list per fold) the
