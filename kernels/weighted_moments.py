@@ -10,11 +10,12 @@
     * ``Σ_i x_ij²`` (unweighted: the norms of the rounding bounds),
     * ``Σ_i w_i (x_ij − m_j)²`` with ``m_j = Σ_i w_i x_ij / S``: two passes
       over the column's stored values (the weighted mean first; the rows
-      without an entry add ``m_j²`` times their weight, ``S − Σ_{stored}
-      w_i``), plus ``(n + 2) ε (Σ_{stored} w_i (x_ij − m_j)² + S m_j²)``, an
-      upper bound of the rounding error (Slores's bound grows with this
-      norm: overstating it keeps the rule safe, understating it would not);
-      exactly 0 for a constant column;
+      of positive weight without an entry add ``m_j²`` times their weight,
+      ``S − Σ_{stored} w_i``), plus ``γ`` times the sum and, when such rows
+      exist, ``γ S m_j²`` (the cancellation of their weight), ``γ = (n + 2)
+      ε``: an upper bound of the rounding error (Slores's bound grows with
+      this norm: overstating it keeps the rule safe, understating it would
+      not); exactly 0 for a constant column;
     * whether the column is constant on the rows of positive weight (its
       values there all equal, implicit zeros included): such a column's
       weight is 0 at every λ.
@@ -102,9 +103,17 @@ def weighted_column_moments(indptr, indices, data, w, v, total, positive_rows):
         for p in range(indptr[j], indptr[j + 1]):
             d = np.float64(data[p]) - mean
             acc2 += w[indices[p]] * d * d
-        implicit = total - stored_weight
-        if implicit < 0.0:
-            implicit = 0.0
-        value = acc2 + implicit * mean * mean
-        centred[j] = value + gamma * (acc2 + total * mean * mean)
+        value = acc2
+        margin = 0.0
+        if positive_rows > stored_positive:
+            # rows of positive weight without an entry: their weight is
+            # S − Σ_stored w_i, within γ S of the truth (a cancellation)
+            implicit = total - stored_weight
+            if implicit < 0.0:
+                implicit = 0.0
+            value += implicit * mean * mean
+            margin = gamma * total * mean * mean
+        # the sum's rounding (every term >= 0); an inexact mean only raises
+        # the sum (the weighted mean minimises it)
+        centred[j] = value + gamma * value + margin
     return wsum, vsum, sq, centred, constant
