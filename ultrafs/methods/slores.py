@@ -32,6 +32,10 @@ are known (no pass over the data):
   by a2 → 0 as d → 1) and :func:`slores_keep` (Algorithm 1, with the tie
   tolerance, constant columns dropped by Theorem 4 and j0 always kept).
 
+Sample weights (``slores_statistics(sample_weight=...)``) give the
+weighted problem's statistics; the regions read them from the statistics
+(the derivation: :mod:`ultrafs.methods.l1_weights`).
+
 The rule is safe in exact arithmetic; rounding is covered by a tie
 tolerance (``rtol``) and a priori bounds of the summation errors, and the
 path solver (:mod:`ultrafs.methods.l1_path`) checks the KKT conditions of
