@@ -285,6 +285,21 @@ def test_weights_refused_in_one_line():
         assert "\n" not in str(info.value)
 
 
+def test_statistics_of_other_weights_are_refused():
+    X, y = dense_case(15)
+    store = InMemoryStore(X, y)
+    w = np.random.default_rng(16).uniform(0.5, 2.0, len(y))
+    stats = slores_statistics(store, y, sample_weight=w)
+    path = fit_l1_path(store, y, statistics=stats, n_lambdas=3)     # theirs are used
+    again = fit_l1_path(store, y, statistics=stats, sample_weight=w, n_lambdas=3)
+    assert path.coefs[-1].tobytes() == again.coefs[-1].tobytes()
+    with pytest.raises(ParameterError, match="other sample weights"):
+        fit_l1_path(store, y, statistics=stats, sample_weight=2 * w, n_lambdas=3)
+    with pytest.raises(ParameterError, match="other sample weights"):
+        fit_l1_path(store, y, statistics=slores_statistics(store, y), sample_weight=w,
+                    n_lambdas=3)
+
+
 # ------------------------------------------------------- screening safety
 @pytest.mark.parametrize("seed", [0, 1, 2, 3])
 def test_weighted_slores_is_safe(seed):

@@ -52,7 +52,8 @@ from ultrafs.kernels.slores import stale_kept
 from ultrafs.methods.column_cache import ColumnCache
 from ultrafs.methods.l1_kkt import KKTCheck
 from ultrafs.methods.l1_resident import DEFAULT_MEMORY_BUDGET, resident_store
-from ultrafs.methods.l1_weights import solve_path_point, weighted_cut
+from ultrafs.methods.l1_weights import (check_statistics_weights, solve_path_point,
+                                        weighted_cut)
 from ultrafs.methods.slores import (basic_region, centred_column, dual_objective,
                                     labels_pm1, sequential_region, slores_keep,
                                     slores_statistics, theta_max)
@@ -312,6 +313,8 @@ def _setup(store, y, screening, tol, max_iter, statistics, memory_budget, run,
     y = labels_pm1(store.read_labels() if y is None else y)
     resident = resident_store(store, y, memory_budget)
     source = store if resident is None else resident
+    if statistics is not None:
+        check_statistics_weights(statistics, sample_weight, y)
     stats = statistics if statistics is not None else slores_statistics(
         source, y, sample_weight=sample_weight, **run)
     if stats.lambda_max == 0.0 and need_lambda_max:

@@ -51,7 +51,7 @@ import numpy as np
 
 from ultrafs.errors import ParameterError
 
-__all__ = ["path_weights", "class_totals", "weighted_theta_max", "weighted_statistics",
+__all__ = ["path_weights", "check_statistics_weights", "class_totals", "weighted_theta_max", "weighted_statistics",
            "weighted_cut", "weighted_dual_objective", "weighted_primal_objective",
            "solve_path_point"]
 
@@ -77,6 +77,18 @@ def path_weights(sample_weight, y):
     if np.all(w == 1.0):
         return None
     return w
+
+
+def check_statistics_weights(stats, sample_weight, y):
+    """Refuse, in one line, ``sample_weight`` given with statistics computed
+    under other weights (None: the statistics' weights are used)."""
+    if sample_weight is None:
+        return
+    w = path_weights(sample_weight, y)
+    theirs = stats.sample_weight
+    if (w is None) != (theirs is None) or (w is not None and not np.array_equal(w, theirs)):
+        raise ParameterError("the statistics given were computed with other sample "
+                             "weights than sample_weight")
 
 
 def class_totals(y, w):
