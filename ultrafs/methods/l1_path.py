@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -58,6 +59,7 @@ from ultrafs.methods.slores import (basic_region, centred_column, dual_objective
                                     labels_pm1, sequential_region, slores_keep,
                                     slores_statistics, theta_max)
 from ultrafs.methods.strong_rule import strong_keep
+from ultrafs.solvers.l1_logistic import solve_l1_logistic
 
 __all__ = ["SCREENINGS", "L1Path", "lambda_grid", "log_lambda_grid", "fit_l1_path",
            "fit_l1_count",
@@ -534,6 +536,9 @@ class _PathSolver:
         self.cache = _Cache(source)
         self.checker = None
         self.w = stats.sample_weight
+        # the solve at one λ: with weights, in the path's scale
+        self.solve = (solve_l1_logistic if self.w is None
+                      else partial(solve_path_point, sample_weight=self.w))
         if screening != "none":
             self.checker = KKTCheck(stats, y, theta_max(y, self.w), store, resident, run,
                                     sample_weight=self.w)
@@ -573,10 +578,10 @@ class _PathSolver:
             positions = cache.ensure(columns)
             t1 = time.perf_counter()
             indptr, indices, data = cache.arrays()
-            result = solve_path_point(indptr, indices, data, y, lam, n_rows=n,
-                                      columns=positions, coef0=cache.coef[positions],
-                                      intercept0=warm_intercept, tol=tol,
-                                      max_iter=self.max_iter, sample_weight=self.w)
+            result = self.solve(indptr, indices, data, y, lam, n_rows=n,
+                                columns=positions, coef0=cache.coef[positions],
+                                intercept0=warm_intercept, tol=tol,
+                                max_iter=self.max_iter)
             t2 = time.perf_counter()
             solves += 1
             seconds["fetch"] += t1 - t0
