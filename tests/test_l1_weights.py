@@ -389,6 +389,57 @@ def test_weighted_path_screens_and_certifies():
                                 r["intercept"], rtol=1e-6)
 
 
+def test_weighted_statistics_identical_for_any_layout(tmp_path):
+    """The weighted statistics and the weighted path: the same bits for any
+    block size, layout (CSC, CSR, a zarr store) and scheduler; the
+    statistics against dense NumPy."""
+    from ultrafs.store.writers.zarr_writer import write_store
+
+    X, y = dense_case(60, n=50, p=30)
+    X[np.abs(X) < 0.7] = 0.0
+    n, p = X.shape
+    rng = np.random.default_rng(61)
+    w = random_weights(rng, n)
+    reference = slores_statistics(InMemoryStore(X, y), y, sample_weight=w,
+                                  scheduler="synchronous")
+    pos, neg = w[y > 0].sum(), w[y < 0].sum()
+    t_max = np.where(y > 0, neg / (pos + neg), pos / (pos + neg))
+    np.testing.assert_allclose(reference.s_max[~reference.constant],
+                               (X.T @ (w * y * t_max))[~reference.constant], rtol=1e-12,
+                               atol=1e-13)
+    np.testing.assert_allclose(reference.colsum, X.T @ w, rtol=1e-12, atol=1e-13)
+    mean = X.T @ w / w.sum()
+    np.testing.assert_allclose(reference.norm2, np.where(
+        reference.constant, 0.0, (w[:, None] * (X - mean) ** 2).sum(0)), rtol=1e-12,
+        atol=1e-13)
+    c = reference.j0_sign * (X[:, reference.j0] - mean[reference.j0])
+    np.testing.assert_allclose(reference.cut[~reference.constant],
+                               (X.T @ (w * c))[~reference.constant], rtol=1e-12, atol=1e-12)
+    assert reference.cut_norm2 == pytest.approx(np.sum(w * c * c), rel=1e-12)
+    variants = {f"block_size={bs}": (InMemoryStore(X, y, block_size=bs), "synchronous")
+                for bs in (1, 7, p)}
+    variants["csr"] = (InMemoryStore(sp.csr_matrix(X), y), "synchronous")
+    zarr = write_store(tmp_path / "s.zarr", X, y, block_nnz=50, command="test")
+    for scheduler in ("synchronous", "threads", "processes"):
+        variants[f"zarr {scheduler}"] = (zarr, scheduler)
+    fields = ("s_max", "colsum", "sum_squares", "norm2", "constant", "cut", "lambda_max",
+              "j0", "cut_norm2", "theta_max_norm", "cut_pass_norm")
+    first = None
+    for what, (store, scheduler) in variants.items():
+        stats = slores_statistics(store, y, sample_weight=w, scheduler=scheduler)
+        for name in fields:
+            np.testing.assert_array_equal(getattr(stats, name), getattr(reference, name),
+                                          err_msg=f"{what}: {name}")
+        path = fit_l1_path(store, y, sample_weight=w, n_lambdas=8, scheduler=scheduler,
+                           memory_budget=0)
+        if first is None:
+            first = path
+            continue
+        for a, b in zip(path.coefs, first.coefs):
+            assert a.tobytes() == b.tobytes(), what
+        assert path.intercepts == first.intercepts, what
+
+
 # ---------------------------------------------------------------- kernels
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_solver_kernel_with_weights_against_dense_numpy(dtype):
