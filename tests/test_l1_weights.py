@@ -273,6 +273,23 @@ def test_model_records_the_weights_and_is_certified():
     assert cert.primal == pytest.approx(model.history[-1]["objective"], rel=1e-12)
 
 
+def test_api_path_takes_sample_and_class_weights():
+    from ultrafs.api import l1_path
+
+    X, y = dense_case(17)
+    w = np.where(y > 0, 2.0, 0.5)
+    by_class = l1_path(X, y, class_weight={1.0: 2.0, -1.0: 0.5}, n_lambdas=5)
+    by_sample = l1_path(X, y, sample_weight=w, n_lambdas=5)
+    both = l1_path(X, y, sample_weight=np.full(len(y), 3.0), class_weight={1.0: 2.0,
+                                                                           -1.0: 0.5},
+                   n_lambdas=5)
+    tripled = l1_path(X, y, sample_weight=3.0 * w, n_lambdas=5)
+    for a, b in ((by_class, by_sample), (both, tripled)):
+        assert a.lambda_max == b.lambda_max
+        for ca, cb in zip(a.coefs, b.coefs):
+            assert ca.tobytes() == cb.tobytes()
+
+
 def test_weights_refused_in_one_line():
     from ultrafs.api import fit
 

@@ -116,7 +116,8 @@ def binary_labels(store):
 def l1_path(data, y=None, *, screening="slores", sequential=True, lambdas=None,
             n_lambdas=None, lambda_min_ratio=None, lambda_max_ratio=None,
             tol=None, max_iter=500, stop_at_nnz=None, block_size=None,
-            scheduler=None, num_workers=None, callback=None, sample_weight=None):
+            scheduler=None, num_workers=None, callback=None, sample_weight=None,
+            class_weight=None):
     """The ℓ1-logistic regression path of ``data`` (seed 004).
 
     ``min (1/n) Σ log(1 + exp(−y_i (x_i'β + c))) + λ ||β||_1`` with an
@@ -133,6 +134,9 @@ def l1_path(data, y=None, *, screening="slores", sequential=True, lambdas=None,
     sample_weight : array-like of shape (n_samples,), optional
         ``(1/n) Σ_i w_i log(...)`` instead (FGM's convention,
         :mod:`ultrafs.methods.l1_weights`).
+    class_weight : "balanced" or dict, optional
+        Per-class weights, multiplied into ``sample_weight``
+        (:func:`ultrafs.methods.targets.sample_weights`).
 
     Returns
     -------
@@ -143,6 +147,10 @@ def l1_path(data, y=None, *, screening="slores", sequential=True, lambdas=None,
 
     store = as_store(data, y)
     labels = binary_labels(store)
+    if class_weight is not None:
+        from ultrafs.methods.targets import sample_weights
+
+        sample_weight = sample_weights(store, labels, None, sample_weight, class_weight)[0]
     options = {"n_lambdas": n_lambdas, "lambda_min_ratio": lambda_min_ratio,
                "lambda_max_ratio": lambda_max_ratio, "tol": tol}
     options = {name: value for name, value in options.items() if value is not None}
