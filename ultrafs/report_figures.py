@@ -249,8 +249,9 @@ def plot_basis(path, basis):
 
 
 def plot_accuracy(path, data):
-    """Accuracy (top) and AUC (bottom) vs number of features, one line per curve."""
-    fig = _new_figure(7.0, 6.5)
+    """Accuracy (top) and AUC (bottom) vs number of features, one line per
+    curve; the legend beside the axes, so it covers no point."""
+    fig = _new_figure(8.5, 6.5)
     ax_acc, ax_auc = fig.subplots(2, 1, sharex=True)
     if data["accuracy"]:
         for key, label, marker, style, color in CURVES:
@@ -263,7 +264,7 @@ def plot_accuracy(path, data):
                         linestyle=style, color=color, label=label)
             ax_auc.plot(x, [r["auc"] for r in rows], marker=marker,
                         linestyle=style, color=color, label=label)
-        ax_acc.legend(loc="lower right", fontsize=8)
+        ax_acc.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
         _integer_axis(ax_auc.xaxis)
     else:
         _no_data(ax_acc, "no selection iterations")
