@@ -28,7 +28,7 @@ OPTIONS = {"fgm": dict(B=3, max_iter=3, tol=0.0),
            "gsrfs": dict(n_features_to_select=6)}
 #: the figures each method's report draws (with a test store)
 FIGURES = {"fgm": {"objective", "timing", "features", "accuracy"},
-           "l1": {"objective", "timing", "features"},
+           "l1": {"objective", "timing", "features"},      # lambda_path: --train
            "mslr": {"objective", "timing", "features", "accuracy"},
            "sklr": {"objective", "basis"},
            "gsrfs": {"objective", "ranking"}}
@@ -116,6 +116,27 @@ def test_l1_report_marks_the_chosen_lambda(models, tmp_path):
     assert data["marked"] == pytest.approx(model.params["lambda"])
     assert data["x"] == [pytest.approx(r["lambda"]) for r in model.history]
     assert data["series"]["nnz"][-1] == len(model.features)
+
+
+def test_l1_accuracy_along_lambda_with_the_training_store(models, stores, tmp_path):
+    """With the training store the path's λ are solved again and scored on
+    the test store; the chosen λ's point is the model itself."""
+    model = models["l1"]
+    without = build_report(model, tmp_path / "a.html", test_store=stores["test"])
+    assert "lambda_path" not in without["figures"]
+    assert "give the training store" in (tmp_path / "a.html").read_text()
+    result = build_report(model, tmp_path / "r.html", test_store=stores["test"],
+                          train_store=stores["train"])
+    assert "lambda_path" in result["figures"]
+    rows = result["data"]["lambda_path"]
+    lambdas = sorted({r["lambda"] for r in model.history}, reverse=True)
+    assert [r["lambda"] for r in rows] == pytest.approx(lambdas)
+    own = model.evaluate_store(stores["test"])
+    assert rows[-1]["nnz"] == len(model.features)
+    assert rows[-1]["accuracy"] == pytest.approx(own["accuracy"])
+    assert rows[-1]["log_loss"] == pytest.approx(own["log_loss"], rel=1e-4)
+    page = (tmp_path / "r.html").read_text()
+    assert 'id="lambda-table"' in page and page.count(">yes<") == 1
 
 
 def test_gsrfs_ranking_and_sklr_basis(models, tmp_path):

@@ -37,12 +37,13 @@ from ultrafs.atomic import publish_path, rename_os_error
 from ultrafs.errors import UltraFSError
 # the curves are computed there; accuracy_curves and accuracy_vs_features
 # stay importable from here, the report's public face
-from ultrafs.report_curves import accuracy_curves, accuracy_vs_features, n_iterations
+from ultrafs.report_curves import (accuracy_curves, accuracy_vs_features, lambda_curve,
+                                   n_iterations)
 from ultrafs.report_data import (FIGURES, PHASES, figure_data, figures_of, method_name,
                                  method_of, report_spec, store_info)
 from ultrafs.report_figures import (plot_accuracy, plot_basis, plot_features,
-                                    plot_history, plot_ranking, plot_timing,
-                                    plot_validation)
+                                    plot_history, plot_lambda_path, plot_ranking,
+                                    plot_timing, plot_validation)
 from ultrafs.report_html import html_page, validation_section
 
 __all__ = ["build_report", "accuracy_vs_features", "accuracy_curves", "method_of",
@@ -64,6 +65,7 @@ def _figure_names(model, stem, data, test_store) -> dict:
            "ranking": bool(data["ranking"]),
            "basis": data["basis"] is not None and "n_basis" in model.params,
            "accuracy": test_store is not None,
+           "lambda_path": bool(data["lambda_path"]),
            "validation": bool(model.params.get("validation"))}
     return {key: f"{stem}_{key}.png" for key in FIGURES if key in applies and has[key]}
 
@@ -84,6 +86,8 @@ def _draw(key, path, model, data):
         plot_basis(path, data["basis"])
     elif key == "accuracy":
         plot_accuracy(path, data)
+    elif key == "lambda_path":
+        plot_lambda_path(path, data["lambda_path"], data["marked"])
     elif key == "validation":
         plot_validation(path, data["validation"])
 
@@ -200,6 +204,9 @@ def build_report(model, out_html, *, test_store=None, train_store=None, top=30,
         test_info = store_info(test_store, test_name)
         if train_store is not None:
             data["train_info"] = store_info(train_store, train_name)
+        if train_store is not None and "lambda_path" in figures_of(model):
+            data["lambda_path"], data["lambda_notes"] = lambda_curve(
+                model, test_store, train_store)
     names = _figure_names(model, stem, data, test_store)
 
     try:

@@ -14,7 +14,7 @@ import warnings
 
 from ultrafs.errors import InputFormatError, UltraFSWarning
 
-__all__ = ["accuracy_vs_features", "accuracy_curves", "n_iterations"]
+__all__ = ["accuracy_vs_features", "accuracy_curves", "lambda_curve", "n_iterations"]
 
 
 def n_iterations(model) -> int:
@@ -292,3 +292,55 @@ def _l1_curve(model, test_store, train_store, plain, l1_max_nnz, train_name=None
         notes.append("liblinear stopped at max_iter before converging at k = "
                      + ", ".join(map(str, unconverged)) + ".")
     return rows, notes
+
+
+def lambda_curve(model, test_store, train_store) -> tuple[list[dict], list[str]]:
+    """Test metrics along the λ path of an ℓ1-LR model.
+
+    The model keeps the weights of its own λ only; the path's other points
+    are solved again on ``train_store`` at the λ its history records
+    (:func:`ultrafs.methods.l1_method.l1_path`, the model's screening), and
+    each point's model is scored on ``test_store``.
+
+    Returns
+    -------
+    rows : list of dict
+        One per λ, decreasing: ``lambda``, ``nnz``, ``accuracy``, ``auc``
+        and ``log_loss``; empty when nothing could be solved (a note says
+        why).
+    notes : list of str
+        Sentences for the reader.
+    """
+    import numpy as np
+
+    from ultrafs.methods.l1_method import l1_model, l1_path
+    from ultrafs.progress import phase
+
+    lambdas = sorted({float(r["lambda"]) for r in model.history if "lambda" in r},
+                     reverse=True)
+    recorded = model.params.get("data_fingerprint")
+    given = getattr(train_store, "fingerprint", None)
+    if recorded is not None and given is not None and recorded != given:
+        return [], ["No test accuracy along λ: the training store is not the data "
+                    "the model was fitted on (their fingerprints differ)."]
+    if not lambdas:
+        return [], ["No test accuracy along λ: the model records no λ path."]
+    with phase("ℓ1 path on the training store", total=len(lambdas), unit="λ") as shown:
+        path = l1_path(train_store, lambdas=np.asarray(lambdas),
+                       screening=model.params.get("screening", "slores"),
+                       sequential=model.params.get("sequential", True),
+                       callback=lambda record: shown.update(
+                           1, status=f"λ = {record['lambda']:.4g}: "
+                                     f"{record['nnz']} nonzero"))
+    rows = []
+    with phase("test scores along λ", total=len(path.records), unit="λ") as shown:
+        for i, record in enumerate(path.records):
+            metrics = l1_model(path, i, train_store).evaluate_store(test_store)
+            rows.append({"lambda": float(record["lambda"]), "nnz": int(record["nnz"]),
+                         "accuracy": metrics["accuracy"], "auc": metrics["auc"],
+                         "log_loss": metrics.get("log_loss")})
+            shown.update(1, status=f"λ = {record['lambda']:.4g}: accuracy "
+                                   f"{metrics['accuracy']:.4f}")
+    return rows, [f"The path's {len(rows)} λ were solved again on the training store "
+                  f"(the model keeps the weights of its own λ only) and each λ's "
+                  f"model scored on the test store."]

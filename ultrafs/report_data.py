@@ -24,7 +24,7 @@ __all__ = ["method_of", "method_name", "report_spec", "figures_of", "figure_data
 PHASES = ("score_seconds", "materialize_seconds", "solve_seconds")
 #: every figure the report knows, in page order
 FIGURES = ("objective", "timing", "features", "ranking", "basis", "accuracy",
-           "validation")
+           "lambda_path", "validation")
 #: ``params`` entries that locate the model, not describe the method's run
 _LOCATORS = ("method", "validation")
 #: ``params`` entries every model file carries for the Model format (the
@@ -263,6 +263,8 @@ def figure_data(model, top) -> dict:
         "accuracy_refit": None,
         "accuracy_l1": None,
         "accuracy_notes": [],
+        "lambda_path": None,
+        "lambda_notes": [],
         "absent_warning": None,
         "train_info": None,
         "validation": model.params.get("validation"),

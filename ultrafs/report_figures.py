@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 __all__ = ["plot_history", "plot_timing", "plot_features", "plot_ranking",
-           "plot_basis", "plot_accuracy", "plot_validation", "CURVES"]
+           "plot_basis", "plot_accuracy", "plot_lambda_path", "plot_validation", "CURVES"]
 
 #: the accuracy curves: data key, legend, marker, line style, colour
 CURVES = (("accuracy", "FGM, first k iterations (final weights)", "o", "-", "tab:blue"),
@@ -55,12 +55,14 @@ def _integer_axis(axis):
 
 def _log_xaxis(ax):
     """A log x-axis running from the largest value down (a λ path), labelled
-    at its decades only (minor labels collide)."""
-    from matplotlib.ticker import NullFormatter
+    at 1, 2 and 5 times each power of ten (plain numbers, none colliding)."""
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
     ax.set_xscale("log")
     ax.invert_xaxis()
-    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.xaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:.3g}"))
 
 
 def _tick_label(row, limit=40) -> str:
@@ -275,6 +277,34 @@ def plot_accuracy(path, data):
     ax_auc.set_ylabel("test AUC")
     ax_auc.set_xlabel("number of features (nonzero weights)")
     ax_auc.grid(True, alpha=0.3)
+    fig.savefig(path, format="png")
+
+
+def plot_lambda_path(path, rows, marked=None):
+    """Test accuracy (top) and nonzero weights (bottom) against λ, the
+    chosen λ marked."""
+    fig = _new_figure(8.5, 5.5)
+    ax_acc, ax_nnz = fig.subplots(2, 1, sharex=True)
+    lambdas = [r["lambda"] for r in rows]
+    ax_acc.plot(lambdas, [r["accuracy"] for r in rows], marker=".", color="tab:blue",
+                label="test accuracy")
+    ax_acc.plot(lambdas, [r["auc"] for r in rows], marker=".", color="tab:orange",
+                linestyle="--", label="test AUC")
+    ax_nnz.plot(lambdas, [r["nnz"] for r in rows], drawstyle="steps-post",
+                color="tab:green")
+    if marked is not None:
+        for ax in (ax_acc, ax_nnz):
+            ax.axvline(marked, color="#888", linestyle=":",
+                       label=f"chosen λ = {marked:.4g}" if ax is ax_acc else None)
+    ax_acc.set_ylabel("test accuracy / AUC")
+    ax_acc.set_title("Test accuracy and nonzero weights along the λ path")
+    ax_acc.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    ax_nnz.set_ylabel("nonzero weights")
+    ax_nnz.set_xlabel("λ")
+    _integer_axis(ax_nnz.yaxis)
+    for ax in (ax_acc, ax_nnz):
+        ax.grid(True, alpha=0.3)
+    _log_xaxis(ax_nnz)
     fig.savefig(path, format="png")
 
 

@@ -190,8 +190,38 @@ def html_page(model, figures, data, title, test_info) -> str:
         parts += validation_section(figures, data["validation"])
     if data["accuracy"] is not None:
         parts += _accuracy_section(figures, data, test_info, spec)
+    if data["accuracy"] is not None and method is not None \
+            and "lambda_path" in method.figures:
+        parts += _lambda_section(figures, data)
     parts.append("</body></html>\n")
     return "\n".join(parts)
+
+
+def _lambda_section(figures, data) -> list[str]:
+    """Test accuracy along the λ path (with the training store), or how to
+    get it."""
+    parts = ['<h2 id="lambda-path">Test accuracy along the λ path</h2>']
+    if data["train_info"] is None:
+        return parts + ["<p>The model keeps the weights of its own λ only: give the "
+                        "training store (<code>--train</code>) to solve the path's "
+                        "other λ again and score each on the test store.</p>"]
+    parts += ['<p class="note">' + html.escape(note) + "</p>"
+              for note in data["lambda_notes"]]
+    if "lambda_path" in figures:
+        parts.append(img(figures["lambda_path"], "test accuracy and nonzero weights "
+                                                 "along the λ path"))
+    marked = data.get("marked")
+    rows = [{"λ": r["lambda"], "nonzero weights": r["nnz"],
+             "accuracy": f"{r['accuracy']:.4f}", "AUC": f"{r['auc']:.4f}",
+             "log loss": r.get("log_loss"),
+             "chosen": "yes" if marked is not None and math.isclose(
+                 r["lambda"], marked, rel_tol=1e-12) else ""}
+            for r in data["lambda_path"] or []]
+    if rows:
+        parts.append(table(["λ", "nonzero weights", "accuracy", "AUC", "log loss",
+                            "chosen"], rows, text_columns=("chosen",),
+                           table_id="lambda-table"))
+    return parts
 
 
 def _method_text(method, name) -> str:

@@ -303,7 +303,7 @@ L1 = register(Method(
     estimator="L1LogisticRegression", estimator_kind="classifier",
     summary_lines=summary_lines, progress_line=progress_line,
     estimator_attributes=estimator_attributes, probabilistic=True,
-    figures=("objective", "timing", "features"),
+    figures=("objective", "timing", "features", "lambda_path"),
     report=ReportSpec(x="lambda", x_label="λ", x_log=True,
                       panels=(HistoryPanel("nnz", "nonzero weights"),
                               HistoryPanel("deviance_explained",

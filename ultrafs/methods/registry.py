@@ -153,7 +153,9 @@ class Method:
         records time phases), "features" (top features by |weight|),
         "accuracy" (the test curves against the number of features, for a
         model selected in steps; with a test store the report always has
-        their table), "validation" (the choice of C),
+        their table), "lambda_path" (test accuracy and nonzero weights along
+        the λ path, solved again on the training store), "validation"
+        (the choice of C),
         "ranking" (the ranking scores ``params["scores"]`` of the selected
         features, best first), "basis" (the nonzero weights among the
         ``params["n_basis"]`` basis functions).
