@@ -281,8 +281,9 @@ def _l1_curve(model, test_store, train_store, plain, l1_max_nnz, train_name=None
              f"the largest count found below it."]
     if model.feature_space.get("kind", "linear") != "linear":
         notes.append(f"The model selects {model.feature_space.get('kind')} features "
-                     f"(e.g. products of columns); the l1-LR baseline sees the "
-                     f"{int(train_store.n_features):,} linear columns only.")
+                     f"(built from the columns, not the columns themselves); the "
+                     f"l1-LR baseline sees the {int(train_store.n_features):,} linear "
+                     f"columns only.")
     short = [r["n_batches"] for r in rows if r["nnz"] < r["n_features"]]
     if short:
         notes.append("No C gave l1-LR exactly the row's feature count at k = "
@@ -325,7 +326,8 @@ def lambda_curve(model, test_store, train_store) -> tuple[list[dict], list[str]]
                     "the model was fitted on (their fingerprints differ)."]
     if not lambdas:
         return [], ["No test accuracy along λ: the model records no λ path."]
-    with phase("ℓ1 path on the training store", total=len(lambdas), unit="λ") as shown:
+    with phase("ℓ1 path on the training store", total=len(lambdas),
+               unit="λ value") as shown:
         path = l1_path(train_store, lambdas=np.asarray(lambdas),
                        screening=model.params.get("screening", "slores"),
                        sequential=model.params.get("sequential", True),
@@ -333,7 +335,8 @@ def lambda_curve(model, test_store, train_store) -> tuple[list[dict], list[str]]
                            1, status=f"λ = {record['lambda']:.4g}: "
                                      f"{record['nnz']} nonzero"))
     rows = []
-    with phase("test scores along λ", total=len(path.records), unit="λ") as shown:
+    with phase("test scores along λ", total=len(path.records),
+               unit="λ value") as shown:
         for i, record in enumerate(path.records):
             metrics = l1_model(path, i, train_store).evaluate_store(test_store)
             rows.append({"lambda": float(record["lambda"]), "nnz": int(record["nnz"]),

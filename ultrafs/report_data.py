@@ -124,11 +124,14 @@ def model_rows(model) -> list[tuple]:
             ("features selected", len(model.features))]
     if spec.steps:
         rows.append((spec.steps, n_iterations(model)))
-    rows += [("intercept", float(model.intercept) if model.n_outputs == 1
-              else [float(b) for b in model.intercept]),
-             ("classes [negative, positive]" if model.n_outputs == 1 else "classes",
-              model.classes),
-             ("stop reason", model.stop_reason)]
+    rows.append(("intercept", float(model.intercept) if model.n_outputs == 1
+                 else [float(b) for b in model.intercept]))
+    if model.target == "continuous":
+        rows.append(("target", "continuous (regression)"))
+    else:
+        rows.append(("classes [negative, positive]" if model.n_outputs == 1
+                     else "classes", model.classes))
+    rows.append(("stop reason", model.stop_reason))
     return rows
 
 

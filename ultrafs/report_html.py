@@ -238,8 +238,8 @@ def _method_text(method, name) -> str:
 
 def _ranking_section(figures, data, model) -> list[str]:
     n_ranked = model.params.get("n_ranked")
-    text = (f"The features are ranked by their score ‖w_j‖, the norm of their row of "
-            f"W in the fit of every feature"
+    text = ("The features are ranked by their score ‖w_j‖, the norm of their row of "
+            "W in the fit of every feature"
             + (f" ({int(n_ranked):,} features with a nonzero row)" if n_ranked else "")
             + "; the model keeps the best, refitted on them alone.")
     return ['<h2 id="ranking">Score ranking</h2>', "<p>" + html.escape(text) + "</p>",
