@@ -16,7 +16,7 @@ from typing import Any
 
 from ultrafs.errors import ParameterError
 from ultrafs.methods.params import SpelledParameterError, Params, param
-from ultrafs.methods.registry import Method, register
+from ultrafs.methods.registry import Method, ReportSpec, register
 from ultrafs.methods.space_params import (check_degree_two, coef0_param, gamma_param,
                                           poly_param)
 
@@ -483,4 +483,7 @@ FGM = register(Method(
               "(eq. 30; on the selected batches: 1/2 ||W||_{2,1}^2 + C sum_i loss_i)",
     estimator="FGMClassifier", summary_lines=summary_lines, progress_line=progress_line,
     estimator_attributes=estimator_attributes,
-    figures=("objective", "timing", "features", "accuracy", "validation"), order=0))
+    figures=("objective", "timing", "features", "accuracy", "validation"),
+    report=ReportSpec(objective_title=r"Objective $\frac{1}{2}(\Sigma_h\,\|\omega_h\|)^2"
+                                      r" + C\,\Sigma_i\,\ell_i$ per outer iteration"),
+    order=0))

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ultrafs.methods.params import SpelledParameterError, Params, param
-from ultrafs.methods.registry import Method, register
+from ultrafs.methods.registry import HistoryPanel, Method, ReportSpec, register
 
 __all__ = ["L1Params", "L1", "fit", "to_model", "l1_path", "l1_model", "path_to_dict",
            "binary_labels", "L1_C_PATH_POINTS"]
@@ -325,4 +325,12 @@ L1 = register(Method(
               "(unpenalised intercept c; sample weights w_i, 1 without)",
     estimator="L1LogisticRegression", estimator_kind="classifier",
     summary_lines=summary_lines, progress_line=progress_line,
-    estimator_attributes=estimator_attributes, probabilistic=True, order=10))
+    estimator_attributes=estimator_attributes, probabilistic=True,
+    figures=("objective", "timing", "features", "lambda_path"),
+    report=ReportSpec(x="lambda", x_label="λ", x_log=True,
+                      panels=(HistoryPanel("nnz", "nonzero weights"),
+                              HistoryPanel("deviance_explained",
+                                           "deviance explained (training)", log=False)),
+                      title="Nonzero weights and deviance explained along the λ path",
+                      steps="", marked="lambda"),
+    order=10))
