@@ -46,6 +46,18 @@ def test_resume_in_process_equals_uninterrupted(train_store, tmp_path):
     assert len(list(ckpt.glob("decision-*.npy"))) == 1
 
 
+def test_resume_of_a_run_that_held_its_budget_returns_it(train_store, tmp_path):
+    """A run stopped on its budget (B x max_iter nonzero features), resumed
+    with the same max_iter, ends at once with the same model (it used to ask
+    the next pass for 0 candidates: "k must be >= 1, got 0")."""
+    ckpt = tmp_path / "ckpt"
+    first = select(str(train_store), B=5, max_iter=3, tol=0.0, checkpoint=ckpt).to_dict()
+    assert first["stop_reason"].startswith("holds the budget")
+    resumed = select(str(train_store), B=5, max_iter=3, tol=0.0, checkpoint=ckpt,
+                     resume=True).to_dict()
+    assert same_model(first, resumed)
+
+
 def test_resume_says_so_in_one_line(train_store, tmp_path, caplog):
     """--resume: one stderr line names the checkpoint, its iteration and size;
     in Python the same line goes to the ``ultrafs.resume`` logger."""

@@ -528,6 +528,8 @@ ALLOWED = {
     "datasets": {"errors", "kernels", "store"},
 }
 FACES = {"api", "cli", "report", "report_curves", "sklearn"}
+#: the report's own modules (its data, figures and page)
+FACES |= {"report_data", "report_figures", "report_html"}
 
 
 def _imported_units(path):

@@ -223,7 +223,7 @@ def test_failure_while_rendering_leaves_nothing(linear_model, stores, tmp_path,
     def boom(*args, **kwargs):
         raise RuntimeError("disk full")
 
-    target = "_plot_features" if stage == "render" else "_html_page"
+    target = "plot_features" if stage == "render" else "html_page"
     monkeypatch.setattr(report_module, target, boom)
     with pytest.raises(RuntimeError, match="disk full"):
         build_report(linear_model, tmp_path / "report.html",

@@ -759,3 +759,72 @@ def test_C_grid_needs_C_auto(tmp_path):
     bad = CliRunner().invoke(main, ["select", "--data", str(path), "--C", "auto",
                                     "--C-grid", "1,x"])
     assert bad.exit_code == 2 and "--C-grid" in bad.output
+
+
+class _ListJournal:
+    """A journal in memory (what c_search_checkpoint.SearchJournal keeps on disk)."""
+
+    def __init__(self, visits=()):
+        self.visits = [dict(v) for v in visits]
+        self.recorded = len(self.visits)
+        self.next = 0
+
+    def pending(self):
+        return {v["C"] for v in self.visits[self.next:self.recorded]}
+
+    def replay(self, C):
+        if self.next >= self.recorded:
+            return None
+        assert self.visits[self.next]["C"] == C
+        self.next += 1
+        return [dict(p) for p in self.visits[self.next - 1]["points"]]
+
+    def commit(self, C, points):
+        self.visits.append({"C": C, "points": [dict(p) for p in points]})
+        self.next = len(self.visits)
+
+    def finish(self):
+        assert self.next >= self.recorded       # every recorded visit replayed
+
+
+@pytest.mark.parametrize("peak", [0.1, 3.16, 1e6], ids=["below", "inside", "above"])
+def test_choose_C_replays_a_journal_to_the_same_curve(peak):
+    """Cut after any grid point, the walk replays the recorded points, fits
+    (and prefits) only the others and ends with the same curve."""
+    def make_scorer():
+        scorer, asked = _peaked(peak)
+        prefitted = []
+
+        class Prefitting:
+            def __call__(self, *args):
+                return scorer(*args)
+
+            def prefit(self, folds, Cs):
+                prefitted.extend(Cs)
+
+        return Prefitting(), asked, prefitted
+
+    grid = [1.0, 3.16, 10.0, 31.6]
+    scorer, _, _ = make_scorer()
+    full_journal = _ListJournal()
+    full = val.choose_C([(None, None)], grid, scorer, refit_grid=None,
+                        journal=full_journal)
+    plain = val.choose_C([(None, None)], grid, make_scorer()[0])
+    strip = lambda c: [{k: v for k, v in p.items() if k != "seconds"}  # noqa: E731
+                       for p in c.points]
+    assert strip(full) == strip(plain) and full.to_dict()["grid"] == plain.to_dict()["grid"]
+    assert bool(full.widened) == (peak != 3.16)
+    visits = full_journal.visits
+    for cut in range(len(visits) + 1):
+        scorer, asked, prefitted = make_scorer()
+        journal = _ListJournal(visits[:cut])
+        resumed = val.choose_C([(None, None)], grid, scorer, journal=journal)
+        recorded = {v["C"] for v in visits[:cut]}
+        assert not recorded & set(asked) and not recorded & set(prefitted)
+        assert strip(resumed) == strip(full)
+        assert {k: v for k, v in resumed.to_dict().items() if k != "points"} == \
+            {k: v for k, v in full.to_dict().items() if k != "points"}
+        # the recorded points keep their seconds
+        assert [p for p in resumed.points if p["C"] in recorded] == \
+            [p for p in full.points if p["C"] in recorded]
+        assert [v["C"] for v in journal.visits] == [v["C"] for v in visits]

@@ -14,7 +14,7 @@ import warnings
 
 from ultrafs.errors import InputFormatError, UltraFSWarning
 
-__all__ = ["accuracy_vs_features", "accuracy_curves", "n_iterations"]
+__all__ = ["accuracy_vs_features", "accuracy_curves", "lambda_curve", "n_iterations"]
 
 
 def n_iterations(model) -> int:
@@ -81,7 +81,7 @@ def _recording(func):
 
 
 def accuracy_curves(model, test_store, train_store=None, *, l1_max_nnz=None,
-                    _stacklevel=2) -> dict:
+                    train_name=None, _stacklevel=2) -> dict:
     """Test metrics per prefix of k iterations: plain, refitted, ℓ1-LR.
 
     Parameters
@@ -105,6 +105,9 @@ def accuracy_curves(model, test_store, train_store=None, *, l1_max_nnz=None,
         The largest training store (stored values) the ℓ1 baseline loads;
         larger ones are refused in one line before anything is fitted
         (default :data:`ultrafs.methods.l1_baseline.L1_MAX_NNZ`).
+    train_name : str, optional
+        How the notes name the training store (the file the user gave);
+        default: its path.
 
     Returns
     -------
@@ -112,7 +115,8 @@ def accuracy_curves(model, test_store, train_store=None, *, l1_max_nnz=None,
         ``plain``: the rows of :func:`accuracy_vs_features` (the model
         truncated to its first k iterations, final weights);
         ``refit``: rows with the same keys plus ``C`` and ``kkt``, or None
-        without a training store; ``l1``: rows with the same keys plus
+        without a training store or for a loss the ℓ2 refit does not fit
+        (a note says so); ``l1``: rows with the same keys plus
         ``nnz`` (nonzero weights, <= ``n_features``), ``C`` and
         ``converged``, or None (no training store, or a multi-class
         model); ``notes``: sentences for the reader (what was skipped, the
@@ -130,8 +134,14 @@ def accuracy_curves(model, test_store, train_store=None, *, l1_max_nnz=None,
     UltraFSWarning
         Once per kind: model features absent from the test store, from the
         training store, ℓ1 features absent from the test store.
+
+    Notes
+    -----
+    Each stage is a :func:`ultrafs.progress.phase` ("test scores", "ℓ2
+    refits", "ℓ1 baselines"), shown when the caller turned progress on.
     """
     from ultrafs.methods.l1_baseline import L1_MAX_NNZ, check_in_memory
+    from ultrafs.progress import phase
 
     if model.target == "continuous":
         raise InputFormatError(
@@ -145,21 +155,29 @@ def accuracy_curves(model, test_store, train_store=None, *, l1_max_nnz=None,
     if run_l1:   # refuse before any work
         check_in_memory(train_store, l1_max_nnz)
 
-    plain, absent = _recording(lambda: [
-        _metrics_row(k, model.truncated(k).evaluate_store(test_store))
-        for k in range(1, n_iter + 1)])
+    with phase("test scores", total=n_iter, unit="model") as shown:
+        plain, absent = _recording(lambda: [
+            _scored(shown, k, model.truncated(k).evaluate_store(test_store))
+            for k in range(1, n_iter + 1)])
     # The last one comes from the largest model and names all absentees.
     absent_warning = absent[-1] if absent else None
     emit = [absent_warning] if absent_warning else []
     curves = {"plain": plain, "refit": None, "l1": None, "notes": [],
               "absent_warning": absent_warning}
-    if train_store is not None:
+    refits = _refits(model)
+    if train_store is not None and refits:
         curves["refit"], train_absent = _recording(
             lambda: _refit_curve(model, test_store, train_store, n_iter))
         emit += train_absent[-1:]   # the refit's test warnings repeat the plain ones
+    elif train_store is not None:
+        curves["notes"].append(
+            f"No l2 refit: the refit fits the {' and '.join(_refit_losses())} "
+            f"losses, and this model's loss is {model.loss}.")
+    if train_store is not None:
         if run_l1:
             (curves["l1"], notes), l1_absent = _recording(
-                lambda: _l1_curve(model, test_store, train_store, plain, l1_max_nnz))
+                lambda: _l1_curve(model, test_store, train_store, plain, l1_max_nnz,
+                                  train_name))
             curves["notes"] += notes
             emit += [f"l1-LR baseline: {m}" for m in l1_absent[-1:]]
         else:
@@ -171,36 +189,74 @@ def accuracy_curves(model, test_store, train_store=None, *, l1_max_nnz=None,
     return curves
 
 
+def _scored(shown, k, metrics) -> dict:
+    """The metrics row of prefix ``k``, one step of the phase ``shown``."""
+    row = _metrics_row(k, metrics)
+    shown.update(1, status=f"k = {k}: accuracy {row['accuracy']:.4f}")
+    return row
+
+
+def _refit_losses() -> list[str]:
+    """The losses the ℓ2 refit fits (the registered classification losses)."""
+    from ultrafs.solvers.losses import loss_names
+
+    return loss_names()
+
+
+def _refits(model) -> bool:
+    """Whether the ℓ2 refit fits the model's loss."""
+    return model.loss in _refit_losses()
+
+
 def _refit_curve(model, test_store, train_store, n_iter) -> list[dict]:
     """Test metrics of the ℓ2 refit of each prefix (fitted on ``train_store``)."""
-    import dataclasses
-
-    from ultrafs.methods.refit import refit_prefix, training_targets
+    from ultrafs.methods.refit import training_targets
+    from ultrafs.progress import phase
 
     targets = training_targets(model, train_store)
     rows = []
-    for k in range(1, n_iter + 1):
-        fitted = refit_prefix(model, train_store, k, targets=targets)
-        refitted = dataclasses.replace(
-            model.truncated(k), predictor="refit",
-            refit={"coef": fitted["coef"], "intercept": fitted["intercept"],
-                   "C": fitted["C"]})
-        row = _metrics_row(k, refitted.evaluate_store(test_store))
-        row.update(C=fitted["C"], kkt=fitted["kkt"])
-        rows.append(row)
+    with phase("ℓ2 refits", total=n_iter, unit="model") as shown:
+        for k in range(1, n_iter + 1):
+            rows.append(_refit_row(model, test_store, train_store, k, targets))
+            shown.update(1, status=f"k = {k}: accuracy {rows[-1]['accuracy']:.4f}")
     return rows
 
 
-def _l1_curve(model, test_store, train_store, plain, l1_max_nnz):
+def _refit_row(model, test_store, train_store, k, targets) -> dict:
+    """Test metrics of the ℓ2 refit of the first ``k`` steps."""
+    import dataclasses
+
+    from ultrafs.methods.refit import refit_prefix
+
+    fitted = refit_prefix(model, train_store, k, targets=targets)
+    refitted = dataclasses.replace(
+        model.truncated(k), predictor="refit",
+        refit={"coef": fitted["coef"], "intercept": fitted["intercept"],
+               "C": fitted["C"]})
+    row = _metrics_row(k, refitted.evaluate_store(test_store))
+    row.update(C=fitted["C"], kkt=fitted["kkt"])
+    return row
+
+
+def _l1_curve(model, test_store, train_store, plain, l1_max_nnz, train_name=None):
     """Test metrics of scikit-learn's ℓ1-LR at each prefix's feature count."""
     from ultrafs.features import make_feature_space
     from ultrafs.methods.l1_baseline import l1_logistic_at_counts, read_csr
     from ultrafs.methods.refit import training_targets
     from ultrafs.model import Model
+    from ultrafs.progress import phase
 
     y, _ = training_targets(model, train_store)
-    X = read_csr(train_store, max_nnz=l1_max_nnz)
-    fits = l1_logistic_at_counts(X, y, [r["n_features"] for r in plain])
+    with phase("ℓ1 baselines: reading the training store", total=1,
+               unit="store") as shown:
+        X = read_csr(train_store, max_nnz=l1_max_nnz)
+        shown.update(1)
+    counts = [r["n_features"] for r in plain]
+    with phase("ℓ1 baselines", total=len(counts), unit="count") as shown:
+        fits = l1_logistic_at_counts(
+            X, y, counts, on_count=lambda fit: shown.update(
+                1, status=f"{fit['target']} features: {fit['nnz']} nonzero at "
+                          f"C = {fit['C']:.3g}"))
     del X
     linear = make_feature_space(train_store, poly=1)
     rows = []
@@ -213,7 +269,7 @@ def _l1_curve(model, test_store, train_store, plain, l1_max_nnz):
         row.update(n_features=fit["target"], nnz=fit["nnz"], C=fit["C"],
                    converged=fit["converged"])
         rows.append(row)
-    where = getattr(train_store, "path", None)
+    where = train_name if train_name is not None else getattr(train_store, "path", None)
     notes = [f"The l1-LR baseline (scikit-learn LogisticRegression, liblinear, "
              f"l1 penalty, fit_intercept=True, which liblinear penalises too) is "
              f"fitted on the training store "
@@ -221,18 +277,73 @@ def _l1_curve(model, test_store, train_store, plain, l1_max_nnz):
              f"loaded in memory as a CSR matrix "
              f"({int(train_store.n_samples):,} x {int(train_store.n_features):,}, "
              f"{int(train_store.nnz):,} values), C bisected on a log scale so "
-             f"that its nonzero weights equal the prefix's feature count, or are "
+             f"that its nonzero weights equal each row's feature count, or are "
              f"the largest count found below it."]
     if model.feature_space.get("kind", "linear") != "linear":
         notes.append(f"The model selects {model.feature_space.get('kind')} features "
-                     f"(e.g. products of columns); the l1-LR baseline sees the "
-                     f"{int(train_store.n_features):,} linear columns only.")
+                     f"(built from the columns, not the columns themselves); the "
+                     f"l1-LR baseline sees the {int(train_store.n_features):,} linear "
+                     f"columns only.")
     short = [r["n_batches"] for r in rows if r["nnz"] < r["n_features"]]
     if short:
-        notes.append("No C gave l1-LR exactly the prefix's feature count at k = "
+        notes.append("No C gave l1-LR exactly the row's feature count at k = "
                      + ", ".join(map(str, short)) + " (its row has fewer).")
     unconverged = [r["n_batches"] for r in rows if not r["converged"]]
     if unconverged:
         notes.append("liblinear stopped at max_iter before converging at k = "
                      + ", ".join(map(str, unconverged)) + ".")
     return rows, notes
+
+
+def lambda_curve(model, test_store, train_store) -> tuple[list[dict], list[str]]:
+    """Test metrics along the λ path of an ℓ1-LR model.
+
+    The model keeps the weights of its own λ only; the path's other points
+    are solved again on ``train_store`` at the λ its history records
+    (:func:`ultrafs.methods.l1_method.l1_path`, the model's screening), and
+    each point's model is scored on ``test_store``.
+
+    Returns
+    -------
+    rows : list of dict
+        One per λ, decreasing: ``lambda``, ``nnz``, ``accuracy``, ``auc``
+        and ``log_loss``; empty when nothing could be solved (a note says
+        why).
+    notes : list of str
+        Sentences for the reader.
+    """
+    import numpy as np
+
+    from ultrafs.methods.l1_method import l1_model, l1_path
+    from ultrafs.progress import phase
+
+    lambdas = sorted({float(r["lambda"]) for r in model.history if "lambda" in r},
+                     reverse=True)
+    recorded = model.params.get("data_fingerprint")
+    given = getattr(train_store, "fingerprint", None)
+    if recorded is not None and given is not None and recorded != given:
+        return [], ["No test accuracy along λ: the training store is not the data "
+                    "the model was fitted on (their fingerprints differ)."]
+    if not lambdas:
+        return [], ["No test accuracy along λ: the model records no λ path."]
+    with phase("ℓ1 path on the training store", total=len(lambdas),
+               unit="λ value") as shown:
+        path = l1_path(train_store, lambdas=np.asarray(lambdas),
+                       screening=model.params.get("screening", "slores"),
+                       sequential=model.params.get("sequential", True),
+                       callback=lambda record: shown.update(
+                           1, status=f"λ = {record['lambda']:.4g}: "
+                                     f"{record['nnz']} nonzero"))
+    rows = []
+    with phase("test scores along λ", total=len(path.records),
+               unit="λ value") as shown:
+        for i, record in enumerate(path.records):
+            metrics = l1_model(path, i, train_store).evaluate_store(test_store)
+            rows.append({"lambda": float(record["lambda"]), "nnz": int(record["nnz"]),
+                         "accuracy": metrics["accuracy"], "auc": metrics["auc"],
+                         "log_loss": metrics.get("log_loss")})
+            shown.update(1, status=f"λ = {record['lambda']:.4g}: accuracy "
+                                   f"{metrics['accuracy']:.4f}")
+    return rows, [f"The path's {len(rows)} λ were solved again on the training store "
+                  f"(the model keeps the weights of its own λ only) and each λ's "
+                  f"model scored on the test store."]

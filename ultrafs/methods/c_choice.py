@@ -16,17 +16,26 @@ from ultrafs.features import make_feature_space
 from ultrafs.solvers.datafits import make_datafit
 
 __all__ = ["resolve_C", "fold_threads", "HeldOutScorer", "held_out_scores", "read_only",
+           "search_journal", "KeptWarmStart",
            "THREADED_FOLDS_MIN_NNZ", "THREADED_FOLDS_MIN_ROWS"]
 
 
 def resolve_C(C, refit_C, refit, store, features, y, n_classes, space, fit_options,
-               validation_fraction, cv, seed, C_grid=None):
+               validation_fraction, cv, seed, C_grid=None, checkpoint=None,
+               resume=False):
     """The C (and refit C) to fit with: given, data-scaled, or validated.
 
     ``C="auto"`` walks :func:`~ultrafs.methods.validation.c_grid` of the
     data-scaled C, widened past an edge where the best point lies; with
     ``C_grid`` (numbers > 0) it walks that grid as given, never widened
     (an edge is recorded in the curve and reported).
+
+    With ``checkpoint`` (a
+    :class:`~ultrafs.methods.c_search_checkpoint.SearchCheckpoint` bound
+    to the data and the run's parameters) the search commits every grid
+    point it scores; with ``resume`` it continues from the committed
+    points (one line on the ``ultrafs.resume`` logger) and chooses what
+    the uninterrupted search chooses.
 
     Returns
     -------
@@ -58,16 +67,48 @@ def resolve_C(C, refit_C, refit, store, features, y, n_classes, space, fit_optio
         if refit:
             refit_grid = grid if refit_C is None else [float(refit_C)]
         scorer = HeldOutScorer(store, y, n_classes, space, fit_options)
+        journal = None
+        if checkpoint is not None:
+            journal = search_journal(
+                checkpoint, resume, scorer, features, n_classes,
+                {"search_grid": grid, "search_given": C_grid is not None,
+                 "search_refit_grid": refit_grid, "search_method": method,
+                 "search_folds": len(folds), "search_fraction": fraction,
+                 "seed": int(seed)})
         n_jobs = fold_threads(store, len(folds), fit_options)
         if n_jobs > 1:
             scorer.prepare(folds)           # the copies, made in this thread
         curve = val.choose_C(folds, grid, scorer, refit_grid=refit_grid,
                              method=method, fraction=fraction, seed=seed,
-                             n_jobs=n_jobs, widen=C_grid is None)
+                             n_jobs=n_jobs, widen=C_grid is None, journal=journal)
         return curve.C, curve.refit_C if refit else refit_C, curve
     if isinstance(C, bool) or not isinstance(C, (int, float, np.integer, np.floating)):
         raise ParameterError(f"C must be a number > 0, 'scale' or 'auto', got {C!r}")
     return float(C), refit_C, None
+
+
+def search_journal(checkpoint, resume, scorer, features, n_classes, search):
+    """The :class:`~ultrafs.methods.c_search_checkpoint.SearchJournal` of a
+    search: ``checkpoint``'s binding extended by the ``search``'s own
+    parameters (grid, refit grid, folds, seed); with ``resume`` and a
+    committed search, its points to replay (the journal says so on the
+    ``ultrafs.resume`` logger once they are replayed) and its warm starts
+    restored in ``scorer``.  The scorer then keeps every fit's solutions
+    for the commits.
+    """
+    from ultrafs.methods.c_search_checkpoint import SearchCheckpoint, SearchJournal
+
+    bound = SearchCheckpoint(checkpoint.directory, checkpoint.fingerprint,
+                             {**checkpoint.params, **search})
+    visits = []
+    if resume and bound.exists():
+        visits, solutions = bound.load(
+            n_folds=search["search_folds"], n_keys=features.n_keys,
+            n_outputs=1 if n_classes in (None, 2) else int(n_classes),
+            refit=search["search_refit_grid"] is not None)
+        scorer.restore(solutions)
+    scorer.keep_solutions()
+    return SearchJournal(bound, visits, scorer.solutions_of)
 
 
 #: folds are fitted in threads at once only for data with at least this
@@ -135,6 +176,7 @@ class HeldOutScorer:
         self._fold_spaces = {}
         self._warm = {}
         self._fits = {}
+        self._kept = None       # (fold, C) -> the fit's subproblem solutions
 
     def _spaces(self, fold, train, validation):
         """The fold's training and held-out feature spaces, made once per fold
@@ -167,13 +209,43 @@ class HeldOutScorer:
         specs = []
         for fold, train, validation in folds:
             part, _ = self._spaces(fold, train, validation)
-            specs.append((part, read_only(self.y[train]),
-                          self._warm.setdefault(fold, GridWarmStart()),
+            warm = self._warm.setdefault(fold, GridWarmStart())
+            if self._kept is not None:
+                warm = KeptWarmStart(warm, [self._kept.setdefault((fold, float(C)), {})
+                                            for C in Cs])
+            specs.append((part, read_only(self.y[train]), warm,
                           None if self.weights is None else self.weights[train]))
         results = fit_fgm_folds(specs, Cs, n_classes=self.n_classes, **self.options)
         for (fold, _, _), fold_results in zip(folds, results):
             for C, result in zip(Cs, fold_results):
                 self._fits[fold, float(C)] = result
+
+    def keep_solutions(self):
+        """Keep every fit's subproblem solutions until :meth:`solutions_of`
+        takes them (a search in a checkpoint commits them)."""
+        if self._kept is None:
+            self._kept = {}
+
+    def solutions_of(self, C):
+        """Every fold's subproblem solutions of its fit at ``C`` (in fold
+        order; JSON-ready dicts), forgotten here once taken."""
+        folds = sorted(fold for fold, fitted in self._kept if fitted == float(C))
+        return [list(self._kept.pop((fold, float(C))).values()) for fold in folds]
+
+    def restore(self, solutions):
+        """Make ``solutions`` (:meth:`solutions_of`'s, one list per fold) the
+        warm starts of each fold's next fit, as if it had just fitted them."""
+        from ultrafs.methods.fgm import GridWarmStart
+
+        for fold, entries in enumerate(solutions):
+            warm = GridWarmStart()
+            for entry in entries:
+                bias = entry["bias"]
+                warm.record(np.asarray(entry["keys"], dtype=np.int64), entry["n_outputs"],
+                            np.asarray(entry["coef"], dtype=np.float64),
+                            np.asarray(bias, dtype=np.float64) if isinstance(bias, list)
+                            else float(bias), entry["iteration"])
+            self._warm[fold] = warm
 
     def __call__(self, fold, train, validation, C, refit_grid):
         """Score the fold's FGM fit at ``C``; yield its held-out record, then
@@ -223,6 +295,53 @@ class HeldOutScorer:
             yield {"refit_C": float(refit_C), "n_features": n_features,
                    **held_out_scores(block, refitted["coef"], -refitted["intercept"],
                                       y_held, self.n_classes, o["loss"], w_held)}
+
+
+class KeptWarmStart:
+    """A :class:`~ultrafs.methods.fgm.GridWarmStart` whose chained fits'
+    solutions are also kept, as JSON-ready dicts, one dict per fit.
+
+    Parameters
+    ----------
+    warm : GridWarmStart
+    kept : list of dict
+        One per fit of the next :meth:`chain`, in grid order; each receives
+        ``{(keys bytes, n_outputs): entry}`` as its fit records solutions.
+    """
+
+    def __init__(self, warm, kept):
+        self.warm = warm
+        self.kept = kept
+
+    def chain(self, n_fits):
+        """:meth:`GridWarmStart.chain`'s links, each keeping its fit's solutions."""
+        links = self.warm.chain(n_fits)
+        return [_KeptLink(link, kept) for link, kept in zip(links, self.kept)] \
+            + links[len(self.kept):]
+
+
+class _KeptLink:
+    """One fit's link: looks up as the link does, records into it and ``kept``."""
+
+    def __init__(self, link, kept):
+        self.link = link
+        self.kept = kept
+
+    def next_fit(self):
+        self.link.next_fit()
+
+    def lookup(self, keys, n_outputs, iteration):
+        return self.link.lookup(keys, n_outputs, iteration)
+
+    def record(self, keys, n_outputs, coef, bias, iteration):
+        self.link.record(keys, n_outputs, coef, bias, iteration)
+        keys = np.asarray(keys, dtype=np.int64)
+        bias = (np.asarray(bias, dtype=np.float64).tolist() if np.ndim(bias)
+                else float(bias))
+        self.kept[keys.tobytes(), int(n_outputs)] = {
+            "keys": keys.tolist(), "n_outputs": int(n_outputs),
+            "iteration": int(iteration),
+            "coef": np.asarray(coef, dtype=np.float64).ravel().tolist(), "bias": bias}
 
 
 def held_out_scores(block, coef, bias, y, n_classes, loss, sample_weight=None):

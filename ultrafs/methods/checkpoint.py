@@ -49,8 +49,8 @@ from ultrafs.errors import UltraFSError
 from ultrafs.atomic import atomic_file, write_json_atomic
 
 __all__ = ["Checkpoint", "CheckpointMismatchError", "store_fingerprint",
-           "content_digest", "verify_resumed_state", "CHECKPOINT_VERSION",
-           "MAX_CHECKPOINT_BYTES"]
+           "content_digest", "verify_resumed_state", "read_payload",
+           "CHECKPOINT_VERSION", "MAX_CHECKPOINT_BYTES"]
 
 #: version 2: the fingerprint is an object (metadata, content, data) and
 #: every field is validated on load
@@ -205,28 +205,8 @@ class Checkpoint:
             problem).
         """
         where = str(self.state_path)
-        payload = _read_payload(self.state_path)
-        if not isinstance(payload, dict) or payload.get("format") != "ultrafs-checkpoint":
-            raise CheckpointMismatchError(f"{where}: not an ultrafs checkpoint")
-        version = payload.get("version")
-        if version != CHECKPOINT_VERSION or isinstance(version, bool):
-            raise CheckpointMismatchError(
-                f"{where}: checkpoint version {_show(version)} is not "
-                f"{CHECKPOINT_VERSION} (written by another ultrafs): start the run "
-                "again without --resume, or in another checkpoint directory")
-        self._check_data(payload.get("fingerprint"), where)
-        saved = payload.get("params", {})
-        if not isinstance(saved, dict):
-            raise CheckpointMismatchError(f"{where}: invalid checkpoint: params must "
-                                          "be a JSON object")
-        differing = sorted(name for name in set(saved) | set(self.params)
-                           if name not in _FREE_PARAMS
-                           and saved.get(name) != self.params.get(name))
-        if differing:
-            name = differing[0]
-            raise CheckpointMismatchError(
-                f"{where}: checkpoint was written with different parameters "
-                f"({name}={saved.get(name)!r}, now {self.params.get(name)!r})")
+        payload = read_payload(self.state_path)
+        self.check_binding(payload, where)
         try:
             state = _validated_state(payload, n_outputs, n_candidates)
             decision = self._load_decision(payload["decision_file"], n_samples,
@@ -235,6 +215,51 @@ class Checkpoint:
             raise CheckpointMismatchError(f"{where}: invalid checkpoint: {exc}") \
                 from None
         return state, decision
+
+    def check_binding(self, payload, where, *, kind="ultrafs-checkpoint",
+                      version=CHECKPOINT_VERSION, free=_FREE_PARAMS) -> None:
+        """Refuse a payload of another kind or version, or written for other
+        data or other parameters.
+
+        Parameters
+        ----------
+        payload : object
+            The parsed JSON file (:func:`read_payload`).
+        where : str
+            Names the file in the error.
+        kind : str
+            The payload's ``format``.
+        version : int
+            The payload's ``version``.
+        free : sequence of str
+            Parameters that may differ between the writing and the reading run.
+
+        Raises
+        ------
+        CheckpointMismatchError
+            One line naming ``where`` and what differs.
+        """
+        if not isinstance(payload, dict) or payload.get("format") != kind:
+            raise CheckpointMismatchError(f"{where}: not an ultrafs checkpoint")
+        saved_version = payload.get("version")
+        if saved_version != version or isinstance(saved_version, bool):
+            raise CheckpointMismatchError(
+                f"{where}: checkpoint version {_show(saved_version)} is not "
+                f"{version} (written by another ultrafs): start the run "
+                "again without --resume, or in another checkpoint directory")
+        self._check_data(payload.get("fingerprint"), where)
+        saved = payload.get("params", {})
+        if not isinstance(saved, dict):
+            raise CheckpointMismatchError(f"{where}: invalid checkpoint: params must "
+                                          "be a JSON object")
+        differing = sorted(name for name in set(saved) | set(self.params)
+                           if name not in free
+                           and saved.get(name) != self.params.get(name))
+        if differing:
+            name = differing[0]
+            raise CheckpointMismatchError(
+                f"{where}: checkpoint was written with different parameters "
+                f"({name}={saved.get(name)!r}, now {self.params.get(name)!r})")
 
     def _check_data(self, saved, where) -> None:
         """Refuse a checkpoint whose data fingerprint differs from the store's."""
@@ -341,7 +366,7 @@ def _bias_is_optimal(datafit, bias) -> bool:
 
 # --------------------------------------------------------------- validation
 # a problem of a checkpoint's content becomes CheckpointMismatchError
-def _read_payload(path):
+def read_payload(path):
     """The parsed ``checkpoint.json``: a regular file, bounded, UTF-8 JSON."""
     where = str(path)
     try:

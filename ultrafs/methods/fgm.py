@@ -579,6 +579,11 @@ class FGMRun:
                     "pass")
             self._finish(over)
             return None
+        if self.n_nonzero >= self.budget:
+            # a resumed run whose checkpoint already holds the budget (the
+            # checkpoint does not record the budget as the end: max_iter may rise)
+            self._finish(budget_reason(self.budget))
+            return None
         weights = self._datafit().dual_weights(self.decision)
         return PassQuery(weights, min(self.B, self.budget - self.n_nonzero), self.keys)
 
@@ -669,8 +674,7 @@ class FGMRun:
         finished = ""
         budget_reached = n_nonzero >= self.budget
         if budget_reached:
-            finished = (f"holds the budget of B x max_iter = {self.budget} features "
-                        "with a nonzero weight")
+            finished = budget_reason(self.budget)
         elif self.tol > 0 and decrease <= self.tol:
             finished = f"relative objective decrease {decrease:.3g} <= tol={self.tol:g}"
         # the budget depends on max_iter, which a resumed run may raise: the
@@ -681,6 +685,11 @@ class FGMRun:
         self.iteration += 1
         if finished:
             self._finish(finished)
+
+
+def budget_reason(budget) -> str:
+    """The stop reason of a run that holds its budget of ``budget`` features."""
+    return f"holds the budget of B x max_iter = {budget} features with a nonzero weight"
 
 
 class _MemoryGuard:

@@ -16,7 +16,7 @@ from typing import Any
 
 from ultrafs.errors import ParameterError
 from ultrafs.methods.params import SpelledParameterError, Params, param
-from ultrafs.methods.registry import Method, register
+from ultrafs.methods.registry import Method, ReportSpec, register
 from ultrafs.methods.space_params import (check_degree_two, coef0_param, gamma_param,
                                           poly_param)
 
@@ -234,15 +234,21 @@ def fit(store, targets, params: FGMParams, execution) -> FGMFit:
                    **execution.passes(), "sample_weight": weights,
                    "inner_solver": params.inner_solver}
     C_rule = params.C if isinstance(params.C, str) else "given"
+    if execution.resume and execution.checkpoint is None:
+        raise ParameterError("resume needs a checkpoint directory")
+    fingerprint = search = None
+    if execution.checkpoint is not None:
+        fingerprint = store_fingerprint(store)
+        if C_rule == "auto":            # the search of C is kept in the checkpoint too
+            search = Checkpoint(execution.checkpoint, fingerprint, {
+                **_recorded(params, store, features, targets, 0.0, C_rule), "C": "auto"})
     C, refit_C, validation = resolve_C(
         params.C, params.refit_C, params.refit, store, features, y, n_classes, space,
         fit_options, params.validation_fraction, params.cv, params.seed,
-        C_grid=params.C_grid)
-    if execution.resume and execution.checkpoint is None:
-        raise ParameterError("resume needs a checkpoint directory")
+        C_grid=params.C_grid, checkpoint=search, resume=execution.resume)
     saver = None
     if execution.checkpoint is not None:
-        saver = Checkpoint(execution.checkpoint, store_fingerprint(store),
+        saver = Checkpoint(execution.checkpoint, fingerprint,
                            _recorded(params, store, features, targets, C, C_rule))
     options = {k: v for k, v in fit_options.items() if k != "B"}
     with _too_large_C(params.C):
@@ -252,8 +258,13 @@ def fit(store, targets, params: FGMParams, execution) -> FGMFit:
                          memory_limit=execution.memory_limit, **options)
     refitted = None
     if params.refit:
-        refitted = _refit(features, result, y, n_classes, params,
-                          float(C if refit_C is None else refit_C), weights)
+        from ultrafs.progress import phase
+
+        with phase("refit", total=1, unit="fit") as shown:
+            refitted = _refit(features, result, y, n_classes, params,
+                              float(C if refit_C is None else refit_C), weights)
+            shown.update(1, status=f"C {refitted['C']:g} on "
+                         f"{int(result.nonzero().sum()):,} selected features")
     return FGMFit(result, features, C, C_rule, refitted, validation)
 
 
@@ -472,4 +483,7 @@ FGM = register(Method(
               "(eq. 30; on the selected batches: 1/2 ||W||_{2,1}^2 + C sum_i loss_i)",
     estimator="FGMClassifier", summary_lines=summary_lines, progress_line=progress_line,
     estimator_attributes=estimator_attributes,
-    figures=("objective", "timing", "features", "accuracy", "validation"), order=0))
+    figures=("objective", "timing", "features", "accuracy", "validation"),
+    report=ReportSpec(objective_title=r"Objective $\frac{1}{2}(\Sigma_h\,\|\omega_h\|)^2"
+                                      r" + C\,\Sigma_i\,\ell_i$ per outer iteration"),
+    order=0))

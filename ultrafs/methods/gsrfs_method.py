@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ultrafs.methods.params import Params, param
-from ultrafs.methods.registry import Method, register
+from ultrafs.methods.registry import HistoryPanel, Method, ReportSpec, register
 
 __all__ = ["GSRFSParams", "GSRFS", "GSRFSFit", "fit", "to_model"]
 
@@ -242,5 +242,11 @@ GSRFS = register(Method(
               "(IRLS, smoothed by a tiny eps)",
     estimator="GSRFSSelector", estimator_kind="selector",
     estimator_path="ultrafs.sklearn.gsrfs:GSRFSSelector", summary_lines=summary_lines,
-    estimator_attributes=estimator_attributes, figures=("objective", "features",
-                                                        "accuracy"), order=40))
+    estimator_attributes=estimator_attributes,
+    figures=("objective", "ranking"),
+    report=ReportSpec(x_label="IRLS iteration",
+                      panels=(HistoryPanel("objective", "objective"),
+                              HistoryPanel("stationarity", "relative stationarity",
+                                           log=True)),
+                      title="Objective and stationarity per IRLS iteration", steps=""),
+    order=40))

@@ -86,7 +86,7 @@ def _l1_logistic(C, random_state, tol, max_iter):
 
 
 def l1_logistic_at_counts(X, y, counts, *, tol=1e-4, max_iter=1000, random_state=0,
-                          max_fits=MAX_FITS_PER_COUNT) -> list[dict]:
+                          max_fits=MAX_FITS_PER_COUNT, on_count=None) -> list[dict]:
     """ℓ1-LR fits whose number of nonzero weights matches each of ``counts``.
 
     Parameters
@@ -100,6 +100,9 @@ def l1_logistic_at_counts(X, y, counts, *, tol=1e-4, max_iter=1000, random_state
         Passed to ``LogisticRegression``.
     max_fits : int
         Fits allowed per count (the fits are shared between counts).
+    on_count : callable, optional
+        ``on_count(result)`` after each count, with its dict below (a
+        progress hook).
 
     Returns
     -------
@@ -170,4 +173,6 @@ def l1_logistic_at_counts(X, y, counts, *, tol=1e-4, max_iter=1000, random_state
             eligible = [fit(c_min / 2.0)]
         best = max(eligible, key=lambda r: (r["nnz"], r["C"]))
         results.append({**best, "target": target, "n_fits": len(fits) - made})
+        if on_count is not None:
+            on_count(results[-1])
     return results

@@ -31,6 +31,11 @@ columns are uncertified, which is when a partial pass runs).  Every sum is
 the scoring kernels' sum of the column in row order: the same bits from any
 source.
 
+Sample weights (:mod:`ultrafs.methods.l1_weights`).  The weighted problem's
+condition is ``|x̄_j'(w ⊙ θ̂)| <= nλ(1 + tol)``: the check works on the
+scaled point ``w ⊙ θ̂`` (the sums' weights ``w ⊙ θ̂ ⊙ y``, the reference
+points and their distances all scaled), the same bound by Cauchy-Schwarz.
+
 Rounding.  ``reach_r = ||θ̂ − θ_r|| (1 + γ_n) + γ_n ||θ_r||`` covers the
 rounding of the distance and of the stored ``s_j`` (γ_n = (n + 2)ε).
 
@@ -86,6 +91,9 @@ class KKTCheck:
         The decoded copy: columns are summed in place.
     run : dict
         ``block_size``, ``scheduler``, ``num_workers`` of a full streamed pass.
+    sample_weight : float64 array, shape (n,), optional
+        The weighted problem's weights: every dual point given (``theta_max``
+        and each :meth:`check`'s) is scaled by them.
 
     Attributes
     ----------
@@ -101,8 +109,12 @@ class KKTCheck:
         the others it certified by their bound.
     """
 
-    def __init__(self, stats, y, theta_max, store, resident=None, run=None):
+    def __init__(self, stats, y, theta_max, store, resident=None, run=None,
+                 sample_weight=None):
         n = y.size
+        self.sample_weight = sample_weight
+        if sample_weight is not None:
+            theta_max = theta_max * sample_weight
         self.y = y
         self.n = n
         self.gamma = (n + 2) * _EPS
@@ -213,6 +225,8 @@ class KKTCheck:
             exact for those read, the bound for the certified ones.
         """
         self.checks += 1
+        if self.sample_weight is not None:
+            theta = theta * self.sample_weight
         weights = theta * self.y
         self._weights, self._cut_weights = weights, cut_weights
         slot = next((r for r in range(MAX_REFERENCES) if self.points[r] is None), None)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ultrafs.methods.params import SpelledParameterError, Params, param
-from ultrafs.methods.registry import Method, register
+from ultrafs.methods.registry import HistoryPanel, Method, ReportSpec, register
 
 __all__ = ["L1Params", "L1", "fit", "to_model", "l1_path", "l1_model", "path_to_dict",
            "binary_labels", "L1_C_PATH_POINTS"]
@@ -77,6 +77,12 @@ class L1Params(Params):
                        low=0, low_open=True, high=1, high_open=True)
     max_iter: int = param(DEFAULT_MAX_ITER, "Outer iterations of the solver per λ.",
                           kind="int", low=1)
+    class_weight: Any = param(None, "Weight the loss of each class: 'balanced' (n / (K x "
+                              "the class's count), for imbalanced data) or a mapping "
+                              "class value -> weight (CLI: VALUE:WEIGHT,...; others keep "
+                              "1), as FGM's: (1/n) sum_i w_i loss_i + λ ||β||_1, "
+                              "C = 1/(n λ).", kind="any", none=True,
+                              cli_type="class_weight")
 
     #: the estimator's C defaults to scikit-learn's 1.0 (the method's to None)
     estimator_defaults = {"C": 1.0}
@@ -110,7 +116,8 @@ def binary_labels(store):
 def l1_path(data, y=None, *, screening="slores", sequential=True, lambdas=None,
             n_lambdas=None, lambda_min_ratio=None, lambda_max_ratio=None,
             tol=None, max_iter=500, stop_at_nnz=None, block_size=None,
-            scheduler=None, num_workers=None, callback=None):
+            scheduler=None, num_workers=None, callback=None, sample_weight=None,
+            class_weight=None):
     """The ℓ1-logistic regression path of ``data`` (seed 004).
 
     ``min (1/n) Σ log(1 + exp(−y_i (x_i'β + c))) + λ ||β||_1`` with an
@@ -124,6 +131,12 @@ def l1_path(data, y=None, *, screening="slores", sequential=True, lambdas=None,
     data : ColumnStore, path of a store, ndarray or scipy.sparse matrix
     y : array-like, optional
         Two classes when ``data`` is an array.
+    sample_weight : array-like of shape (n_samples,), optional
+        ``(1/n) Σ_i w_i log(...)`` instead (FGM's convention,
+        :mod:`ultrafs.methods.l1_weights`).
+    class_weight : "balanced" or dict, optional
+        Per-class weights, multiplied into ``sample_weight``
+        (:func:`ultrafs.methods.targets.sample_weights`).
 
     Returns
     -------
@@ -134,13 +147,18 @@ def l1_path(data, y=None, *, screening="slores", sequential=True, lambdas=None,
 
     store = as_store(data, y)
     labels = binary_labels(store)
+    if class_weight is not None:
+        from ultrafs.methods.targets import sample_weights
+
+        sample_weight = sample_weights(store, labels, None, sample_weight, class_weight)[0]
     options = {"n_lambdas": n_lambdas, "lambda_min_ratio": lambda_min_ratio,
                "lambda_max_ratio": lambda_max_ratio, "tol": tol}
     options = {name: value for name, value in options.items() if value is not None}
     return fit_l1_path(store, labels, screening=screening, sequential=sequential,
                        lambdas=lambdas, max_iter=max_iter, stop_at_nnz=stop_at_nnz,
                        block_size=block_size, scheduler=scheduler,
-                       num_workers=num_workers, callback=callback, **options)
+                       num_workers=num_workers, callback=callback,
+                       sample_weight=sample_weight, **options)
 
 
 @dataclass
@@ -160,6 +178,7 @@ def fit(store, targets, params: L1Params, execution) -> L1Fit:
     from ultrafs.methods.slores import slores_statistics
 
     labels = np.asarray(targets.y, dtype=np.float64)
+    weights = targets.sample_weight
     solver = {"screening": params.screening, "sequential": params.sequential,
               "tol": params.tol, "max_iter": params.max_iter, **execution.passes(),
               "callback": execution.callback}
@@ -167,9 +186,10 @@ def fit(store, targets, params: L1Params, execution) -> L1Fit:
     if k is not None:
         path = fit_l1_count(store, labels, n_nonzero=k, n_lambdas=params.n_lambdas,
                             lambda_min_ratio=params.lambda_min_ratio,
-                            lambda_max_ratio=params.lambda_max_ratio, **solver)
+                            lambda_max_ratio=params.lambda_max_ratio,
+                            sample_weight=weights, **solver)
         return L1Fit(path, path.index, k)
-    stats = slores_statistics(store, labels, **execution.passes())
+    stats = slores_statistics(store, labels, sample_weight=weights, **execution.passes())
     lam = 1.0 / (store.n_samples * float(params.C))
     top = stats.lambda_max * params.lambda_max_ratio
     grid = np.geomspace(top, lam, L1_C_PATH_POINTS) if lam < top else np.array([lam])
@@ -178,9 +198,12 @@ def fit(store, targets, params: L1Params, execution) -> L1Fit:
 
 
 def to_model(fitted: L1Fit, store, targets, params: L1Params, execution):
-    """The :class:`~ultrafs.model.Model` at the fit's λ."""
-    return l1_model(fitted.path, fitted.index, store, command=execution.command,
-                    requested=fitted.requested)
+    """The :class:`~ultrafs.model.Model` at the fit's λ (with the weights'
+    record, ``targets.weight_params``, as FGM's)."""
+    model = l1_model(fitted.path, fitted.index, store, command=execution.command,
+                     requested=fitted.requested)
+    model.params.update(targets.weight_params)
+    return model
 
 
 def l1_model(path, index, store, *, command=None, requested=None):
@@ -296,10 +319,18 @@ L1 = register(Method(
     name="l1", display_name="l1-LR", description="ℓ1 logistic regression",
     summary="l1: ℓ1-logistic regression (seed 004), the model of the screened path "
             "with the most nonzero weights, at most --n-features-to-select (or at --C).",
-    params=L1Params, fit=fit, to_model=to_model, targets=("binary",), weights=False,
+    params=L1Params, fit=fit, to_model=to_model, targets=("binary",), weights=True,
     execution=("passes", "progress"),
-    objective="min (1/n) sum_i log(1 + exp(-y_i (x_i'beta + c))) + lambda ||beta||_1 "
-              "(unpenalised intercept c)",
+    objective="min (1/n) sum_i w_i log(1 + exp(-y_i (x_i'beta + c))) + lambda ||beta||_1 "
+              "(unpenalised intercept c; sample weights w_i, 1 without)",
     estimator="L1LogisticRegression", estimator_kind="classifier",
     summary_lines=summary_lines, progress_line=progress_line,
-    estimator_attributes=estimator_attributes, probabilistic=True, order=10))
+    estimator_attributes=estimator_attributes, probabilistic=True,
+    figures=("objective", "timing", "features", "lambda_path"),
+    report=ReportSpec(x="lambda", x_label="λ", x_log=True,
+                      panels=(HistoryPanel("nnz", "nonzero weights"),
+                              HistoryPanel("deviance_explained",
+                                           "deviance explained (training)", log=False)),
+                      title="Nonzero weights and deviance explained along the λ path",
+                      steps="", marked="lambda"),
+    order=10))

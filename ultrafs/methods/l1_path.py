@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 
@@ -52,6 +53,8 @@ from ultrafs.kernels.slores import stale_kept
 from ultrafs.methods.column_cache import ColumnCache
 from ultrafs.methods.l1_kkt import KKTCheck
 from ultrafs.methods.l1_resident import DEFAULT_MEMORY_BUDGET, resident_store
+from ultrafs.methods.l1_weights import (check_statistics_weights, solve_path_point,
+                                        weighted_cut)
 from ultrafs.methods.slores import (basic_region, centred_column, dual_objective,
                                     labels_pm1, sequential_region, slores_keep,
                                     slores_statistics, theta_max)
@@ -232,7 +235,7 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
                 sequential=True, tol=DEFAULT_TOL, max_iter=500, stop_at_nnz=None,
                 block_size=None, scheduler=None, num_workers=None,
                 statistics=None, callback=None,
-                memory_budget=DEFAULT_MEMORY_BUDGET) -> L1Path:
+                memory_budget=DEFAULT_MEMORY_BUDGET, sample_weight=None) -> L1Path:
     """The ℓ1-logistic regression path of a store, screened and certified.
 
     Parameters
@@ -267,6 +270,10 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
         store is decoded once and every pass, fetch and KKT check runs on
         the copy; None or 0 keeps the path out of core.  Same results
         either way.
+    sample_weight : array of shape (n,), optional
+        The weighted problem ``(1/n) Σ_i w_i log(1 + exp(−y_i f_i)) + λ
+        ||β||_1`` (:mod:`ultrafs.methods.l1_weights`; ``C = 1/(nλ)`` as
+        FGM's); with ``statistics``, theirs are used.
 
     Returns
     -------
@@ -275,7 +282,7 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
     y, run, resident, source, stats = _setup(
         store, y, screening, tol, max_iter, statistics, memory_budget,
         dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers),
-        need_lambda_max=lambdas is None)
+        need_lambda_max=lambdas is None, sample_weight=sample_weight)
     n, p = store.n_samples, store.n_features
     lam_max = stats.lambda_max
     if lambdas is None:
@@ -301,14 +308,17 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
 
 
 def _setup(store, y, screening, tol, max_iter, statistics, memory_budget, run,
-           need_lambda_max=True):
+           need_lambda_max=True, sample_weight=None):
     """Checked options, ±1 labels, the decoded copy (or None), the source of
     the columns and the statistics, shared by the path and the count search."""
     _check_options(screening, tol, max_iter)
     y = labels_pm1(store.read_labels() if y is None else y)
     resident = resident_store(store, y, memory_budget)
     source = store if resident is None else resident
-    stats = statistics if statistics is not None else slores_statistics(source, y, **run)
+    if statistics is not None:
+        check_statistics_weights(statistics, sample_weight, y)
+    stats = statistics if statistics is not None else slores_statistics(
+        source, y, sample_weight=sample_weight, **run)
     if stats.lambda_max == 0.0 and need_lambda_max:
         raise ParameterError(
             "every column is constant: λ_max = 0 and the model is the intercept "
@@ -325,7 +335,7 @@ def fit_l1_count(store, y=None, *, n_nonzero, n_lambdas=DEFAULT_N_LAMBDAS,
                  memory_budget=DEFAULT_MEMORY_BUDGET,
                  max_bisections=MAX_BISECTIONS, bisection_rtol=BISECTION_RTOL,
                  patience=EXTENSION_PATIENCE,
-                 smallest_ratio=SMALLEST_RATIO) -> L1Path:
+                 smallest_ratio=SMALLEST_RATIO, sample_weight=None) -> L1Path:
     """The model of the ℓ1-logistic path with the most nonzero weights, at most
     ``n_nonzero``: a log-spaced path, extended and bisected as needed.
 
@@ -381,7 +391,7 @@ def fit_l1_count(store, y=None, *, n_nonzero, n_lambdas=DEFAULT_N_LAMBDAS,
     smallest_ratio : float
         λ/λ_max below which the extension stops.
     screening, sequential, tol, max_iter, block_size, scheduler, num_workers, \
-statistics, callback, memory_budget
+statistics, callback, memory_budget, sample_weight
         As for :func:`fit_l1_path` (``callback(record)`` after every point
         solved, in the order solved).
 
@@ -403,7 +413,8 @@ statistics, callback, memory_budget
     k = int(n_nonzero)
     y, run, resident, source, stats = _setup(
         store, y, screening, tol, max_iter, statistics, memory_budget,
-        dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers))
+        dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers),
+        sample_weight=sample_weight)
     lam_max = stats.lambda_max
     grid = log_lambda_grid(lam_max, n_lambdas, lambda_min_ratio, lambda_max_ratio)
     step_ratio = (lambda_min_ratio / lambda_max_ratio) ** (1.0 / (n_lambdas - 1)) \
@@ -411,8 +422,9 @@ statistics, callback, memory_budget
         else (DEFAULT_LAMBDA_MIN_RATIO / DEFAULT_LAMBDA_MAX_RATIO) ** (
             1.0 / (DEFAULT_N_LAMBDAS - 1))
     reachable = p - int(np.count_nonzero(stats.constant))
-    n, n_pos = store.n_samples, stats.n_pos
-    null_loss = -(n_pos * np.log(n_pos / n) + (n - n_pos) * np.log((n - n_pos) / n)) / n
+    n, n_pos, n_neg = store.n_samples, stats.total_pos, stats.total_neg
+    total = n_pos + n_neg       # n (S with weights)
+    null_loss = -(n_pos * np.log(n_pos / total) + n_neg * np.log(n_neg / total)) / n
     solver = _PathSolver(store, resident, source, y, stats, screening, sequential,
                          tol, max_iter, run)
     points = []
@@ -523,10 +535,14 @@ class _PathSolver:
         self.tol, self.max_iter = tol, max_iter
         self.cache = _Cache(source)
         self.checker = None
+        self.w = stats.sample_weight
+        # the solve at one λ: with weights, in the path's scale
+        self.solve = (solve_l1_logistic if self.w is None
+                      else partial(solve_path_point, sample_weight=self.w))
         if screening != "none":
-            self.checker = KKTCheck(stats, y, theta_max(y), store, resident, run)
-        n_pos = stats.n_pos
-        self.intercept = float(np.log(n_pos / (n - n_pos)))
+            self.checker = KKTCheck(stats, y, theta_max(y, self.w), store, resident, run,
+                                    sample_weight=self.w)
+        self.intercept = float(np.log(stats.total_pos / stats.total_neg))
         self.intercept0 = self.intercept
         self.prev = {"lam": stats.lambda_max, "s": stats.s_max, "stale": None,
                      "upper": None, "decision": np.full(n, self.intercept),
@@ -540,7 +556,8 @@ class _PathSolver:
         lam_max = stats.lambda_max
         cache, checker, tol = self.cache, self.checker, self.tol
         if lam >= lam_max:
-            record = _null_record(lam, lam_max, n, dual_objective(theta_max(y)),
+            record = _null_record(lam, lam_max, n,
+                                  dual_objective(theta_max(y, self.w), self.w),
                                   self.intercept0)
             return record, np.zeros(0, dtype=np.int64), np.zeros(0), self.intercept0
         # columns the screening reads again (stale ones it kept) count here
@@ -561,10 +578,10 @@ class _PathSolver:
             positions = cache.ensure(columns)
             t1 = time.perf_counter()
             indptr, indices, data = cache.arrays()
-            result = solve_l1_logistic(indptr, indices, data, y, lam, n_rows=n,
-                                       columns=positions, coef0=cache.coef[positions],
-                                       intercept0=warm_intercept, tol=tol,
-                                       max_iter=self.max_iter)
+            result = self.solve(indptr, indices, data, y, lam, n_rows=n,
+                                columns=positions, coef0=cache.coef[positions],
+                                intercept0=warm_intercept, tol=tol,
+                                max_iter=self.max_iter)
             t2 = time.perf_counter()
             solves += 1
             seconds["fetch"] += t1 - t0
@@ -575,7 +592,7 @@ class _PathSolver:
             if checker is None:
                 violators = np.zeros(0, dtype=np.int64)
                 break
-            cut_weights, cut = (_cut_of(cache, columns, positions, result.coef, n)
+            cut_weights, cut = (_cut_of(cache, columns, positions, result.coef, n, self.w)
                                 if self.with_cut else (None, None))
             violators, outside = checker.check(
                 result.theta, keep, columns, positions, cache.arrays(),
@@ -728,7 +745,7 @@ def _screen(screening, sequential, stats, lam, y, prev):
     return slores_keep(stats, basic, lam)
 
 
-def _cut_of(cache, columns, positions, coef, n):
+def _cut_of(cache, columns, positions, coef, n, sample_weight=None):
     """The weights of the next cut (the centred column of the largest weight)
     and its description, or (None, None) without a usable column."""
     active = np.flatnonzero(coef)
@@ -737,6 +754,12 @@ def _cut_of(cache, columns, positions, coef, n):
     best = active[np.argmax(np.abs(coef[active]))]
     rows, values = cache.dense_column(positions[best])
     sign = 1.0 if coef[best] > 0 else -1.0
+    if sample_weight is not None:
+        cut_weights, cut_norm2, norm = weighted_cut(values, rows, n, sign, sample_weight)
+        if cut_norm2 <= 0:
+            return None, None
+        return cut_weights, {"cut_norm2": cut_norm2, "j0": int(columns[best]),
+                             "j0_sign": sign, "cut_weights_norm": norm}
     cut_weights = centred_column(values, rows, n, sign)
     cut_norm2 = float(np.sum(cut_weights * cut_weights))
     if cut_norm2 <= 0:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ultrafs.methods.params import SpelledParameterError, Params, param, specs_of
-from ultrafs.methods.registry import Method, register
+from ultrafs.methods.registry import HistoryPanel, Method, ReportSpec, register
 from ultrafs.methods.space_params import (check_degree_two, coef0_param, gamma_param,
                                           poly_param)
 
@@ -276,4 +276,11 @@ MSLR = register(Method(
     estimator="MSLRClassifier", estimator_kind="classifier",
     summary_lines=summary_lines, progress_line=progress_line,
     estimator_attributes=estimator_attributes, probabilistic=True,
-    figures=("objective", "timing", "features", "accuracy"), order=20))
+    figures=("objective", "timing", "features", "accuracy"),
+    report=ReportSpec(x_label="constraint",
+                      panels=(HistoryPanel("objective", "objective"),
+                              HistoryPanel("n_features", "selected features", kind="bar"),
+                              HistoryPanel("rel_gap", "relative duality gap", log=True)),
+                      title="Objective, features and duality gap per constraint",
+                      steps="constraints"),
+    order=20))

@@ -25,7 +25,8 @@ from typing import Callable
 
 from ultrafs.errors import ParameterError
 
-__all__ = ["Method", "register", "unregister", "get_method", "methods", "method_names",
+__all__ = ["Method", "ReportSpec", "HistoryPanel", "register", "unregister", "get_method",
+           "methods", "method_names",
            "method_of_params", "TARGET_KINDS"]
 
 TARGET_KINDS = ("binary", "multiclass", "continuous")
@@ -34,6 +35,68 @@ TARGET_KINDS = ("binary", "multiclass", "continuous")
 #: method: "passes" (scheduler, workers, block size), "progress",
 #: "checkpoint" (checkpoint, resume), "memory_limit"
 EXECUTION_FEATURES = ("passes", "progress", "checkpoint", "memory_limit")
+
+
+@dataclass(frozen=True)
+class HistoryPanel:
+    """One panel of the report's history figure: a record field per step.
+
+    Attributes
+    ----------
+    key : str
+        The field of the model's history records (``"objective"``).
+    label : str
+        The panel's y-axis label.
+    kind : {"line", "bar"}
+        How the values are drawn.
+    log : bool or None
+        A log y-axis; None: when the positive values span more than 30x.
+    """
+
+    key: str
+    label: str
+    kind: str = "line"
+    log: bool | None = None
+
+
+@dataclass(frozen=True)
+class ReportSpec:
+    """How the report shows a method's run (its ``history`` records).
+
+    Attributes
+    ----------
+    x : str
+        The history field along the x-axis (``"iteration"``, ``"lambda"``).
+    x_label : str
+        Its axis label, singular (``"outer iteration"``, ``"λ"``).
+    x_log : bool
+        A log x-axis (a λ path).
+    panels : tuple of HistoryPanel
+        The history figure's panels, top to bottom; a panel whose field no
+        record holds is left out.
+    title : str
+        The history figure's section heading.
+    objective_title : str
+        The objective panel's title (matplotlib mathtext allowed); empty:
+        "<display name> objective per <x_label>".
+    steps : str
+        What the model's batches count ("outer iterations", "constraints"),
+        shown beside the model and as the k of the test curves; empty for a
+        model selected in one block (the test curves are then one row).
+    marked : str
+        A ``params`` key whose value is marked on the x-axis (the chosen λ);
+        empty: none.
+    """
+
+    x: str = "iteration"
+    x_label: str = "outer iteration"
+    x_log: bool = False
+    panels: tuple = (HistoryPanel("objective", "objective"),
+                     HistoryPanel("n_features", "selected features", kind="bar"))
+    title: str = "Objective and features per outer iteration"
+    objective_title: str = ""
+    steps: str = "outer iterations"
+    marked: str = ""
 
 
 @dataclass(frozen=True)
@@ -85,8 +148,19 @@ class Method:
         Its models give class probabilities (None: as its ``loss``
         parameter's loss does).
     figures : tuple of str
-        Which figures of the report apply: "objective", "timing",
-        "features", "accuracy", "validation".
+        Which figures of the report apply: "objective" (the history figure
+        of ``report``), "timing" (seconds per phase, drawn only where the
+        records time phases), "features" (top features by |weight|),
+        "accuracy" (the test curves against the number of features, for a
+        model selected in steps; with a test store the report always has
+        their table), "lambda_path" (test accuracy and nonzero weights along
+        the λ path, solved again on the training store), "validation"
+        (the choice of C),
+        "ranking" (the ranking scores ``params["scores"]`` of the selected
+        features, best first), "basis" (the nonzero weights among the
+        ``params["n_basis"]`` basis functions).
+    report : ReportSpec
+        How the report draws its history (axis, panels, titles).
     order : int
         Place in listings (then by name).
     """
@@ -110,6 +184,7 @@ class Method:
     estimator_attributes: Callable | None = None
     probabilistic: bool | None = None
     figures: tuple = ("objective", "timing", "features", "accuracy")
+    report: ReportSpec = ReportSpec()
     order: int = 100
     module: str = field(default="", compare=False)
 

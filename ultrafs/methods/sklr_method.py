@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ultrafs.methods.params import SpelledParameterError, Params, param, specs_of
-from ultrafs.methods.registry import Method, register
+from ultrafs.methods.registry import HistoryPanel, Method, ReportSpec, register
 
 __all__ = ["SKLRParams", "SKLR", "fit", "to_model", "summary_lines",
            "estimator_attributes"]
@@ -274,4 +274,9 @@ SKLR = register(Method(
               "the kernel basis (random Fourier features or RBF kernel columns)",
     estimator="SparseKernelLogisticRegression", estimator_kind="classifier",
     summary_lines=summary_lines, estimator_attributes=estimator_attributes,
-    probabilistic=True, figures=("objective", "timing", "accuracy"), order=30))
+    probabilistic=True, figures=("objective", "basis"),
+    report=ReportSpec(x="iter", x_label="solver iteration",
+                      panels=(HistoryPanel("objective", "objective"),
+                              HistoryPanel("rel_gap", "relative duality gap", log=True)),
+                      title="Objective and duality gap per solver iteration", steps=""),
+    order=30))

@@ -32,6 +32,10 @@ are known (no pass over the data):
   by a2 → 0 as d → 1) and :func:`slores_keep` (Algorithm 1, with the tie
   tolerance, constant columns dropped by Theorem 4 and j0 always kept).
 
+Sample weights (``slores_statistics(sample_weight=...)``) give the
+weighted problem's statistics; the regions read them from the statistics
+(the derivation: :mod:`ultrafs.methods.l1_weights`).
+
 The rule is safe in exact arithmetic; rounding is covered by a tie
 tolerance (``rtol``) and a priori bounds of the summation errors, and the
 path solver (:mod:`ultrafs.methods.l1_path`) checks the KKT conditions of
@@ -49,6 +53,10 @@ from ultrafs.errors import ParameterError
 from ultrafs.kernels.slores import (BALL, GENERAL, POINT,
                                     largest_shifted_correlation, slores_bounds,
                                     slores_keep_columns)
+from ultrafs.methods.l1_weights import (class_totals, path_weights, weighted_cut,
+                                        weighted_dual_objective,
+                                        weighted_primal_objective,
+                                        weighted_statistics, weighted_theta_max)
 
 __all__ = ["SloresStatistics", "DualRegion", "slores_statistics",
            "basic_region", "sequential_region", "region_bounds",
@@ -75,8 +83,11 @@ def labels_pm1(y) -> np.ndarray:
     return y
 
 
-def theta_max(y) -> np.ndarray:
-    """θ*_{λ_max} (eq. 2): n⁻/n on positive samples, n⁺/n on negative ones."""
+def theta_max(y, sample_weight=None) -> np.ndarray:
+    """θ*_{λ_max} (eq. 2): n⁻/n on positive samples, n⁺/n on negative ones
+    (with sample weights: S⁻/S and S⁺/S, :mod:`ultrafs.methods.l1_weights`)."""
+    if sample_weight is not None:
+        return weighted_theta_max(y, sample_weight)
     n = y.size
     n_pos = float((y > 0).sum())
     return np.where(y > 0, (n - n_pos) / n, n_pos / n)
@@ -91,13 +102,19 @@ def _entropy_terms(theta) -> np.ndarray:
     return a + b
 
 
-def dual_objective(theta) -> float:
-    """The dual value ``−g(θ) = −(1/n) Σ_i f(θ_i)`` (to be maximised)."""
+def dual_objective(theta, sample_weight=None) -> float:
+    """The dual value ``−g(θ) = −(1/n) Σ_i f(θ_i)`` (to be maximised; with
+    sample weights ``−(1/n) Σ_i w_i f(θ_i)``)."""
+    if sample_weight is not None:
+        return weighted_dual_objective(theta, sample_weight)
     return float(-_entropy_terms(theta).sum() / theta.size)
 
 
-def primal_objective(decision, y, lam, l1_norm) -> float:
-    """``(1/n) Σ log(1 + exp(−y_i f_i)) + λ ||β||_1``, overflow-free."""
+def primal_objective(decision, y, lam, l1_norm, sample_weight=None) -> float:
+    """``(1/n) Σ log(1 + exp(−y_i f_i)) + λ ||β||_1``, overflow-free (with
+    sample weights ``(1/n) Σ w_i log(...)``)."""
+    if sample_weight is not None:
+        return weighted_primal_objective(decision, y, lam, l1_norm, sample_weight)
     return float(np.logaddexp(0.0, -y * decision).mean() + lam * l1_norm)
 
 
@@ -154,9 +171,22 @@ class SloresStatistics:
     cut_norm2 : float
         ``A = ||P x̄*||²``.
     theta_max_norm : float
+        ``||w ⊙ θ_max||`` (``||θ_max||`` without weights): the rounding
+        bound of ``s_max``.
     seconds : float
         Time of the two passes and the fetch.
     n_passes : int
+    sample_weight : float64 array, shape (n,), or None
+        The weights of the problem (:mod:`ultrafs.methods.l1_weights`);
+        then ``n_pos``/``n_neg`` still count rows, ``s_max`` is
+        ``x̄_j'(w ⊙ θ_max)``, ``colsum`` ``Σ_i w_i x_ij``, ``norm2`` the
+        weighted centred sum of squares, ``constant`` means constant on the
+        rows of positive weight, and ``cut``/``cut_norm2`` are the
+        weighted cut's ``B_j = Σ_i w_i x_ij c_i`` and ``A = Σ_i w_i c_i²``.
+    class_weight_totals : (float, float) or None
+        ``(S⁺, S⁻)`` with weights.
+    cut_pass_norm : float or None
+        ``||w ⊙ c||``, the norm of the cut pass's weights, with weights.
     """
 
     n_samples: int
@@ -175,14 +205,30 @@ class SloresStatistics:
     theta_max_norm: float
     seconds: float = 0.0
     n_passes: int = 2
+    sample_weight: np.ndarray | None = None
+    class_weight_totals: tuple | None = None
+    cut_pass_norm: float | None = None
 
     @property
     def n_features(self) -> int:
         return int(self.s_max.shape[0])
 
     @property
+    def total_pos(self):
+        """``n⁺`` (``S⁺`` with weights)."""
+        return self.n_pos if self.sample_weight is None else self.class_weight_totals[0]
+
+    @property
+    def total_neg(self):
+        """``n⁻`` (``S⁻`` with weights)."""
+        return self.n_neg if self.sample_weight is None else self.class_weight_totals[1]
+
+    @property
     def cut_weights_norm(self) -> float:
-        """``||y ⊙ P x̄*|| = √A`` (the weights of the cut's pass)."""
+        """``||y ⊙ P x̄*|| = √A`` (the weights of the cut's pass; with
+        sample weights ``||w ⊙ c||``)."""
+        if self.cut_pass_norm is not None:
+            return self.cut_pass_norm
         return float(np.sqrt(self.cut_norm2))
 
     @functools.cached_property
@@ -209,7 +255,8 @@ def centred_column(values, rows, n_samples, sign=1.0):
 
 
 def slores_statistics(store, y=None, *, block_size=None, scheduler=None,
-                      num_workers=None, progress_label=None) -> SloresStatistics:
+                      num_workers=None, progress_label=None,
+                      sample_weight=None) -> SloresStatistics:
     """The statistics of the rule, in two streamed passes and one fetch.
 
     Pass 1: ``s_max = X̄'θ_max``, column sums, sums of squares, centred
@@ -225,6 +272,10 @@ def slores_statistics(store, y=None, *, block_size=None, scheduler=None,
         Labels (default: the store's).
     block_size, scheduler, num_workers, progress_label
         As for the scoring passes.
+    sample_weight : array of shape (n,), optional
+        The weighted problem's statistics (:mod:`ultrafs.methods.l1_weights`:
+        pass 1 is :func:`~ultrafs.methods.l1_weights.weighted_statistics`);
+        weights all 1 are no weights.
 
     Raises
     ------
@@ -243,9 +294,12 @@ def slores_statistics(store, y=None, *, block_size=None, scheduler=None,
         raise ParameterError(f"{n} labels for a store of {store.n_samples} rows")
     if store.n_features == 0:
         raise ParameterError("the store has no columns to screen")
-    t_max = theta_max(y)
     run = dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers,
                progress_label=progress_label)
+    w = path_weights(sample_weight, y)
+    if w is not None:
+        return _weighted_slores_statistics(store, y, w, run, started)
+    t_max = theta_max(y)
     first = feature_statistics(
         store, ("sum", "sum_squares", "centred_sum_squares", "min", "max",
                 "weighted_sum"), weights=t_max * y, **run)
@@ -271,6 +325,37 @@ def slores_statistics(store, y=None, *, block_size=None, scheduler=None,
         cut_norm2=_sum_of_squares(cut_weights),
         theta_max_norm=float(np.sqrt(_sum_of_squares(t_max))),
         seconds=time.perf_counter() - started, n_passes=2)
+
+
+def _weighted_slores_statistics(store, y, w, run, started) -> SloresStatistics:
+    """:func:`slores_statistics` of the weighted problem (module
+    :mod:`ultrafs.methods.l1_weights` for the formulas)."""
+    import time
+
+    from ultrafs.scoring.statistics import feature_statistics
+
+    n = y.size
+    t_max = weighted_theta_max(y, w)
+    first = weighted_statistics(store, y, w, t_max, **run)
+    constant = first["constant"]
+    s_max = np.where(constant, 0.0, first["s_max"])
+    j0 = int(np.argmax(np.abs(s_max)))
+    sign = 1.0 if s_max[j0] >= 0 else -1.0
+    col = store.read_columns(np.array([j0], dtype=np.int64))
+    cut_weights, cut_norm2, cut_pass_norm = weighted_cut(
+        col.values(np.float64), col.indices, n, sign, w)
+    second = feature_statistics(store, ("weighted_sum",), weights=cut_weights, **run)
+    cut = np.where(constant, 0.0, second["weighted_sum"])
+    n_pos = int((y > 0).sum())
+    return SloresStatistics(
+        n_samples=n, n_pos=n_pos, n_neg=n - n_pos,
+        lambda_max=float(np.abs(s_max[j0]) / n), s_max=s_max,
+        colsum=first["colsum"], sum_squares=first["sum_squares"],
+        norm2=np.where(constant, 0.0, first["norm2"]),
+        constant=constant, j0=j0, j0_sign=sign, cut=cut, cut_norm2=cut_norm2,
+        theta_max_norm=float(np.sqrt(_sum_of_squares(w * t_max))),
+        seconds=time.perf_counter() - started, n_passes=2, sample_weight=w,
+        class_weight_totals=class_totals(y, w), cut_pass_norm=cut_pass_norm)
 
 
 @dataclass(frozen=True)
@@ -381,7 +466,7 @@ def basic_region(stats: SloresStatistics, lam) -> DualRegion:
     if not 0.0 < lam < stats.lambda_max:
         raise ParameterError(f"the basic rule needs 0 < λ < λ_max = "
                              f"{stats.lambda_max:.6g}, got {lam!r}")
-    r = radius_at_lambda_max(stats.n_pos, stats.n_neg, lam / stats.lambda_max)
+    r = radius_at_lambda_max(stats.total_pos, stats.total_neg, lam / stats.lambda_max)
     n = stats.n_samples
     A = stats.cut_norm2
     d = (n * (stats.lambda_max - lam) / (r * np.sqrt(A))
@@ -395,7 +480,7 @@ def basic_region(stats: SloresStatistics, lam) -> DualRegion:
 
 def sequential_region(stats: SloresStatistics, lam, *, decision, y, coef_l1,
                       s0, cut=None, cut_norm2=None, j0=None, j0_sign=1.0,
-                      s0_largest=None, stale=None) -> DualRegion:
+                      s0_largest=None, stale=None, cut_weights_norm=None) -> DualRegion:
     """A region around any primal point (β0, c0): the inexact-safe radius.
 
     With θ0 = σ(−y ⊙ f0) for the decision values ``f0 = Xβ0 + c0`` and any
@@ -431,6 +516,14 @@ def sequential_region(stats: SloresStatistics, lam, *, decision, y, coef_l1,
         Stale columns (:class:`DualRegion`): the path's KKT pass leaves the
         correlations of the columns it certified by a bound at older dual
         points.  A stale cut column drops the cut (the ball alone).
+    cut_weights_norm : float, optional
+        With sample weights, the norm of the given cut's pass weights
+        (:func:`~ultrafs.methods.l1_weights.weighted_cut`); default ``√A``.
+
+    With sample weights (``stats.sample_weight``) θ0 is scaled by them
+    (:mod:`ultrafs.methods.l1_weights`): ``s0`` holds ``x̄_j'(w ⊙ θ0)``, the
+    centre moves by ``<θ0, w ⊙ y>/S`` and the radius² falls by
+    ``<θ0, w ⊙ y>²/S``; the dual and primal values are the weighted ones.
     """
     lam = float(lam)
     if not 0.0 < lam < stats.lambda_max:
@@ -440,15 +533,24 @@ def sequential_region(stats: SloresStatistics, lam, *, decision, y, coef_l1,
     decision = np.asarray(decision, dtype=np.float64)
     s0 = np.ascontiguousarray(s0, dtype=np.float64)
     theta0 = 0.5 * (1.0 - np.tanh(0.5 * y * decision))   # σ(−y f), overflow-free
-    off = float(np.sum(theta0 * y))
-    shift = off / n
-    centre = theta0 - shift * y
-    s_gamma = _gamma(n) * float(np.sqrt(_sum_of_squares(theta0)))
+    w = stats.sample_weight
+    if w is None:
+        off = float(np.sum(theta0 * y))
+        shift, total = off / n, n
+        s_gamma = _gamma(n) * float(np.sqrt(_sum_of_squares(theta0)))
+        inside = (theta0 - shift * y, slice(None))
+    else:
+        off = float(np.sum(w * theta0 * y))
+        total = float(np.sum(w))
+        shift = off / total
+        s_gamma = _gamma(n) * float(np.sqrt(_sum_of_squares(w * theta0)))
+        inside = (theta0 - shift * y, w > 0)     # rows of weight 0 take no part
+    centre = inside[0]
     shift_gamma = abs(shift) * _gamma(n)
     # a feasible dual point for λ: the better of two candidates (the second
     # scaled by the correlations' upper bounds, so rounding keeps it feasible)
-    candidates = [(lam / stats.lambda_max) * theta_max(y)]
-    if np.all((centre > 0) & (centre < 1)):
+    candidates = [(lam / stats.lambda_max) * theta_max(y, w)]
+    if np.all((centre[inside[1]] > 0) & (centre[inside[1]] < 1)):
         if s0_largest is None:
             top = largest_shifted_correlation(s0, stats.colsum, stats.column_norms,
                                               shift, s_gamma, shift_gamma)
@@ -459,28 +561,31 @@ def sequential_region(stats: SloresStatistics, lam, *, decision, y, coef_l1,
                    + s_gamma * stats.largest_norm)
         scale = 1.0 if top <= n * lam else n * lam / top
         candidates.append(scale * centre)
-    best = max(dual_objective(t) for t in candidates)
-    primal = primal_objective(decision, y, lam, coef_l1)
-    r2 = 0.5 * n * max(primal - best, 0.0) - off * off / n
+    best = max(dual_objective(t, w) for t in candidates)
+    primal = primal_objective(decision, y, lam, coef_l1, w)
+    r2 = 0.5 * n * max(primal - best, 0.0) - off * off / total
     # rounding of the gap's two sums (each O(1) per sample, relative ε n)
     r2 += 0.5 * n * _gamma(n) * (abs(primal) + abs(best) + 1.0)
     r = float(np.sqrt(max(r2, 0.0)))
     if cut is None:
         cut, cut_norm2 = stats.cut, stats.cut_norm2
         j0, j0_sign = stats.j0, stats.j0_sign
+        cut_weights_norm = stats.cut_pass_norm
     A = float(cut_norm2)
     if stale is not None:
         stale = (np.ascontiguousarray(stale[0], dtype=np.int32),
                  np.ascontiguousarray(stale[1], dtype=np.float64), int(stale[2]))
         if stale[0][j0] != stale[2]:    # a stale cut column: the ball alone
             A = 0.0
+    cut_gamma = _gamma(n) * (float(np.sqrt(A)) if cut_weights_norm is None or A == 0.0
+                             else float(cut_weights_norm))
     inner = j0_sign * (s0[j0] - shift * stats.colsum[j0])      # <θc, x̄*>
     d = (inner - n * lam) / (r * np.sqrt(A)) if r > 0 and A > 0 else np.inf
     return DualRegion(lam=lam, radius=r, s0=s0, colsum=stats.colsum,
                       norms=stats.column_norms, shift=shift, s_gamma=s_gamma,
                       shift_gamma=shift_gamma,
                       cut=np.ascontiguousarray(cut, dtype=np.float64),
-                      cut_gamma=_gamma(n) * float(np.sqrt(A)), cut_norm2=A,
+                      cut_gamma=cut_gamma, cut_norm2=A,
                       d=float(d), j0=int(j0), stale=stale)
 
 

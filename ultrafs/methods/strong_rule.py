@@ -9,6 +9,10 @@ An *unsafe* heuristic, kept as the baseline Slores is compared with (seed
 * sequential (reference: the solution at the previous λ0):
   ``|x̄_j'θ̂_{λ0}| < n (2λ − λ0)``.
 
+With sample weights the correlations are ``x̄_j'(w ⊙ θ)`` (the statistics'
+and the KKT check's, :mod:`ultrafs.methods.l1_weights`) and the test is
+the same.
+
 It may discard a feature whose weight is not zero: the path solver
 (:mod:`ultrafs.methods.l1_path`) re-adds every KKT violator after the
 solve and solves again, so the returned models are optimal all the same.

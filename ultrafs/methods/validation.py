@@ -428,8 +428,13 @@ def lockstep_window(best, below, remaining):
 
 
 def choose_C(folds, grid, fit_and_score, *, refit_grid=None, method="holdout",
-             fraction=None, seed=0, n_jobs=1, widen=True) -> ValidationCurve:
+             fraction=None, seed=0, n_jobs=1, widen=True, journal=None) -> ValidationCurve:
     """Walk the grid of C (and of the refit C); return the curve and the choice.
+
+    The walk is a progress phase, ``"choosing C"`` (:func:`ultrafs.progress.phase`):
+    one step per grid point, its total the grid's size (raised when the grid
+    widens), its status the last point's C and held-out accuracy and the
+    best so far, then the chosen C.
 
     Parameters
     ----------
@@ -471,17 +476,50 @@ def choose_C(folds, grid, fit_and_score, *, refit_grid=None, method="holdout",
         below, it steps down while each new value beats the best.  False
         (a grid the user gave): the grid is used as is and an edge is only
         recorded (the curve's ``edge``).
+    journal : object, optional
+        Where the visited grid points are kept and resumed from
+        (:class:`~ultrafs.methods.c_search_checkpoint.SearchJournal`):
+        ``replay(C)`` gives the recorded points of the next visit (which
+        must be of ``C``) or None, ``pending()`` the recorded Cs not
+        replayed yet (never fitted again), ``commit(C, points)`` records a
+        new visit, ``finish()`` is called when the walk ends.  A replayed
+        visit goes through the walk as a fitted one does, so the walk, and
+        the choice, are those of an uninterrupted run.
     """
     if n_jobs > 1 and len(folds) > 1:
         with ThreadPoolExecutor(max_workers=min(int(n_jobs), len(folds)),
                                 thread_name_prefix="ultrafs-fold") as pool:
             return _walk(folds, grid, fit_and_score, refit_grid, method, fraction,
-                         seed, pool, widen)
+                         seed, pool, widen, journal)
     return _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, None,
-                 widen)
+                 widen, journal)
 
 
-def _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool, widen):
+def _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool, widen,
+          journal):
+    from ultrafs.progress import phase
+
+    with phase("choosing C", total=len(grid), unit="point") as shown:
+        curve = _walk_grid(folds, grid, fit_and_score, refit_grid, method, fraction,
+                           seed, pool, widen, journal, shown)
+        shown.set_status(_chosen_status(curve))
+    return curve
+
+
+def _chosen_status(curve) -> str:
+    """The phase's last status: the choice, its held-out accuracy, the grid's note."""
+    point = chosen_point(curve.to_dict())
+    text = f"chosen C {curve.C:g}"
+    if curve.refit_C is not None:
+        text += f", refit C {curve.refit_C:g}"
+    if point is not None:
+        text += f" (held-out accuracy {point['accuracy']:.4f})"
+    note = validation_note(curve.to_dict())
+    return text + (f"; {note}" if note else "")
+
+
+def _walk_grid(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool,
+               widen, journal, shown):
     curve = ValidationCurve(method=method, folds=len(folds), fraction=fraction,
                             seed=int(seed), given=not widen)
     grid = [float(C) for C in grid]
@@ -493,54 +531,73 @@ def _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool, 
     indexed = [(k, train, validation) for k, (train, validation) in enumerate(folds)]
 
     def do_prefit(window):
+        if journal is not None:          # recorded values are replayed, not fitted
+            pending = journal.pending()
+            window = [C for C in window if C not in pending]
+        if not window:
+            return
         if pool is None:
             prefit(indexed, window)              # every fold in one lockstep
         else:
             _each_fold([partial(prefit, [fold], window) for fold in indexed], pool)
 
     def visit(C):
-        """Fit and score C on every fold (prefitted or not); whether it
-        improved on the best point."""
+        """Fit and score C on every fold (prefitted, or replayed from the
+        journal); whether it improved on the best point."""
+        nonlocal best
         started = time.perf_counter()
         refits = None if refit_grid is None else (list(grid) if follows
                                                   else list(refit_grid))
-        per_fold = [iter(fit_and_score(k, train, validation, C, refits))
-                    for k, train, validation in indexed]
+        stored = None if journal is None else journal.replay(C)
         improved = False
         points = []
+        here = {"best": None, "walk": None, "below": 0}
 
-        def score(point):
+        def score(point, in_walk):
+            """Take a point; whether the refit walk of this C stops after it."""
             nonlocal best, improved
             points.append(point)
             if best is None or _better(point, best):
                 best, improved = point, True
+            if here["best"] is None or _better(point, here["best"]):
+                here["best"] = point
+            if not in_walk:
+                return False
+            if here["walk"] is None or _better(point, here["walk"]):
+                here["walk"], here["below"] = point, 0
+                return False
+            here["below"] += 1
+            return here["below"] >= PATIENCE
 
-        if refits is not None:           # FGM's own weights, outside the refit walk
-            score(_mean_point(_advance(per_fold, pool), C, refit_C=None,
-                              predictor="selection"))
-        labels = {} if refits is None else {"predictor": "refit"}
-        best_here = None
-        below_here = 0
-        for _ in range(1 if refits is None else len(refits)):
-            records = _advance(per_fold, pool)
-            point = _mean_point(records, C, refit_C=records[0]["refit_C"], **labels)
-            score(point)
-            if best_here is None or _better(point, best_here):
-                best_here = point
-                below_here = 0
-            else:
-                below_here += 1
-                if below_here >= PATIENCE:
+        if stored is not None:
+            for point in stored:
+                score(point, point.get("predictor") != "selection")
+        else:
+            per_fold = [iter(fit_and_score(k, train, validation, C, refits))
+                        for k, train, validation in indexed]
+            if refits is not None:       # FGM's own weights, outside the refit walk
+                score(_mean_point(_advance(per_fold, pool), C, refit_C=None,
+                                  predictor="selection"), False)
+            labels = {} if refits is None else {"predictor": "refit"}
+            for _ in range(1 if refits is None else len(refits)):
+                records = _advance(per_fold, pool)
+                if score(_mean_point(records, C, refit_C=records[0]["refit_C"],
+                                     **labels), True):
                     break
-        best_refit[float(C)] = best_here
-        for fold in per_fold:            # let generators release their fits
-            close = getattr(fold, "close", None)
-            if close is not None:
-                close()
-        seconds = time.perf_counter() - started
-        for point in points:
-            point["seconds"] = seconds / len(points)
+            for fold in per_fold:        # let generators release their fits
+                close = getattr(fold, "close", None)
+                if close is not None:
+                    close()
+            seconds = time.perf_counter() - started
+            for point in points:
+                point["seconds"] = seconds / len(points)
+        best_refit[float(C)] = here["walk"]
         curve.points.extend(points)
+        if stored is None and journal is not None:
+            journal.commit(C, points)
+        shown.update(1, status=f"C {C:g}: held-out accuracy "
+                     f"{here['best']['accuracy']:.4f}; best C {best['C']:g} "
+                     f"({best['accuracy']:.4f})")
         return improved
 
     # upward, from the smallest value; past the largest while the best lies
@@ -555,6 +612,7 @@ def _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool, 
                 break
             grid.append(grid_step(grid, +1))
             curve.widened.append(grid[-1])
+            shown.set_total(len(grid))
         C = grid[i]
         if prefit is not None and i >= fitted:
             window = grid[i:i + lockstep_window(best, below, len(grid) - i)]
@@ -575,11 +633,14 @@ def _walk(folds, grid, fit_and_score, refit_grid, method, fraction, seed, pool, 
             break
         grid.insert(0, C)
         curve.widened.append(C)
+        shown.set_total(len(grid))
         down += 1
         if prefit is not None:
             do_prefit([C])
         if not visit(C):
             break
+    if journal is not None:
+        journal.finish()
     curve.grid = grid
     # in increasing C (stable: each C's points in the order scored), as
     # without a widening below; ``widened`` keeps the order tried
