@@ -32,6 +32,13 @@ MSLR's model is FGM's logistic model without a bias (digest A7): with
 exact subproblems both select the same sets, and the reduced problem's
 optimum is FGM's subproblem optimum on the same constraints
 (``tests/test_mslr.py`` checks it against FGM's APG).
+
+Sample weights ``s`` (``fit_mslr(sample_weight=...)``) weight each
+sample's loss, ``C Σ_i s_i log(1 + exp(−y_i x_i'v))``: the dual box of
+sample i is ``(0, C s_i)`` (:mod:`ultrafs.solvers.smoothing_cd`), its start
+``s_i min(1, C/2)`` (what ``s_i`` copies of the sample start at together),
+so the worst-case scores ``Σ_i α_i y_i x_i`` carry the weights; a weight of
+0 is a dropped sample.  The retraining is weighted the same way.
 """
 
 from __future__ import annotations
@@ -47,6 +54,7 @@ from ultrafs.errors import ParameterError
 from ultrafs.methods.column_cache import ColumnCache
 from ultrafs.rss import peak_rss_mb
 from ultrafs.scoring.worst_case import worst_case_analysis
+from ultrafs.solvers.datafits import check_sample_weight
 from ultrafs.solvers.smoothing_cd import (BETA, Q0, ConstraintHull, LogisticRows,
                                           MinimaxProblem, solve_minimax)
 
@@ -128,7 +136,7 @@ def validate_mslr_params(B, C, max_iter, tol, subproblem_tol):
 
 def fit_mslr(features, y, *, B=10, C=10.0, max_iter=10, tol=1e-3, subproblem_tol=1e-4,
              q0=Q0, beta=BETA, max_sweeps=20000, block_size=None, scheduler=None,
-             num_workers=None, callback=None, progress=False, seed=0):
+             num_workers=None, callback=None, progress=False, seed=0, sample_weight=None):
     """Run MSLR's cutting plane on a feature space.
 
     Parameters
@@ -157,6 +165,9 @@ def fit_mslr(features, y, *, B=10, C=10.0, max_iter=10, tol=1e-3, subproblem_tol
         Called with each history record.
     seed : int
         Seed of the sweeps' row orders.
+    sample_weight : array-like of shape (n_samples,), optional
+        Per-sample weights ``s_i >= 0`` of the loss (see the module
+        docstring); None: all 1.
 
     Returns
     -------
@@ -177,8 +188,13 @@ def fit_mslr(features, y, *, B=10, C=10.0, max_iter=10, tol=1e-3, subproblem_tol
     n = y.shape[0]
     C = float(C)
     start = min(1.0, 0.5 * C)
-    alpha = np.full(n, start)
-    alpha_c = np.full(n, C - start)
+    weights = check_sample_weight(sample_weight, n)
+    if weights is None:
+        alpha = np.full(n, start)
+        alpha_c = np.full(n, C - start)
+    else:               # a box (0, C s_i) per sample; s_i copies' start
+        alpha = start * weights
+        alpha_c = C * weights - alpha
     cache = ColumnCache(n)
     keys = np.zeros(0, dtype=np.int64)
     batch_ptr = [0]             # first-selection boundaries (an iteration may add none)
@@ -231,7 +247,8 @@ def fit_mslr(features, y, *, B=10, C=10.0, max_iter=10, tol=1e-3, subproblem_tol
 
         started = time.perf_counter()
         rows = _rows(cache)
-        problem = MinimaxProblem(LogisticRows(rows.indptr, rows.indices, rows.data, y, C),
+        problem = MinimaxProblem(LogisticRows(rows.indptr, rows.indices, rows.data, y, C,
+                                              weights),
                                  ConstraintHull(tuple(constraints)))
         solution = solve_minimax(problem, alpha0=alpha, alpha_c0=alpha_c,
                                  tol=subproblem_tol, q0=q0, beta=beta,
@@ -323,7 +340,7 @@ def check_retrain_C(C):
 
 
 def retrain(block, y, *, C=DEFAULT_RETRAIN_C, fit_intercept=True, seed=0,
-            fraction=RETRAIN_VALIDATION_FRACTION):
+            fraction=RETRAIN_VALIDATION_FRACTION, sample_weight=None):
     """ℓ2-regularised LR on the selected columns: the paper's retraining.
 
     ``1/2 ||w||^2 + C Σ_i log(1 + exp(−y_i (x_i'w + c)))`` with an
@@ -347,6 +364,9 @@ def retrain(block, y, *, C=DEFAULT_RETRAIN_C, fit_intercept=True, seed=0,
     fit_intercept : bool
     seed : int
     fraction : float
+    sample_weight : array-like of shape (n,), optional
+        Per-sample weights of the loss; with ``C="auto"`` the held-out
+        rows are scored by their weighted accuracy and mean log-loss.
 
     Returns
     -------
@@ -360,6 +380,7 @@ def retrain(block, y, *, C=DEFAULT_RETRAIN_C, fit_intercept=True, seed=0,
 
     y = np.asarray(y, dtype=np.float64)
     C = check_retrain_C(C)
+    weights = check_sample_weight(sample_weight, len(y))
     if C == "auto":
         train, held = stratified_split(y > 0, fraction, seed)
         fit_part = _row_subset(block, train, len(y))
@@ -367,20 +388,28 @@ def retrain(block, y, *, C=DEFAULT_RETRAIN_C, fit_intercept=True, seed=0,
         points = []
         for value in c_grid(DEFAULT_RETRAIN_C):
             model = refit_block(fit_part, y[train], loss="logistic", C=value,
-                                fit_intercept=fit_intercept)
+                                fit_intercept=fit_intercept,
+                                sample_weight=None if weights is None else weights[train])
             decision = _decision(score_part, model["coef"], model["intercept"],
                                  len(held))
             margin = y[held] * decision
-            points.append({"C": float(value),
-                           "accuracy": float(np.mean(margin > 0)),
-                           "loss": float(np.mean(np.logaddexp(0.0, -margin)))})
+            if weights is None:
+                accuracy = float(np.mean(margin > 0))
+                loss = float(np.mean(np.logaddexp(0.0, -margin)))
+            else:
+                held_weights = weights[held]
+                total = max(float(np.sum(held_weights)), np.finfo(float).tiny)
+                accuracy = float(np.sum(held_weights * (margin > 0)) / total)
+                loss = float(np.sum(held_weights * np.logaddexp(0.0, -margin)) / total)
+            points.append({"C": float(value), "accuracy": accuracy, "loss": loss})
         best = min(points, key=lambda pt: (-pt["accuracy"], pt["loss"], pt["C"]))
         result = refit_block(block, y, loss="logistic", C=best["C"],
-                             fit_intercept=fit_intercept)
+                             fit_intercept=fit_intercept, sample_weight=weights)
         result["validation"] = {"method": "holdout", "fraction": float(fraction),
                                 "seed": int(seed), "C": best["C"], "points": points}
         return result
-    return refit_block(block, y, loss="logistic", C=C, fit_intercept=fit_intercept)
+    return refit_block(block, y, loss="logistic", C=C, fit_intercept=fit_intercept,
+                       sample_weight=weights)
 
 
 def _decision(block, coef, intercept, n):

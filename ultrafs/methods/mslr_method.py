@@ -18,6 +18,7 @@ from ultrafs.methods.params import SpelledParameterError, Params, param, specs_o
 from ultrafs.methods.registry import Method, register
 from ultrafs.methods.space_params import (check_degree_two, coef0_param, gamma_param,
                                           poly_param)
+from ultrafs.methods.weight_params import class_weight_param
 
 __all__ = ["MSLRParams", "MSLRFit", "MSLR", "fit", "to_model", "summary_lines",
            "progress_line", "estimator_attributes"]
@@ -61,6 +62,9 @@ class MSLRParams(Params):
     seed: int = param(0, "Seed of the coordinate sweeps' row orders and of the held-out "
                       "split of --refit-C auto.", kind="int", low=0,
                       old=("--split-seed",))
+    class_weight: Any = class_weight_param("The refit is weighted too (--refit-C auto "
+                                           "scores held-out rows by their weighted "
+                                           "accuracy).")
 
     def check(self):
         if not self.refit and self.refit_C != _default("refit_C"):
@@ -118,6 +122,7 @@ def fit(store, targets, params: MSLRParams, execution) -> MSLRFit:
     from ultrafs.methods.validation import default_C
 
     labels = np.asarray(targets.y, dtype=np.float64)
+    weights = targets.sample_weight
     features = make_feature_space(store, poly=params.poly, gamma=params.gamma,
                                   coef0=params.coef0)
     C, C_rule = params.C, "default" if params.is_default("C") else "given"
@@ -127,11 +132,12 @@ def fit(store, targets, params: MSLRParams, execution) -> MSLRFit:
     result = fit_mslr(features, labels, B=params.B, C=C, max_iter=params.max_iter,
                       tol=params.tol, subproblem_tol=params.inner_tol,
                       callback=execution.callback, progress=execution.progress,
-                      seed=params.seed, **execution.passes())
+                      seed=params.seed, sample_weight=weights, **execution.passes())
     refitted = None
     if params.refit and len(result.keys):
         refitted = retrain(result.block, labels, C=params.refit_C,
-                           fit_intercept=params.fit_intercept, seed=params.seed)
+                           fit_intercept=params.fit_intercept, seed=params.seed,
+                           sample_weight=weights)
     return MSLRFit(result, features, float(C), C_rule, refitted)
 
 
@@ -161,7 +167,8 @@ def to_model(fitted: MSLRFit, store, targets, params: MSLRParams, execution):
                                 for members in result.constraints],
                 "mu": [float(v) for v in result.mu],
                 "n_active": int(np.count_nonzero(result.active())),
-                "data_fingerprint": getattr(store, "fingerprint", None)}
+                "data_fingerprint": getattr(store, "fingerprint", None),
+                **targets.weight_params}
     recorded.update({name: value for name, value in features.spec().items()
                      if name not in ("kind", "scales")})
     if refitted is not None:
@@ -267,7 +274,7 @@ MSLR = register(Method(
     summary="mslr: minimax sparse logistic regression (seed 000): r = B features per "
             "constraint, T_m = max_iter constraints at most, no bias; refitted by "
             "l2-LR on its selection.",
-    params=MSLRParams, fit=fit, to_model=to_model, targets=("binary",), weights=False,
+    params=MSLRParams, fit=fit, to_model=to_model, targets=("binary",), weights=True,
     execution=("passes", "progress"),
     objective="min_{d in D} max_{alpha in (0,C)^n} -f(alpha, d), D = {d in [0,1]^m : "
               "sum_j d_j <= r} (the relaxed l0-constrained logistic regression without "
