@@ -14,7 +14,6 @@ import json
 import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from tests.cli_tools import assert_one_line_error, run
 from tests.sparse_problems import sparse_binary_problem
@@ -193,9 +192,7 @@ def test_poly_2_candidates():
 
 
 # ------------------------------------------------------------ estimator
-@parametrize_with_checks([MSLRClassifier(B=2, max_iter=2, scheduler="synchronous")])
-def test_scikit_learn_contract(estimator, check):
-    check(estimator)
+# scikit-learn's checks of MSLRClassifier: tests/test_sklearn_checks.py
 
 
 def test_estimator_selector_and_store(zarr_store):
