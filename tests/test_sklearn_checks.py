@@ -10,9 +10,14 @@ that failed because of a bug was fixed, not listed.
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from ultrafs.methods.registry import methods
-from ultrafs.sklearn import (FGMClassifier, GSRFSSelector, L1LogisticRegression,
-                             MSLRClassifier, SparseKernelLogisticRegression,
-                             estimator_class)
+from ultrafs.sklearn import (
+    FGMClassifier,
+    GSRFSSelector,
+    L1LogisticRegression,
+    MSLRClassifier,
+    SparseKernelLogisticRegression,
+    estimator_class,
+)
 
 ESTIMATORS = [
     FGMClassifier(B=2, max_iter=3, scheduler="synchronous"),

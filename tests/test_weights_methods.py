@@ -14,8 +14,7 @@ from ultrafs import api
 from ultrafs.errors import ParameterError
 from ultrafs.methods.gsrfs import fit_gsrfs
 from ultrafs.methods.gsrfs_store import column_std_factors, weighted_column_std_factors
-from ultrafs.sklearn import (GSRFSSelector, MSLRClassifier,
-                             SparseKernelLogisticRegression)
+from ultrafs.sklearn import GSRFSSelector, MSLRClassifier, SparseKernelLogisticRegression
 from ultrafs.solvers.gram_operators import DenseGramOperator
 from ultrafs.solvers.smoothing_cd import solve_minimax_smoothing
 from ultrafs.store import InMemoryStore
@@ -180,7 +179,7 @@ def test_gsrfs_integer_and_zero_weights(problem, options, sparse):
 
 def test_gsrfs_woodbury_weights_are_repeated_rows(problem):
     """More features than samples: the Woodbury form, weighted, certified."""
-    X, y, w, repeated, _ = problem
+    X, y, _, _, _ = problem
     X = X[:12]
     Y = np.where(y[:12, None] == np.array([[0, 1]]), 1.0, -1.0)
     weights = np.array([0, 1, 2, 3, 1, 1, 2, 0, 1, 3, 2, 1], dtype=float)
