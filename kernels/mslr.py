@@ -37,8 +37,8 @@ from numba import njit
 from .losses import softplus
 
 __all__ = ["box_floor", "softmax_weights", "one_d_value", "one_d_derivatives",
-           "newton_bisection", "cd_sweep", "entropy", "constraint_halves",
-           "primal_value"]
+           "newton_bisection", "cd_sweep", "entropy", "entropy_weighted",
+           "constraint_halves", "primal_value", "primal_value_weighted"]
 
 
 @njit(cache=True, nogil=True)
@@ -342,6 +342,25 @@ def entropy(alpha, alpha_c, C):
 
 
 @njit(cache=True, nogil=True)
+def entropy_weighted(alpha, alpha_c, bounds):
+    """``G̃(α)`` with a box per sample: ``Σ_i α_i log(α_i/C_i) + (C_i−α_i)
+    log((C_i−α_i)/C_i)`` (≤ 0), ``C_i = bounds[i]`` (``C s_i`` for sample
+    weights ``s``); a sample of weight 0 (``C_i = 0``, ``α_i = 0``) adds
+    nothing.  With every ``C_i = C`` it equals :func:`entropy` bit for bit.
+    """
+    total = 0.0
+    for i in range(alpha.shape[0]):
+        if bounds[i] <= 0.0:
+            continue
+        logC = math.log(bounds[i])
+        if alpha[i] > 0.0:
+            total += alpha[i] * (math.log(alpha[i]) - logC)
+        if alpha_c[i] > 0.0:
+            total += alpha_c[i] * (math.log(alpha_c[i]) - logC)
+    return total
+
+
+@njit(cache=True, nogil=True)
 def constraint_halves(c, member_ptr, member_idx, T):
     """``sq_t = ½‖c_{S_t}‖²`` for every constraint, from scratch."""
     sq = np.zeros(T)
@@ -361,4 +380,19 @@ def primal_value(indptr, indices, data, y, v, C):
         for e in range(indptr[i], indptr[i + 1]):
             f += data[e] * v[indices[e]]
         total += softplus(-y[i] * f)
+    return C * total
+
+
+@njit(cache=True, nogil=True)
+def primal_value_weighted(indptr, indices, data, y, v, C, weights):
+    """``C Σ_i s_i log(1 + exp(−y_i x_i'v))`` on CSR rows (``s = weights``);
+    with every ``s_i = 1`` it equals :func:`primal_value` bit for bit."""
+    total = 0.0
+    for i in range(indptr.shape[0] - 1):
+        if weights[i] == 0.0:
+            continue
+        f = 0.0
+        for e in range(indptr[i], indptr[i + 1]):
+            f += data[e] * v[indices[e]]
+        total += weights[i] * softplus(-y[i] * f)
     return C * total

@@ -10,13 +10,14 @@ from ultrafs import FGMClassifier
 from ultrafs.store import InMemoryStore
 
 
-@parametrize_with_checks([FGMClassifier(B=2, max_iter=3, scheduler="synchronous"),
-                          FGMClassifier(B=3, loss="squared-hinge",
+@parametrize_with_checks([FGMClassifier(B=3, loss="squared-hinge",
                                         scheduler="synchronous"),
                           FGMClassifier(B=2, max_iter=2, poly=2,
                                         scheduler="synchronous")])
 def test_sklearn_compatible(estimator, check):
-    """Every check passes, the multi-class ones included; none is expected to fail."""
+    """Every check passes for FGM's other losses and degree 2, the multi-class ones
+    included; none is expected to fail (tests/test_sklearn_checks.py checks the
+    plain FGMClassifier with every other estimator)."""
     check(estimator)
 
 
@@ -177,3 +178,41 @@ def test_csr_and_csc_fits_agree(problem):
     csc = FGMClassifier(B=2, max_iter=3, scheduler="synchronous").fit(sp.csc_matrix(X), y)
     np.testing.assert_array_equal(csr.selected_features_, csc.selected_features_)
     assert csr.selected_coef_.tobytes() == csc.selected_coef_.tobytes()
+
+
+def test_every_estimator_takes_the_weights_its_method_takes():
+    """Generic over the registry: a method registered with ``weights=True``
+    gets ``fit(X, y, sample_weight=None)`` and a ``class_weight`` parameter
+    (its Params declare ``class_weight_param()``); one without takes neither.
+    A method with a ``seed`` gets scikit-learn's ``random_state``."""
+    import inspect
+
+    from ultrafs.methods.params import specs_of
+    from ultrafs.methods.registry import methods
+    from ultrafs.sklearn import estimator_class
+
+    for method in methods():
+        if not method.estimator or not method.fit.__module__.startswith("ultrafs."):
+            continue
+        cls = estimator_class(method)
+        takes = "sample_weight" in inspect.signature(cls.fit).parameters
+        assert takes == method.weights, method.name
+        params = cls().get_params()
+        assert ("class_weight" in params) == method.weights, method.name
+        assert ("random_state" in params) == ("seed" in specs_of(method.params)), \
+            method.name
+        assert "seed" not in params
+
+
+def test_weighted_estimators_fit_with_sample_weight_and_class_weight():
+    from ultrafs.sklearn import GSRFSSelector, MSLRClassifier, SparseKernelLogisticRegression
+
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((40, 6))
+    y = np.where(X[:, 0] > 0, "a", "b")
+    for est in (MSLRClassifier(B=2, max_iter=2), GSRFSSelector(2, max_iter=50),
+                SparseKernelLogisticRegression(n_components=10, sigma=2.0)):
+        est.set_params(class_weight={"a": 3.0}).fit(X, y, sample_weight=rng.random(40))
+        if hasattr(est, "model_"):
+            assert est.model_.params["class_weights"] == [3.0, 1.0]
+            assert est.model_.params["sample_weight"] is True

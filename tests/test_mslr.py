@@ -817,3 +817,65 @@ def test_t9_leukemia(data_dir):
     assert 0.5 <= report["accuracy"] <= 1.0
     print(f"T9 leu: {len(model.features)} features {list(model.features)}, "
           f"test accuracy {report['accuracy'] * 34:.0f}/34, stop: {model.stop_reason}")
+
+
+# =============================== K >= 3 classes: one-vs-rest, one shared support
+def _three_classes(seed=5):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(150, 12))
+    scores = np.column_stack([X[:, 0], X[:, 1], -X[:, 0] - X[:, 1]]) \
+        + 0.3 * rng.normal(size=(150, 3))
+    return X, np.argmax(scores, axis=1)
+
+
+@pytest.mark.parametrize("C", [1.0, 10.0])
+def test_multiclass_one_constraint_is_one_l2_logistic_regression_per_class(C):
+    """T = 1: d = 1 on the constraint and the K one-vs-rest problems decouple,
+    each scikit-learn's ℓ2-LR without intercept on the selected columns."""
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = _three_classes()
+    space = make_feature_space(InMemoryStore(X, y), poly=1)
+    result = fit_mslr(space, y, B=4, C=C, max_iter=1, subproblem_tol=1e-12,
+                      scheduler="synchronous", n_classes=3)
+    assert result.coef.shape == (4, 3) and result.alpha.shape == (150, 3)
+    assert result.history[0]["certified"]
+    np.testing.assert_array_equal(result.d, np.ones(4))
+    columns = X[:, result.keys]
+    total = 0.0
+    for k in range(3):
+        codes = np.where(y == k, 1.0, -1.0)
+        clf = LogisticRegression(C=C, fit_intercept=False, tol=1e-12, max_iter=10000)
+        clf.fit(columns, codes)
+        w = clf.coef_.ravel()
+        total += 0.5 * float(w @ w) + loss_ref(columns, codes, w, C)
+        np.testing.assert_allclose(result.coef[:, k], w, atol=1e-5 * max(1.0, C))
+    assert result.history[0]["objective"] == pytest.approx(total, rel=1e-8)
+
+
+def test_multiclass_shared_support_certificate_and_selection():
+    """T > 1: the certified primal is ½ Σ_j d_j Σ_k c_kj² plus the K weighted
+    one-vs-rest losses of v; the informative columns are found first."""
+    X, y = _three_classes(seed=8)
+    w = np.random.default_rng(1).integers(0, 3, size=150).astype(float)
+    space = make_feature_space(InMemoryStore(X, y), poly=1)
+    result = fit_mslr(space, y, B=2, C=2.0, max_iter=3, subproblem_tol=1e-6,
+                      scheduler="synchronous", n_classes=3, sample_weight=w)
+    assert set(result.keys[:2]) == {0, 1}
+    last = result.history[-1]
+    assert last["certified"]
+    c = X[:, result.keys].T @ (result.alpha * np.where(y[:, None] == np.arange(3), 1.0, -1.0))
+    np.testing.assert_allclose(result.coef, result.d[:, None] * c, rtol=1e-9, atol=1e-12)
+    margins = np.where(y[:, None] == np.arange(3), 1.0, -1.0) * (X[:, result.keys]
+                                                                 @ result.coef)
+    primal = 0.5 * float(np.sum(result.d[:, None] * c * c)) \
+        + 2.0 * float(np.sum(w[:, None] * np.logaddexp(0.0, -margins)))
+    assert last["objective"] == pytest.approx(primal, rel=1e-9)
+    assert np.all(result.alpha[w == 0] == 0)
+
+
+def test_multiclass_needs_class_indices():
+    X, y = _three_classes()
+    space = make_feature_space(InMemoryStore(X, y), poly=1)
+    with pytest.raises(ParameterError, match="class indices 0..K-1"):
+        fit_mslr(space, y + 5, B=2, max_iter=1, n_classes=3)

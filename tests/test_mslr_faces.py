@@ -14,7 +14,6 @@ import json
 import numpy as np
 import pytest
 from sklearn.linear_model import LogisticRegression
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from tests.cli_tools import assert_one_line_error, run
 from tests.sparse_problems import sparse_binary_problem
@@ -174,11 +173,21 @@ def test_the_old_keywords_are_refused_with_the_new_name(zarr_store):
             select_mslr(store, B=3, max_iter=2, **{old: 1})
 
 
-def test_multiclass_data_is_refused():
-    X = np.random.default_rng(0).random((30, 5))
-    with pytest.raises(ParameterError,
-                       match=r"needs two classes; the data has 3 \(K classes: --method fgm"):
-        select_mslr(X, np.arange(30) % 3, B=2, max_iter=2)
+def test_multiclass_data_is_fitted_one_vs_rest_with_one_support():
+    """K = 3 classes: one shared selection, K columns of weights, the refit
+    multinomial; the planted features are found."""
+    from ultrafs.datasets.planted import make_planted_multiclass
+
+    p = make_planted_multiclass(300, 60, 6, 3, n_test=200, seed=4)
+    model = select_mslr(p.X_train, p.y_train, B=3, max_iter=3)
+    assert model.target == "multiclass" and model.n_outputs == 3
+    assert np.asarray(model.coef).shape == (len(model.features), 3)
+    assert {int(j) for j in p.relevant} <= set(model.features)
+    assert all(h["certified"] for h in model.history)
+    est = MSLRClassifier(B=3, max_iter=2).fit(p.X_train, p.y_train)
+    assert est.mslr_coef_.shape == (3, 60) and est.coef_.shape == (3, 60)
+    assert np.mean(est.predict(p.X_test) == p.y_test) > 0.8
+    np.testing.assert_allclose(est.predict_proba(p.X_test).sum(axis=1), 1.0)
 
 
 def test_poly_2_candidates():
@@ -193,9 +202,7 @@ def test_poly_2_candidates():
 
 
 # ------------------------------------------------------------ estimator
-@parametrize_with_checks([MSLRClassifier(B=2, max_iter=2, scheduler="synchronous")])
-def test_scikit_learn_contract(estimator, check):
-    check(estimator)
+# scikit-learn's checks of MSLRClassifier: tests/test_sklearn_checks.py
 
 
 def test_estimator_selector_and_store(zarr_store):

@@ -120,7 +120,7 @@ heavy = ("ultrafs.solvers", "ultrafs.features", "ultrafs.kernels", "ultrafs.api"
 # the method registry and the method modules (their parameters) are light:
 # the options of select are generated from them
 light = ("ultrafs.methods", "ultrafs.methods.registry", "ultrafs.methods.params",
-         "ultrafs.methods.space_params")
+         "ultrafs.methods.space_params", "ultrafs.methods.weight_params")
 print(json.dumps(sorted(name for name in sys.modules
                         if any(name == h or name.startswith(h + ".") for h in heavy)
                         and name not in light and not name.endswith("_method"))))

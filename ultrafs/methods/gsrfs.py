@@ -51,6 +51,13 @@ streamed worst-case analysis propose candidates: the multi-class scores
 ``w_j = 0``) of every feature in one pass, IRLS on the best
 ``n_candidates`` of them, and (convex case) further passes adding any
 feature whose score violates the KKT condition ``2‖X_jᵀ S1 E‖ ≤ λ``.
+
+Sample weights ``w`` (``sample_weight=``) weight each sample's loss,
+``Σ_i w_i (‖x_i W + b − y_i‖² + ε)^{r/2}``: they multiply IRLS's ``s1``
+(:mod:`ultrafs.solvers.irls`), the default ε is the weighted mean, and the
+scoring weights of the two-stage mode are ``w ⊙ s1 ⊙ E``.  An integer
+weight is that many copies of the sample, 0 a dropped one; weights all
+equal to 1 are no weights (the unweighted run, bit for bit).
 """
 
 from __future__ import annotations
@@ -67,7 +74,7 @@ from ultrafs.solvers.irls import (EPS_REL, LIVE_ROW_RTOL, IRLSProblem, L2pRows, 
                                   irls, sample_weights, smoothed_objective)
 
 __all__ = ["GSRFSResult", "fit_gsrfs", "fit_gsrfs_two_stage", "encode_targets",
-           "check_gsrfs_params", "rank_rows", "smoothed_objective", "default_eps",
+           "fit_weights", "check_gsrfs_params", "rank_rows", "smoothed_objective", "default_eps",
            "DEFAULT_TOL", "DEFAULT_GTOL", "DEFAULT_MAX_ITER", "DEFAULT_MIN_ITER",
            "EPS_REL", "LIVE_ROW_RTOL", "RANK_RTOL", "MAX_GRAM_BYTES", "SOLVES"]
 
@@ -252,11 +259,32 @@ def encode_targets(y, target="multiclass"):
     return Y, classes
 
 
-def default_eps(Y, fit_intercept=False) -> float:
-    """The loss's ε: ``EPS_REL`` times the mean squared norm of the (centred) target rows."""
+def default_eps(Y, fit_intercept=False, sample_weight=None) -> float:
+    """The loss's ε: ``EPS_REL`` times the mean squared norm of the (centred) target
+    rows (means weighted by ``sample_weight`` when given)."""
+    if sample_weight is not None:
+        pi = sample_weight / float(np.sum(sample_weight))
+        Yc = Y - pi @ Y if fit_intercept else Y
+        scale = float(pi @ np.einsum("ij,ij->i", Yc, Yc))
+        return EPS_REL * scale if scale > 0 else EPS_REL
     Yc = Y - Y.mean(axis=0) if fit_intercept else Y
     scale = float(np.mean(np.einsum("ij,ij->i", Yc, Yc))) if len(Yc) else 0.0
     return EPS_REL * scale if scale > 0 else EPS_REL
+
+
+def fit_weights(sample_weight, n_samples):
+    """The per-sample weights GSR-FS runs with: checked, None when absent or all 1.
+
+    Returns
+    -------
+    float64 array (n_samples,) or None
+    """
+    from ultrafs.solvers.datafits import check_sample_weight
+
+    weights = check_sample_weight(sample_weight, n_samples)
+    if weights is not None and np.all(weights == 1.0):
+        return None
+    return weights
 
 
 #: norms (and KKT scores) equal to this many digits relative to the largest
@@ -306,7 +334,7 @@ def fit_gsrfs(op, Y, *, r=1.0, p=0.5, lam=1.0, eps=None, eps_penalty=None,
               fit_intercept=False, tol=DEFAULT_TOL, gtol=DEFAULT_GTOL,
               max_iter=DEFAULT_MAX_ITER, min_iter=DEFAULT_MIN_ITER, solve="auto",
               stop="stationarity", accelerate=None, max_gram_bytes=MAX_GRAM_BYTES,
-              callback=None) -> GSRFSResult:
+              callback=None, sample_weight=None) -> GSRFSResult:
     """Fit GSR-FS by IRLS.
 
     Parameters
@@ -361,6 +389,8 @@ def fit_gsrfs(op, Y, *, r=1.0, p=0.5, lam=1.0, eps=None, eps_penalty=None,
         Refuse when the dense Gram (``min(n, m)²`` float64) would pass it.
     callback : callable, optional
         ``callback(k, W, b)`` after every iteration.
+    sample_weight : array-like of shape (n_samples,), optional
+        Per-sample weights of the loss (see the module docstring).
 
     Returns
     -------
@@ -390,11 +420,12 @@ def fit_gsrfs(op, Y, *, r=1.0, p=0.5, lam=1.0, eps=None, eps_penalty=None,
             f"the {solve} solve needs a dense {size:,} x {size:,} Gram "
             f"({size * size * 8 / 2**30:.1f} GiB, over the {max_gram_bytes / 2**30:.1f} GiB "
             f"allowed); use the two-stage mode or fewer samples")
+    weights = fit_weights(sample_weight, m)
     if eps is not None and eps_penalty is None:
         eps_penalty = float(eps)
-    eps = default_eps(Y, fit_intercept) if eps is None else float(eps)
+    eps = default_eps(Y, fit_intercept, weights) if eps is None else float(eps)
     passes0 = int(getattr(op, "n_passes", 0))
-    problem = IRLSProblem(L2rDatafit(op, Y, r, eps, fit_intercept),
+    problem = IRLSProblem(L2rDatafit(op, Y, r, eps, fit_intercept, weights),
                           L2pRows(lam, p, eps_penalty))
     run = irls(problem, solve=solve, tol=tol, gtol=gtol, max_iter=max_iter,
                min_iter=min_iter, stop=stop, accelerate=accelerate, callback=callback,
@@ -409,7 +440,7 @@ def fit_gsrfs(op, Y, *, r=1.0, p=0.5, lam=1.0, eps=None, eps_penalty=None,
         coef=W, intercept=run.intercept, row_norms=norms,
         ranking=rank_rows(norms, np.sqrt(np.einsum("ij,ij->i", loss_grad, loss_grad))),
         objective=run.objective,
-        objective_unsmoothed=smoothed_objective(E, W, r, p, lam, 0.0, 0.0),
+        objective_unsmoothed=smoothed_objective(E, W, r, p, lam, 0.0, 0.0, weights),
         stationarity=run.stationarity, kkt_dead=kkt_dead, n_iter=run.n_iter,
         converged=run.converged, stop_reason=run.stop_reason, solve=solve, eps=eps,
         eps_penalty=run.eps_penalty, history=run.history,
@@ -481,18 +512,25 @@ def gram_operator(store, columns=None, *, in_memory_bytes=IN_MEMORY_BYTES,
     return streamed
 
 
-def _score_weights(E, r, eps, fit_intercept):
-    """``S1 E``, the multi-class weights of the scoring pass (centred with a bias)."""
-    A = sample_weights(E, r, eps)[:, None] * E
+def _score_weights(E, r, eps, fit_intercept, weights=None):
+    """``S1 E``, the multi-class weights of the scoring pass (centred with a bias:
+    ``A − w (Σ_i A_i) / Σ_i w_i`` with sample weights ``w``, what the
+    centring of ``w_i`` copies of each sample gives)."""
+    if weights is None:
+        A = sample_weights(E, r, eps)[:, None] * E
+        if fit_intercept:
+            A -= A.mean(axis=0)
+        return A
+    A = (weights * sample_weights(E, r, eps))[:, None] * E
     if fit_intercept:
-        A -= A.mean(axis=0)
+        A -= np.outer(weights / float(np.sum(weights)), A.sum(axis=0))
     return A
 
 
 def fit_gsrfs_two_stage(store, Y, *, n_candidates, r=1.0, p=0.5, lam=1.0, eps=None,
                         eps_penalty=None, fit_intercept=False, max_rounds=MAX_ROUNDS, block_size=None,
                         scheduler=None, num_workers=None, in_memory_bytes=IN_MEMORY_BYTES,
-                        progress_label=None, **irls) -> GSRFSResult:
+                        progress_label=None, sample_weight=None, **irls) -> GSRFSResult:
     """GSR-FS on candidates proposed by the engine's streamed worst-case analysis.
 
     1. One scoring pass over every feature of ``store`` with the
@@ -523,6 +561,8 @@ def fit_gsrfs_two_stage(store, Y, *, n_candidates, r=1.0, p=0.5, lam=1.0, eps=No
         Of the scoring passes.
     in_memory_bytes : int
         See :func:`gram_operator`.
+    sample_weight : array-like of shape (n_samples,), optional
+        Per-sample weights of the loss (see the module docstring).
 
     Returns
     -------
@@ -545,12 +585,16 @@ def fit_gsrfs_two_stage(store, Y, *, n_candidates, r=1.0, p=0.5, lam=1.0, eps=No
     if not (isinstance(n_candidates, (int, np.integer)) and n_candidates >= 1):
         raise ParameterError(f"n_candidates must be an integer >= 1, got {n_candidates!r}")
     n_candidates = int(min(n_candidates, n))
-    eps_loss = default_eps(Y, fit_intercept) if eps is None else float(eps)
+    weights = fit_weights(sample_weight, m)
+    eps_loss = default_eps(Y, fit_intercept, weights) if eps is None else float(eps)
     space = build_feature_space(store, "linear")
     passes = dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers)
 
-    E0 = (Y.mean(axis=0) - Y) if fit_intercept else -Y
-    A = _score_weights(E0, r, eps_loss, fit_intercept)
+    if weights is None:
+        E0 = (Y.mean(axis=0) - Y) if fit_intercept else -Y
+    else:
+        E0 = ((weights / float(np.sum(weights))) @ Y - Y) if fit_intercept else -Y
+    A = _score_weights(E0, r, eps_loss, fit_intercept, weights)
     found, _ = worst_case_analysis(space, A, n_candidates, progress_label=progress_label,
                                    **passes)
     candidates = np.sort(found.keys)
@@ -561,14 +605,14 @@ def fit_gsrfs_two_stage(store, Y, *, n_candidates, r=1.0, p=0.5, lam=1.0, eps=No
     while True:
         op = gram_operator(store, candidates, in_memory_bytes=in_memory_bytes, **passes)
         res = fit_gsrfs(op, Y, r=r, p=p, lam=lam, eps=eps, eps_penalty=eps_penalty,
-                        fit_intercept=fit_intercept, **irls)
+                        fit_intercept=fit_intercept, sample_weight=weights, **irls)
         total_iter += res.n_iter
         rounds[-1]["iterations"] = int(res.n_iter)
         if p != 1 or len(candidates) >= n:
             break
         # the residuals of the fit on the candidates, over every sample
         E = op.matmat(res.coef) + res.intercept - Y
-        A = _score_weights(E, r, res.eps, fit_intercept)
+        A = _score_weights(E, r, res.eps, fit_intercept, weights)
         out, _ = worst_case_analysis(
             space, A, n_candidates, excluded=candidates, **passes,
             progress_label=None if progress_label is None

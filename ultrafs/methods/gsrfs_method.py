@@ -18,6 +18,7 @@ from typing import Any
 
 from ultrafs.methods.params import Params, param
 from ultrafs.methods.registry import HistoryPanel, Method, ReportSpec, register
+from ultrafs.methods.weight_params import class_weight_param
 
 __all__ = ["GSRFSParams", "GSRFS", "GSRFSFit", "fit", "to_model"]
 
@@ -77,6 +78,7 @@ class GSRFSParams(Params):
     in_memory_bytes: Any = param(None, "Largest store IRLS on every feature holds in "
                                  "memory (else streamed; the same fit) [default: 2 GiB].",
                                  kind="int", low=0, none=True, cli=False)
+    class_weight: Any = class_weight_param("Class targets only.")
 
 
 @dataclass
@@ -106,7 +108,8 @@ def fit(store, targets, params: GSRFSParams, execution) -> GSRFSFit:
         stop=params.stop, max_iter=params.max_iter, min_iter=params.min_iter,
         solve=params.solve, candidates=params.candidates,
         n_features_to_select=params.n_features_to_select, accelerate=params.accelerate,
-        scale=params.scale, in_memory_bytes=params.in_memory_bytes, **passes)
+        scale=params.scale, in_memory_bytes=params.in_memory_bytes,
+        sample_weight=targets.sample_weight, **passes)
     top = result.top(params.n_features_to_select)
     # the model predicts with GSR-FS refit on its selected columns (same r, p,
     # λ): the rows of the full fit leave out the other features' share of
@@ -118,6 +121,7 @@ def fit(store, targets, params: GSRFSParams, execution) -> GSRFSFit:
         op = ScaledGramOperator(op, factors[top[order]])
     refit = fit_gsrfs(op, Y, r=params.r, p=params.p, lam=params.lam, eps=params.eps,
                       fit_intercept=params.fit_intercept,
+                      sample_weight=targets.sample_weight,
                       **irls_options(params.tol, params.stop, params.max_iter,
                                      params.min_iter))
     W = np.empty_like(refit.coef)
@@ -171,7 +175,8 @@ def to_model(fitted: GSRFSFit, store, targets, params: GSRFSParams, execution):
                 "n_passes": int(result.n_passes), "seconds": float(result.seconds),
                 "loss": f"l2,{float(params.r):g}", "C": 1.0,
                 "id_offset": int(store.id_offset),
-                "data_fingerprint": getattr(store, "fingerprint", None)}
+                "data_fingerprint": getattr(store, "fingerprint", None),
+                **targets.weight_params}
     if result.kkt_dead is not None:
         recorded["kkt_dead"] = result.kkt_dead
     if params.tol is not None:
@@ -236,7 +241,7 @@ GSRFS = register(Method(
             "with ℓ2,p row sparsity, by IRLS; the model keeps the "
             "--n-features-to-select best-ranked features.",
     params=GSRFSParams, fit=fit, to_model=to_model,
-    targets=("binary", "multiclass", "continuous"), weights=False,
+    targets=("binary", "multiclass", "continuous"), weights=True,
     execution=("passes", "progress"),
     objective="min_{W,b} sum_i ||x_i W + b - y_i||_2^r + lambda sum_j ||w_j||_2^p "
               "(IRLS, smoothed by a tiny eps)",

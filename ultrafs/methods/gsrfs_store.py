@@ -15,7 +15,7 @@ from ultrafs.errors import ParameterError
 from ultrafs.solvers.gram_operators import ScaledGramOperator
 
 __all__ = ["response_matrix", "gsrfs_targets", "irls_options", "column_std_factors",
-           "fit_gsrfs_store", "CONSTANT_COLUMN_RTOL"]
+           "weighted_column_std_factors", "fit_gsrfs_store", "CONSTANT_COLUMN_RTOL"]
 
 #: a column whose standard deviation is at most this times its root mean
 #: square is constant (the two-pass sums leave rounding of that order)
@@ -90,6 +90,10 @@ def column_std_factors(store, *, block_size=None, scheduler=None, num_workers=No
     n = max(int(store.n_samples), 1)
     std = np.sqrt(np.asarray(stats["centred_sum_squares"], dtype=np.float64) / n)
     rms = np.sqrt(np.asarray(stats["sum_squares"], dtype=np.float64) / n)
+    return _factors(std, rms)
+
+
+def _factors(std, rms):
     factors = np.zeros_like(std)
     # a constant column's centred sum is rounding, not spread: dividing by
     # it would blow the column up by ~1e8 and ruin the Gram's conditioning
@@ -98,11 +102,58 @@ def column_std_factors(store, *, block_size=None, scheduler=None, num_workers=No
     return factors
 
 
+def weighted_column_std_factors(store, weights, *, block_size=None):
+    """``1/std_j`` of every column under per-sample weights (0 for a constant column).
+
+    ``std_j² = Σ_i w_i (x_ij − m_j)² / Σ_i w_i`` with the weighted mean
+    ``m_j``: the z-scoring of the rows repeated ``w_i`` times (integer
+    weights), the rows of weight 0 left out.  One read of the store, block
+    by block (each block holds whole columns, so both moments come from
+    it; centred sums, as :func:`column_std_factors`).
+
+    Parameters
+    ----------
+    store : ColumnStore
+    weights : float64 array (n_samples,)
+        ``>= 0``, not all 0.
+    block_size : int, optional
+        Columns per read (default: the store's block size, else 4096).
+
+    Returns
+    -------
+    factors : float64 array (n_features,)
+    """
+    weights = np.asarray(weights, dtype=np.float64)
+    total = float(np.sum(weights))
+    p = int(store.n_features)
+    step = int(block_size or getattr(store, "block_size", None) or 4096)
+    std = np.zeros(p)
+    rms = np.zeros(p)
+    for start in range(0, p, step):
+        stop = min(p, start + step)
+        block = store.read_range(start, stop)
+        width = stop - start
+        counts = np.diff(np.asarray(block.indptr, dtype=np.int64))
+        column = np.repeat(np.arange(width), counts)
+        values = block.values(np.float64)
+        w = weights[np.asarray(block.indices, dtype=np.int64)]
+        mean = np.bincount(column, w * values, minlength=width) / total
+        deviation = values - mean[column]
+        stored_weight = np.bincount(column, w, minlength=width)
+        # the zeros of a sparse column sit at −m_j from the mean
+        centred = (np.bincount(column, w * deviation * deviation, minlength=width)
+                   + mean * mean * np.maximum(total - stored_weight, 0.0))
+        std[start:stop] = np.sqrt(centred / total)
+        rms[start:stop] = np.sqrt(np.bincount(column, w * values * values,
+                                              minlength=width) / total)
+    return _factors(std, rms)
+
 def fit_gsrfs_store(store, Y, *, r=1.0, p=0.5, lam=1.0, fit_intercept=True, eps=None,
                     tol=None, stop="stationarity", max_iter=None, min_iter=None,
                     solve="auto", candidates=None, n_features_to_select=50,
                     accelerate=None, scale="auto", block_size=None, scheduler=None,
-                    num_workers=None, in_memory_bytes=None, progress=None):
+                    num_workers=None, in_memory_bytes=None, sample_weight=None,
+                    progress=None):
     """GSR-FS on a store: IRLS on every feature, or the two-stage mode.
 
     Parameters
@@ -136,6 +187,9 @@ def fit_gsrfs_store(store, Y, *, r=1.0, p=0.5, lam=1.0, fit_intercept=True, eps=
     in_memory_bytes : int, optional
         Largest store IRLS holds in memory (default
         :data:`~ultrafs.methods.gsrfs.IN_MEMORY_BYTES`).
+    sample_weight : array-like of shape (n_samples,), optional
+        Per-sample weights of the loss (and of the scaling's standard
+        deviations, :func:`weighted_column_std_factors`); all 1: none.
     progress : bool, optional
         Phases on stderr (reads, passes, IRLS iterations); None: as the
         caller's :func:`ultrafs.progress.showing` says.
@@ -163,15 +217,18 @@ def fit_gsrfs_store(store, Y, *, r=1.0, p=0.5, lam=1.0, fit_intercept=True, eps=
     from ultrafs.progress import is_showing, showing
 
     show = is_showing() if progress is None else bool(progress)
+    weights = g.fit_weights(sample_weight, int(store.n_samples))
     if candidates is None:
         with showing(show):
             op = g.gram_operator(store, in_memory_bytes=memory, **passes)
             factors = None
             if scale != "none":
-                factors = column_std_factors(store, **passes)
+                factors = (column_std_factors(store, **passes) if weights is None
+                           else weighted_column_std_factors(store, weights,
+                                                            block_size=block_size))
                 op = ScaledGramOperator(op, factors)
             result = g.fit_gsrfs(op, Y, r=r, p=p, lam=lam, eps=eps,
-                                 fit_intercept=fit_intercept, **irls)
+                                 fit_intercept=fit_intercept, sample_weight=weights, **irls)
         if factors is not None:
             result.coef = result.coef * factors[:, None]
         result.column_factors = factors
@@ -181,5 +238,6 @@ def fit_gsrfs_store(store, Y, *, r=1.0, p=0.5, lam=1.0, fit_intercept=True, eps=
     with showing(show):
         return g.fit_gsrfs_two_stage(store, Y, n_candidates=candidates, r=r, p=p, lam=lam,
                                      eps=eps, fit_intercept=fit_intercept,
-                                     in_memory_bytes=memory, **passes, **irls,
+                                     in_memory_bytes=memory, sample_weight=weights,
+                                     **passes, **irls,
                                      progress_label="gsrfs: scoring" if show else None)

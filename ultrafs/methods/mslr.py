@@ -32,6 +32,24 @@ MSLR's model is FGM's logistic model without a bias (digest A7): with
 exact subproblems both select the same sets, and the reduced problem's
 optimum is FGM's subproblem optimum on the same constraints
 (``tests/test_mslr.py`` checks it against FGM's APG).
+
+Sample weights ``s`` (``fit_mslr(sample_weight=...)``) weight each
+sample's loss, ``C Σ_i s_i log(1 + exp(−y_i x_i'v))``: the dual box of
+sample i is ``(0, C s_i)`` (:mod:`ultrafs.solvers.smoothing_cd`), its start
+``s_i min(1, C/2)`` (what ``s_i`` copies of the sample start at together),
+so the worst-case scores ``Σ_i α_i y_i x_i`` carry the weights; a weight of
+0 is a dropped sample.  The retraining is weighted the same way.
+
+K >= 3 classes (``fit_mslr(n_classes=K)``): one-vs-rest with one shared
+support.  Class k's binary problem has the ±1 codes ``y^k`` (+1 on class
+k's rows) and its own dual ``α^k``; the constraints, and so ``d``, are
+shared: ``min_{d ∈ D} max_{α^1..α^K} Σ_k −f(α^k, d)``.  A feature's
+worst-case score is ``Σ_k c_j(α^k)²`` (the multi-class pass FGM uses), and
+the reduced problem is the binary one on the block-diagonal stack of the K
+problems (rows ``(k, i)``, columns ``(k, j)``, constraint ``S_t`` holding
+``(k, j)`` for every k): the same solver and certificate.  The classifier
+``v`` has one column per class (decision ``argmax_k x'v_k``); the
+retraining is multinomial ℓ2-LR on the selected columns.
 """
 
 from __future__ import annotations
@@ -47,6 +65,7 @@ from ultrafs.errors import ParameterError
 from ultrafs.methods.column_cache import ColumnCache
 from ultrafs.rss import peak_rss_mb
 from ultrafs.scoring.worst_case import worst_case_analysis
+from ultrafs.solvers.datafits import check_sample_weight
 from ultrafs.solvers.smoothing_cd import (BETA, Q0, ConstraintHull, LogisticRows,
                                           MinimaxProblem, solve_minimax)
 
@@ -128,7 +147,8 @@ def validate_mslr_params(B, C, max_iter, tol, subproblem_tol):
 
 def fit_mslr(features, y, *, B=10, C=10.0, max_iter=10, tol=1e-3, subproblem_tol=1e-4,
              q0=Q0, beta=BETA, max_sweeps=20000, block_size=None, scheduler=None,
-             num_workers=None, callback=None, progress=False, seed=0):
+             num_workers=None, callback=None, progress=False, seed=0, sample_weight=None,
+             n_classes=None):
     """Run MSLR's cutting plane on a feature space.
 
     Parameters
@@ -136,7 +156,7 @@ def fit_mslr(features, y, *, B=10, C=10.0, max_iter=10, tol=1e-3, subproblem_tol
     features : feature space
         Candidates (linear or degree-2; one column per key).
     y : array, shape (n_samples,)
-        Labels in {-1, +1}.
+        Labels in {-1, +1}, or class indices ``0..K-1`` with ``n_classes``.
     B : int
         r: the features of each constraint (the top-r of ``c_j²``).
     C : float
@@ -157,6 +177,13 @@ def fit_mslr(features, y, *, B=10, C=10.0, max_iter=10, tol=1e-3, subproblem_tol
         Called with each history record.
     seed : int
         Seed of the sweeps' row orders.
+    sample_weight : array-like of shape (n_samples,), optional
+        Per-sample weights ``s_i >= 0`` of the loss (see the module
+        docstring); None: all 1.
+    n_classes : int, optional
+        K >= 3: ``y`` holds class indices, fitted one-vs-rest with one
+        shared support (the module docstring); ``coef`` then has shape
+        (p, K) and ``alpha`` (n, K).
 
     Returns
     -------
@@ -171,14 +198,24 @@ def fit_mslr(features, y, *, B=10, C=10.0, max_iter=10, tol=1e-3, subproblem_tol
         and peak RSS figures where the platform reports them.
     """
     validate_mslr_params(B, C, max_iter, tol, subproblem_tol)
-    y = np.asarray(y, dtype=np.float64)
-    if y.ndim != 1 or not np.all(np.abs(y) == 1):
-        raise ParameterError("MSLR needs labels in {-1, +1}")
+    stack = None
+    if n_classes is not None:
+        stack = _ClassStack(y, n_classes)
+        y = stack.codes             # (n, K) ±1 one-vs-rest codes
+    else:
+        y = np.asarray(y, dtype=np.float64)
+        if y.ndim != 1 or not np.all(np.abs(y) == 1):
+            raise ParameterError("MSLR needs labels in {-1, +1}")
     n = y.shape[0]
     C = float(C)
     start = min(1.0, 0.5 * C)
-    alpha = np.full(n, start)
-    alpha_c = np.full(n, C - start)
+    weights = check_sample_weight(sample_weight, n)
+    if weights is None:
+        alpha = np.full(y.shape, start)
+        alpha_c = np.full(y.shape, C - start)
+    else:               # a box (0, C s_i) per sample; s_i copies' start
+        alpha = start * (weights if stack is None else weights[:, None] * np.ones(y.shape))
+        alpha_c = C * (weights if stack is None else weights[:, None]) - alpha
     cache = ColumnCache(n)
     keys = np.zeros(0, dtype=np.int64)
     batch_ptr = [0]             # first-selection boundaries (an iteration may add none)
@@ -231,12 +268,20 @@ def fit_mslr(features, y, *, B=10, C=10.0, max_iter=10, tol=1e-3, subproblem_tol
 
         started = time.perf_counter()
         rows = _rows(cache)
-        problem = MinimaxProblem(LogisticRows(rows.indptr, rows.indices, rows.data, y, C),
-                                 ConstraintHull(tuple(constraints)))
-        solution = solve_minimax(problem, alpha0=alpha, alpha_c0=alpha_c,
-                                 tol=subproblem_tol, q0=q0, beta=beta,
-                                 max_sweeps=max_sweeps, seed=seed)
-        alpha, alpha_c = solution.alpha, solution.alpha_c
+        if stack is None:
+            problem = MinimaxProblem(LogisticRows(rows.indptr, rows.indices, rows.data, y,
+                                                  C, weights),
+                                     ConstraintHull(tuple(constraints)))
+            solution = solve_minimax(problem, alpha0=alpha, alpha_c0=alpha_c,
+                                     tol=subproblem_tol, q0=q0, beta=beta,
+                                     max_sweeps=max_sweeps, seed=seed)
+            alpha, alpha_c = solution.alpha, solution.alpha_c
+        else:
+            solution = stack.solve(rows, constraints, C, weights, alpha, alpha_c,
+                                   tol=subproblem_tol, q0=q0, beta=beta,
+                                   max_sweeps=max_sweeps, seed=seed)
+            alpha, alpha_c = stack.per_class(solution.alpha), stack.per_class(
+                solution.alpha_c)
         solve_seconds = time.perf_counter() - started
         if not np.isfinite(solution.primal):
             raise ParameterError(f"C = {C:g} is too large for this data: the "
@@ -271,10 +316,53 @@ def fit_mslr(features, y, *, B=10, C=10.0, max_iter=10, tol=1e-3, subproblem_tol
                           constraints=[], mu=np.zeros(0), d=np.zeros(0),
                           coef=np.zeros(0), alpha=alpha, history=history,
                           stop_reason=stop_reason)
+    d, coef = solution.d, solution.coef
+    if stack is not None:           # the K copies of d are equal; v per class
+        d, coef = stack.per_class(d, len(keys))[:, 0], stack.per_class(coef, len(keys))
     return MSLRResult(keys=keys, batch_ptr=np.asarray(batch_ptr, dtype=np.int64),
-                      constraints=constraints, mu=solution.mu, d=solution.d,
-                      coef=solution.coef, alpha=alpha, history=history,
+                      constraints=constraints, mu=solution.mu, d=d,
+                      coef=coef, alpha=alpha, history=history,
                       stop_reason=stop_reason, block=_block(cache))
+
+
+class _ClassStack:
+    """K one-vs-rest problems as one binary reduced problem (the module
+    docstring): the block-diagonal stack of the rows, the constraints over
+    every class's copy of their columns, and the maps between the stacked
+    vectors (class-major: entry ``k n + i``) and per-class matrices."""
+
+    def __init__(self, y, n_classes):
+        index = np.asarray(y)
+        K = int(n_classes)
+        if index.ndim != 1 or K < 3 or not np.all((index >= 0) & (index < K)) \
+                or not np.all(index == np.round(index)):
+            raise ParameterError(f"MSLR with K = {n_classes!r} classes needs class "
+                                 f"indices 0..K-1 and K >= 3")
+        self.K = K
+        self.codes = -np.ones((len(index), K))
+        self.codes[np.arange(len(index)), index.astype(np.int64)] = 1.0
+
+    def stacked(self, matrix):
+        """(m, K) per class -> (K m,) class-major."""
+        return np.ascontiguousarray(np.asarray(matrix).T).ravel()
+
+    def per_class(self, vector, m=None):
+        """(K m,) class-major -> (m, K)."""
+        vector = np.asarray(vector)
+        return vector.reshape(self.K, m if m is not None else len(vector) // self.K).T.copy()
+
+    def solve(self, rows, constraints, C, weights, alpha, alpha_c, **options):
+        p = rows.shape[1]
+        big = sp.block_diag([rows] * self.K, format="csr")
+        big.sort_indices()
+        shared = tuple(np.concatenate([k * p + s for k in range(self.K)])
+                       for s in constraints)
+        problem = MinimaxProblem(
+            LogisticRows(big.indptr, big.indices, big.data, self.stacked(self.codes), C,
+                         None if weights is None else np.tile(weights, self.K)),
+            ConstraintHull(shared))
+        return solve_minimax(problem, alpha0=self.stacked(alpha),
+                             alpha_c0=self.stacked(alpha_c), **options)
 
 
 def _rows(cache):
@@ -323,7 +411,7 @@ def check_retrain_C(C):
 
 
 def retrain(block, y, *, C=DEFAULT_RETRAIN_C, fit_intercept=True, seed=0,
-            fraction=RETRAIN_VALIDATION_FRACTION):
+            fraction=RETRAIN_VALIDATION_FRACTION, sample_weight=None, n_classes=None):
     """ℓ2-regularised LR on the selected columns: the paper's retraining.
 
     ``1/2 ||w||^2 + C Σ_i log(1 + exp(−y_i (x_i'w + c)))`` with an
@@ -347,6 +435,12 @@ def retrain(block, y, *, C=DEFAULT_RETRAIN_C, fit_intercept=True, seed=0,
     fit_intercept : bool
     seed : int
     fraction : float
+    sample_weight : array-like of shape (n,), optional
+        Per-sample weights of the loss; with ``C="auto"`` the held-out
+        rows are scored by their weighted accuracy and mean log-loss.
+    n_classes : int, optional
+        K >= 3: ``y`` holds class indices and the retraining is multinomial
+        (softmax) ℓ2-LR, scored by accuracy and mean multinomial log-loss.
 
     Returns
     -------
@@ -358,49 +452,74 @@ def retrain(block, y, *, C=DEFAULT_RETRAIN_C, fit_intercept=True, seed=0,
     from ultrafs.methods.validation import c_grid
     from ultrafs.progress import phase
 
-    y = np.asarray(y, dtype=np.float64)
+    multi = n_classes is not None
+    y = np.asarray(y, dtype=np.int64 if multi else np.float64)
     C = check_retrain_C(C)
+    weights = check_sample_weight(sample_weight, len(y))
     n_fits = len(c_grid(DEFAULT_RETRAIN_C)) + 1 if C == "auto" else 1
     with phase(f"MSLR refit: ℓ2-LR on {block.n_columns:,} selected features", n_fits,
                "fit") as progress:
-        return _retrain(block, y, C, fit_intercept, seed, fraction, progress)
+        return _retrain(block, y, C, fit_intercept, seed, fraction, weights, n_classes,
+                        progress)
 
 
-def _retrain(block, y, C, fit_intercept, seed, fraction, progress):
+def _retrain(block, y, C, fit_intercept, seed, fraction, weights, n_classes, progress):
     """:func:`retrain`'s fits, counted by ``progress`` (a Phase)."""
     from ultrafs.methods.refit import refit_block
     from ultrafs.methods.validation import c_grid, stratified_split
 
+    multi = n_classes is not None
     if C == "auto":
-        train, held = stratified_split(y > 0, fraction, seed)
+        train, held = stratified_split(y if multi else y > 0, fraction, seed)
         fit_part = _row_subset(block, train, len(y))
         score_part = _row_subset(block, held, len(y))
         points = []
         for value in c_grid(DEFAULT_RETRAIN_C):
             model = refit_block(fit_part, y[train], loss="logistic", C=value,
-                                fit_intercept=fit_intercept)
+                                fit_intercept=fit_intercept, n_classes=n_classes,
+                                sample_weight=None if weights is None else weights[train])
             decision = _decision(score_part, model["coef"], model["intercept"],
                                  len(held))
-            margin = y[held] * decision
-            points.append({"C": float(value),
-                           "accuracy": float(np.mean(margin > 0)),
-                           "loss": float(np.mean(np.logaddexp(0.0, -margin)))})
+            if multi:       # correct class, and the multinomial log-loss
+                from scipy.special import log_softmax
+
+                truth = y[held]
+                margin = np.where(np.argmax(decision, axis=1) == truth, 1.0, -1.0)
+                losses = -log_softmax(decision, axis=1)[np.arange(len(held)), truth]
+            else:
+                margin = y[held] * decision
+                losses = np.logaddexp(0.0, -margin)
+            if weights is None:
+                accuracy = float(np.mean(margin > 0))
+                loss = float(np.mean(losses))
+            else:
+                held_weights = weights[held]
+                total = max(float(np.sum(held_weights)), np.finfo(float).tiny)
+                accuracy = float(np.sum(held_weights * (margin > 0)) / total)
+                loss = float(np.sum(held_weights * losses) / total)
+            points.append({"C": float(value), "accuracy": accuracy, "loss": loss})
             best = min(points, key=lambda pt: (-pt["accuracy"], pt["loss"], pt["C"]))
             progress.update(1, status=f"best C {best['C']:.4g} (held-out accuracy "
                                       f"{best['accuracy']:.4g})")
         result = refit_block(block, y, loss="logistic", C=best["C"],
-                             fit_intercept=fit_intercept)
+                             fit_intercept=fit_intercept, sample_weight=weights,
+                             n_classes=n_classes)
         progress.update(1)
         result["validation"] = {"method": "holdout", "fraction": float(fraction),
                                 "seed": int(seed), "C": best["C"], "points": points}
         return result
-    result = refit_block(block, y, loss="logistic", C=C, fit_intercept=fit_intercept)
+    result = refit_block(block, y, loss="logistic", C=C, fit_intercept=fit_intercept,
+                         sample_weight=weights, n_classes=n_classes)
     progress.update(1, status=f"C {C:g}")
     return result
 
 
 def _decision(block, coef, intercept, n):
-    """``X_block @ coef + intercept`` for the block's ``n`` rows."""
+    """``X_block @ coef + intercept`` for the block's ``n`` rows ((n,) for a
+    vector ``coef``, (n, K) for a (p, K) one)."""
     values = block.values(np.float64)
     csc = sp.csc_matrix((values, block.indices, block.indptr), shape=(n, block.n_columns))
-    return np.asarray(csc @ np.asarray(coef, dtype=np.float64)).ravel() + float(intercept)
+    coef = np.asarray(coef, dtype=np.float64)
+    if coef.ndim == 2:
+        return np.asarray(csc @ coef) + np.asarray(intercept, dtype=np.float64)
+    return np.asarray(csc @ coef).ravel() + float(intercept)

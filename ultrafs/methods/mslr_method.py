@@ -18,6 +18,7 @@ from ultrafs.methods.params import SpelledParameterError, Params, param, specs_o
 from ultrafs.methods.registry import HistoryPanel, Method, ReportSpec, register
 from ultrafs.methods.space_params import (check_degree_two, coef0_param, gamma_param,
                                           poly_param)
+from ultrafs.methods.weight_params import class_weight_param
 
 __all__ = ["MSLRParams", "MSLRFit", "MSLR", "fit", "to_model", "summary_lines",
            "progress_line", "estimator_attributes"]
@@ -61,6 +62,9 @@ class MSLRParams(Params):
     seed: int = param(0, "Seed of the coordinate sweeps' row orders and of the held-out "
                       "split of --refit-C auto.", kind="int", low=0,
                       old=("--split-seed",))
+    class_weight: Any = class_weight_param("The refit is weighted too (--refit-C auto "
+                                           "scores held-out rows by their weighted "
+                                           "accuracy).")
 
     def check(self):
         if not self.refit and self.refit_C != _default("refit_C"):
@@ -117,7 +121,9 @@ def fit(store, targets, params: MSLRParams, execution) -> MSLRFit:
     from ultrafs.methods.mslr import fit_mslr, retrain
     from ultrafs.methods.validation import default_C
 
-    labels = np.asarray(targets.y, dtype=np.float64)
+    K = targets.n_classes          # None: two classes (±1 labels)
+    labels = np.asarray(targets.y, dtype=np.float64 if K is None else np.int64)
+    weights = targets.sample_weight
     features = make_feature_space(store, poly=params.poly, gamma=params.gamma,
                                   coef0=params.coef0)
     C, C_rule = params.C, "default" if params.is_default("C") else "given"
@@ -127,11 +133,13 @@ def fit(store, targets, params: MSLRParams, execution) -> MSLRFit:
     result = fit_mslr(features, labels, B=params.B, C=C, max_iter=params.max_iter,
                       tol=params.tol, subproblem_tol=params.inner_tol,
                       callback=execution.callback, progress=execution.progress,
-                      seed=params.seed, **execution.passes())
+                      seed=params.seed, sample_weight=weights, n_classes=K,
+                      **execution.passes())
     refitted = None
     if params.refit and len(result.keys):
         refitted = retrain(result.block, labels, C=params.refit_C,
-                           fit_intercept=params.fit_intercept, seed=params.seed)
+                           fit_intercept=params.fit_intercept, seed=params.seed,
+                           sample_weight=weights, n_classes=K)
     return MSLRFit(result, features, float(C), C_rule, refitted)
 
 
@@ -161,7 +169,8 @@ def to_model(fitted: MSLRFit, store, targets, params: MSLRParams, execution):
                                 for members in result.constraints],
                 "mu": [float(v) for v in result.mu],
                 "n_active": int(np.count_nonzero(result.active())),
-                "data_fingerprint": getattr(store, "fingerprint", None)}
+                "data_fingerprint": getattr(store, "fingerprint", None),
+                **targets.weight_params}
     recorded.update({name: value for name, value in features.spec().items()
                      if name not in ("kind", "scales")})
     if refitted is not None:
@@ -176,21 +185,24 @@ def to_model(fitted: MSLRFit, store, targets, params: MSLRParams, execution):
         recorded["fit_intercept"] = False
     if execution.command:
         recorded["command"] = execution.command
+    coef = np.asarray(result.coef, dtype=np.float64)
     return Model(
         features=ids,
-        coef=np.asarray(result.coef, dtype=np.float64),
-        intercept=0.0,
+        coef=coef,
+        intercept=0.0 if coef.ndim == 1 else np.zeros(coef.shape[1]),
         batches=[int(b) for b in result.batch_ptr],
         loss="logistic",
         classes=[float(c) for c in store.classes],
-        target="binary",
+        target=targets.kind,
         feature_space=features.spec(),
         params=recorded,
         history=result.history,
         stop_reason=result.stop_reason,
         refit=None if refitted is None else {
             "coef": np.asarray(refitted["coef"], dtype=np.float64),
-            "intercept": float(refitted["intercept"]), "C": float(refitted["C"])},
+            "intercept": (float(refitted["intercept"]) if coef.ndim == 1 else
+                          np.asarray(refitted["intercept"], dtype=np.float64)),
+            "C": float(refitted["C"])},
         predictor="refit" if refitted is not None else "selection",
         feature_names=Model.names_from_store(ids, store, features.kind),
     )
@@ -246,9 +258,10 @@ def estimator_attributes(model, id_offset, n_features_in=None) -> dict:
         constraint ``S_t`` in selection order (store ids less
         ``id_offset``); ``mu_``: ndarray of shape (n_constraints,), their
         weights (sum 1); with linear features and ``n_features_in``,
-        ``mslr_coef_``: ndarray of shape (1, n_features_in), MSLR's own
-        weights over every input column (the common ``coef_`` is the
-        refit's when it predicts).
+        ``mslr_coef_``: ndarray of shape (n_outputs, n_features_in) (1 for
+        two classes, K one-vs-rest rows for K >= 3), MSLR's own weights over
+        every input column (the common ``coef_`` is the refit's when it
+        predicts).
     """
     import numpy as np
 
@@ -256,8 +269,9 @@ def estimator_attributes(model, id_offset, n_features_in=None) -> dict:
                                    for s in model.params["constraints"]],
                   "mu_": np.asarray(model.params["mu"], dtype=np.float64)}
     if n_features_in is not None and model.feature_space.get("kind", "linear") == "linear":
-        coef = np.zeros((1, int(n_features_in)))
-        coef[0, np.asarray(model.features, dtype=np.int64) - id_offset] = model.coef
+        own = np.asarray(model.coef, dtype=np.float64).reshape(len(model.features), -1)
+        coef = np.zeros((own.shape[1], int(n_features_in)))
+        coef[:, np.asarray(model.features, dtype=np.int64) - id_offset] = own.T
         attributes["mslr_coef_"] = coef
     return attributes
 
@@ -265,9 +279,11 @@ def estimator_attributes(model, id_offset, n_features_in=None) -> dict:
 MSLR = register(Method(
     name="mslr", display_name="MSLR", description="minimax sparse logistic regression",
     summary="mslr: minimax sparse logistic regression (seed 000): r = B features per "
-            "constraint, T_m = max_iter constraints at most, no bias; refitted by "
-            "l2-LR on its selection.",
-    params=MSLRParams, fit=fit, to_model=to_model, targets=("binary",), weights=False,
+            "constraint, T_m = max_iter constraints at most, no bias (K >= 3 classes: "
+            "one-vs-rest with one shared support); refitted by l2-LR (multinomial for "
+            "K classes) on its selection.",
+    params=MSLRParams, fit=fit, to_model=to_model, targets=("binary", "multiclass"),
+    weights=True,
     execution=("passes", "progress"),
     objective="min_{d in D} max_{alpha in (0,C)^n} -f(alpha, d), D = {d in [0,1]^m : "
               "sum_j d_j <= r} (the relaxed l0-constrained logistic regression without "

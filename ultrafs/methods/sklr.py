@@ -17,6 +17,13 @@ The problem is solved by one of the l1 solvers of
 :mod:`ultrafs.solvers.l1_solvers` to its duality-gap certificate,
 optionally in two stages (stage 2 on stage 1's support at ``ratio * lam``).
 
+Sample weights ``s`` (``fit_sklr(sample_weight=...)``) weight each
+sample's loss, ``sum_i s_i log(1 + exp(...))``: the datafit carries them
+(:class:`~ultrafs.solvers.datafits.Datafit`), so ``lam_max``, every solver
+and the duality-gap certificate are the weighted problem's.  The basis is
+built from the rows as they are (the median heuristic of σ and the RBF
+support points take every row, weights aside).
+
 This module takes a feature space and labels; the faces (API, CLI,
 estimator) build both and write the model.
 """
@@ -156,7 +163,8 @@ def check_solver_options(solver, lam_ratio, lam, two_stage, scaling):
 
 def fit_sklr(space, y, *, solver="cgd", lam_ratio=0.1, lam=None, two_stage=None,
              fit_intercept=True, tol=None, max_iter=None, scaling=None, seed=0,
-             row_chunk=None, cache_bytes=None, progress=False) -> SKLRResult:
+             row_chunk=None, cache_bytes=None, progress=False,
+             sample_weight=None) -> SKLRResult:
     """Fit sparse kernel logistic regression on a kernel basis.
 
     Parameters
@@ -190,6 +198,8 @@ def fit_sklr(space, y, *, solver="cgd", lam_ratio=0.1, lam=None, two_stage=None,
         turned them on): the basis and λ_max (how the basis is held), then
         the solver's iterations with their objective and relative duality
         gap against the tolerance (:class:`SolverProgress`).
+    sample_weight : array-like of shape (N,), optional
+        Per-sample weights of the loss (None: all 1).
 
     Returns
     -------
@@ -200,7 +210,7 @@ def fit_sklr(space, y, *, solver="cgd", lam_ratio=0.1, lam=None, two_stage=None,
     y = np.ascontiguousarray(y, dtype=np.float64)
     with showing(progress or is_showing()), phase("sklr basis and λ_max") as progress_phase:
         operator = space.operator(row_chunk=row_chunk, cache_bytes=cache_bytes)
-        datafit = Datafit(get_loss("logistic", "binary"), operator, y, 1.0)
+        datafit = Datafit(get_loss("logistic", "binary"), operator, y, 1.0, sample_weight)
         problem = L1Problem(datafit, 1.0, fit_intercept)
         lam_max = problem.lam_max()
         if lam is None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ultrafs.methods.params import SpelledParameterError, Params, param, specs_of
 from ultrafs.methods.registry import HistoryPanel, Method, ReportSpec, register
+from ultrafs.methods.weight_params import class_weight_param
 
 __all__ = ["SKLRParams", "SKLR", "fit", "to_model", "summary_lines",
            "estimator_attributes"]
@@ -62,6 +63,7 @@ class SKLRParams(Params):
     seed: int = param(0, "Seed of Ω and b (recorded in the model), of the median "
                       "heuristic's rows and of SGD-C's permutations.", kind="int", low=0,
                       high=2 ** 63 - 1)
+    class_weight: Any = class_weight_param()
     row_chunk: Any = param(None, "Rows per tile of the basis operator.", kind="int",
                            low=1, none=True, cli=False)
     cache_bytes: Any = param(None, "Memory budget of the basis: Φ is held in memory when "
@@ -140,7 +142,7 @@ def fit(store, targets, params: SKLRParams, execution) -> SKLRFit:
                       tol=params.tol, max_iter=params.max_iter,
                       scaling=params.mfista_scaling, seed=params.seed,
                       row_chunk=params.row_chunk, cache_bytes=params.cache_bytes,
-                      progress=execution.progress)
+                      progress=execution.progress, sample_weight=targets.sample_weight)
     return SKLRFit(result, space)
 
 
@@ -177,7 +179,8 @@ def to_model(fitted: SKLRFit, store, targets, params: SKLRParams, execution):
                 "nnz_pct": 100.0 * len(result.keys) / max(space.n_candidates, 1),
                 "seconds": float(result.seconds), "loss": "logistic", "C": 1.0,
                 "id_offset": int(store.id_offset),
-                "data_fingerprint": getattr(store, "fingerprint", None)}
+                "data_fingerprint": getattr(store, "fingerprint", None),
+                **targets.weight_params}
     if params.basis == "rff":
         recorded["n_components"] = int(params.n_components)
         ids = space.feature_ids(result.keys)
@@ -268,7 +271,7 @@ SKLR = register(Method(
     description="sparse kernel logistic regression",
     summary="sklr: sparse kernel logistic regression (seed 001) on random Fourier "
             "features or the exact RBF kernel columns, λ = lambda_ratio x λ_max.",
-    params=SKLRParams, fit=fit, to_model=to_model, targets=("binary",), weights=False,
+    params=SKLRParams, fit=fit, to_model=to_model, targets=("binary",), weights=True,
     execution=("progress",),
     objective="min_w sum_i log(1 + exp(-y_i (phi(x_i)'w + c))) + lambda ||w||_1, phi: "
               "the kernel basis (random Fourier features or RBF kernel columns)",

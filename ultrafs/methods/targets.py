@@ -103,6 +103,9 @@ def read_targets(store, kinds, method, *, sample_weight=None, class_weight=None)
     if (sample_weight is not None or class_weight is not None) and not method.weights:
         raise ParameterError(f"{method.display_name} does not take sample or class "
                              "weights")
+    if class_weight is not None and target == "continuous":
+        raise ParameterError(f"class_weight weights classes, but the targets are "
+                             f"real values ({method.display_name}): use sample_weight")
     if method.weights:
         targets.sample_weight, targets.weight_params = sample_weights(
             store, targets.y, targets.n_classes, sample_weight, class_weight)

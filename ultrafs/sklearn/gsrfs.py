@@ -96,7 +96,8 @@ accelerate, candidates, scale, in_memory_bytes
                  max_iter=_DEFAULTS["max_iter"], min_iter=_DEFAULTS["min_iter"],
                  solve=_DEFAULTS["solve"], accelerate=_DEFAULTS["accelerate"],
                  candidates=_DEFAULTS["candidates"], scale=_DEFAULTS["scale"],
-                 in_memory_bytes=_DEFAULTS["in_memory_bytes"], block_size=None,
+                 in_memory_bytes=_DEFAULTS["in_memory_bytes"],
+                 class_weight=_DEFAULTS["class_weight"], block_size=None,
                  scheduler=None, n_jobs=None, verbose=0):
         self.n_features_to_select = n_features_to_select
         self.r = r
@@ -113,12 +114,13 @@ accelerate, candidates, scale, in_memory_bytes
         self.candidates = candidates
         self.scale = scale
         self.in_memory_bytes = in_memory_bytes
+        self.class_weight = class_weight
         self.block_size = block_size
         self.scheduler = scheduler
         self.n_jobs = n_jobs
         self.verbose = verbose
 
-    def fit(self, X, y):
+    def fit(self, X, y, sample_weight=None):
         """Rank the features of ``X`` for the targets ``y``.
 
         Parameters
@@ -126,6 +128,8 @@ accelerate, candidates, scale, in_memory_bytes
         X : array-like or sparse matrix, shape (n_samples, n_features)
         y : array-like, shape (n_samples,) or (n_samples, n_outputs)
             Class labels, or real targets.
+        sample_weight : array-like of shape (n_samples,), optional
+            Per-sample weights of the loss (times ``class_weight``'s).
 
         Returns
         -------
@@ -153,6 +157,7 @@ accelerate, candidates, scale, in_memory_bytes
         options = {name: getattr(self, name) for name in _DEFAULTS}
         options["n_features_to_select"] = self._n_selected(n)
         params = GSRFSParams.from_options(options)      # the method's checks
+        weights = self._sample_weight(sample_weight, y, X.shape[0])
         store = as_store(sp.csc_matrix(X) if sp.issparse(X) else X,
                          np.zeros(X.shape[0]), target="none")
         result = fit_gsrfs_store(
@@ -162,7 +167,8 @@ accelerate, candidates, scale, in_memory_bytes
             solve=params.solve, candidates=params.candidates,
             n_features_to_select=params.n_features_to_select,
             accelerate=params.accelerate, scale=params.scale,
-            in_memory_bytes=params.in_memory_bytes, progress=self.verbose > 0,
+            in_memory_bytes=params.in_memory_bytes, sample_weight=weights,
+            progress=self.verbose > 0,
             **self._execution().passes())
         ranking = np.full(n, len(result.ranking) + 1, dtype=np.int64)
         ranking[result.ranking] = np.arange(1, len(result.ranking) + 1)
@@ -183,6 +189,26 @@ accelerate, candidates, scale, in_memory_bytes
                          for h in result.history]
         self.result_ = result
         return self
+
+    def _sample_weight(self, sample_weight, y, n_samples):
+        """The per-sample weights: ``sample_weight`` times ``class_weight``'s
+        (:func:`~ultrafs.methods.targets.class_weight_values`), or None."""
+        from ultrafs.methods.targets import class_weight_values
+        from ultrafs.solvers.datafits import check_sample_weight
+
+        weights = None
+        if sample_weight is not None:
+            weights = check_sample_weight(np.asarray(sample_weight, dtype=np.float64),
+                                          n_samples)
+        if self.class_weight is not None:
+            if self.classes_ is None:
+                raise ParameterError("class_weight weights classes, but the targets are "
+                                     "real values: use sample_weight")
+            index = np.searchsorted(self.classes_, np.asarray(y))
+            per_class = class_weight_values(self.class_weight, self.classes_, index)
+            weights = per_class[index] if weights is None else weights * per_class[index]
+            weights = check_sample_weight(weights, n_samples)
+        return weights
 
     @property
     def coef_(self):

@@ -22,6 +22,12 @@ over the live rows (norm above ``LIVE_ROW_RTOL·max``) and the bias
 (kind ``stationarity``), or, with the paper's ``stop="objective"``, the
 relative change of ``J_ε`` (kind ``objective_change``).
 :mod:`ultrafs.methods.gsrfs` builds the problem and ranks the rows.
+
+Sample weights ``w`` (``L2rDatafit.sample_weight``) weight each sample's
+loss, ``Σ_i w_i (‖e_i‖² + ε)^{r/2}``: IRLS starts from ``s1 = w`` (the
+weighted ridge) and reweights by ``s1_i = w_i (r/2)(‖e_i‖² + ε)^{(r−2)/2}``,
+so every solve, the bias's centring and the certificate are the weighted
+problem's; a weight of 0 is a dropped sample.
 """
 
 from __future__ import annotations
@@ -75,6 +81,8 @@ class L2rDatafit:
         The loss's smoothing ε.
     fit_intercept : bool
         An unpenalised bias per output.
+    sample_weight : float64 array (n_samples,) or None
+        Per-sample weights ``w_i >= 0`` of the loss (None: all 1).
     """
 
     op: object
@@ -82,13 +90,17 @@ class L2rDatafit:
     r: float
     eps: float
     fit_intercept: bool = False
+    sample_weight: np.ndarray | None = None
 
     name = "l2r"
 
     def value(self, E) -> float:
         """The loss at the residuals ``E = X W + b − Y``."""
         e2 = np.einsum("ij,ij->i", E, E)
-        return float(np.sum((e2 + self.eps) ** (self.r / 2)))
+        terms = (e2 + self.eps) ** (self.r / 2)
+        if self.sample_weight is not None:
+            terms = self.sample_weight * terms
+        return float(np.sum(terms))
 
 
 @dataclass(frozen=True)
@@ -118,16 +130,20 @@ class IRLSProblem:
     penalty: L2pRows
 
 
-def smoothed_objective(E, W, r, p, lam, eps, eps_penalty=None) -> float:
-    """``J_ε = Σ_i (‖e_i‖² + ε)^{r/2} + λ Σ_j (‖w_j‖² + ε')^{p/2}``.
+def smoothed_objective(E, W, r, p, lam, eps, eps_penalty=None,
+                       sample_weight=None) -> float:
+    """``J_ε = Σ_i w_i (‖e_i‖² + ε)^{r/2} + λ Σ_j (‖w_j‖² + ε')^{p/2}``.
 
-    ``ε' = eps_penalty`` (None: ``eps``); both 0 give the paper's ``J``.
+    ``ε' = eps_penalty`` (None: ``eps``); both 0 give the paper's ``J``;
+    ``w = sample_weight`` (None: all 1).
     """
     eps_penalty = eps if eps_penalty is None else eps_penalty
     e2 = np.einsum("ij,ij->i", E, E)
     w2 = np.einsum("ij,ij->i", W, W)
-    return float(np.sum((e2 + eps) ** (r / 2))
-                 + lam * np.sum((w2 + eps_penalty) ** (p / 2)))
+    loss = (e2 + eps) ** (r / 2)
+    if sample_weight is not None:
+        loss = sample_weight * loss
+    return float(np.sum(loss) + lam * np.sum((w2 + eps_penalty) ** (p / 2)))
 
 
 def cholesky_solve(A, B):
@@ -331,13 +347,19 @@ def irls(problem, *, solve="primal", tol=1e-4, gtol=1e-3, max_iter=300, min_iter
     lam, p, eps_penalty = penalty.lam, penalty.p, penalty.eps
     m, n = int(op.n_samples), int(op.n_features)
     solver = ReweightedRidge(op, Y, lam, fit_intercept, solve)
-    s1 = np.ones(m)
+    weights = datafit.sample_weight
+
+    def reweighted(E):
+        s1 = sample_weights(E, r, eps)
+        return s1 if weights is None else weights * s1
+
+    s1 = np.ones(m) if weights is None else np.array(weights, dtype=np.float64)
     d = np.ones(n)
     grad0 = None
     if start is not None:
         if eps_penalty is None:
             eps_penalty = start.eps_penalty
-        s1 = sample_weights(start.residuals, r, eps)
+        s1 = reweighted(start.residuals)
         d = (2.0 / p) * (np.einsum("ij,ij->i", start.coef, start.coef)
                          + eps_penalty) ** ((2.0 - p) / 2.0)
         grad0 = start.grad0
@@ -354,19 +376,19 @@ def irls(problem, *, solve="primal", tol=1e-4, gtol=1e-3, max_iter=300, min_iter
             if eps_penalty is None:
                 eps_penalty = (EPS_PENALTY_REL * float(np.sqrt(
                     np.einsum("ij,ij->i", W, W).max()))) ** 2 or EPS_REL
-            J = smoothed_objective(E, W, r, p, lam, eps, eps_penalty)
+            J = smoothed_objective(E, W, r, p, lam, eps, eps_penalty, weights)
             if not np.isfinite(J):
                 raise ParameterError("the GSR-FS objective is not finite: the data or the "
                                      "targets hold NaN or infinite values")
             extrapolated = False
             if accelerate and current is not None:
                 We, be, Ee = (new + beta * (new - old) for new, old in zip((W, b, E), current))
-                Je = smoothed_objective(Ee, We, r, p, lam, eps, eps_penalty)
+                Je = smoothed_objective(Ee, We, r, p, lam, eps, eps_penalty, weights)
                 if Je < J:
                     # the residuals afresh (one product): the extrapolated ones
                     # carry the last step's rounding, times 1 + β per step
                     Ee = op.matmat(We) + be - Y
-                    Je = smoothed_objective(Ee, We, r, p, lam, eps, eps_penalty)
+                    Je = smoothed_objective(Ee, We, r, p, lam, eps, eps_penalty, weights)
                 if Je < J:
                     W, b, E, J = We, be, Ee, Je
                     extrapolated = True
@@ -376,7 +398,7 @@ def irls(problem, *, solve="primal", tol=1e-4, gtol=1e-3, max_iter=300, min_iter
             current = (W, b, E)
             w2 = np.einsum("ij,ij->i", W, W)
             norms = np.sqrt(w2)
-            s1 = sample_weights(E, r, eps)
+            s1 = reweighted(E)
             s2 = (p / 2.0) * (w2 + eps_penalty) ** ((p - 2.0) / 2.0)
             d = (2.0 / p) * (w2 + eps_penalty) ** ((2.0 - p) / 2.0)
             # ∇_W J_ε = 2 (Xᵀ S1 E + λ S2 W), ∇_b J_ε = 2 s1ᵀ E
@@ -402,7 +424,8 @@ def irls(problem, *, solve="primal", tol=1e-4, gtol=1e-3, max_iter=300, min_iter
             if callback is not None:
                 callback(k, W, b)
             if r < 1 and not warned:
-                spread = float(s1.max() / max(np.median(s1), 1e-300))
+                positive = s1 if weights is None else s1[weights > 0]
+                spread = float(positive.max() / max(np.median(positive), 1e-300))
                 if spread > S1_SPREAD_WARN:
                     warned = True
                     warnings.warn(f"r = {r}: sample weights spread over {spread:.1e}; nearly "

@@ -32,6 +32,15 @@ tolerance and tightens the sweeps' tolerance when the second is, so each
 step of the schedule is taken only where the certificate needs it.  With
 T = 1 there is nothing to smooth and this is ℓ2-LR's dual coordinate
 descent (as LIBLINEAR's) with its duality gap.
+
+Sample weights ``s`` make the loss ``C Σ_i s_i log(1 + exp(−y_i x_i'v))``:
+the dual box of sample i is ``(0, C s_i)`` (``G̃``'s ``C`` becomes
+``C s_i`` per sample, :func:`~ultrafs.kernels.mslr.entropy_weighted`) and
+the primal's loss is weighted (:func:`~ultrafs.kernels.mslr.
+primal_value_weighted`); the coordinate step is unchanged (it reads each
+box from ``α_i + (C s_i − α_i)``).  A sample of weight 0 has the empty box
+``α_i = 0``: it is never visited and adds nothing, as if dropped.  Weights
+of one give the unweighted solve bit for bit.
 """
 
 from __future__ import annotations
@@ -43,7 +52,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from ultrafs.errors import ParameterError
-from ultrafs.kernels.mslr import constraint_halves, cd_sweep, entropy, primal_value
+from ultrafs.kernels.mslr import (cd_sweep, constraint_halves, entropy, entropy_weighted,
+                                  primal_value, primal_value_weighted)
 from ultrafs.progress import phase
 from ultrafs.solvers.certificate import Certificate, SolverResult
 
@@ -184,7 +194,7 @@ def _softmax(values):
 
 def solve_minimax_smoothing(indptr, indices, data, y, constraints, C, *, alpha0=None,
                             alpha_c0=None, tol=1e-4, q0=Q0, beta=BETA, q_max=Q_MAX,
-                            max_sweeps=20000, seed=0):
+                            max_sweeps=20000, seed=0, sample_weight=None):
     """Solve MSLR's reduced minimax (eq. 10) on cached columns.
 
     Parameters
@@ -199,7 +209,9 @@ def solve_minimax_smoothing(indptr, indices, data, y, constraints, C, *, alpha0=
         The loss weight (> 0).
     alpha0, alpha_c0 : float64 arrays, optional
         Warm start α and ``C − α`` (in (0, C)); default ``min(1, C/2)``
-        for every sample (the paper's α = 1, kept inside the box).
+        for every sample (the paper's α = 1, kept inside the box).  With
+        sample weights: in ``(0, C s_i)`` (0 where ``s_i = 0``), default
+        ``s_i min(1, C/2)``.
     tol : float
         Relative duality gap that certifies the solution.
     q0, beta, q_max : float
@@ -207,7 +219,11 @@ def solve_minimax_smoothing(indptr, indices, data, y, constraints, C, *, alpha0=
     max_sweeps : int
         Coordinate-descent sweeps at most (all levels).
     seed : int
-        Seed of the sweeps' row orders (a permutation per sweep).
+        Seed of the sweeps' row orders (a permutation per sweep; with
+        sample weights, of the rows of positive weight).
+    sample_weight : float64 array, shape (n,), optional
+        ``s_i >= 0`` (not all 0): the loss of sample i is weighted by
+        ``s_i`` (see the module docstring).
 
     Returns
     -------
@@ -231,15 +247,29 @@ def solve_minimax_smoothing(indptr, indices, data, y, constraints, C, *, alpha0=
     if not (np.isfinite(C) and C > 0):
         raise ParameterError(f"C must be > 0, got {C!r}")
     member_ptr, member_idx = constraint_membership(constraints, p)
-    if alpha0 is None:
+    weights = None
+    if sample_weight is not None:
+        from ultrafs.solvers.datafits import check_sample_weight
+
+        weights = check_sample_weight(sample_weight, n)
+    if alpha0 is None and weights is None:
         start = min(1.0, 0.5 * C)
         alpha = np.full(n, start)
         alpha_c = np.full(n, C - start)
+    elif alpha0 is None:
+        alpha = min(1.0, 0.5 * C) * weights
+        alpha_c = C * weights - alpha
     else:
         alpha = np.array(alpha0, dtype=np.float64)
-        alpha_c = (C - alpha) if alpha_c0 is None else np.array(alpha_c0, dtype=np.float64)
-        if not (np.all(alpha > 0) and np.all(alpha_c > 0)):
+        bounds = C if weights is None else C * weights
+        alpha_c = (bounds - alpha) if alpha_c0 is None else np.array(alpha_c0,
+                                                                    dtype=np.float64)
+        inside = (alpha > 0) & (alpha_c > 0)
+        if weights is not None:       # a zero weight's box is {0}
+            inside |= (weights == 0) & (alpha == 0) & (alpha_c == 0)
+        if not np.all(inside):
             raise ParameterError("the warm start must lie inside the box (0, C)")
+    active = None if weights is None else np.flatnonzero(weights > 0).astype(np.int64)
     c = _correlations(indptr, indices, data, y, alpha, p)
     rng = np.random.default_rng(seed)
     q = float(q0)
@@ -253,7 +283,8 @@ def solve_minimax_smoothing(indptr, indices, data, y, constraints, C, *, alpha0=
             while sweeps < max_sweeps:
                 # sq from c afresh each sweep: the in-place updates drift
                 sq = constraint_halves(c, member_ptr, member_idx, T)
-                order = rng.permutation(n).astype(np.int64)
+                order = (rng.permutation(n).astype(np.int64) if active is None
+                         else active[rng.permutation(len(active))])
                 violation, used = cd_sweep(indptr, indices, data, y, member_ptr, member_idx,
                                            alpha, alpha_c, c, sq, q, cd_tol, MAX_NEWTON,
                                            order)
@@ -265,7 +296,7 @@ def solve_minimax_smoothing(indptr, indices, data, y, constraints, C, *, alpha0=
             # c afresh from α: the certificate must not carry the sweeps' drift
             c = _correlations(indptr, indices, data, y, alpha, p)
             cert = _certificate(indptr, indices, data, y, alpha, alpha_c, c, member_ptr,
-                                member_idx, T, q, C)
+                                member_idx, T, q, C, weights)
             half = 0.5 * tol * abs(cert["primal"])
             done = cert["gap"] <= 2.0 * half
             progress.set_status(f"relative gap {cert['gap'] / max(abs(cert['primal']), 1e-300):.2g}"
@@ -295,6 +326,8 @@ class LogisticRows:
     y : float64 array (n,)
         ±1 labels.
     C : float
+    sample_weight : float64 array (n,) or None
+        Per-sample weights of the loss (None: all 1).
     """
 
     indptr: np.ndarray
@@ -302,6 +335,7 @@ class LogisticRows:
     data: np.ndarray
     y: np.ndarray
     C: float
+    sample_weight: np.ndarray | None = None
 
     name = "logistic-rows"
 
@@ -349,7 +383,8 @@ def solve_minimax(problem, *, start=None, **options):
         options.update(alpha0=start.alpha, alpha_c0=start.alpha_c)
         options.setdefault("q0", start.q)
     return solve_minimax_smoothing(d.indptr, d.indices, d.data, d.y,
-                                   list(problem.penalty.constraints), d.C, **options)
+                                   list(problem.penalty.constraints), d.C,
+                                   sample_weight=d.sample_weight, **options)
 
 
 def _correlations(indptr, indices, data, y, alpha, p):
@@ -359,17 +394,20 @@ def _correlations(indptr, indices, data, y, alpha, p):
 
 
 def _certificate(indptr, indices, data, y, alpha, alpha_c, c, member_ptr, member_idx,
-                 T, q, C):
+                 T, q, C, weights=None):
     """The gap of the module docstring and its two parts."""
     sq = constraint_halves(c, member_ptr, member_idx, T)
-    g = entropy(alpha, alpha_c, C)
+    g = entropy(alpha, alpha_c, C) if weights is None else entropy_weighted(
+        alpha, alpha_c, C * weights)
     mu = _softmax(q * sq)
     counts = np.diff(member_ptr)
     owner = np.repeat(np.arange(len(counts)), counts)
     d = np.bincount(owner, weights=mu[member_idx], minlength=len(c))
     d = np.minimum(d, 1.0)
     v = d * c
-    primal = 0.5 * float(np.sum(d * c * c)) + primal_value(indptr, indices, data, y, v, C)
+    loss = (primal_value(indptr, indices, data, y, v, C) if weights is None
+            else primal_value_weighted(indptr, indices, data, y, v, C, weights))
+    primal = 0.5 * float(np.sum(d * c * c)) + loss
     upper = float(np.max(sq)) + g
     mixed = float(np.sum(mu * sq)) + g
     gap = max(upper + primal, 0.0)
