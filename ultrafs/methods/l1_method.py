@@ -24,7 +24,7 @@ from ultrafs.methods.params import SpelledParameterError, Params, param
 from ultrafs.methods.registry import Method, register
 
 __all__ = ["L1Params", "L1", "fit", "to_model", "l1_path", "l1_model", "path_to_dict",
-           "binary_labels", "L1_C_PATH_POINTS"]
+           "binary_labels", "L1_C_PATH_POINTS", "PATH_FORMAT", "PATH_FORMAT_VERSION"]
 
 #: λ values of the warm-started path that reaches a given C
 L1_C_PATH_POINTS = 10
@@ -229,9 +229,20 @@ def l1_model(path, index, store, *, command=None, requested=None):
     )
 
 
-def path_to_dict(path, store, *, command=None) -> dict:
+#: what a path file says it is (``"format"``), and its version
+PATH_FORMAT = "ultrafs-path"
+PATH_FORMAT_VERSION = 1
+
+
+def path_to_dict(path, store, *, command=None, cv=None) -> dict:
     """The JSON form of an :class:`~ultrafs.methods.l1_path.L1Path`
-    (``ultrafs path --out``)."""
+    (``ultrafs path --out``): a path file (:data:`PATH_FORMAT`), read back
+    by :class:`ultrafs.model.PathModels`.
+
+    ``cv`` (a :class:`~ultrafs.methods.path_cv.PathCV` at the path's λ)
+    is recorded under ``"cv"``, with the chosen λ (``lambda_min``,
+    ``lambda_1se``) and their indices on the path.
+    """
     steps = []
     for record, columns, coef, intercept in zip(path.records, path.columns,
                                                  path.coefs, path.intercepts):
@@ -240,12 +251,17 @@ def path_to_dict(path, store, *, command=None) -> dict:
         step["features"] = [int(v) for v in store.feature_ids(columns)]
         step["coef"] = [float(v) for v in coef]
         steps.append(step)
-    out = {"method": "l1", "screening": path.screening,
+    out = {"format": PATH_FORMAT, "format_version": PATH_FORMAT_VERSION,
+           "method": "l1", "target": "binary", "loss": "logistic",
+           "classes": [float(c) for c in store.classes],
+           "id_offset": int(store.id_offset), "screening": path.screening,
            "sequential": path.sequential, "lambda_max": path.lambda_max,
            "n_samples": path.n_samples, "n_features": path.n_features,
            "statistics_seconds": path.statistics_seconds,
            "data_fingerprint": getattr(store, "fingerprint", None),
            "path": steps}
+    if cv is not None:
+        out["cv"] = cv.to_dict(lambda_max=path.lambda_max)
     if command:
         out["command"] = command
     return out

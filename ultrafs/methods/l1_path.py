@@ -56,10 +56,11 @@ from ultrafs.methods.slores import (basic_region, centred_column, dual_objective
                                     labels_pm1, sequential_region, slores_keep,
                                     slores_statistics, theta_max)
 from ultrafs.methods.strong_rule import strong_keep
+from ultrafs.progress import phase as progress_phase
 from ultrafs.solvers.l1_logistic import solve_l1_logistic
 
 __all__ = ["SCREENINGS", "L1Path", "lambda_grid", "log_lambda_grid", "fit_l1_path",
-           "fit_l1_count",
+           "fit_l1_count", "l1_path_points",
            "DEFAULT_N_LAMBDAS", "DEFAULT_LAMBDA_MIN_RATIO",
            "DEFAULT_LAMBDA_MAX_RATIO", "DEFAULT_TOL", "DEFAULT_MEMORY_BUDGET"]
 
@@ -289,15 +290,46 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
                   n_features=p, n_samples=n)
     solver = _PathSolver(store, resident, source, y, stats, screening, sequential,
                          tol, max_iter, run)
-    for lam in grid:
-        point = solver.step(float(lam))
-        path.add(*point)
-        if callback is not None:
-            callback(point[0])
-        if stop_at_nnz is not None and point[0]["nnz"] >= stop_at_nnz:
-            path.lambdas = grid[:len(path.records)]
-            break
+    with progress_phase("ℓ1 path", total=grid.size, unit="λ") as shown:
+        for lam in grid:
+            point = solver.step(float(lam))
+            path.add(*point)
+            if callback is not None:
+                callback(point[0])
+            shown.update(1, status=f"λ/λ_max {point[0]['ratio']:.4g}: "
+                                   f"{point[0]['nnz']:,} nonzero")
+            if stop_at_nnz is not None and point[0]["nnz"] >= stop_at_nnz:
+                path.lambdas = grid[:len(path.records)]
+                break
     return path
+
+
+def l1_path_points(store, y, lambdas, *, screening="slores", sequential=True,
+                   tol=DEFAULT_TOL, max_iter=500, block_size=None, scheduler=None,
+                   num_workers=None, memory_budget=DEFAULT_MEMORY_BUDGET):
+    """The points of :func:`fit_l1_path` at ``lambdas`` (given order), one per
+    ``next()``: the same solves in the same order, so that several paths can
+    advance side by side (:mod:`ultrafs.methods.path_cv`'s folds).  λ at or
+    above the store's own λ_max give the intercept-only model.  ``y``: ±1
+    labels, shape (n_samples,) (default: the store's); the other options as
+    for :func:`fit_l1_path`.
+
+    Yields
+    ------
+    (record, columns, coef, intercept)
+        As one λ of :class:`L1Path` (``columns``, ``coef``: shape (nnz,)).
+    """
+    grid = np.asarray(lambdas, dtype=np.float64).ravel()
+    if grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid <= 0):
+        raise ParameterError("lambdas must be finite and positive")
+    y, run, resident, source, stats = _setup(
+        store, y, screening, tol, max_iter, None, memory_budget,
+        dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers),
+        need_lambda_max=False)
+    solver = _PathSolver(store, resident, source, y, stats, screening, sequential,
+                         tol, max_iter, run)
+    for lam in grid:
+        yield solver.step(float(lam))
 
 
 def _setup(store, y, screening, tol, max_iter, statistics, memory_budget, run,
@@ -416,6 +448,7 @@ statistics, callback, memory_budget
     solver = _PathSolver(store, resident, source, y, stats, screening, sequential,
                          tol, max_iter, run)
     points = []
+    shown = progress_phase(f"ℓ1 path to {k} nonzero", total=grid.size, unit="λ")
 
     def solve(lam, phase):
         record, columns, coef, intercept = solver.step(float(lam))
@@ -426,6 +459,11 @@ statistics, callback, memory_budget
         points.append((record, columns, coef, intercept))
         if callback is not None:
             callback(record)
+        if phase != "grid" and shown.total is not None:
+            shown.set_total(None)       # beyond the grid: steps no longer counted
+        best = max((r["nnz"] for r, *_ in points if r["nnz"] <= k), default=0)
+        shown.update(1, status=f"{phase} λ/λ_max {record['ratio']:.4g}: "
+                               f"{record['nnz']:,} nonzero (best so far {best:,})")
         return record["nnz"]
 
     lo_lam, lo_state, hi_lam = lam_max, solver.snapshot(), None
@@ -483,6 +521,7 @@ statistics, callback, memory_budget
             lo_lam, lo_state = mid, solver.snapshot()
             if count == k:
                 break
+    shown.close()
     order = sorted(range(len(points)), key=lambda i: -points[i][0]["lambda"])
     path = L1Path(lambdas=np.array([points[i][0]["lambda"] for i in order]),
                   lambda_max=lam_max, screening=screening,
