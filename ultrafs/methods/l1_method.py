@@ -24,7 +24,7 @@ from ultrafs.methods.params import SpelledParameterError, Params, param
 from ultrafs.methods.registry import Method, register
 
 __all__ = ["L1Params", "L1", "fit", "to_model", "l1_path", "l1_model", "path_to_dict",
-           "binary_labels", "L1_C_PATH_POINTS", "PATH_FORMAT", "PATH_FORMAT_VERSION"]
+           "binary_labels", "L1_C_PATH_POINTS"]
 
 #: λ values of the warm-started path that reaches a given C
 L1_C_PATH_POINTS = 10
@@ -229,20 +229,17 @@ def l1_model(path, index, store, *, command=None, requested=None):
     )
 
 
-#: what a path file says it is (``"format"``), and its version
-PATH_FORMAT = "ultrafs-path"
-PATH_FORMAT_VERSION = 1
-
-
 def path_to_dict(path, store, *, command=None, cv=None) -> dict:
     """The JSON form of an :class:`~ultrafs.methods.l1_path.L1Path`
-    (``ultrafs path --out``): a path file (:data:`PATH_FORMAT`), read back
-    by :class:`ultrafs.model.PathModels`.
+    (``ultrafs path --out``): a path file (:data:`ultrafs.model.PATH_FORMAT`),
+    read back by :class:`ultrafs.methods.path_file.PathModels`.
 
     ``cv`` (a :class:`~ultrafs.methods.path_cv.PathCV` at the path's λ)
     is recorded under ``"cv"``, with the chosen λ (``lambda_min``,
     ``lambda_1se``) and their indices on the path.
     """
+    from ultrafs.model import PATH_FORMAT, PATH_VERSIONS
+
     steps = []
     for record, columns, coef, intercept in zip(path.records, path.columns,
                                                  path.coefs, path.intercepts):
@@ -251,7 +248,7 @@ def path_to_dict(path, store, *, command=None, cv=None) -> dict:
         step["features"] = [int(v) for v in store.feature_ids(columns)]
         step["coef"] = [float(v) for v in coef]
         steps.append(step)
-    out = {"format": PATH_FORMAT, "format_version": PATH_FORMAT_VERSION,
+    out = {"format": PATH_FORMAT, "format_version": PATH_VERSIONS[-1],
            "method": "l1", "target": "binary", "loss": "logistic",
            "classes": [float(c) for c in store.classes],
            "id_offset": int(store.id_offset), "screening": path.screening,
