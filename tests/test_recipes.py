@@ -526,7 +526,7 @@ ALLOWED = {
                 "scoring", "features", "solvers", "model"},
     "datasets": {"errors", "kernels", "store"},
 }
-FACES = {"api", "cli", "report", "report_curves", "sklearn"}
+FACES = {"api", "cli", "report", "report_curves", "report_path", "sklearn"}
 
 
 def _imported_units(path):

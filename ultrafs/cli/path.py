@@ -125,6 +125,10 @@ def chosen_lines(cv) -> list:
             f"{point['deviance_mean']:.4f} ± {point['deviance_se']:.4f}, accuracy "
             f"{point['accuracy_mean']:.4f}, {point['nnz_mean']:.1f} nonzero "
             f"(mean of {cv['n_folds']} folds)")
+    if cv["index_min"] == len(cv["points"]) - 1:
+        lines.append("lambda_min is the path's smallest λ: the held-out deviance may "
+                     "still fall below it (a smaller --lambda-min-ratio extends the "
+                     "path)")
     return lines
 
 
