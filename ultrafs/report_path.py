@@ -250,8 +250,10 @@ def _page(models, names, data, title, test_info):
 
 
 def _img(name, alt):
+    """A figure and its caption, which names the λ axis."""
     return (f'<p><img src="{html.escape(urllib.parse.quote(name))}" '
-            f'alt="{html.escape(alt)}"></p>')
+            f'alt="{html.escape(alt)}"><br><small>{html.escape(alt)}; horizontal '
+            f'axis: {html.escape(LAMBDA_AXIS)}.</small></p>')
 
 
 def build_path_report(path_file, out_html, *, test_store=None) -> dict:

@@ -259,14 +259,15 @@ def load_model_or_point(path, *, lambda_=None, point=None, n_features_to_select=
     path = os.fspath(path)
     obj = parsed_model_file(path)
     if not is_path_file(obj):
-        if any(v is not None for v in (lambda_, point, n_features_to_select)):
-            raise InputFormatError(f"{path}: a model file has one model: "
-                                   f"{PathModels.OPTIONS} apply to a path file")
         try:
-            return Model.from_dict(obj, where=path), None
+            model = Model.from_dict(obj, where=path)
         except RecursionError:
             raise InputFormatError(
                 f"{path}: not a model file (values nested too deeply)") from None
+        if any(v is not None for v in (lambda_, point, n_features_to_select)):
+            raise InputFormatError(f"{path}: a model file has one model: "
+                                   f"{PathModels.OPTIONS} apply to a path file")
+        return model, None
     models = PathModels(obj, path)
     index, how = models.index(lambda_=lambda_, point=point,
                               n_features_to_select=n_features_to_select)
