@@ -42,6 +42,7 @@ its budget, the decoded copy).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 
@@ -273,24 +274,29 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
     -------
     L1Path
     """
-    y, run, resident, source, stats = _setup(
-        store, y, screening, tol, max_iter, statistics, memory_budget,
-        dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers),
-        need_lambda_max=lambdas is None)
+    # the phase opens before the statistics pass: progress from the start
+    shown = progress_phase("ℓ1 path", total=_steps(
+        n_lambdas if lambdas is None else np.size(lambdas)), unit="λ")
+    shown.set_status("statistics of every column")
+    with _closed_on_error(shown):
+        y, run, resident, source, stats = _setup(
+            store, y, screening, tol, max_iter, statistics, memory_budget,
+            dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers),
+            need_lambda_max=lambdas is None)
+        lam_max = stats.lambda_max
+        if lambdas is None:
+            grid = lambda_grid(lam_max, n_lambdas, lambda_min_ratio, lambda_max_ratio)
+        else:
+            grid = np.sort(np.asarray(lambdas, dtype=np.float64).ravel())[::-1]
+            if grid.size == 0 or not np.all(np.isfinite(grid)) or grid[-1] <= 0:
+                raise ParameterError("lambdas must be finite and positive")
     n, p = store.n_samples, store.n_features
-    lam_max = stats.lambda_max
-    if lambdas is None:
-        grid = lambda_grid(lam_max, n_lambdas, lambda_min_ratio, lambda_max_ratio)
-    else:
-        grid = np.sort(np.asarray(lambdas, dtype=np.float64).ravel())[::-1]
-        if grid.size == 0 or not np.all(np.isfinite(grid)) or grid[-1] <= 0:
-            raise ParameterError("lambdas must be finite and positive")
     path = L1Path(lambdas=grid, lambda_max=lam_max, screening=screening,
                   sequential=bool(sequential), statistics_seconds=stats.seconds,
                   n_features=p, n_samples=n)
     solver = _PathSolver(store, resident, source, y, stats, screening, sequential,
                          tol, max_iter, run)
-    with progress_phase("ℓ1 path", total=grid.size, unit="λ") as shown:
+    with shown:
         for lam in grid:
             point = solver.step(float(lam))
             path.add(*point)
@@ -307,18 +313,10 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
 def l1_path_points(store, y, lambdas, *, screening="slores", sequential=True,
                    tol=DEFAULT_TOL, max_iter=500, block_size=None, scheduler=None,
                    num_workers=None, memory_budget=DEFAULT_MEMORY_BUDGET):
-    """The points of :func:`fit_l1_path` at ``lambdas`` (given order), one per
-    ``next()``: the same solves in the same order, so that several paths can
-    advance side by side (:mod:`ultrafs.methods.path_cv`'s folds).  λ at or
-    above the store's own λ_max give the intercept-only model.  ``y``: ±1
-    labels, shape (n_samples,) (default: the store's); the other options as
-    for :func:`fit_l1_path`.
-
-    Yields
-    ------
-    (record, columns, coef, intercept)
-        As one λ of :class:`L1Path` (``columns``, ``coef``: shape (nnz,)).
-    """
+    """The points of :func:`fit_l1_path` at ``lambdas`` (in order), one
+    ``(record, columns, coef, intercept)`` per ``next()``, the same solves, so
+    that paths advance side by side (:mod:`ultrafs.methods.path_cv`); ``y``:
+    ±1, shape (n_samples,); λ >= the store's λ_max: the intercept alone."""
     grid = np.asarray(lambdas, dtype=np.float64).ravel()
     if grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid <= 0):
         raise ParameterError("lambdas must be finite and positive")
@@ -330,6 +328,21 @@ def l1_path_points(store, y, lambdas, *, screening="slores", sequential=True,
                          tol, max_iter, run)
     for lam in grid:
         yield solver.step(float(lam))
+
+
+def _steps(count):
+    """A phase's total: ``count`` when a positive integer (checked later), else None."""
+    return int(count) if isinstance(count, (int, np.integer)) and count > 0 else None
+
+
+@contextlib.contextmanager
+def _closed_on_error(shown):
+    """Close a progress phase when the block raises (the error ends the run)."""
+    try:
+        yield
+    except BaseException:
+        shown.close()
+        raise
 
 
 def _setup(store, y, screening, tol, max_iter, statistics, memory_budget, run,
@@ -433,9 +446,12 @@ statistics, callback, memory_budget
         raise ParameterError(f"{n_nonzero} nonzero weights asked for, but the data has "
                              f"{p} columns")
     k = int(n_nonzero)
-    y, run, resident, source, stats = _setup(
-        store, y, screening, tol, max_iter, statistics, memory_budget,
-        dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers))
+    shown = progress_phase(f"ℓ1 path to {k} nonzero", total=_steps(n_lambdas), unit="λ")
+    shown.set_status("statistics of every column")
+    with _closed_on_error(shown):
+        y, run, resident, source, stats = _setup(
+            store, y, screening, tol, max_iter, statistics, memory_budget,
+            dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers))
     lam_max = stats.lambda_max
     grid = log_lambda_grid(lam_max, n_lambdas, lambda_min_ratio, lambda_max_ratio)
     step_ratio = (lambda_min_ratio / lambda_max_ratio) ** (1.0 / (n_lambdas - 1)) \
@@ -448,7 +464,6 @@ statistics, callback, memory_budget
     solver = _PathSolver(store, resident, source, y, stats, screening, sequential,
                          tol, max_iter, run)
     points = []
-    shown = progress_phase(f"ℓ1 path to {k} nonzero", total=grid.size, unit="λ")
 
     def solve(lam, phase):
         record, columns, coef, intercept = solver.step(float(lam))
