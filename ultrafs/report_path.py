@@ -95,9 +95,10 @@ def _lambda_axis(ax, lambdas, cv=None):
 def _plot_nonzeros(path, data):
     fig = _new_figure(8, 3.6)
     ax = fig.add_subplot(1, 1, 1)
-    ax.step(data["lambda"], data["nnz"], where="post", color="C0", label="whole data")
+    ax.plot(data["lambda"], data["nnz"], "-o", markersize=2.5, color="C0",
+            label="whole data")
     if data["cv"] is not None:
-        ax.plot(data["lambda"], data["cv_nnz_mean"], "o", markersize=3, color="C1",
+        ax.plot(data["lambda"], data["cv_nnz_mean"], "x", markersize=4, color="C1",
                 label="mean of the folds")
     _lambda_axis(ax, data["lambda"], data["cv"])
     ax.set_ylabel("nonzero weights")
