@@ -221,7 +221,7 @@ class _HeldOut:
 def cross_validate_path(store, y, lambdas, *, n_folds=5, seed=DEFAULT_CV_SEED,
                         screening="slores", sequential=True, tol=1e-6, max_iter=500,
                         block_size=None, scheduler=None, num_workers=None,
-                        lambda_max=None) -> PathCV:
+                        lambda_max=None, memory_budget=None) -> PathCV:
     """K-fold cross-validation of the ℓ1-LR path at the λ of ``lambdas``.
 
     Parameters
@@ -238,6 +238,10 @@ def cross_validate_path(store, y, lambdas, *, n_folds=5, seed=DEFAULT_CV_SEED,
         As for :func:`ultrafs.methods.l1_path.fit_l1_path`, for every fold.
     lambda_max : float, optional
         The whole data's λ_max, for λ/λ_max in the progress lines.
+    memory_budget : int, optional
+        Bytes the folds' decoded copies may take together (default: one
+        path's, :data:`~ultrafs.methods.l1_resident.DEFAULT_MEMORY_BUDGET`),
+        shared equally: a fold whose copy exceeds its share runs out of core.
 
     Notes
     -----
@@ -269,8 +273,12 @@ def cross_validate_path(store, y, lambdas, *, n_folds=5, seed=DEFAULT_CV_SEED,
                              f"class; the smaller class has {smallest}")
     started = time.perf_counter()
     folds = stratified_folds(y, int(n_folds), seed)
+    from ultrafs.methods.l1_resident import DEFAULT_MEMORY_BUDGET
+
+    budget = DEFAULT_MEMORY_BUDGET if memory_budget is None else int(memory_budget)
     run = dict(screening=screening, sequential=sequential, tol=tol, max_iter=max_iter,
-               block_size=block_size, scheduler=scheduler, num_workers=num_workers)
+               block_size=block_size, scheduler=scheduler, num_workers=num_workers,
+               memory_budget=budget // int(n_folds))
     walkers, held = [], []
     for train, test in folds:
         walkers.append(l1_path_points(rows_in_memory(store, train), y[train], grid,
