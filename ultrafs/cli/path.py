@@ -93,11 +93,10 @@ def path_command(data_path, label, method, block_size, scheduler, workers,
             cv = _cross_validate(path, store, n_folds, seed, given,
                                  dict(block_size=block_size, scheduler=dask_scheduler,
                                       num_workers=workers))
-    emit_json(path_to_dict(path, store, command=" ".join(["ultrafs"] + sys.argv[1:]),
-                           cv=cv), out)
-    if cv is not None:
-        for line in chosen_lines(path_to_dict(path, store, cv=cv)["cv"]):
-            click.echo(line, err=True)
+    doc = path_to_dict(path, store, command=" ".join(["ultrafs"] + sys.argv[1:]), cv=cv)
+    emit_json(doc, out)
+    for line in chosen_lines(doc["cv"]) if cv is not None else ():
+        click.echo(line, err=True)
 
 
 def _cross_validate(path, store, n_folds, seed, given, run):
