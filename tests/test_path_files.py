@@ -186,6 +186,10 @@ PATH_CASES = [
     ("coef not finite", _set(["path", 7, "coef", 0])(1e999), ["point 7", "coef"]),
     ("nnz not the features", _set(["path", 7, "nnz"])(0), ["path[7]", "nnz"]),
     ("lambda_max missing", _drop("lambda_max"), ["lambda_max"]),
+    ("λ a list", _set(["path", 0, "lambda"])([1.0] * 1000), ["path[0] lambda",
+                                                             "a JSON list"]),
+    ("features nested deeply", _set(["path", 7, "features"])(
+        json.loads("[" * 900 + "]" * 900)), ["point 7", "features[0]"]),
 ]
 
 CV_CASES = [

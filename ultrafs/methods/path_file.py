@@ -23,13 +23,20 @@ from ultrafs.model import (MODEL_FORMAT, MODEL_VERSION, PATH_FORMAT, PATH_VERSIO
 __all__ = ["PathModels", "load_model_or_point"]
 
 
+def _shown(value) -> str:
+    """A value for a message: short, and cheap for any JSON value."""
+    if isinstance(value, (list, dict)):
+        return f"a JSON {'list' if isinstance(value, list) else 'object'}"
+    return json.dumps(value)[:40]
+
+
 def _finite(value, what, low=None):
     """A finite real number (not a boolean), above ``low`` when given."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
             or not np.isfinite(value) or (low is not None and value <= low):
         bound = "" if low is None else f" > {low:g}"
         raise InputFormatError(f"{what} must be a finite number{bound}, got "
-                               f"{json.dumps(value)[:40]}")
+                               f"{_shown(value)}")
     return float(value)
 
 
@@ -39,7 +46,7 @@ def _count(value, what, high=None):
             or (high is not None and value > high):
         raise InputFormatError(f"{what} must be an integer in 0 .. "
                                f"{'' if high is None else high}, got "
-                               f"{json.dumps(value)[:40]}")
+                               f"{_shown(value)}")
     return int(value)
 
 
@@ -93,11 +100,11 @@ class PathModels:
                                    "write it again with ultrafs path")
         version = obj.get("format_version")
         if isinstance(version, bool) or version not in PATH_VERSIONS:
-            raise InputFormatError(f"format version {json.dumps(version)[:20]} is not "
+            raise InputFormatError(f"format version {_shown(version)} is not "
                                    f"supported (this ultrafs reads version 1)")
         if obj.get("method") != "l1":
             raise InputFormatError(f"method must be l1, got "
-                                   f"{json.dumps(obj.get('method'))[:40]}")
+                                   f"{_shown(obj.get('method'))}")
         steps = obj.get("path")
         if not isinstance(steps, list) or not steps:
             raise InputFormatError("path must be a non-empty list of points")
@@ -233,7 +240,11 @@ class PathModels:
             "batches": [0, len(features) if isinstance(features, list) else 0],
             "params": params, "history": [history],
             "stop_reason": f"point {index} of the path file ({how or f'λ = {lam:.6g}'})"}
-        model = Model.from_dict(model_obj, where=f"{self.where} (point {index})")
+        try:
+            model = Model.from_dict(model_obj, where=f"{self.where} (point {index})")
+        except RecursionError:
+            raise InputFormatError(f"{self.where}: invalid path file: path[{index}] "
+                                   "holds values nested too deeply") from None
         if len(model.features) != int(self.nnz[index]):
             raise InputFormatError(f"{self.where}: invalid path file: path[{index}] "
                                    f"has {len(model.features)} features, nnz "
