@@ -523,10 +523,11 @@ ALLOWED = {
               "features", "solvers", "model_checks"},
     "model_checks": {"ultrafs", "errors", "json_fields", "store", "solvers", "features"},
     "methods": {"errors", "atomic", "json_fields", "rss", "kernels", "store",
-                "scoring", "features", "solvers", "model"},
+                "scoring", "features", "solvers", "model", "progress"},
+    "progress": {"scoring"},
     "datasets": {"errors", "kernels", "store"},
 }
-FACES = {"api", "cli", "report", "report_curves", "sklearn"}
+FACES = {"api", "cli", "report", "report_curves", "report_path", "sklearn"}
 #: the report's own modules (its data, figures and page)
 FACES |= {"report_data", "report_figures", "report_html"}
 
