@@ -118,7 +118,8 @@ CELLS = {
     ("fgm", "report"): _REPORT,
     ("fgm", "sample_weight"): yes(_SAMPLE_WEIGHT),
     ("fgm", "class_weight"): yes(_CLASS_WEIGHT),
-    ("fgm", "multiclass"): yes("one feature set shared by the K classes"),
+    ("fgm", "multiclass"): yes("one feature set shared by the K classes "
+                                "(multinomial or one-vs-rest)"),
     ("fgm", "checkpoint"): yes("`--checkpoint DIR --resume`: an interrupted run ends "
                                "with the uninterrupted model"),
     ("fgm", "scheduler"): yes(_SCHEDULER),
@@ -136,9 +137,8 @@ CELLS = {
     ("l1", "checkpoint"): no(_checkpoint_refusal("l1")),
     ("l1", "scheduler"): yes(_SCHEDULER),
     ("l1", "clone_pickle_search"): yes(_SEARCH),
-    ("l1", "evaluate_predict"): yes("its model file, and a point of a path file "
-                                    "(`--n-features-to-select`, `--point`, `--lambda`)",
-                                    branch="i37-path"),
+    ("l1", "evaluate_predict"): yes("its model file, and a chosen point of a path file "
+                                    "(`ultrafs path`)", branch="i37-path"),
     # ------------------------------------------------------------ MSLR
     ("mslr", "cli"): yes("`ultrafs select --method mslr`"),
     ("mslr", "estimator"): yes("`MSLRClassifier`: predict, predict_proba, transform"),
@@ -579,7 +579,8 @@ def doc_table(text):
     return header, rows
 
 
-_FOOTNOTE = re.compile(r"\[\^([\w-]+)\]")
+#: a cell's footnote: a link to the "Being built" section naming the branch
+_FOOTNOTE = re.compile(r"\[†([\w-]+)\]\(#being-built\)")
 
 
 def parse_cell(text):
@@ -598,6 +599,20 @@ def parse_cell(text):
     return status == "yes", refusal, notes[0] if notes else ""
 
 
+def render_table():
+    """The markdown table of :data:`CELLS` (what docs/METHODS.md holds):
+    ``python -m tests.test_method_faces`` prints it."""
+    rows = ["| face | " + " | ".join(METHODS) + " |", "|---" * (len(METHODS) + 1) + "|"]
+    for face, label in FACES.items():
+        cells = []
+        for method in METHODS:
+            cell = CELLS[(method, face)]
+            text = f"yes: {cell.text}" if cell.works else f"no: `{cell.text}`"
+            cells.append(text + (f" [†{cell.branch}](#being-built)" if cell.branch else ""))
+        rows.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
 def test_the_doc_table_is_the_test_table():
     text = DOC.read_text(encoding="utf-8")
     header, rows = doc_table(text)
@@ -614,6 +629,10 @@ def test_the_doc_table_is_the_test_table():
                 assert refusal == cell.text, where
             assert branch == cell.branch, f"{where}: footnote {branch!r}, test {cell.branch!r}"
     # each footnote used is defined, and none is left over
-    used = set(_FOOTNOTE.findall(text.split("\n[^", 1)[0]))
-    defined = set(re.findall(r"^\[\^([\w-]+)\]:", text, re.M))
+    used = set(_FOOTNOTE.findall(text))
+    defined = set(re.findall(r"^- †([\w-]+):", text, re.M))
     assert used == defined == {c.branch for c in CELLS.values() if c.branch}
+
+
+if __name__ == "__main__":
+    print(render_table())
