@@ -129,7 +129,7 @@ CELLS = {
     ("l1", "cli"): yes("`ultrafs select --method l1 --n-features-to-select K`; "
                        "`ultrafs path`"),
     ("l1", "estimator"): yes("`L1LogisticRegression`: predict, predict_proba, transform"),
-    ("l1", "progress"): _PROGRESS,
+    ("l1", "progress"): yes(_PROGRESS.text, branch="i37-path"),   # the path's phases
     ("l1", "report"): _REPORT,
     ("l1", "sample_weight"): yes(_SAMPLE_WEIGHT, branch="i37-l1w"),
     ("l1", "class_weight"): yes(_CLASS_WEIGHT, branch="i37-l1w"),
@@ -307,13 +307,21 @@ def assert_one_line_exception(excinfo, *fragments):
 
 
 # ------------------------------------------------------------ the faces
-PHASE_LINE = re.compile(r"^\S.*: (?:[\d,]+(?:/[\d,]+)? \S+ in )?\d+(?:\.\d+)? (?:s|min|h)\b",
-                        re.M)
+#: a piped :class:`ultrafs.progress.Phase`'s line: ``NAME: N/M steps in T s; status``
+#: or ``NAME: T s; status`` (its name may hold ": ", the context of the phase)
+PHASE_LINE = re.compile(
+    r"^(\S.*): (?:[\d,]+(?:/[\d,]+)? \S+ in )?\d+(?:\.\d+)? (?:s|min|h)\b", re.M)
 
 
 def phase_lines(text):
-    """The lines of ``text`` that are a piped :class:`ultrafs.progress.Phase`'s."""
-    return PHASE_LINE.findall(text)
+    """The lines of ``text`` that are a piped phase's."""
+    return [match.group(0) for match in PHASE_LINE.finditer(text)]
+
+
+def phase_names(text):
+    """The names of the piped phases in ``text``, each without its context
+    (``iteration 1 of 2: scoring candidates`` is ``scoring candidates``)."""
+    return {match.group(1).rsplit(": ", 1)[-1] for match in PHASE_LINE.finditer(text)}
 
 
 def check_cli(method, cell, problem, request):
@@ -345,21 +353,23 @@ def check_estimator(method, cell, problem, request):
 
 
 def check_progress(method, cell, problem, request):
-    from tests.cli_tools import run as run_cli
-
-    args = ["select", "--data", problem.train, "--method", method, *CLI_ARGS[method],
-            "--out", problem.folder / f"{method}.progress.json", "--overwrite"]
-    loud = run_cli(*args, "--progress")
-    assert "\r" not in loud.stderr, "piped progress redraws a line"
-    assert phase_lines(loud.stderr), loud.stderr
-    quiet = run_cli(*args, "--no-progress")
-    assert not phase_lines(quiet.stderr), quiet.stderr
-    # the estimator's verbose= says the same
-    for verbose, shown in ((1, True), (0, False)):
+    # the estimator's verbose=: the method's own phases (no command around it)
+    shown = {}
+    for verbose in (1, 0):
         stream = io.StringIO()
         with contextlib.redirect_stderr(stream):
             estimator(method, **QUICK[method], verbose=verbose).fit(problem.X, problem.y)
-        assert bool(phase_lines(stream.getvalue())) == shown, stream.getvalue()
+        shown[verbose] = stream.getvalue()
+    assert phase_names(shown[1]), shown[1]
+    assert not phase_lines(shown[0]), shown[0]
+    # the command line, piped: the same phases, one line each, none redrawn
+    args = ["select", "--data", problem.train, "--method", method, *CLI_ARGS[method],
+            "--out", problem.folder / f"{method}.progress.json", "--overwrite"]
+    loud = run(*args, "--progress")
+    assert "\r" not in loud.stderr, "piped progress redraws a line"
+    assert phase_names(loud.stderr) & phase_names(shown[1]), loud.stderr
+    quiet = run(*args, "--no-progress")
+    assert not phase_lines(quiet.stderr), quiet.stderr
 
 
 def check_report(method, cell, problem, request):
