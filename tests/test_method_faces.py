@@ -84,10 +84,12 @@ class Cell:
 
 
 def yes(text, branch=""):
+    """A cell that works (``branch``: the branch still building it)."""
     return Cell(True, text, branch)
 
 
 def no(message):
+    """A refused cell: ``message`` as the command line prints it."""
     return Cell(False, message)
 
 
@@ -120,8 +122,8 @@ CELLS = {
     ("fgm", "class_weight"): yes(_CLASS_WEIGHT),
     ("fgm", "multiclass"): yes("one feature set shared by the K classes "
                                 "(multinomial or one-vs-rest)"),
-    ("fgm", "checkpoint"): yes("`--checkpoint DIR --resume`: an interrupted run ends "
-                               "with the uninterrupted model"),
+    ("fgm", "checkpoint"): yes("`--checkpoint DIR --resume` (`--C auto` too): an interrupted "
+                               "run ends with the uninterrupted model"),
     ("fgm", "scheduler"): yes(_SCHEDULER),
     ("fgm", "clone_pickle_search"): yes(_SEARCH),
     ("fgm", "evaluate_predict"): yes(_EVALUATE),
@@ -334,8 +336,10 @@ def check_cli(method, cell, problem, request):
         path = problem.folder / "l1.path.json"
         run("path", "--data", problem.train, "--n-lambdas", 5, "--no-progress",
             "--out", path)
-        points = json.loads(path.read_text())
-        assert points, "an empty path file"
+        points = json.loads(path.read_text())["path"]
+        lambdas = [point["lambda"] for point in points]
+        assert len(lambdas) == 5 and lambdas == sorted(lambdas, reverse=True)
+        assert points[-1]["nnz"] >= points[0]["nnz"]
 
 
 def check_estimator(method, cell, problem, request):
@@ -432,7 +436,7 @@ def check_multiclass(method, cell, problem, request):
 
 
 class _Interrupted(Exception):
-    pass
+    """Raised by a run's callback: the run stops where a kill would."""
 
 
 def check_checkpoint(method, cell, problem, request):
@@ -445,7 +449,8 @@ def check_checkpoint(method, cell, problem, request):
     from ultrafs.api import fit
     from ultrafs.model import Model
 
-    options = dict(B=3, max_iter=4, tol=0.0, C=10.0)
+    # FGM's options (the method that resumes), its choice of C included
+    options = dict(B=3, max_iter=4, tol=0.0, C="auto")
     whole = fit(method, str(problem.train), **options)
     assert len(whole.history) == 4
 
@@ -457,9 +462,10 @@ def check_checkpoint(method, cell, problem, request):
         fit(method, str(problem.train), **options, checkpoint=folder,
             callback=stop_after_two)
     run("select", "--data", problem.train, "--method", method, "--B", 3, "--max-iter", 4,
-        "--tol", 0, "--C", 10, "--checkpoint", folder, "--resume", "--no-progress",
+        "--tol", 0, "--C", "auto", "--checkpoint", folder, "--resume", "--no-progress",
         "--out", problem.folder / "resumed.json", "--overwrite")
     resumed = Model.load(problem.folder / "resumed.json")
+    assert resumed.params["C"] == whole.params["C"]
     assert resumed.features == whole.features
     np.testing.assert_array_equal(resumed.coef, whole.coef)
     assert [h["objective"] for h in resumed.history] == [h["objective"]
