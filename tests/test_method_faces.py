@@ -202,13 +202,15 @@ QUICK = {
 }
 
 #: estimator parameters of a fit solved tightly enough that two fits of
-#: the same problem (weights or repeated rows) agree to 1e-6
+#: the same problem (weights or repeated rows) agree to 1e-6, with nothing
+#: computed from the rows' distinct values (GSR-FS's column scales, SKLR's σ)
 TIGHT = {
     "fgm": {"B": 3, "max_iter": 2, "C": 10.0, "inner_tol": 1e-9, "inner_kkt_tol": 1e-9,
             "inner_max_iter": 10000},
     "l1": {"n_features_to_select": 4, "tol": 1e-9, "max_iter": 1000},
     "mslr": {"B": 3, "max_iter": 2, "inner_tol": 1e-10},
-    "sklr": {"n_components": 60, "tol": 1e-10, "max_iter": 100000},
+    # σ given: its default, the median distance of the rows, differs for repeated rows
+    "sklr": {"n_components": 60, "sigma": 4.0, "tol": 1e-10, "max_iter": 100000},
     "gsrfs": {"n_features_to_select": 3, "scale": "none", "tol": 1e-10, "max_iter": 5000},
 }
 
