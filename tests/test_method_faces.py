@@ -104,8 +104,7 @@ def _two_classes_refusal(problem):
 
 _PROGRESS = yes("`--progress` / `verbose=1`: one line per phase on stderr when piped",
                 branch="i37-progress")
-_REPORT = yes("`ultrafs report MODEL`: HTML naming the method and its objective",
-              branch="i37-report")
+_REPORT = yes("`ultrafs report MODEL`: HTML naming the method and its objective")
 _SAMPLE_WEIGHT = "`fit(X, y, sample_weight=w)`: integer weights = repeated rows"
 _CLASS_WEIGHT = "`class_weight={label: w}`: a class's rows weighted w"
 _SCHEDULER = "its passes run on the Client's cluster; the same model as threads"
@@ -133,8 +132,8 @@ CELLS = {
     ("l1", "estimator"): yes("`L1LogisticRegression`: predict, predict_proba, transform"),
     ("l1", "progress"): yes(_PROGRESS.text, branch="i37-path"),   # the path's phases
     ("l1", "report"): _REPORT,
-    ("l1", "sample_weight"): yes(_SAMPLE_WEIGHT, branch="i37-l1w"),
-    ("l1", "class_weight"): yes(_CLASS_WEIGHT, branch="i37-l1w"),
+    ("l1", "sample_weight"): yes(_SAMPLE_WEIGHT),
+    ("l1", "class_weight"): yes(_CLASS_WEIGHT),
     ("l1", "multiclass"): no(_two_classes_refusal("ℓ1 logistic regression")),
     ("l1", "checkpoint"): no(_checkpoint_refusal("l1")),
     ("l1", "scheduler"): yes(_SCHEDULER),
