@@ -13,9 +13,9 @@ pending mark against :data:`CELLS`, so the document cannot drift.
 A cell whose behaviour another branch of issue 37 is building names that
 branch (``Cell.branch``): its test is the finished behaviour's, expected
 to fail (``xfail(strict=True)``) until the branch lands, and the
-document marks the cell with the branch's footnote.  When a branch lands,
-delete its ``branch=`` here and its footnote marks in docs/METHODS.md:
-the cells' tests must then pass.
+document marks the cell ``[†BRANCH](#being-built)``.  When a branch
+lands, delete its ``branch=`` here, and its marks and its line under
+"Being built" in docs/METHODS.md: the cells' tests must then pass.
 
 The ``scheduler=Client`` cells use the session's real 2-worker
 ``LocalCluster`` (``local_cluster_client`` of tests/conftest.py), so they
