@@ -99,7 +99,7 @@ def _checkpoint_refusal(method):
 
 def _two_classes_refusal(problem):
     return (f"{problem} needs two classes; the data has 3 "
-            f"(K classes: --method fgm or --method gsrfs)")
+            f"(K classes: --method fgm or --method mslr or --method gsrfs)")
 
 
 _PROGRESS = yes("`--progress` / `verbose=1`: one line per phase on stderr when piped",
@@ -145,9 +145,9 @@ CELLS = {
     ("mslr", "estimator"): yes("`MSLRClassifier`: predict, predict_proba, transform"),
     ("mslr", "progress"): _PROGRESS,
     ("mslr", "report"): _REPORT,
-    ("mslr", "sample_weight"): yes(_SAMPLE_WEIGHT, branch="i37-est"),
-    ("mslr", "class_weight"): yes(_CLASS_WEIGHT, branch="i37-est"),
-    ("mslr", "multiclass"): no(_two_classes_refusal("minimax sparse logistic regression")),
+    ("mslr", "sample_weight"): yes(_SAMPLE_WEIGHT),
+    ("mslr", "class_weight"): yes(_CLASS_WEIGHT),
+    ("mslr", "multiclass"): yes("one-vs-rest with one shared support"),
     ("mslr", "checkpoint"): no(_checkpoint_refusal("mslr")),
     ("mslr", "scheduler"): yes(_SCHEDULER),
     ("mslr", "clone_pickle_search"): yes(_SEARCH),
@@ -158,8 +158,8 @@ CELLS = {
                                "(a kernel basis: no column selection)"),
     ("sklr", "progress"): _PROGRESS,
     ("sklr", "report"): _REPORT,
-    ("sklr", "sample_weight"): yes(_SAMPLE_WEIGHT, branch="i37-est"),
-    ("sklr", "class_weight"): yes(_CLASS_WEIGHT, branch="i37-est"),
+    ("sklr", "sample_weight"): yes(_SAMPLE_WEIGHT),
+    ("sklr", "class_weight"): yes(_CLASS_WEIGHT),
     ("sklr", "multiclass"): no(_two_classes_refusal("sparse kernel logistic regression")),
     ("sklr", "checkpoint"): no(_checkpoint_refusal("sklr")),
     ("sklr", "scheduler"): yes("accepted; no Dask passes (it fits in this process): "
@@ -172,8 +172,8 @@ CELLS = {
                                 "scores_, ranking_)"),
     ("gsrfs", "progress"): _PROGRESS,
     ("gsrfs", "report"): _REPORT,
-    ("gsrfs", "sample_weight"): yes(_SAMPLE_WEIGHT, branch="i37-est"),
-    ("gsrfs", "class_weight"): yes(_CLASS_WEIGHT, branch="i37-est"),
+    ("gsrfs", "sample_weight"): yes(_SAMPLE_WEIGHT),
+    ("gsrfs", "class_weight"): yes(_CLASS_WEIGHT),
     ("gsrfs", "multiclass"): yes("K classes as K one-hot target columns"),
     ("gsrfs", "checkpoint"): no(_checkpoint_refusal("gsrfs")),
     ("gsrfs", "scheduler"): yes(_SCHEDULER),
