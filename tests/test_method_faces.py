@@ -130,7 +130,7 @@ CELLS = {
     ("l1", "cli"): yes("`ultrafs select --method l1 --n-features-to-select K`; "
                        "`ultrafs path`"),
     ("l1", "estimator"): yes("`L1LogisticRegression`: predict, predict_proba, transform"),
-    ("l1", "progress"): yes(_PROGRESS.text, branch="i37-path"),   # the path's phases
+    ("l1", "progress"): yes(_PROGRESS.text),
     ("l1", "report"): _REPORT,
     ("l1", "sample_weight"): yes(_SAMPLE_WEIGHT),
     ("l1", "class_weight"): yes(_CLASS_WEIGHT),
@@ -139,7 +139,7 @@ CELLS = {
     ("l1", "scheduler"): yes(_SCHEDULER),
     ("l1", "clone_pickle_search"): yes(_SEARCH),
     ("l1", "evaluate_predict"): yes("its model file, and a chosen point of a path file "
-                                    "(`ultrafs path`)", branch="i37-path"),
+                                    "(`ultrafs path`)"),
     # ------------------------------------------------------------ MSLR
     ("mslr", "cli"): yes("`ultrafs select --method mslr`"),
     ("mslr", "estimator"): yes("`MSLRClassifier`: predict, predict_proba, transform"),
