@@ -72,7 +72,12 @@ from ultrafs.model_checks import (MAX_MODEL_BYTES, MODEL_FORMAT, MODEL_VERSION,
 from ultrafs.store.targets import require_labels
 
 __all__ = ["Model", "MODEL_FORMAT", "MODEL_VERSION", "MAX_MODEL_BYTES",
-           "feature_names_from_store", "WrongDataError"]
+           "feature_names_from_store", "WrongDataError", "is_path_file",
+           "parsed_model_file", "PATH_FORMAT", "PATH_VERSIONS"]
+
+#: what a path file (``ultrafs path --out``) says it is, and the versions read
+PATH_FORMAT = "ultrafs-path"
+PATH_VERSIONS = (1,)
 
 
 class WrongDataError(InputFormatError):
@@ -265,19 +270,11 @@ class Model:
             deeply), or not a valid model.
         """
         path = os.fspath(path)
-        limit = MAX_MODEL_BYTES if max_bytes is None else int(max_bytes)
-        text = read_model_text(path, limit)
-        try:
-            obj = json.loads(text)
-        except RecursionError:
+        obj = parsed_model_file(path, max_bytes)
+        if is_path_file(obj):
             raise InputFormatError(
-                f"{path}: not a model file (JSON nested too deeply)") from None
-        except json.JSONDecodeError as exc:
-            raise InputFormatError(
-                f"{path}: not a JSON model file ({exc.msg} at line {exc.lineno} "
-                f"column {exc.colno})") from None
-        except ValueError as exc:            # e.g. an integer of > 4300 digits
-            raise InputFormatError(f"{path}: not a JSON model file ({exc})") from None
+                f"{path}: a path file (ultrafs path), not one model: evaluate, predict "
+                "and report take it, with --lambda, --point or --n-features-to-select")
         try:
             return cls.from_dict(obj, where=path)
         except RecursionError:
@@ -571,3 +568,32 @@ def _wrong_data(n_features, store) -> WrongDataError:
     else:
         columns = "no columns"
     return WrongDataError(n_features, columns, where)
+
+
+def parsed_model_file(path, max_bytes=None):
+    """The parsed JSON of a model or path file (at most ``max_bytes``, default
+    :data:`MAX_MODEL_BYTES`); one :class:`InputFormatError` line naming
+    ``path`` for anything else."""
+    limit = MAX_MODEL_BYTES if max_bytes is None else int(max_bytes)
+    text = read_model_text(path, limit)
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise InputFormatError(
+            f"{path}: not a model file (JSON nested too deeply)") from None
+    except json.JSONDecodeError as exc:
+        raise InputFormatError(
+            f"{path}: not a JSON model file ({exc.msg} at line {exc.lineno} "
+            f"column {exc.colno})") from None
+    except ValueError as exc:            # e.g. an integer of > 4300 digits
+        raise InputFormatError(f"{path}: not a JSON model file ({exc})") from None
+
+
+def is_path_file(obj) -> bool:
+    """Whether parsed JSON is a path file (of any version, or one written
+    before path files said what they are: ``"method": "l1"`` and a
+    ``"path"`` list, without ``"format"``)."""
+    return isinstance(obj, dict) and (obj.get("format") == PATH_FORMAT or (
+        "format" not in obj and obj.get("method") == "l1"
+        and isinstance(obj.get("path"), list)))
+

@@ -1,4 +1,5 @@
-"""``ultrafs predict`` and ``ultrafs evaluate``: a model file on a store."""
+"""``ultrafs predict`` and ``ultrafs evaluate``: a model file, or one point
+of a path file (``ultrafs path``), on a store."""
 
 from __future__ import annotations
 
@@ -67,11 +68,42 @@ def _write_predictions(model, decision, out, output_format):
         write_text_atomic(text, out)
 
 
+def point_options(function):
+    """``--lambda``, ``--point``, ``--n-features-to-select``: which model of a
+    path file (:class:`~ultrafs.methods.path_file.PathModels`)."""
+    options = [
+        click.option("--lambda", "lambda_", default=None, metavar="X",
+                     help="Path file: the model at this λ of the path, or min / 1se "
+                          "(lambda_min / lambda_1se of its --cv; 1se by default "
+                          "when it has one)."),
+        click.option("--point", type=int, default=None,
+                     help="Path file: the model at this point (0-based; -1: the "
+                          "last)."),
+        click.option("--n-features-to-select", "n_features_to_select",
+                     type=click.IntRange(min=0), default=None,
+                     help="Path file: its model with the most nonzero weights, at "
+                          "most this many."),
+    ]
+    for option in reversed(options):
+        function = option(function)
+    return function
+
+
+def _model_of(model_path, lambda_, point, n_features_to_select):
+    """The model file's model, or the chosen point of a path file."""
+    from ultrafs.methods.path_file import load_model_or_point
+
+    return load_model_or_point(model_path, lambda_=lambda_, point=point,
+                               n_features_to_select=n_features_to_select)
+
+
 @click.command()
-@click.option("--model", "model_path", required=True, type=click.Path())
+@click.option("--model", "model_path", required=True, type=click.Path(),
+              help="Model file, or path file (ultrafs path) with a point option.")
 @click.option("--data", "data_path", required=True, type=click.Path(),
               help="Store, or LIBSVM file (ingested once into the cache and "
                    "reused); labels not needed.")
+@point_options
 @LABEL_OPTION
 @click.option("--out", default="-", show_default=True,
               help="Output file, or - for stdout.")
@@ -82,13 +114,16 @@ def _write_predictions(model, decision, out, output_format):
                    "or one JSON object of arrays.")
 @one_line_errors
 @check_output("out", "--out", {"--model file": "model_path", "--data store": "data_path"})
-def predict(model_path, data_path, label, out, output_format):
-    """Predict every row of a store with a model file."""
+def predict(model_path, data_path, lambda_, point, n_features_to_select, label, out,
+            output_format):
+    """Predict every row of a store with a model file (or a path file's point)."""
     from ultrafs.store import open_store
 
-    from ultrafs.model import Model
-
-    model = Model.load(model_path)
+    model, chosen = _model_of(model_path, lambda_, point, n_features_to_select)
+    if chosen is not None:
+        click.echo(f"{model_path}: point {chosen['point']} of the path, "
+                   f"λ = {chosen['lambda']:.6g}, {chosen['nnz']} nonzero "
+                   f"({chosen['chosen_by']})", err=True)
     # labels are not needed: the labelled entry of select / evaluate serves too
     store = open_store(resolve_data_path(data_path, target="none", also_targets=(None,)),
                        label=label, labels=False)
@@ -98,20 +133,23 @@ def predict(model_path, data_path, label, out, output_format):
 
 
 @click.command()
-@click.option("--model", "model_path", required=True, type=click.Path())
+@click.option("--model", "model_path", required=True, type=click.Path(),
+              help="Model file, or path file (ultrafs path) with a point option.")
 @click.option("--data", "data_path", required=True, type=click.Path(),
               help="Labelled store, or LIBSVM file (ingested once into the "
                    "cache and reused).")
+@point_options
 @LABEL_OPTION
 @one_line_errors
-def evaluate(model_path, data_path, label):
-    """Print accuracy, AUC and counts of a model on a labelled store (JSON)."""
+def evaluate(model_path, data_path, lambda_, point, n_features_to_select, label):
+    """Print accuracy, AUC and counts of a model on a labelled store (JSON);
+    for a path file, also the point evaluated (``path_point``)."""
     from ultrafs.store import open_store
 
-    from ultrafs.model import Model
-
-    model = Model.load(model_path)
+    model, chosen = _model_of(model_path, lambda_, point, n_features_to_select)
     store = open_store(resolve_data_path(data_path), label=label)
     with _naming(model_path, data_path):
         metrics = model.evaluate_store(store)
+    if chosen is not None:
+        metrics = dict(metrics, path_point=chosen)
     click.echo(json.dumps(metrics))

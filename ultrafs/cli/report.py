@@ -56,8 +56,11 @@ def report_command(model_path, test_path, train_path, label, l1_max_nnz, top, ou
     from ultrafs.model import Model
     from ultrafs.progress import showing
     from ultrafs.report import build_report
+    from ultrafs.report_path import report_path_file
     from ultrafs.store import open_store
 
+    if report_path_file(model_path, test_path, train_path, label, out):
+        return      # a path file (ultrafs path): its own report
     if train_path is not None and test_path is None:
         raise click.UsageError("--train needs --test (the curves are measured on "
                                "the test store)")

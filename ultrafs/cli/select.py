@@ -124,11 +124,14 @@ class SelectCommand(click.Command):
         names = self.get_help_option_names(ctx)
         if not names or not self.add_help_option:
             return None
-        if self._help_option is None:
+        # one option per spelling: invoked alone (tests), select has only
+        # --help; under the group, also -h
+        options = self.__dict__.setdefault("_help_options", {})
+        if tuple(names) not in options:
             from click.decorators import help_option
 
-            self._help_option = _objects([help_option(*names)])[0]
-        return self._help_option
+            options[tuple(names)] = _objects([help_option(*names)])[0]
+        return options[tuple(names)]
 
     def get_params(self, ctx):
         params = self.method_params(ctx.meta.get("ultrafs.method") or DEFAULT_METHOD)

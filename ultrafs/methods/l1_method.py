@@ -252,9 +252,17 @@ def l1_model(path, index, store, *, command=None, requested=None):
     )
 
 
-def path_to_dict(path, store, *, command=None) -> dict:
+def path_to_dict(path, store, *, command=None, cv=None) -> dict:
     """The JSON form of an :class:`~ultrafs.methods.l1_path.L1Path`
-    (``ultrafs path --out``)."""
+    (``ultrafs path --out``): a path file (:data:`ultrafs.model.PATH_FORMAT`),
+    read back by :class:`ultrafs.methods.path_file.PathModels`.
+
+    ``cv`` (a :class:`~ultrafs.methods.path_cv.PathCV` at the path's λ)
+    is recorded under ``"cv"``, with the chosen λ (``lambda_min``,
+    ``lambda_1se``) and their indices on the path.
+    """
+    from ultrafs.model import PATH_FORMAT, PATH_VERSIONS
+
     steps = []
     for record, columns, coef, intercept in zip(path.records, path.columns,
                                                  path.coefs, path.intercepts):
@@ -263,12 +271,17 @@ def path_to_dict(path, store, *, command=None) -> dict:
         step["features"] = [int(v) for v in store.feature_ids(columns)]
         step["coef"] = [float(v) for v in coef]
         steps.append(step)
-    out = {"method": "l1", "screening": path.screening,
+    out = {"format": PATH_FORMAT, "format_version": PATH_VERSIONS[-1],
+           "method": "l1", "target": "binary", "loss": "logistic",
+           "classes": [float(c) for c in store.classes],
+           "id_offset": int(store.id_offset), "screening": path.screening,
            "sequential": path.sequential, "lambda_max": path.lambda_max,
            "n_samples": path.n_samples, "n_features": path.n_features,
            "statistics_seconds": path.statistics_seconds,
            "data_fingerprint": getattr(store, "fingerprint", None),
            "path": steps}
+    if cv is not None:
+        out["cv"] = cv.to_dict(lambda_max=path.lambda_max)
     if command:
         out["command"] = command
     return out

@@ -42,6 +42,7 @@ its budget, the decoded copy).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -49,20 +50,17 @@ from functools import partial
 import numpy as np
 
 from ultrafs.errors import ParameterError
-from ultrafs.kernels.slores import stale_kept
 from ultrafs.methods.column_cache import ColumnCache
 from ultrafs.methods.l1_kkt import KKTCheck
 from ultrafs.methods.l1_resident import DEFAULT_MEMORY_BUDGET, resident_store
-from ultrafs.methods.l1_weights import (check_statistics_weights, solve_path_point,
-                                        weighted_cut)
-from ultrafs.methods.slores import (basic_region, centred_column, dual_objective,
-                                    labels_pm1, sequential_region, slores_keep,
-                                    slores_statistics, theta_max)
-from ultrafs.methods.strong_rule import strong_keep
+from ultrafs.methods.l1_screen import next_cut, screen_keep
+from ultrafs.methods.l1_weights import check_statistics_weights, solve_path_point
+from ultrafs.methods.slores import dual_objective, labels_pm1, slores_statistics, theta_max
+from ultrafs.progress import phase as progress_phase
 from ultrafs.solvers.l1_logistic import solve_l1_logistic
 
 __all__ = ["SCREENINGS", "L1Path", "lambda_grid", "log_lambda_grid", "fit_l1_path",
-           "fit_l1_count",
+           "fit_l1_count", "l1_path_points",
            "DEFAULT_N_LAMBDAS", "DEFAULT_LAMBDA_MIN_RATIO",
            "DEFAULT_LAMBDA_MAX_RATIO", "DEFAULT_TOL", "DEFAULT_MEMORY_BUDGET"]
 
@@ -279,32 +277,75 @@ def fit_l1_path(store, y=None, *, lambdas=None, n_lambdas=DEFAULT_N_LAMBDAS,
     -------
     L1Path
     """
-    y, run, resident, source, stats = _setup(
-        store, y, screening, tol, max_iter, statistics, memory_budget,
-        dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers),
-        need_lambda_max=lambdas is None, sample_weight=sample_weight)
+    # the phase opens before the statistics pass: progress from the start
+    shown = progress_phase("ℓ1 path", total=_steps(
+        n_lambdas if lambdas is None else np.size(lambdas)), unit="λ")
+    shown.set_status("statistics of every column")
+    with _closed_on_error(shown):
+        y, run, resident, source, stats = _setup(
+            store, y, screening, tol, max_iter, statistics, memory_budget,
+            dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers),
+            need_lambda_max=lambdas is None, sample_weight=sample_weight)
+        lam_max = stats.lambda_max
+        if lambdas is None:
+            grid = lambda_grid(lam_max, n_lambdas, lambda_min_ratio, lambda_max_ratio)
+        else:
+            grid = np.sort(np.asarray(lambdas, dtype=np.float64).ravel())[::-1]
+            if grid.size == 0 or not np.all(np.isfinite(grid)) or grid[-1] <= 0:
+                raise ParameterError("lambdas must be finite and positive")
     n, p = store.n_samples, store.n_features
-    lam_max = stats.lambda_max
-    if lambdas is None:
-        grid = lambda_grid(lam_max, n_lambdas, lambda_min_ratio, lambda_max_ratio)
-    else:
-        grid = np.sort(np.asarray(lambdas, dtype=np.float64).ravel())[::-1]
-        if grid.size == 0 or not np.all(np.isfinite(grid)) or grid[-1] <= 0:
-            raise ParameterError("lambdas must be finite and positive")
     path = L1Path(lambdas=grid, lambda_max=lam_max, screening=screening,
                   sequential=bool(sequential), statistics_seconds=stats.seconds,
                   n_features=p, n_samples=n)
     solver = _PathSolver(store, resident, source, y, stats, screening, sequential,
                          tol, max_iter, run)
-    for lam in grid:
-        point = solver.step(float(lam))
-        path.add(*point)
-        if callback is not None:
-            callback(point[0])
-        if stop_at_nnz is not None and point[0]["nnz"] >= stop_at_nnz:
-            path.lambdas = grid[:len(path.records)]
-            break
+    with shown:
+        for lam in grid:
+            point = solver.step(float(lam))
+            path.add(*point)
+            if callback is not None:
+                callback(point[0])
+            shown.update(1, status=f"λ/λ_max {point[0]['ratio']:.4g}: "
+                                   f"{point[0]['nnz']:,} nonzero")
+            if stop_at_nnz is not None and point[0]["nnz"] >= stop_at_nnz:
+                path.lambdas = grid[:len(path.records)]
+                break
     return path
+
+
+def l1_path_points(store, y, lambdas, *, screening="slores", sequential=True,
+                   tol=DEFAULT_TOL, max_iter=500, block_size=None, scheduler=None,
+                   num_workers=None, memory_budget=DEFAULT_MEMORY_BUDGET):
+    """The points of :func:`fit_l1_path` at ``lambdas`` (in order), one
+    ``(record, columns, coef, intercept)`` per ``next()``, the same solves, so
+    that paths advance side by side (:mod:`ultrafs.methods.path_cv`); ``y``:
+    ±1, shape (n_samples,); λ >= the store's λ_max: the intercept alone."""
+    grid = np.asarray(lambdas, dtype=np.float64).ravel()
+    if grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(grid <= 0):
+        raise ParameterError("lambdas must be finite and positive")
+    y, run, resident, source, stats = _setup(
+        store, y, screening, tol, max_iter, None, memory_budget,
+        dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers),
+        need_lambda_max=False)
+    solver = _PathSolver(store, resident, source, y, stats, screening, sequential,
+                         tol, max_iter, run)
+    for lam in grid:
+        yield solver.step(float(lam))
+
+
+def _steps(count):
+    """A phase's total: ``count`` when a positive integer (checked later), else None."""
+    return int(count) if isinstance(count, (int, np.integer)) and count > 0 else None
+
+
+@contextlib.contextmanager
+def _closed_on_error(shown):
+    """Close a progress phase when the block raises (the error ends the run)."""
+    try:
+        yield
+    except BaseException:
+        shown.close()
+        raise
 
 
 def _setup(store, y, screening, tol, max_iter, statistics, memory_budget, run,
@@ -411,10 +452,13 @@ statistics, callback, memory_budget, sample_weight
         raise ParameterError(f"{n_nonzero} nonzero weights asked for, but the data has "
                              f"{p} columns")
     k = int(n_nonzero)
-    y, run, resident, source, stats = _setup(
-        store, y, screening, tol, max_iter, statistics, memory_budget,
-        dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers),
-        sample_weight=sample_weight)
+    shown = progress_phase(f"ℓ1 path to {k} nonzero", total=_steps(n_lambdas), unit="λ")
+    shown.set_status("statistics of every column")
+    with _closed_on_error(shown):
+        y, run, resident, source, stats = _setup(
+            store, y, screening, tol, max_iter, statistics, memory_budget,
+            dict(block_size=block_size, scheduler=scheduler, num_workers=num_workers),
+            sample_weight=sample_weight)
     lam_max = stats.lambda_max
     grid = log_lambda_grid(lam_max, n_lambdas, lambda_min_ratio, lambda_max_ratio)
     step_ratio = (lambda_min_ratio / lambda_max_ratio) ** (1.0 / (n_lambdas - 1)) \
@@ -438,6 +482,11 @@ statistics, callback, memory_budget, sample_weight
         points.append((record, columns, coef, intercept))
         if callback is not None:
             callback(record)
+        if phase != "grid" and shown.total is not None:
+            shown.set_total(None)       # beyond the grid: steps no longer counted
+        best = max((r["nnz"] for r, *_ in points if r["nnz"] <= k), default=0)
+        shown.update(1, status=f"{phase} λ/λ_max {record['ratio']:.4g}: "
+                               f"{record['nnz']:,} nonzero (best so far {best:,})")
         return record["nnz"]
 
     lo_lam, lo_state, hi_lam = lam_max, solver.snapshot(), None
@@ -495,6 +544,7 @@ statistics, callback, memory_budget, sample_weight
             lo_lam, lo_state = mid, solver.snapshot()
             if count == k:
                 break
+    shown.close()
     order = sorted(range(len(points)), key=lambda i: -points[i][0]["lambda"])
     path = L1Path(lambdas=np.array([points[i][0]["lambda"] for i in order]),
                   lambda_max=lam_max, screening=screening,
@@ -564,7 +614,7 @@ class _PathSolver:
         read_before = checker.columns_read if checker is not None else 0
         full_before = checker.full_passes if checker is not None else 0
         started = time.perf_counter()
-        keep = _screen(self.screening, self.sequential, stats, lam, y, self.prev)
+        keep = screen_keep(self.screening, self.sequential, stats, lam, y, self.prev)
         first_keep = keep.copy()
         kept = int(keep.sum())
         seconds_screening = time.perf_counter() - started
@@ -592,7 +642,7 @@ class _PathSolver:
             if checker is None:
                 violators = np.zeros(0, dtype=np.int64)
                 break
-            cut_weights, cut = (_cut_of(cache, columns, positions, result.coef, n, self.w)
+            cut_weights, cut = (next_cut(cache, columns, positions, result.coef, n, self.w)
                                 if self.with_cut else (None, None))
             violators, outside = checker.check(
                 result.theta, keep, columns, positions, cache.arrays(),
@@ -698,71 +748,3 @@ def _null_record(lam, lam_max, n, objective, intercept):
             "kkt_violations_found": 0, "kkt_violations_left": 0, "solves": 0,
             "seconds_screening": 0.0, "seconds_fetch": 0.0, "seconds_solving": 0.0,
             "seconds_kkt": 0.0, "cached_columns": 0, "solver_iterations": 0}
-
-
-def _screen(screening, sequential, stats, lam, y, prev):
-    """The keep-mask of the rule at ``lam`` (a fresh, writable array)."""
-    p = stats.n_features
-    if screening == "none":
-        return np.ones(p, dtype=bool)
-    if screening == "strong":
-        if sequential and prev["s"] is not None:
-            correlations = prev["s"]
-            if prev.get("upper") is not None:   # stale columns: their upper bound
-                correlations = prev["upper"]()
-            keep = strong_keep(correlations, lam, prev["lam"], stats.n_samples,
-                               stats.constant)
-            if prev.get("upper") is not None:   # kept on a bound: read, test again
-                again = stale_kept(keep, *prev["stale"][::2])
-                prev["refresh"](again)
-                keep[again] = strong_keep(prev["s"][again], lam, prev["lam"],
-                                          stats.n_samples, stats.constant[again])
-        else:
-            keep = strong_keep(stats.s_max, lam, stats.lambda_max, stats.n_samples,
-                               stats.constant)
-        keep[stats.j0] = True
-        return keep
-    basic = basic_region(stats, lam)
-    if sequential and prev["lam"] < stats.lambda_max and prev["s"] is not None:
-        cut = prev["cut"] or {}
-        region = sequential_region(stats, lam, decision=prev["decision"], y=y,
-                                   coef_l1=prev["coef_l1"], s0=prev["s"],
-                                   s0_largest=prev.get("s_largest"),
-                                   stale=prev.get("stale"), **cut)
-        # both rules are safe: the basic one is tested on the (usually far
-        # smaller) keep set of the sequential one, and the intersection kept
-        keep = slores_keep(stats, region, lam)
-        if region.stale is not None and prev.get("refresh") is not None \
-                and region.s0 is prev["s"] and region.stale[0] is prev["stale"][0] \
-                and (prev["cut"] is None or region.cut is prev["cut"]["cut"]):
-            # the stale columns the bound kept: read them at θ0 (fresh s_j and
-            # B_j, in the region's own arrays) and test them again exactly
-            again = stale_kept(keep, region.stale[0], region.stale[2])
-            if again.size:
-                prev["refresh"](again)
-                keep[again] = slores_keep(stats, region, lam, columns=again)[again]
-        return slores_keep(stats, basic, lam, candidates=keep)
-    return slores_keep(stats, basic, lam)
-
-
-def _cut_of(cache, columns, positions, coef, n, sample_weight=None):
-    """The weights of the next cut (the centred column of the largest weight)
-    and its description, or (None, None) without a usable column."""
-    active = np.flatnonzero(coef)
-    if not active.size:
-        return None, None
-    best = active[np.argmax(np.abs(coef[active]))]
-    rows, values = cache.dense_column(positions[best])
-    sign = 1.0 if coef[best] > 0 else -1.0
-    if sample_weight is not None:
-        cut_weights, cut_norm2, norm = weighted_cut(values, rows, n, sign, sample_weight)
-        if cut_norm2 <= 0:
-            return None, None
-        return cut_weights, {"cut_norm2": cut_norm2, "j0": int(columns[best]),
-                             "j0_sign": sign, "cut_weights_norm": norm}
-    cut_weights = centred_column(values, rows, n, sign)
-    cut_norm2 = float(np.sum(cut_weights * cut_weights))
-    if cut_norm2 <= 0:
-        return None, None
-    return cut_weights, {"cut_norm2": cut_norm2, "j0": int(columns[best]),
-                         "j0_sign": sign}
