@@ -102,8 +102,7 @@ def _two_classes_refusal(problem):
             f"(K classes: --method fgm or --method mslr or --method gsrfs)")
 
 
-_PROGRESS = yes("`--progress` / `verbose=1`: one line per phase on stderr when piped",
-                branch="i37-progress")
+_PROGRESS = yes("`--progress` / `verbose=1`: one line per phase on stderr when piped")
 _REPORT = yes("`ultrafs report MODEL`: HTML naming the method and its objective")
 _SAMPLE_WEIGHT = "`fit(X, y, sample_weight=w)`: integer weights = repeated rows"
 _CLASS_WEIGHT = "`class_weight={label: w}`: a class's rows weighted w"

@@ -167,3 +167,17 @@ def test_ingest_progress_piped_writes_its_last_line_once(tmp_path):
     reporter.finish()
     reporter.finish()
     assert re.fullmatch(r"read x\.svm: 2 rows in \d+\.\d s; 0\.0 MB\n", stream.getvalue())
+
+
+def test_say_writes_a_line_of_its_own():
+    from ultrafs.progress import say
+
+    stream = io.StringIO()
+    say("iteration 1: 3 features", stream)
+    assert stream.getvalue() == "iteration 1: 3 features\n"
+    terminal = Terminal()
+    with Phase("ℓ1 path", 4, "λ", show=True, stream=terminal) as p:
+        p.update(1)
+        say("λ/λ_max 0.95: 1 nonzero", terminal)     # above the bar, which is redrawn
+        p.update(3)
+    assert "λ/λ_max 0.95: 1 nonzero\n" in terminal.getvalue()

@@ -27,10 +27,9 @@ from pty_tools import run_on_pty, run_piped, ultrafs_argv  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 
 #: per method: its options (small and quick) and a phase it draws on its own
-#: (None: only the shared ones; the l1 path's phases belong to its own work)
 METHODS = {
     "fgm": (["--B", 3, "--max-iter", 2], "iteration 1 of 2: scoring candidates"),
-    "l1": (["--n-features-to-select", 3], None),
+    "l1": (["--n-features-to-select", 3], "ℓ1 path"),
     "mslr": (["--B", 3, "--max-iter", 2], "MSLR subproblem"),
     "sklr": (["--n-components", 256, "--solver", "fista"], "sklr fista"),
     "gsrfs": (["--n-features-to-select", 5, "--max-iter", 20], "IRLS on 120 features"),
@@ -176,7 +175,7 @@ def test_report_train_on_a_terminal_draws_progress_first(data, tmp_path):
 #: estimator, its small options, the start of a phase line it shows with verbose=1
 ESTIMATORS = {
     "FGMClassifier": ({"B": 3, "max_iter": 2}, "iteration 1: scoring candidates: "),
-    "L1LogisticRegression": ({}, None),
+    "L1LogisticRegression": ({}, "ℓ1 path"),
     "MSLRClassifier": ({"B": 3, "max_iter": 2}, "MSLR subproblem: "),
     "SparseKernelLogisticRegression": ({"n_components": 64}, "sklr cgd: "),
     "GSRFSSelector": ({"n_features_to_select": 5, "max_iter": 10}, "IRLS on 60 features"),
@@ -187,9 +186,6 @@ ESTIMATORS = {
 def test_estimator_verbose_shows_the_phases(name, capsys):
     import ultrafs.sklearn as estimators
 
-    if ESTIMATORS[name][1] is None:
-        pytest.xfail("the l1 path's phases come with the path's own work "
-                     "(methods/l1_path.py)")
     problem = make_planted_problem(n_samples=200, n_features=60, n_relevant=5, n_test=10,
                                    seed=1)
     options, line = ESTIMATORS[name]

@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 
-__all__ = ["Phase", "phase", "showing", "is_showing", "format_seconds"]
+__all__ = ["Phase", "phase", "showing", "is_showing", "format_seconds", "say"]
 
 _state = threading.local()
 
@@ -207,6 +207,23 @@ class Phase:
     def __exit__(self, *exc):
         self.close()
         return False
+
+
+def say(text, stream=None) -> None:
+    """One line on stderr (``stream``) of its own: on a terminal above the bars
+    being drawn (which are redrawn below it), elsewhere a plain line.
+
+    For lines a face prints while phases may be open (an iteration's
+    summary, a notice), so that they never break a bar.
+    """
+    stream = sys.stderr if stream is None else stream
+    if _is_terminal(stream):
+        from tqdm import tqdm
+
+        tqdm.write(str(text), file=stream)
+        stream.flush()
+    else:
+        print(str(text), file=stream, flush=True)
 
 
 def phase(name, total=None, unit="step", **options) -> Phase:

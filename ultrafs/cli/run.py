@@ -7,8 +7,6 @@ from __future__ import annotations
 import contextlib
 import logging
 
-import click
-
 from ultrafs.cli.scheduler import scheduler_for_run
 from ultrafs.cli.terminal import progress_enabled
 
@@ -31,6 +29,7 @@ def run_method(method, store, params, *, command, progress=None, scheduler="thre
     """
     from ultrafs.api import fit
     from ultrafs.methods.execution import Execution
+    from ultrafs.progress import say
     from ultrafs.scoring.progress import format_seconds, run_clock
 
     show = progress_enabled(progress)
@@ -45,9 +44,8 @@ def run_method(method, store, params, *, command, progress=None, scheduler="thre
             name = "" if "iteration" not in record else (
                 f"{clock.name(record['iteration'])}: " if clock is not None
                 else f"iteration {record['iteration']}: ")
-            click.echo(f"{name}{method.progress_line(record)}"
-                       + ("" if left is None or left <= 0
-                          else f"; run ETA {format_seconds(left)}"), err=True)
+            say(f"{name}{method.progress_line(record)}"
+                + ("" if left is None or left <= 0 else f"; run ETA {format_seconds(left)}"))
 
     iterations = params.get("max_iter")
     if iterations is None:
@@ -68,7 +66,9 @@ class _EchoHandler(logging.Handler):
     """Writes each record's message as one line on stderr."""
 
     def emit(self, record):
-        click.echo(record.getMessage(), err=True)
+        from ultrafs.progress import say
+
+        say(record.getMessage())
 
 
 @contextlib.contextmanager
