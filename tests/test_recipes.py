@@ -530,7 +530,7 @@ ALLOWED = {
 }
 FACES = {"api", "cli", "report", "report_curves", "report_path", "sklearn"}
 #: the report's own modules (its data, figures and page)
-FACES |= {"report_data", "report_figures", "report_html"}
+FACES |= {"report_data", "report_figures", "report_html", "report_files"}
 
 
 def _imported_units(path):

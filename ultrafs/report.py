@@ -28,12 +28,8 @@ canvas, so the caller's pyplot backend is never touched.
 
 from __future__ import annotations
 
-import errno
 import os
-import shutil
-import tempfile
 
-from ultrafs.atomic import publish_path, rename_os_error
 from ultrafs.errors import UltraFSError
 # the curves are computed there; accuracy_curves and accuracy_vs_features
 # stay importable from here, the report's public face
@@ -44,6 +40,7 @@ from ultrafs.report_data import (FIGURES, PHASES, figure_data, figures_of, metho
 from ultrafs.report_figures import (plot_accuracy, plot_basis, plot_features,
                                     plot_history, plot_lambda_path, plot_ranking,
                                     plot_timing, plot_validation)
+from ultrafs.report_files import report_target, write_report_files
 from ultrafs.report_html import html_page, validation_section
 
 __all__ = ["build_report", "accuracy_vs_features", "accuracy_curves", "method_of",
@@ -187,11 +184,7 @@ def build_report(model, out_html, *, test_store=None, train_store=None, top=30,
 
         train_store = open_store(train_store)
 
-    out_html = os.path.abspath(os.fspath(out_html))
-    directory, html_name = os.path.split(out_html)
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), directory)
-    stem = os.path.splitext(html_name)[0]
+    out_html, directory, stem = report_target(out_html)
     data = figure_data(model, top)
     test_info = None
     if test_store is not None:
@@ -209,38 +202,7 @@ def build_report(model, out_html, *, test_store=None, train_store=None, top=30,
                 model, test_store, train_store)
     names = _figure_names(model, stem, data, test_store)
 
-    try:
-        tmpdir = tempfile.mkdtemp(prefix=f".tmp-{stem}-", dir=directory)
-    except OSError as exc:
-        raise rename_os_error(exc, out_html, [exc.filename or out_html]) from None
-    moved = []
-    try:
-        tmp = {key: os.path.join(tmpdir, name) for key, name in names.items()}
-        for key in names:
-            _draw(key, tmp[key], model, data)
-        page = html_page(model, names, data, f"ultrafs run report: {stem}", test_info)
-        tmp_html = os.path.join(tmpdir, html_name)
-        with open(tmp_html, "w", encoding="utf-8") as fh:
-            fh.write(page)
-        for key, name in names.items():
-            final = os.path.join(directory, name)
-            publish_path(tmp[key], final)
-            moved.append(final)
-        publish_path(tmp_html, out_html)
-    except BaseException as exc:
-        for final in moved:
-            try:
-                os.unlink(final)
-            except OSError:
-                pass
-        if isinstance(exc, OSError):
-            renamed = rename_os_error(exc, out_html, [tmpdir])
-            if renamed is not exc:
-                raise renamed from None
-        raise
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
-    return {"html": out_html,
-            "figures": {key: os.path.join(directory, name)
-                        for key, name in names.items()},
-            "data": data}
+    figures = write_report_files(
+        out_html, names, lambda key, path: _draw(key, path, model, data),
+        lambda: html_page(model, names, data, f"ultrafs run report: {stem}", test_info))
+    return {"html": out_html, "figures": figures, "data": data}

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import html
 import os
-import shutil
-import tempfile
 import urllib.parse
 
 import numpy as np
@@ -280,11 +278,10 @@ def build_path_report(path_file, out_html, *, test_store=None) -> dict:
         ``deviance_se``, ``accuracy_mean``, ``accuracy_se``, ``nnz_mean``;
         ``lambda_min``, ``lambda_1se`` and their indices)).
     """
-    import errno
 
-    from ultrafs.atomic import publish_path, rename_os_error
     from ultrafs.errors import UltraFSError
     from ultrafs.methods.path_file import PathModels
+    from ultrafs.report_files import report_target, write_report_files
 
     try:
         import matplotlib  # noqa: F401
@@ -292,11 +289,7 @@ def build_path_report(path_file, out_html, *, test_store=None) -> dict:
         raise UltraFSError("the report needs matplotlib: pip install "
                            "'ultrafs[report]'") from None
     models = PathModels.load(path_file)
-    out_html = os.path.abspath(os.fspath(out_html))
-    directory, html_name = os.path.split(out_html)
-    if not os.path.isdir(directory):
-        raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), directory)
-    stem = os.path.splitext(html_name)[0]
+    out_html, directory, stem = report_target(out_html)
     data = _figure_data(models, test_store)
     names = {"nonzeros": f"{stem}_nonzeros.png"}
     if data["test_accuracy"] is not None:
@@ -307,40 +300,8 @@ def build_path_report(path_file, out_html, *, test_store=None) -> dict:
     if test_store is not None:
         test_info = (f"{test_store.n_samples:,} rows, {test_store.n_features:,} "
                      "columns")
-    try:
-        tmpdir = tempfile.mkdtemp(prefix=f".tmp-{stem}-", dir=directory)
-    except OSError as exc:
-        raise rename_os_error(exc, out_html, [exc.filename or out_html]) from None
-    moved = []
-    try:
-        tmp = {key: os.path.join(tmpdir, name) for key, name in names.items()}
-        _plot_nonzeros(tmp["nonzeros"], data)
-        if "accuracy" in tmp:
-            _plot_accuracy(tmp["accuracy"], data)
-        if "cv" in tmp:
-            _plot_cv(tmp["cv"], data)
-        tmp_html = os.path.join(tmpdir, html_name)
-        with open(tmp_html, "w", encoding="utf-8") as fh:
-            fh.write(_page(models, names, data, f"ultrafs path report: {stem}",
-                           test_info))
-        for key, name in names.items():
-            final = os.path.join(directory, name)
-            publish_path(tmp[key], final)
-            moved.append(final)
-        publish_path(tmp_html, out_html)
-    except BaseException as exc:
-        for final in moved:
-            try:
-                os.unlink(final)
-            except OSError:
-                pass
-        if isinstance(exc, OSError):
-            renamed = rename_os_error(exc, out_html, [tmpdir])
-            if renamed is not exc:
-                raise renamed from None
-        raise
-    finally:
-        shutil.rmtree(tmpdir, ignore_errors=True)
-    return {"html": out_html,
-            "figures": {key: os.path.join(directory, name) for key, name in names.items()},
-            "data": data}
+    plots = {"nonzeros": _plot_nonzeros, "accuracy": _plot_accuracy, "cv": _plot_cv}
+    figures = write_report_files(
+        out_html, names, lambda key, path: plots[key](path, data),
+        lambda: _page(models, names, data, f"ultrafs path report: {stem}", test_info))
+    return {"html": out_html, "figures": figures, "data": data}
