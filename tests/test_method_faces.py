@@ -7,15 +7,8 @@ it).  ``test_face[METHOD-FACE]`` checks its cell: it exercises the face on
 tiny data and checks a real result, or triggers the refusal and checks
 that it is one line, with no traceback, that says exactly
 :attr:`Cell.text`.  ``test_the_doc_table_is_the_test_table`` parses the
-table of docs/METHODS.md and checks each cell's status word, refusal and
-pending mark against :data:`CELLS`, so the document cannot drift.
-
-A cell whose behaviour another branch of issue 37 is building names that
-branch (``Cell.branch``): its test is the finished behaviour's, expected
-to fail (``xfail(strict=True)``) until the branch lands, and the
-document marks the cell ``[†BRANCH](#being-built)``.  When a branch
-lands, delete its ``branch=`` here, and its marks and its line under
-"Being built" in docs/METHODS.md: the cells' tests must then pass.
+table of docs/METHODS.md and checks each cell's status word and refusal
+against :data:`CELLS`, so the document cannot drift.
 
 The ``scheduler=Client`` cells use the session's real 2-worker
 ``LocalCluster`` (``local_cluster_client`` of tests/conftest.py), so they
@@ -74,18 +67,15 @@ class Cell:
     text : str
         ``yes``: what works, in a few words; ``no``: the refusal, exactly
         as printed (after ``Error: `` on the command line).
-    branch : str
-        The issue-37 branch building this cell ("" once on main).
     """
 
     works: bool
     text: str
-    branch: str = ""
 
 
-def yes(text, branch=""):
-    """A cell that works (``branch``: the branch still building it)."""
-    return Cell(True, text, branch)
+def yes(text):
+    """A cell that works: ``text`` says what, in a few words."""
+    return Cell(True, text)
 
 
 def no(message):
@@ -548,11 +538,7 @@ CHECKS = {
 def _cases():
     for method in METHODS:
         for face in FACES:
-            cell = CELLS.get((method, face))
             marks = []
-            if cell is not None and cell.branch:
-                marks.append(pytest.mark.xfail(
-                    strict=True, reason=f"issue 37: being built on branch {cell.branch}"))
             if face == "scheduler":         # the session's LocalCluster
                 marks.append(pytest.mark.slow)
             yield pytest.param(method, face, id=f"{method}-{face}", marks=marks)
@@ -595,24 +581,17 @@ def doc_table(text):
     return header, rows
 
 
-#: a cell's footnote: a link to the "Being built" section naming the branch
-_FOOTNOTE = re.compile(r"\[†([\w-]+)\]\(#being-built\)")
-
-
 def parse_cell(text):
-    """``(works, refusal, branch)`` of a cell of the doc's table: its status
-    word (``yes`` / ``no``), the refusal in backticks of a ``no`` cell, the
-    branch its footnote names ("" without one)."""
+    """``(works, refusal)`` of a cell of the doc's table: its status word
+    (``yes`` / ``no``) and the refusal in backticks of a ``no`` cell."""
     status = text.split(":", 1)[0].strip().lower()
     assert status in ("yes", "no"), f"a cell starts with yes: or no:, got {text!r}"
-    notes = _FOOTNOTE.findall(text)
-    assert len(notes) <= 1, text
     refusal = None
     if status == "no":
         quoted = re.findall(r"`([^`]+)`", text)
         assert len(quoted) == 1, f"a refusal is one code span: {text!r}"
         refusal = quoted[0]
-    return status == "yes", refusal, notes[0] if notes else ""
+    return status == "yes", refusal
 
 
 def render_table():
@@ -624,7 +603,7 @@ def render_table():
         for method in METHODS:
             cell = CELLS[(method, face)]
             text = f"yes: {cell.text}" if cell.works else f"no: `{cell.text}`"
-            cells.append(text + (f" [†{cell.branch}](#being-built)" if cell.branch else ""))
+            cells.append(text)
         rows.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(rows)
 
@@ -638,16 +617,11 @@ def test_the_doc_table_is_the_test_table():
     for label, cells in rows.items():
         for method, cell_text in zip(header, cells, strict=True):
             cell = CELLS[(method, labels[label])]
-            works, refusal, branch = parse_cell(cell_text)
+            works, refusal = parse_cell(cell_text)
             where = f"docs/METHODS.md, {method} × {label}"
             assert works == cell.works, where
             if not cell.works:
                 assert refusal == cell.text, where
-            assert branch == cell.branch, f"{where}: footnote {branch!r}, test {cell.branch!r}"
-    # each footnote used is defined, and none is left over
-    used = set(_FOOTNOTE.findall(text))
-    defined = set(re.findall(r"^- †([\w-]+):", text, re.M))
-    assert used == defined == {c.branch for c in CELLS.values() if c.branch}
 
 
 if __name__ == "__main__":
