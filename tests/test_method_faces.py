@@ -84,7 +84,8 @@ def no(message):
 
 
 def _checkpoint_refusal(method):
-    return f"--checkpoint applies to --method fgm, not --method {method}"
+    return (f"--checkpoint applies to --method fgm, not --method {method} "
+            f"({method} commits no loop state to resume from)")
 
 
 def _two_classes_refusal(problem):

@@ -317,7 +317,8 @@ def test_cli_options(zarr_store, tmp_path):
 
 @pytest.mark.parametrize("argv, message", [
     (["--cv", "3"], "--cv applies to --method fgm, not --method mslr"),
-    (["--checkpoint", "ck"], "--checkpoint applies to --method fgm, not --method mslr"),
+    (["--checkpoint", "ck"], "--checkpoint applies to --method fgm, not --method mslr "
+                             "(mslr commits no loop state to resume from)"),
     (["--C", "auto"], "C must be a number > 0 or 'scale', got 'auto'"),
     (["--refit-C", "2", "--no-refit"],
      "--refit-C is the C of the refit: it needs --refit"),

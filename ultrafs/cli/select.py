@@ -157,7 +157,7 @@ class SelectCommand(click.Command):
 
 def _method_params(name):
     """The options of ``select --method name`` (see ``SelectCommand``)."""
-    from ultrafs.methods.registry import get_method, method_names, methods
+    from ultrafs.methods.registry import EXECUTION_ABSENT, get_method, method_names, methods
 
     method = get_method(name)
     common = _common_options(method_names())
@@ -174,6 +174,7 @@ def _method_params(name):
             option = run[n]
             option.hidden = True
             option.applies_to = [m.name for m in methods() if feature in m.execution]
+            option.absent = EXECUTION_ABSENT[feature]
             hidden_run.append(option)
     extra = [] if "validation_fraction" in taken else [_hold_out_option()]
     taken |= {o.name for o in shown_run + hidden_run + extra}
@@ -281,5 +282,8 @@ def _refuse_other_methods_options():
         if not owners:
             raise click.UsageError(f"{name} does not apply to --method "
                                    f"{ctx.params['method']}")
+        method = ctx.params["method"]
+        why = getattr(param, "absent", None)
         raise click.UsageError(f"{name} applies to --method {' or '.join(owners)}, not "
-                               f"--method {ctx.params['method']}")
+                               f"--method {method}" + (f" ({why.format(name=method)})"
+                                                       if why else ""))

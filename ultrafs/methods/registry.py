@@ -27,7 +27,7 @@ from ultrafs.errors import ParameterError
 
 __all__ = ["Method", "ReportSpec", "HistoryPanel", "register", "unregister", "get_method",
            "methods", "method_names",
-           "method_of_params", "TARGET_KINDS"]
+           "method_of_params", "TARGET_KINDS", "EXECUTION_ABSENT"]
 
 TARGET_KINDS = ("binary", "multiclass", "continuous")
 
@@ -35,6 +35,15 @@ TARGET_KINDS = ("binary", "multiclass", "continuous")
 #: method: "passes" (scheduler, workers, block size), "progress",
 #: "checkpoint" (checkpoint, resume), "memory_limit"
 EXECUTION_FEATURES = ("passes", "progress", "checkpoint", "memory_limit")
+
+#: why a method without an execution feature refuses its options, said of
+#: the method (``{name}``) in the refusal's line
+EXECUTION_ABSENT = {
+    "passes": "{name} runs in this process, with no streamed passes to schedule",
+    "progress": "{name} shows no progress",
+    "checkpoint": "{name} commits no loop state to resume from",
+    "memory_limit": "{name} projects no memory peak to stop before",
+}
 
 
 @dataclass(frozen=True)
