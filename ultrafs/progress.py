@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 
-__all__ = ["Phase", "phase", "showing", "is_showing", "format_seconds", "say"]
+__all__ = ["Phase", "phase", "showing", "is_showing", "format_seconds", "is_terminal", "say"]
 
 _state = threading.local()
 
@@ -77,7 +77,8 @@ def format_seconds(seconds) -> str:
     return f"{hours} h {minutes:02d} min"
 
 
-def _is_terminal(stream) -> bool:
+def is_terminal(stream) -> bool:
+    """Whether ``stream`` is a terminal (a closed or odd stream is not)."""
     try:
         return bool(stream.isatty())
     except (AttributeError, ValueError):
@@ -134,7 +135,7 @@ class Phase:
         self.closed = False
         self.transient = bool(transient)
         self._bar = None
-        if self.show and _is_terminal(self.stream):
+        if self.show and is_terminal(self.stream):
             from tqdm import tqdm
 
             delay = (1.0 if self.transient else 0.0) if delay is None else float(delay)
@@ -217,7 +218,7 @@ def say(text, stream=None) -> None:
     summary, a notice), so that they never break a bar.
     """
     stream = sys.stderr if stream is None else stream
-    if _is_terminal(stream):
+    if is_terminal(stream):
         from tqdm import tqdm
 
         tqdm.write(str(text), file=stream)

@@ -1,5 +1,7 @@
 """What a person sees on the terminal while a command runs: whether
-stdout / stderr are terminals, durations, and the ingest's progress line."""
+stdout / stderr are terminals, the first phase (loading the engine) and the
+ingest's progress line.  Durations are :func:`ultrafs.progress.format_seconds`
+(re-exported here for the faces)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ import contextlib
 import os
 import sys
 import time
+
+from ultrafs.progress import format_seconds, is_terminal, phase
 
 
 def progress_enabled(flag):
@@ -31,8 +35,6 @@ def load_engine(show, modules=ENGINE_MODULES):
     """
     import importlib
 
-    from ultrafs.progress import phase
-
     with phase("loading ultrafs (numba, dask, scipy)", show=bool(show)):
         for name in modules:
             importlib.import_module(name)
@@ -40,21 +42,12 @@ def load_engine(show, modules=ENGINE_MODULES):
 
 def stdout_is_terminal():
     """Whether stdout is a terminal (a person reads it, no program)."""
-    try:
-        return sys.stdout.isatty()
-    except (AttributeError, ValueError):
-        return False
+    return is_terminal(sys.stdout)
 
 
 def stderr_is_terminal():
-    return _is_terminal(sys.stderr)
-
-
-def _is_terminal(stream):
-    try:
-        return bool(stream.isatty())
-    except (AttributeError, ValueError):
-        return False
+    """Whether stderr is a terminal (progress draws bars there)."""
+    return is_terminal(sys.stderr)
 
 
 def _megabytes(n):
@@ -88,7 +81,7 @@ class IngestProgress:
         self.rows = 0
         self.fd = None
         self.shown = False
-        self.terminal = _is_terminal(self.stream) if terminal is None else bool(terminal)
+        self.terminal = is_terminal(self.stream) if terminal is None else bool(terminal)
 
     def _position(self):
         """The reader's offset in the file, or None where it cannot be seen."""
@@ -154,12 +147,6 @@ class IngestProgress:
             self.stream.write(("\r" + line + " " * 40 if self.terminal else line) + "\n")
             self.stream.flush()
             self.shown = False
-
-
-def format_seconds(seconds):
-    from ultrafs.progress import format_seconds as fmt
-
-    return fmt(seconds)
 
 
 @contextlib.contextmanager
