@@ -93,6 +93,12 @@ class FGMParams(Params):
                                "maps [default: 0.315 / 0.34 / 0.25, "
                                "docs/ADDITIVE_KERNELS.md].", low=0, low_open=True,
                                none=True)
+    standardize: bool = param(False, "Divide every column by its root mean square over "
+                              "the rows before selecting (no centring: sparse data stays "
+                              "sparse; degree-2 features are products of scaled columns); "
+                              "the model's weights are on the original scale and it "
+                              "predicts on raw data.", kind="bool",
+                              option="--standardize/--no-standardize")
     refit: bool = param(False, "Refit an l2-regularised model of the same loss on the "
                         "selected columns only and predict with it (with --C auto, "
                         "unless FGM's own weights score better on the held-out rows).",
@@ -145,6 +151,10 @@ class FGMParams(Params):
         if self.validation_fraction is not None and self.C != "auto":
             raise SpelledParameterError("{validation_fraction} chooses C: it needs {C} auto")
         check_degree_two(self)
+        if self.standardize and self.kernel is not None:
+            raise SpelledParameterError("{standardize} scales columns for the linear, "
+                                        "degree-2, group and tree spaces; an additive "
+                                        "{kernel}'s map scales each column itself")
         self.kernel_options()
 
     @classmethod
@@ -184,6 +194,7 @@ class FGMFit:
     C_rule: str
     refitted: dict | None
     validation: Any             # methods.validation.ValidationCurve or None
+    scales: Any = None          # standardize: the columns' factors, shape (m,)
 
 
 def _structure(store, params):
@@ -218,6 +229,12 @@ def fit(store, targets, params: FGMParams, execution) -> FGMFit:
 
     groups, tree = _structure(store, params)
     kernel_params = params.kernel_options()
+    raw_store, scales = store, None
+    if params.standardize:              # every pass below reads the scaled columns
+        from ultrafs.features.scaling import standardized
+
+        store = standardized(raw_store, **execution.passes())
+        scales = store.scales
     features = make_feature_space(store, poly=params.poly, gamma=params.gamma,
                                   coef0=params.coef0, groups=groups, tree=tree,
                                   kernel=params.kernel, kernel_params=kernel_params)
@@ -238,7 +255,7 @@ def fit(store, targets, params: FGMParams, execution) -> FGMFit:
         raise ParameterError("resume needs a checkpoint directory")
     fingerprint = search = None
     if execution.checkpoint is not None:
-        fingerprint = store_fingerprint(store)
+        fingerprint = store_fingerprint(raw_store)
         if C_rule == "auto":            # the search of C is kept in the checkpoint too
             search = Checkpoint(execution.checkpoint, fingerprint, {
                 **_recorded(params, store, features, targets, 0.0, C_rule), "C": "auto"})
@@ -265,7 +282,7 @@ def fit(store, targets, params: FGMParams, execution) -> FGMFit:
                               float(C if refit_C is None else refit_C), weights)
             shown.update(1, status=f"C {refitted['C']:g} on "
                          f"{int(result.nonzero().sum()):,} selected features")
-    return FGMFit(result, features, C, C_rule, refitted, validation)
+    return FGMFit(result, features, C, C_rule, refitted, validation, scales)
 
 
 @contextlib.contextmanager
@@ -295,6 +312,8 @@ def _recorded(params, store, features, targets, C, C_rule) -> dict:
                 "id_offset": int(store.id_offset), **targets.weight_params}
     if params.inner_solver != "auto":   # recorded (and compared by checkpoints) when chosen
         recorded["inner_solver"] = params.inner_solver
+    if params.standardize:              # recorded (and compared by checkpoints) when on
+        recorded["standardize"] = True
     recorded.update({name: value for name, value in features.spec().items()
                      if name not in ("kind", "scales")})
     if features.kind != "linear" and features.poly_degree is None:
@@ -359,9 +378,19 @@ def to_model(fitted: FGMFit, store, targets, params: FGMParams, execution):
     if fitted.validation is not None:
         recorded["validation"] = fitted.validation.to_dict()
     ids = features.feature_ids(result.keys[nonzero])
+    coef = np.asarray(result.coef_matrix()[nonzero], dtype=np.float64)
+    refitted = fitted.refitted
+    if fitted.scales is not None:       # weights on the original scale
+        from ultrafs.features.scaling import feature_scales, original_scale
+
+        factors = feature_scales(features, ids, fitted.scales)
+        recorded["feature_scales"] = factors.tolist()
+        coef = original_scale(coef, factors)
+        if refitted is not None:
+            refitted = {**refitted, "coef": original_scale(refitted["coef"], factors)}
     return Model(
         features=ids,
-        coef=np.asarray(result.coef_matrix()[nonzero], dtype=np.float64),
+        coef=coef,
         intercept=-result.bias,
         batches=_nonzero_batches(result.batch_ptr, nonzero),
         loss=params.loss,
@@ -371,7 +400,7 @@ def to_model(fitted: FGMFit, store, targets, params: FGMParams, execution):
         params=recorded,
         history=result.history,
         stop_reason=result.stop_reason,
-        refit=fitted.refitted,
+        refit=refitted,
         predictor=predictor(fitted.refitted, fitted.validation),
         feature_names=Model.names_from_store(ids, store, features.kind),
     )
