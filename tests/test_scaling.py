@@ -237,3 +237,34 @@ def test_one_unscaled_column_no_longer_ruins_the_default_model():
         est = FGMClassifier(B=2, max_iter=3, standardize=True).fit(X, y)
         assert est.score(X, y) >= 0.95
         assert 0 in est.selected_features_
+
+
+# ----------------------------------------------------- the other methods
+@pytest.mark.parametrize("method, options", [
+    ("l1", {"C": 0.5}),
+    ("l1", {"n_features_to_select": 3}),
+    ("mslr", {"B": 2, "max_iter": 3}),
+    ("mslr", {"B": 2, "max_iter": 2, "poly": 2, "C": "scale"}),
+])
+def test_other_methods_equal_scaling_by_hand(rng, method, options):
+    from ultrafs.api import fit
+
+    X, y = make_data(rng, m=8)
+    s = column_scales(InMemoryStore(X, y), scheduler="synchronous")
+    option = fit(method, X, y, standardize=True, scheduler="synchronous", **options)
+    hand = fit(method, X / s, y, scheduler="synchronous", **options)
+    space = make_feature_space(InMemoryStore(X, y), poly=options.get("poly", 1))
+    factors = feature_scales(space, option.features, s)
+    assert option.features == hand.features and len(factors)
+    np.testing.assert_allclose(np.asarray(option.coef), np.asarray(hand.coef) / factors,
+                               rtol=1e-9, atol=0)
+    np.testing.assert_array_equal(option.params["feature_scales"], factors)
+    if hand.refit is not None:
+        np.testing.assert_allclose(np.asarray(option.refit["coef"]),
+                                   np.asarray(hand.refit["coef"]) / factors, rtol=1e-9)
+    X_test = rng.standard_normal((30, 8)) * np.logspace(-2, 3, 8)
+    labels = np.sign(X_test[:, 0])
+    np.testing.assert_allclose(
+        option.decision_function_store(InMemoryStore(X_test, labels)),
+        hand.decision_function_store(InMemoryStore(X_test / s, labels)),
+        rtol=1e-9, atol=1e-12)

@@ -10,6 +10,8 @@ The rule (glmnet's ``standardize``, without centring):
   few nonzeros per row), and the bias of the model absorbs the means
   anyway.  Dense arrays follow the same rule, so that one store gives the
   same model whatever its layout;
+* the mean runs over the rows with equal weight, ``sample_weight`` or not
+  (the factors describe the data, not the loss);
 * generated features are products of scaled columns: a degree-2 cross
   feature ``x_j·x_k`` becomes ``(x_j/s_j)(x_k/s_k)``, i.e. its scale is
   ``s_j·s_k`` (a square ``s_j²``).  The exact root mean square of
@@ -35,7 +37,8 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["column_scales", "standardized", "feature_scales", "original_scale"]
+__all__ = ["column_scales", "standardized", "feature_scales", "original_scale",
+           "column_factors", "on_original_scale"]
 
 
 def column_scales(store, *, block_size=None, scheduler=None, num_workers=None):
@@ -130,3 +133,39 @@ def original_scale(coef, factors) -> np.ndarray:
     coef = np.asarray(coef, dtype=np.float64)
     factors = np.asarray(factors, dtype=np.float64)
     return coef / (factors if coef.ndim == 1 else factors[:, None])
+
+
+def column_factors(store, feature_ids, scales) -> np.ndarray:
+    """:func:`feature_scales` of linear features: ``scales`` of the store
+    columns of ``feature_ids`` (1 for an id the store lacks).
+
+    Returns
+    -------
+    float64 array, shape (len(feature_ids),)
+    """
+    scales = np.asarray(scales, dtype=np.float64)
+    columns = store.columns_of(np.asarray(feature_ids, dtype=np.int64).reshape(-1))
+    inside = (columns >= 0) & (columns < len(scales))
+    return np.where(inside, scales[np.where(inside, columns, 0)], 1.0)
+
+
+def on_original_scale(model, factors):
+    """A model fitted on scaled features, made to predict on raw data.
+
+    Its weights (and its refit's) are divided by ``factors``; its params
+    record ``standardize`` and the factors (``feature_scales``, one per
+    feature: what the report shows; prediction needs none of them).
+
+    Parameters
+    ----------
+    model : ultrafs.model.Model
+        Changed in place and returned.
+    factors : float64 array, shape (n_features_selected,)
+    """
+    factors = np.asarray(factors, dtype=np.float64)
+    model.coef = original_scale(model.coef, factors)
+    if model.refit is not None:
+        model.refit = {**model.refit, "coef": original_scale(model.refit["coef"], factors)}
+    model.params["standardize"] = True
+    model.params["feature_scales"] = factors.tolist()
+    return model

@@ -17,6 +17,7 @@ from typing import Any
 from ultrafs.errors import ParameterError
 from ultrafs.methods.params import SpelledParameterError, Params, param
 from ultrafs.methods.registry import Method, ReportSpec, register
+from ultrafs.methods.scaling_params import standardize_param
 from ultrafs.methods.space_params import (check_degree_two, coef0_param, gamma_param,
                                           poly_param)
 
@@ -93,12 +94,7 @@ class FGMParams(Params):
                                "maps [default: 0.315 / 0.34 / 0.25, "
                                "docs/ADDITIVE_KERNELS.md].", low=0, low_open=True,
                                none=True)
-    standardize: bool = param(False, "Divide every column by its root mean square over "
-                              "the rows before selecting (no centring: sparse data stays "
-                              "sparse; degree-2 features are products of scaled columns); "
-                              "the model's weights are on the original scale and it "
-                              "predicts on raw data.", kind="bool",
-                              option="--standardize/--no-standardize")
+    standardize: bool = standardize_param()
     refit: bool = param(False, "Refit an l2-regularised model of the same loss on the "
                         "selected columns only and predict with it (with --C auto, "
                         "unless FGM's own weights score better on the held-out rows).",
@@ -313,7 +309,7 @@ def _recorded(params, store, features, targets, C, C_rule) -> dict:
     if params.inner_solver != "auto":   # recorded (and compared by checkpoints) when chosen
         recorded["inner_solver"] = params.inner_solver
     if params.standardize:              # recorded (and compared by checkpoints) when on
-        recorded["standardize"] = True
+        recorded["standardize"] = True  # (to_model adds the features' factors)
     recorded.update({name: value for name, value in features.spec().items()
                      if name not in ("kind", "scales")})
     if features.kind != "linear" and features.poly_degree is None:
@@ -378,19 +374,9 @@ def to_model(fitted: FGMFit, store, targets, params: FGMParams, execution):
     if fitted.validation is not None:
         recorded["validation"] = fitted.validation.to_dict()
     ids = features.feature_ids(result.keys[nonzero])
-    coef = np.asarray(result.coef_matrix()[nonzero], dtype=np.float64)
-    refitted = fitted.refitted
-    if fitted.scales is not None:       # weights on the original scale
-        from ultrafs.features.scaling import feature_scales, original_scale
-
-        factors = feature_scales(features, ids, fitted.scales)
-        recorded["feature_scales"] = factors.tolist()
-        coef = original_scale(coef, factors)
-        if refitted is not None:
-            refitted = {**refitted, "coef": original_scale(refitted["coef"], factors)}
-    return Model(
+    model = Model(
         features=ids,
-        coef=coef,
+        coef=np.asarray(result.coef_matrix()[nonzero], dtype=np.float64),
         intercept=-result.bias,
         batches=_nonzero_batches(result.batch_ptr, nonzero),
         loss=params.loss,
@@ -400,10 +386,15 @@ def to_model(fitted: FGMFit, store, targets, params: FGMParams, execution):
         params=recorded,
         history=result.history,
         stop_reason=result.stop_reason,
-        refit=refitted,
+        refit=fitted.refitted,
         predictor=predictor(fitted.refitted, fitted.validation),
         feature_names=Model.names_from_store(ids, store, features.kind),
     )
+    if fitted.scales is not None:       # weights on the original scale
+        from ultrafs.features.scaling import feature_scales, on_original_scale
+
+        on_original_scale(model, feature_scales(features, ids, fitted.scales))
+    return model
 
 
 def plain_stop_reason(reason):

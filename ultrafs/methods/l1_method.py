@@ -22,6 +22,7 @@ from typing import Any
 
 from ultrafs.methods.params import SpelledParameterError, Params, param
 from ultrafs.methods.registry import HistoryPanel, Method, ReportSpec, register
+from ultrafs.methods.scaling_params import standardize_param
 
 __all__ = ["L1Params", "L1", "fit", "to_model", "l1_path", "l1_model", "path_to_dict",
            "binary_labels", "L1_C_PATH_POINTS"]
@@ -77,6 +78,7 @@ class L1Params(Params):
                        low=0, low_open=True, high=1, high_open=True)
     max_iter: int = param(DEFAULT_MAX_ITER, "Outer iterations of the solver per λ.",
                           kind="int", low=1)
+    standardize: bool = standardize_param()
     class_weight: Any = param(None, "Weight the loss of each class: 'balanced' (n / (K x "
                               "the class's count), for imbalanced data) or a mapping "
                               "class value -> weight (CLI: VALUE:WEIGHT,...; others keep "
@@ -168,6 +170,7 @@ class L1Fit:
     path: Any                   # methods.l1_path.L1Path
     index: int
     requested: int | None
+    scales: Any = None          # standardize: the columns' factors, shape (m,)
 
 
 def fit(store, targets, params: L1Params, execution) -> L1Fit:
@@ -179,6 +182,12 @@ def fit(store, targets, params: L1Params, execution) -> L1Fit:
 
     labels = np.asarray(targets.y, dtype=np.float64)
     weights = targets.sample_weight
+    scales = None
+    if params.standardize:              # the path runs on the scaled columns
+        from ultrafs.features.scaling import standardized
+
+        store = standardized(store, **execution.passes())
+        scales = store.scales
     solver = {"screening": params.screening, "sequential": params.sequential,
               "tol": params.tol, "max_iter": params.max_iter, **execution.passes(),
               "callback": execution.callback}
@@ -188,13 +197,13 @@ def fit(store, targets, params: L1Params, execution) -> L1Fit:
                             lambda_min_ratio=params.lambda_min_ratio,
                             lambda_max_ratio=params.lambda_max_ratio,
                             sample_weight=weights, **solver)
-        return L1Fit(path, path.index, k)
+        return L1Fit(path, path.index, k, scales)
     stats = slores_statistics(store, labels, sample_weight=weights, **execution.passes())
     lam = 1.0 / (store.n_samples * float(params.C))
     top = stats.lambda_max * params.lambda_max_ratio
     grid = np.geomspace(top, lam, L1_C_PATH_POINTS) if lam < top else np.array([lam])
     path = fit_l1_path(store, labels, lambdas=grid, statistics=stats, **solver)
-    return L1Fit(path, len(path.records) - 1, None)
+    return L1Fit(path, len(path.records) - 1, None, scales)
 
 
 def to_model(fitted: L1Fit, store, targets, params: L1Params, execution):
@@ -203,6 +212,10 @@ def to_model(fitted: L1Fit, store, targets, params: L1Params, execution):
     model = l1_model(fitted.path, fitted.index, store, command=execution.command,
                      requested=fitted.requested)
     model.params.update(targets.weight_params)
+    if fitted.scales is not None:
+        from ultrafs.features.scaling import column_factors, on_original_scale
+
+        on_original_scale(model, column_factors(store, model.features, fitted.scales))
     return model
 
 

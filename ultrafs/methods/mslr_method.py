@@ -16,6 +16,7 @@ from typing import Any
 
 from ultrafs.methods.params import SpelledParameterError, Params, param, specs_of
 from ultrafs.methods.registry import HistoryPanel, Method, ReportSpec, register
+from ultrafs.methods.scaling_params import standardize_param
 from ultrafs.methods.space_params import (check_degree_two, coef0_param, gamma_param,
                                           poly_param)
 from ultrafs.methods.weight_params import class_weight_param
@@ -59,6 +60,7 @@ class MSLRParams(Params):
     poly: int = poly_param()
     gamma: float = gamma_param()
     coef0: float = coef0_param()
+    standardize: bool = standardize_param()
     seed: int = param(0, "Seed of the coordinate sweeps' row orders and of the held-out "
                       "split of --refit-C auto.", kind="int", low=0,
                       old=("--split-seed",))
@@ -97,6 +99,7 @@ class MSLRFit:
     C: float
     C_rule: str
     refitted: dict | None       # methods.mslr.retrain's dict, or None
+    scales: Any = None          # standardize: the columns' factors, shape (m,)
 
 
 def fit(store, targets, params: MSLRParams, execution) -> MSLRFit:
@@ -124,6 +127,12 @@ def fit(store, targets, params: MSLRParams, execution) -> MSLRFit:
     K = targets.n_classes          # None: two classes (±1 labels)
     labels = np.asarray(targets.y, dtype=np.float64 if K is None else np.int64)
     weights = targets.sample_weight
+    scales = None
+    if params.standardize:              # every pass below reads the scaled columns
+        from ultrafs.features.scaling import standardized
+
+        store = standardized(store, **execution.passes())
+        scales = store.scales
     features = make_feature_space(store, poly=params.poly, gamma=params.gamma,
                                   coef0=params.coef0)
     C, C_rule = params.C, "default" if params.is_default("C") else "given"
@@ -140,7 +149,7 @@ def fit(store, targets, params: MSLRParams, execution) -> MSLRFit:
         refitted = retrain(result.block, labels, C=params.refit_C,
                            fit_intercept=params.fit_intercept, seed=params.seed,
                            sample_weight=weights, n_classes=K)
-    return MSLRFit(result, features, float(C), C_rule, refitted)
+    return MSLRFit(result, features, float(C), C_rule, refitted, scales)
 
 
 def to_model(fitted: MSLRFit, store, targets, params: MSLRParams, execution):
@@ -186,7 +195,7 @@ def to_model(fitted: MSLRFit, store, targets, params: MSLRParams, execution):
     if execution.command:
         recorded["command"] = execution.command
     coef = np.asarray(result.coef, dtype=np.float64)
-    return Model(
+    model = Model(
         features=ids,
         coef=coef,
         intercept=0.0 if coef.ndim == 1 else np.zeros(coef.shape[1]),
@@ -206,6 +215,11 @@ def to_model(fitted: MSLRFit, store, targets, params: MSLRParams, execution):
         predictor="refit" if refitted is not None else "selection",
         feature_names=Model.names_from_store(ids, store, features.kind),
     )
+    if fitted.scales is not None:       # weights on the original scale
+        from ultrafs.features.scaling import feature_scales, on_original_scale
+
+        on_original_scale(model, feature_scales(features, ids, fitted.scales))
+    return model
 
 
 def summary_lines(model, store):
