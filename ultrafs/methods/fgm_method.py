@@ -17,9 +17,8 @@ from typing import Any
 from ultrafs.errors import ParameterError
 from ultrafs.methods.params import SpelledParameterError, Params, param
 from ultrafs.methods.registry import Method, ReportSpec, register
-from ultrafs.methods.scaling_params import standardize_param
 from ultrafs.methods.space_params import (check_degree_two, coef0_param, gamma_param,
-                                          poly_param)
+                                          poly_param, standardize_param)
 
 __all__ = ["FGMParams", "FGM", "FGMFit", "fit", "to_model", "plain_stop_reason"]
 

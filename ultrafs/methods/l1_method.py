@@ -22,7 +22,7 @@ from typing import Any
 
 from ultrafs.methods.params import SpelledParameterError, Params, param
 from ultrafs.methods.registry import HistoryPanel, Method, ReportSpec, register
-from ultrafs.methods.scaling_params import standardize_param
+from ultrafs.methods.space_params import standardize_param
 
 __all__ = ["L1Params", "L1", "fit", "to_model", "l1_path", "l1_model", "path_to_dict",
            "binary_labels", "L1_C_PATH_POINTS"]

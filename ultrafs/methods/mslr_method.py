@@ -16,9 +16,8 @@ from typing import Any
 
 from ultrafs.methods.params import SpelledParameterError, Params, param, specs_of
 from ultrafs.methods.registry import HistoryPanel, Method, ReportSpec, register
-from ultrafs.methods.scaling_params import standardize_param
 from ultrafs.methods.space_params import (check_degree_two, coef0_param, gamma_param,
-                                          poly_param)
+                                          poly_param, standardize_param)
 from ultrafs.methods.weight_params import class_weight_param
 
 __all__ = ["MSLRParams", "MSLRFit", "MSLR", "fit", "to_model", "summary_lines",

@@ -1,5 +1,7 @@
-"""The parameters of the degree-2 feature space, shared by the methods that
-offer it (FGM, MSLR): declared once, checked once.
+"""The parameters of the feature space, shared by the methods that offer
+them: degree 2 (FGM, MSLR) and ``standardize``, the columns' scaling (FGM,
+ℓ1-LR, MSLR; the rule: :mod:`ultrafs.features.scaling`): declared once,
+checked once.
 
 This module imports nothing heavy (``ultrafs select --help`` reads it).
 """
@@ -8,7 +10,12 @@ from __future__ import annotations
 
 from ultrafs.methods.params import SpelledParameterError, param
 
-__all__ = ["poly_param", "gamma_param", "coef0_param", "check_degree_two"]
+__all__ = ["poly_param", "gamma_param", "coef0_param", "check_degree_two",
+           "standardize_param", "STANDARDIZE_DEFAULT"]
+
+#: off: scaling changes the model, so it is asked for (issue 38 chooses the
+#: default by measurement)
+STANDARDIZE_DEFAULT = False
 
 
 def poly_param():
@@ -34,3 +41,12 @@ def check_degree_two(params):
         if params.poly != 2 and getattr(params, name) != 1.0:
             raise SpelledParameterError("{%s} is a parameter of the degree-2 kernel: it "
                                         "applies to {poly} 2" % name)
+
+
+def standardize_param():
+    """``standardize``: divide every column by its root mean square."""
+    return param(STANDARDIZE_DEFAULT, "Divide every column by its root mean square over "
+                 "the rows before fitting (one pass; no centring, so sparse data stays "
+                 "sparse; degree-2 features are products of scaled columns). The "
+                 "model's weights are on the original scale: it predicts on raw data.",
+                 kind="bool", option="--standardize/--no-standardize")
