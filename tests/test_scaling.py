@@ -140,14 +140,19 @@ def test_the_scaled_fit_is_block_size_free(rng):
         np.testing.assert_array_equal(blocked.intercept, whole.intercept)
 
 
-def test_degree_two_uses_the_product_of_the_base_scales(rng):
+@pytest.mark.parametrize("binary", [False, True])
+def test_degree_two_uses_the_product_of_the_base_scales(rng, binary):
     X, y = make_data(rng, n=150, m=8)
+    if binary:                    # 0/1 columns of different frequencies
+        X = (rng.random(X.shape) < np.linspace(0.05, 0.9, 8)).astype(np.float64)
     y = np.where((X[:, 0] / rms(X)[0]) * (X[:, 6] / rms(X)[6]) > 0, 1.0, -1.0)
+    if binary:
+        y = np.where(X[:, 0] * X[:, 6] > 0, 1.0, -1.0)
     s = column_scales(InMemoryStore(X, y), scheduler="synchronous")
     fit = {**FIT, "poly": 2, "max_iter": 4}
     option = select(X, y, standardize=True, **fit)
     hand = select(X / s, y, **fit)
-    assert [0, 6] in option.features
+    assert [0, 6] in option.features or binary
     space = make_feature_space(InMemoryStore(X, y), poly=2)
     factors = feature_scales(space, option.features, s)
     expected = [s[f[0]] * s[f[1]] if isinstance(f, list) else s[f]
@@ -268,3 +273,34 @@ def test_other_methods_equal_scaling_by_hand(rng, method, options):
         option.decision_function_store(InMemoryStore(X_test, labels)),
         hand.decision_function_store(InMemoryStore(X_test / s, labels)),
         rtol=1e-9, atol=1e-12)
+
+
+def test_the_command_line_option(rng, tmp_path):
+    from click.testing import CliRunner
+    from sklearn.datasets import dump_svmlight_file
+
+    from ultrafs.cli import main
+
+    X, y = make_data(rng, m=8)
+    dump_svmlight_file(X, y, str(tmp_path / "train.svm"), zero_based=False)
+    runner = CliRunner()
+    for flag, name in (("--standardize", "scaled.json"), ("--no-standardize", "plain.json")):
+        result = runner.invoke(main, ["select", "--data", str(tmp_path / "train.svm"),
+                                      "--B", "2", "--max-iter", "2", flag,
+                                      "--out", str(tmp_path / name)])
+        assert result.exit_code == 0, result.output
+    scaled = Model.load(tmp_path / "scaled.json")
+    plain = Model.load(tmp_path / "plain.json")
+    assert scaled.params["standardize"] is True and "standardize" not in plain.params
+    from sklearn.datasets import load_svmlight_file
+
+    X = load_svmlight_file(str(tmp_path / "train.svm"), n_features=8)[0].toarray()
+    s = column_scales(InMemoryStore(X, y), scheduler="synchronous")
+    hand = select(X / s, y, B=2, max_iter=2)         # the values the file holds
+    assert [f - 1 for f in scaled.features] == hand.features       # 1-based ids
+    # the command line holds a LIBSVM file's values in float32
+    np.testing.assert_allclose(scaled.coef, np.asarray(hand.coef)
+                               / s[np.asarray(hand.features)], rtol=1e-5)
+    result = runner.invoke(main, ["evaluate", "--model", str(tmp_path / "scaled.json"),
+                                  "--data", str(tmp_path / "train.svm")])
+    assert result.exit_code == 0, result.output
