@@ -21,7 +21,27 @@ from ultrafs.model import Model
 from ultrafs.store import InMemoryStore
 from ultrafs.store.scaled import ScaledColumnStore
 
+try:
+    from store_contract import MATRIX_SUBSET, TARGET_SUBSET, StoreContract
+except ImportError:                       # tests/ imported as a package
+    from tests.store_contract import MATRIX_SUBSET, TARGET_SUBSET, StoreContract
+
 FIT = {"B": 2, "max_iter": 3, "C": 1.0, "scheduler": "synchronous"}
+
+
+class TestScaledStoreContract(StoreContract):
+    """The store contract on a scaled store that reads back X exactly: the
+    inner store holds X times powers of two, the factors divide them out."""
+
+    # a wrapper: the inner store's own suite runs the whole matrix
+    matrix_subset, target_subset = MATRIX_SUBSET, TARGET_SUBSET
+
+    def make_store(self, X, y, *, dtype, tmp_path, target=None):
+        m = X.shape[1]
+        factors = 2.0 ** (np.arange(m) % 7 - 3)
+        inner = InMemoryStore(sp.csc_matrix(X @ sp.diags(factors)), y, dtype=dtype,
+                              block_size=7, target=target)
+        return ScaledColumnStore(inner, factors)
 
 
 def make_data(rng, n=120, m=12, density=None):
@@ -177,6 +197,30 @@ def test_groups_gather_scaled_columns(rng):
     hand = select(X / s, y, **fit)
     factors = np.array([s[f[1]] for f in option.features])
     assert_same_model(option, hand, factors)
+
+
+def test_a_tree_of_groups_gathers_scaled_columns(rng):
+    X, y = make_data(rng, m=12)
+    parent = np.concatenate([np.repeat(np.arange(4), 3) + 12, np.full(4, -1)])
+    s = column_scales(InMemoryStore(X, y), scheduler="synchronous")
+    fit = {**FIT, "tree": parent}
+    option = select(X, y, standardize=True, **fit)
+    hand = select(X / s, y, **fit)
+    space = make_feature_space(InMemoryStore(X, y), tree=parent)
+    assert_same_model(option, hand, feature_scales(space, option.features, s))
+
+
+def test_multiclass_weights_are_divided_per_feature(rng):
+    X, _ = make_data(rng, m=8)
+    y = np.digitize(X[:, 0] / rms(X)[0] + X[:, 6] / rms(X)[6], [-0.7, 0.7]).astype(float)
+    s = column_scales(InMemoryStore(X, y), scheduler="synchronous")
+    option = select(X, y, standardize=True, **FIT)
+    hand = select(X / s, y, **FIT)
+    assert np.asarray(option.coef).ndim == 2
+    assert_same_model(option, hand, s[np.asarray(option.features)][:, None])
+    np.testing.assert_allclose(option.decision_function_store(InMemoryStore(X, y)),
+                               hand.decision_function_store(InMemoryStore(X / s, y)),
+                               rtol=1e-9, atol=1e-12)
 
 
 def test_refit_and_C_rules_follow_the_scaled_columns(rng):
