@@ -348,3 +348,16 @@ def test_the_command_line_option(rng, tmp_path):
     result = runner.invoke(main, ["evaluate", "--model", str(tmp_path / "scaled.json"),
                                   "--data", str(tmp_path / "train.svm")])
     assert result.exit_code == 0, result.output
+
+
+def test_refit_prefix_reproduces_the_scaled_refit(rng):
+    """The report's refits of a model's prefixes read the raw store and the
+    recorded factors: with every batch, the model's own refit."""
+    from ultrafs.methods.refit import refit_prefix
+
+    X, y = make_data(rng)
+    model = select(X, y, standardize=True, refit=True, **FIT)
+    again = refit_prefix(model, InMemoryStore(X, y))
+    np.testing.assert_allclose(again["coef"], model.refit["coef"], rtol=1e-6)
+    np.testing.assert_allclose(again["intercept"], model.refit["intercept"], rtol=1e-6,
+                               atol=1e-9)

@@ -15,6 +15,8 @@ import numpy as np
 
 from ultrafs.errors import ParameterError, UltraFSWarning
 from ultrafs.features import feature_space_from_spec
+from ultrafs.features.scaling import original_scale
+from ultrafs.store.base import ColumnBlock
 from ultrafs.solvers.apg import DEFAULT_KKT_TOL, solve
 from ultrafs.solvers.datafits import make_datafit
 
@@ -169,17 +171,26 @@ def refit_prefix(model, store, n_batches=None, *, C=None, targets=None,
                       f"store (e.g. id {absent[0]}) count as zero columns",
                       UltraFSWarning, stacklevel=_stacklevel)
     block = features.materialize_ids(ids)
+    coef0 = np.asarray(model.coef, dtype=np.float64)[:stop]
+    factors = params.get("feature_scales")
+    if factors is not None:     # standardize: refit on the scaled columns
+        factors = np.asarray(factors, dtype=np.float64)[:stop]
+        block = ColumnBlock(-1, block.indptr, block.indices, block.values()
+                            / np.repeat(factors, np.diff(block.indptr)))
+        coef0 = coef0 * (factors if coef0.ndim == 1 else factors[:, None])
     weights = _refit_weights(params, y, n_classes, sample_weight, _stacklevel + 1)
     kkt_tol = params.get("inner_kkt_tol")
     result = refit_block(
         block, y, loss=model.loss, C=C, n_classes=n_classes,
         fit_intercept=bool(params.get("fit_intercept", True)),
-        coef0=np.asarray(model.coef, dtype=np.float64)[:stop],
+        coef0=coef0,
         bias0=-np.asarray(model.intercept, dtype=np.float64)
         if model.n_outputs > 1 else -float(model.intercept),
         tol=float(params.get("inner_tol", 1e-3)),
         kkt_tol=None if kkt_tol is None else float(kkt_tol),
         sample_weight=weights)
+    if factors is not None:     # weights on the original scale, as the model's
+        result["coef"] = original_scale(result["coef"], factors)
     result.update(n_batches=k, n_features=stop)
     return result
 
