@@ -13,6 +13,7 @@ import numpy as np
 
 from ultrafs.errors import ParameterError
 from ultrafs.features import make_feature_space
+from ultrafs.methods.c_scale import scale_C
 from ultrafs.solvers.datafits import make_datafit
 
 __all__ = ["resolve_C", "fold_threads", "HeldOutScorer", "held_out_scores", "read_only",
@@ -56,7 +57,7 @@ def resolve_C(C, refit_C, refit, store, features, y, n_classes, space, fit_optio
         if C not in ("scale", "auto"):
             raise ParameterError(f"C must be a number > 0, 'scale' or 'auto', got {C!r}")
         # weighted like the loss: integer weights give the C of repeated rows
-        center = None if C_grid is not None else val.default_C(
+        center = None if C_grid is not None else scale_C(
             features, sample_weight=fit_options.get("sample_weight"), **pass_options)
         if C == "scale":
             return center, refit_C, None
