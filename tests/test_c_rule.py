@@ -132,6 +132,8 @@ def test_select_and_auto_use_the_rule(rng):
     y = np.where(X[:, 0] + X[:, 1] > 0, 1, -1)
     model = select(X, y, B=2, max_iter=2)
     assert model.params["C"] == reference_C(X) and model.params["C_rule"] == "scale"
+    # C="auto" keeps the grid of issue 8 around the row-maximum rule's C
     auto = select(X, y, B=2, max_iter=2, C="auto", cv=2)
-    # C="auto" walks its grid around the rule's C (widened or not)
-    assert set(val.c_grid(reference_C(X))) <= set(auto.params["validation"]["grid"])
+    old = val.default_C(LinearFeatures(InMemoryStore(X, y)))
+    assert old != reference_C(X)
+    assert set(val.c_grid(old)) <= set(auto.params["validation"]["grid"])
