@@ -32,7 +32,8 @@ Usage::
 
     python bench/c_rule.py [--sets a9a,mushrooms] [--scalings raw,unit]
         [--rules max,nz,var,scale,auto] [--no-auto-over ROWS_X_COLS]
-        [--skip-toy] [--skip-madelon2] [--name c_rule]
+        [--skip-toy] [--skip-madelon2] [--skip-sets] [--name c_rule]
+    python bench/c_rule.py --report NAME1,NAME2 [--rules ...]   # the tables
 
 Results go to ``bench/out/NAME.json`` and a markdown table to stdout.
 """
@@ -136,6 +137,71 @@ def toy(rules, factors=(100.0, 1e4), seeds=range(5)):
     return rows
 
 
+def _cell(row):
+    if row is None:
+        return "–"
+    return f"{row['accuracy']:.3f} · C {row['C']:.3g} · {row['seconds']:.1f} s"
+
+
+def report(names, rules):
+    """The markdown tables of the runs ``names`` (bench/out/NAME.json)."""
+    import json
+
+    from common import OUT_DIR
+
+    toy_rows, set_rows, m2_rows = [], [], []
+    for name in names:
+        data = json.loads((OUT_DIR / f"{name}.json").read_text())
+        toy_rows += data.get("toy", [])
+        set_rows += data.get("sets", [])
+        m2_rows += data.get("madelon2", [])
+    lines = []
+    if toy_rows:
+        lines += ["Unscaled-column example (training accuracy over seeds 0-4; C; "
+                  "selected features with a zero weight):", "",
+                  "| column × | rule | accuracy per seed | C per seed | zero weights |",
+                  "|---|---|---|---|---|"]
+        for factor in sorted({r["factor"] for r in toy_rows}):
+            for rule in rules:
+                rows = [r for r in toy_rows if r["factor"] == factor and r["rule"] == rule]
+                if rows:
+                    lines.append(
+                        f"| {factor:g} | {rule} | "
+                        + " ".join(f"{r['accuracy']:.2f}" for r in rows) + " | "
+                        + " ".join(f"{r['C']:.3g}" for r in rows) + " | "
+                        + str(sum(r["zero_weights"] for r in rows)) + " |")
+        lines.append("")
+    if m2_rows:
+        lines += ["Raw madelon, `poly=2` (test accuracy · C · fit seconds):", "",
+                  "| " + " | ".join(r["rule"] for r in m2_rows) + " |",
+                  "|" + "---|" * len(m2_rows),
+                  "| " + " | ".join(_cell(r) for r in m2_rows) + " |", ""]
+    if set_rows:
+        present = [rule for rule in rules if any(r["rule"] == rule for r in set_rows)]
+        lines += ["Test accuracy · chosen C · fit seconds (first split):", "",
+                  "| set | rows | " + " | ".join(present) + " |",
+                  "|---|---|" + "---|" * len(present)]
+        keys = []
+        for r in set_rows:
+            if (r["set"], r["scaling"]) not in keys:
+                keys.append((r["set"], r["scaling"]))
+        for key in keys:
+            by_rule = {r["rule"]: r for r in set_rows if (r["set"], r["scaling"]) == key}
+            lines.append(f"| {key[0]} | {key[1]} | "
+                         + " | ".join(_cell(by_rule.get(rule)) for rule in present) + " |")
+        wins = {rule: 0 for rule in present}
+        for key in keys:
+            by_rule = {r["rule"]: r for r in set_rows if (r["set"], r["scaling"]) == key}
+            for rule in present:
+                if rule in by_rule and "max" in by_rule and rule != "max":
+                    delta = by_rule[rule]["accuracy"] - by_rule["max"]["accuracy"]
+                    wins[rule] += delta
+        lines += ["", "Sum over cells of the accuracy difference to `max`: "
+                  + ", ".join(f"{rule} {100 * d:+.1f} points" for rule, d in wins.items()
+                              if rule != "max"), ""]
+    return "\n".join(lines)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sets", default=",".join(s for s in SETS if s not in SLOW_SETS))
@@ -147,8 +213,13 @@ def main(argv=None):
     parser.add_argument("--skip-madelon2", action="store_true")
     parser.add_argument("--skip-sets", action="store_true")
     parser.add_argument("--name", default="c_rule")
+    parser.add_argument("--report", default=None,
+                        help="NAME1,NAME2: print the tables of earlier runs and stop")
     args = parser.parse_args(argv)
     rules = args.rules.split(",")
+    if args.report:
+        print(report(args.report.split(","), rules))
+        return
     result = {"toy": [], "sets": [], "madelon2": []}
     if not args.skip_toy:
         result["toy"] = toy(rules)
@@ -160,6 +231,7 @@ def main(argv=None):
             row = fit(X, y, X_test, y_test, rule, poly=2)
             result["madelon2"].append(row)
             print("madelon2", row, flush=True)
+            write_result(args.name, result)
     if not args.skip_sets:
         for name in args.sets.split(","):
             X, y, X_test, y_test = next(splits(name, 1))
@@ -172,6 +244,7 @@ def main(argv=None):
                            **fit(Xs, y, Xt, y_test, rule)}
                     result["sets"].append(row)
                     print("set", row, flush=True)
+                    write_result(args.name, result)
     write_result(args.name, result)
 
 
