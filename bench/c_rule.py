@@ -24,15 +24,16 @@ library's own ``C="scale"`` (whatever rule the code under test has) and
 around the ``max`` rule's C); ``auto-nz`` is ``C="auto"`` with its grid
 around the ``nz`` rule's C instead.
 
-Protocol: the splits of ``bench/quality_vs_l1.py`` (its loaders), the first
-split only; FGM at the project's defaults (B = 50, T = 10) otherwise.
+Protocol: the splits of ``bench/quality_vs_l1.py`` (its loaders): the
+sets' own train/test parts, else its seeded stratified 70/30 splits, the
+first ``--splits`` of them (default 1); FGM at the project's defaults (B = 50, T = 10) otherwise.
 The unscaled-column example: ``X = rng.random((100, 8)); y = X[:, 0] > .5;
 X[:, 7] *= F`` (F = 100 and 1e4), ``B=2, max_iter=3``, training accuracy,
 seeds 0-4.
 
 Usage::
 
-    python bench/c_rule.py [--sets a9a,mushrooms] [--scalings raw,unit]
+    python bench/c_rule.py [--sets a9a,mushrooms] [--scalings raw,unit] [--splits 5]
         [--rules max,nz,var,scale,auto] [--no-auto-over ROWS_X_COLS]
         [--skip-toy] [--skip-madelon2] [--skip-sets] [--name c_rule]
     python bench/c_rule.py --report NAME1,NAME2 [--rules ...]   # the tables
@@ -168,7 +169,8 @@ def toy(rules, factors=(100.0, 1e4), seeds=range(5)):
 def _cell(row):
     if row is None:
         return "–"
-    return f"{row['accuracy']:.3f} · C {row['C']:.3g} · {row['seconds']:.1f} s"
+    splits = f" ({row['n']} splits)" if row.get("n", 1) > 1 else ""
+    return f"{row['accuracy']:.3f}{splits} · C {row['C']:.3g} · {row['seconds']:.1f} s"
 
 
 def report(names, rules):
@@ -206,20 +208,32 @@ def report(names, rules):
                   "| " + " | ".join(_cell(r) for r in m2_rows) + " |", ""]
     if set_rows:
         present = [rule for rule in rules if any(r["rule"] == rule for r in set_rows)]
-        lines += ["Test accuracy · chosen C · fit seconds (first split):", "",
+        lines += ["Test accuracy (mean over the splits run) · chosen C (first split) · "
+                  "fit seconds (mean):", "",
                   "| set | rows | " + " | ".join(present) + " |",
                   "|---|---|" + "---|" * len(present)]
         keys = []
         for r in set_rows:
             if (r["set"], r["scaling"]) not in keys:
                 keys.append((r["set"], r["scaling"]))
+        def by_rule_of(key):
+            out = {}
+            for rule in present:
+                rows = [r for r in set_rows if (r["set"], r["scaling"]) == key
+                        and r["rule"] == rule]
+                if rows:
+                    out[rule] = {"accuracy": float(np.mean([r["accuracy"] for r in rows])),
+                                 "C": rows[0]["C"], "n": len(rows),
+                                 "seconds": float(np.mean([r["seconds"] for r in rows]))}
+            return out
+
         for key in keys:
-            by_rule = {r["rule"]: r for r in set_rows if (r["set"], r["scaling"]) == key}
+            by_rule = by_rule_of(key)
             lines.append(f"| {key[0]} | {key[1]} | "
                          + " | ".join(_cell(by_rule.get(rule)) for rule in present) + " |")
         wins = {rule: 0 for rule in present}
         for key in keys:
-            by_rule = {r["rule"]: r for r in set_rows if (r["set"], r["scaling"]) == key}
+            by_rule = by_rule_of(key)
             for rule in present:
                 if rule in by_rule and "max" in by_rule and rule != "max":
                     delta = by_rule[rule]["accuracy"] - by_rule["max"]["accuracy"]
@@ -237,6 +251,8 @@ def main(argv=None):
     parser.add_argument("--rules", default=",".join(RULES))
     parser.add_argument("--no-auto-over", type=float, default=5e6,
                         help="skip C='auto' on training parts with more stored entries")
+    parser.add_argument("--splits", type=int, default=1,
+                        help="70/30 splits of the sets without their own test part")
     parser.add_argument("--skip-toy", action="store_true")
     parser.add_argument("--skip-madelon2", action="store_true")
     parser.add_argument("--skip-sets", action="store_true")
@@ -262,13 +278,13 @@ def main(argv=None):
             write_result(args.name, result)
     if not args.skip_sets:
         for name in args.sets.split(","):
-            X, y, X_test, y_test = next(splits(name, 1))
+          for split, (X, y, X_test, y_test) in enumerate(splits(name, args.splits)):
             for scaling in args.scalings.split(","):
                 Xs, Xt = (X, X_test) if scaling == "raw" else (unit_rows(X), unit_rows(X_test))
                 for rule in rules:
                     if rule.startswith("auto") and Xs.nnz > args.no_auto_over:
                         continue
-                    row = {"set": name, "scaling": scaling,
+                    row = {"set": name, "scaling": scaling, "split": split,
                            **fit(Xs, y, Xt, y_test, rule)}
                     result["sets"].append(row)
                     print("set", row, flush=True)
