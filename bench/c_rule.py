@@ -13,6 +13,8 @@ and passed to FGM as a number):
   ``C="auto"``'s grid);
 * ``nz``: ``s = median_j (Σ_i x_ij² / nnz_j)``, the median over the nonzero
   columns of the mean square of a column's nonzero values (0/1 data: 1);
+* ``q75``: ``nz`` with the 75th percentile in place of the median (the
+  columns FGM selects are the larger ones);
 * ``var``: ``s = median_j (Σ_i (x_ij − x̄_j)² / nnz_j)``, the same with the
   column's spread around its mean (0/1 data: 1 − density);
 
@@ -71,6 +73,10 @@ def rule_statistic(X, rule):
     live = nnz > 0
     if rule == "nz":
         per = s2[live] / nnz[live]
+    elif rule == "q75":
+        per = s2[live] / nnz[live]
+        per = per[per > 0]
+        return float(np.quantile(per, 0.75)) if len(per) else 0.0
     elif rule == "var":
         s1 = np.asarray(X.sum(axis=0)).ravel()
         per = (s2[live] - s1[live] ** 2 / n) / nnz[live]
