@@ -50,7 +50,6 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
-
 from common import write_result
 from quality_vs_l1 import SETS, splits, unit_rows
 

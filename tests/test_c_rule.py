@@ -10,8 +10,12 @@ from ultrafs.api import select
 from ultrafs.features import make_feature_space
 from ultrafs.features.linear import LinearFeatures
 from ultrafs.methods import validation as val
-from ultrafs.methods.c_scale import (column_moments, degree_two_square, scale_C,
-                                     typical_square)
+from ultrafs.methods.c_scale import (
+    column_moments,
+    degree_two_square,
+    scale_C,
+    typical_square,
+)
 from ultrafs.sklearn import FGMClassifier
 from ultrafs.store import InMemoryStore
 

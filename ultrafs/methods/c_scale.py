@@ -61,8 +61,10 @@ COLUMN_RULE_KINDS = ("linear", "groups", "poly2")
 
 
 def _block_moments(block, store, weights):
-    from ultrafs.kernels.column_scale import (column_weighted_moments,
-                                              column_weighted_moments_binary)
+    from ultrafs.kernels.column_scale import (
+        column_weighted_moments,
+        column_weighted_moments_binary,
+    )
 
     start, stop = block
     cols = store.read_range_transient(start, stop)

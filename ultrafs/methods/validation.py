@@ -12,8 +12,9 @@ unit length (FGM then zeroes most late batches, issue 8).  FGM's
 (issue 38: the rule below collapses when one column is unscaled); the
 rule below, :func:`default_C`, remains the centre of the ``C="auto"``
 grid, MSLR's ``C="scale"`` and FGM's for additive-kernel and tree spaces.
-It was FGM's ``C="scale"`` of issue 8: ``DEFAULT_C_SCALE / mean_i max_f φ_f(x_i)²``: the mean
-over samples of the largest squared candidate value of the sample (one
+It was FGM's ``C="scale"`` of issue 8:
+``DEFAULT_C_SCALE / mean_i max_f φ_f(x_i)²``, the mean over samples of
+the largest squared candidate value of the sample (one
 streamed pass, exact for any block size and scheduler), rounded to three
 significant digits.  It scales as ``1/s²``, and, unlike the mean squared
 row norm, it does not grow with the number of nonzeros per row: a model
