@@ -17,6 +17,7 @@ from ultrafs.features.poly import PolyFeatures
 from ultrafs.kernels.sparse_ops import csc_take_rows, csc_take_rows_pattern
 from ultrafs.kernels.statistics import row_top2_squares
 from ultrafs.methods import validation as val
+from ultrafs.methods.c_scale import scale_C
 from ultrafs.store import InMemoryStore
 from ultrafs.store.rows import RowSubsetStore
 from ultrafs.store.writers.zarr_writer import write_store
@@ -227,7 +228,9 @@ def test_default_C_follows_the_scale_of_the_rows(rng):
     a = select(X, y, B=2, max_iter=3)
     b = select(10 * X, y, B=2, max_iter=3)
     assert a.features == b.features
-    assert a.params["C"] == C and a.params["C_rule"] == "scale"
+    # FGM's C="scale" is the column rule of ultrafs.methods.c_scale (issue 38)
+    assert a.params["C"] == scale_C(LinearFeatures(InMemoryStore(X, y)))
+    assert a.params["C_rule"] == "scale"
     # 0/1 data: the paper's C = 10
     binary = (rng.random((50, 6)) < 0.3).astype(float)
     binary[:, 0] = 1

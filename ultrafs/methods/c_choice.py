@@ -2,6 +2,22 @@
 (``C="auto"``, one stratified split or K folds), and the held-out scoring of
 a fit and of its refits.
 
+``C="scale"`` (:func:`ultrafs.methods.c_scale.scale_C`) is ``10 / s`` with
+``s`` the median, over the columns, of the mean square of a column's
+nonzero values (degree 2: the largest degree-2 value of a row whose two
+largest squares are ``s``; one streamed pass, O(m)).  Why: C weighs the
+loss against ``½(Σ_h ‖ω_h‖)²``, and a feature ×s needs its weight /s, so C
+must follow ``1/s²`` of the features a model uses; a median over columns
+is a typical feature's scale, which one unscaled column cannot move.  The
+row-maximum rule of issue 8 (``10 / mean_i max_j x_ij²``) is owned by
+the largest column: one column ×100 of ``rng.random((100, 8))`` made it
+0.003 and FGM's training accuracy 0.55-0.62 (this rule: C ≈ 30, 0.97-1.00
+over 5 seeds); on 0/1 data both rules give the paper's C = 10.
+Measured on every set of ``../shared/data``: ``bench/notes/23-c-rule.md``.
+``C="auto"`` keeps its grid around the row-maximum rule's C
+(:func:`ultrafs.methods.validation.default_C`), as measured by
+``bench/quality_vs_l1.py``.
+
 :func:`resolve_C` is what FGM's method (:mod:`ultrafs.methods.fgm_method`)
 calls; the walk over the grid is :func:`ultrafs.methods.validation.choose_C`,
 which asks a :class:`HeldOutScorer` for the scores.
@@ -13,6 +29,7 @@ import numpy as np
 
 from ultrafs.errors import ParameterError
 from ultrafs.features import make_feature_space
+from ultrafs.methods.c_scale import scale_C
 from ultrafs.solvers.datafits import make_datafit
 
 __all__ = ["resolve_C", "fold_threads", "HeldOutScorer", "held_out_scores", "read_only",
@@ -56,10 +73,13 @@ def resolve_C(C, refit_C, refit, store, features, y, n_classes, space, fit_optio
         if C not in ("scale", "auto"):
             raise ParameterError(f"C must be a number > 0, 'scale' or 'auto', got {C!r}")
         # weighted like the loss: integer weights give the C of repeated rows
-        center = None if C_grid is not None else val.default_C(
-            features, sample_weight=fit_options.get("sample_weight"), **pass_options)
+        weights = fit_options.get("sample_weight")
         if C == "scale":
-            return center, refit_C, None
+            return scale_C(features, sample_weight=weights, **pass_options), refit_C, None
+        # the grid of C="auto" keeps its centre of issue 8, the row-maximum
+        # rule (its choices are what bench/quality_vs_l1.py measured)
+        center = None if C_grid is not None else val.default_C(
+            features, sample_weight=weights, **pass_options)
         folds, method, fraction = val.default_folds(
             y, validation_fraction=validation_fraction, cv=cv, seed=seed)
         grid = val.c_grid(center) if C_grid is None else val.given_grid(C_grid)

@@ -34,9 +34,11 @@ class FGMParams(Params):
     B: int = param(50, "Features added per outer iteration.", kind="int", low=1,
                    option="--B")
     C: Any = param("scale", "Weight of the empirical loss: a number > 0, 'scale' "
-                   "(10 / mean over rows of the largest squared value: the same model "
-                   "whatever the scale of the rows) or 'auto' (chosen on held-out rows, "
-                   "see --validation-fraction and --cv).", low=0, low_open=True,
+                   "(10 / the median over columns of the mean square of a column's "
+                   "nonzero values: 10 on 0/1 data, the same model whatever the scale "
+                   "of the rows, and one unscaled column cannot move it) or 'auto' "
+                   "(chosen on held-out rows from a grid around 10 / mean over rows of "
+                   "the largest squared value, see --validation-fraction and --cv).", low=0, low_open=True,
                    words=("scale", "auto"), option="--C", cli_type="C")
     C_grid: Any = param(None, "With --C auto: the values of C to try (CLI: "
                         "comma-separated numbers > 0), used as given: not widened when "

@@ -7,9 +7,14 @@ invariant to the scale of the rows: multiplying every row by ``s`` gives
 the same decisions with ``ω/s``, whose penalty is ``1/s²`` smaller, so the
 same model needs ``C/s²``.  A constant C (the paper's C = 10) therefore
 means very different models on raw 0/1 text and on the same rows scaled to
-unit length (FGM then zeroes most late batches, issue 8).  The default
-``C="scale"`` is ``DEFAULT_C_SCALE / mean_i max_f φ_f(x_i)²``: the mean
-over samples of the largest squared candidate value of the sample (one
+unit length (FGM then zeroes most late batches, issue 8).  FGM's
+``C="scale"`` is now the column rule of :mod:`ultrafs.methods.c_scale`
+(issue 38: the rule below collapses when one column is unscaled); the
+rule below, :func:`default_C`, remains the centre of the ``C="auto"``
+grid, MSLR's ``C="scale"`` and FGM's for additive-kernel and tree spaces.
+It was FGM's ``C="scale"`` of issue 8:
+``DEFAULT_C_SCALE / mean_i max_f φ_f(x_i)²``, the mean over samples of
+the largest squared candidate value of the sample (one
 streamed pass, exact for any block size and scheduler), rounded to three
 significant digits.  It scales as ``1/s²``, and, unlike the mean squared
 row norm, it does not grow with the number of nonzeros per row: a model
