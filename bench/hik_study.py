@@ -23,14 +23,16 @@ import numpy as np
 import scipy.sparse as sp
 
 from common import write_result
-from quality_vs_l1 import _load, SETS
+from quality_vs_l1 import _load, SETS, splits
 
 
 def split(name, seed=0, test_size=0.4, divide=None):
     """(X, y, Xt, yt): a stratified split of set ``name``; ``divide`` scales
-    the values (mnist: 255)."""
+    the values (mnist: 255).  madelon: its own train / test files."""
     from sklearn.model_selection import StratifiedShuffleSplit
 
+    if SETS[name][1] is not None:
+        return next(splits(name, 1))
     X, y = _load(SETS[name][0])
     X = sp.csr_matrix(X, dtype=np.float64)
     if divide:
@@ -70,7 +72,9 @@ def main(argv=None):
     parser.add_argument("--test-size", type=float, default=0.4)
     parser.add_argument("--ks", default="10,20,50")
     parser.add_argument("--B", type=int, default=2)
-    parser.add_argument("--kernels", default="linear,hik,chi2")
+    parser.add_argument("--kernels", default="linear,hik,chi2",
+                        help="hik:Q is HIK with Q levels")
+    parser.add_argument("--seeds", default="0")
     parser.add_argument("--C", default="scale")
     parser.add_argument("--q", type=int, default=None)
     parser.add_argument("--name", default="hik_study")
@@ -80,16 +84,20 @@ def main(argv=None):
         C = float(C)
     except ValueError:
         pass
-    X, y, Xt, yt = split(args.set, test_size=args.test_size, divide=args.divide or None)
     rows = []
-    for k in [int(v) for v in args.ks.split(",")]:
-        for kernel in args.kernels.split(","):
-            out = {"set": args.set, "k": k,
-                   **fit(kernel, X, y, Xt, yt, args.B, k // args.B, C=C, q=args.q)}
-            rows.append(out)
-            print(json.dumps({key: (round(v, 4) if isinstance(v, float) else v)
-                              for key, v in out.items() if key != "inner_kkt"}),
-                  flush=True)
+    for seed in [int(v) for v in args.seeds.split(",")]:
+        X, y, Xt, yt = split(args.set, seed=seed, test_size=args.test_size,
+                             divide=args.divide or None)
+        for k in [int(v) for v in args.ks.split(",")]:
+            for name in args.kernels.split(","):
+                kernel, _, q = name.partition(":")
+                out = {"set": args.set, "seed": seed, "k": k, "label": name,
+                       **fit(kernel, X, y, Xt, yt, args.B, k // args.B, C=C,
+                             q=int(q) if q else args.q)}
+                rows.append(out)
+                print(json.dumps({key: (round(v, 4) if isinstance(v, float) else v)
+                                  for key, v in out.items() if key != "inner_kkt"}),
+                      flush=True)
     write_result(args.name, {"args": vars(args), "rows": rows})
 
 

@@ -567,7 +567,7 @@ def expand_columns_js(indptr, indices, data, scale, source, level):
 
 
 @njit(cache=True, nogil=True)
-def row_max_norms_hik(indptr, indices, data, scale, out, q=HIK_LEVELS):
+def row_max_norms_hik(indptr, indices, data, scale, gain, out, q=HIK_LEVELS):
     """``out[i] = max(out[i], ||phi(x_ij)||**2)`` over a CSC block's columns j:
     the squared norm of a value's group of generated columns, ``v / q``
     (``v = hik_level(x_ij, scale[j])``; 1 at the column's scale).  O(nnz)
@@ -585,11 +585,14 @@ def row_max_norms_hik(indptr, indices, data, scale, out, q=HIK_LEVELS):
     data : float32 or float64 array, shape (nnz,)
     scale : float64 array, shape (n_columns,)
         Per-column scale ``s_j``.
+    gain : float64 array, shape (n_columns,)
+        The squared factor of each group: ones for the unit map, ``scale``
+        for the raw-scale map (``k(x, x) = level s_j / q ~ x``).
     out : float64 array, shape (n_rows,), updated in place
     """
     for j in range(indptr.shape[0] - 1):
         for p in range(indptr[j], indptr[j + 1]):
-            norm = hik_level(np.float64(data[p]), scale[j], q) / q
+            norm = hik_level(np.float64(data[p]), scale[j], q) / q * gain[j]
             i = indices[p]
             if norm > out[i]:
                 out[i] = norm
