@@ -9,7 +9,8 @@ max_iter=T, kernel=..., C=...)``; test accuracy of FGM's own weights.
 Usage::
 
     python bench/hik_study.py [--set mnist3v8] [--ks 10,20,50] [--B 2]
-        [--kernels linear,hik,chi2] [--C scale] [--q 100] [--name hik_study]
+        [--kernels linear,hik,chi2] [--C scale] [--q 100] [--seeds 0] [--tol 0]
+        [--set rcv1_small --divide 0 --test-size 0.3] [--name hik_study]
 """
 
 from __future__ import annotations
@@ -42,11 +43,11 @@ def split(name, seed=0, test_size=0.4, divide=None):
     return X[tr], y[tr], X[te], y[te]
 
 
-def fit(kernel, X, y, Xt, yt, B, T, C="scale", q=None):
+def fit(kernel, X, y, Xt, yt, B, T, C="scale", q=None, tol=None):
     from ultrafs.api import select
     from ultrafs.store import InMemoryStore
 
-    options = {}
+    options = {} if tol is None else {"tol": tol}
     if kernel != "linear":
         options["kernel"] = kernel
         if q is not None and kernel == "hik":
@@ -54,7 +55,8 @@ def fit(kernel, X, y, Xt, yt, B, T, C="scale", q=None):
     started = time.perf_counter()
     model = select(X, y, B=B, max_iter=T, C=C, **options)
     seconds = time.perf_counter() - started
-    accuracy = float(model.evaluate_store(InMemoryStore(Xt, yt))["accuracy"])
+    test = InMemoryStore(Xt, yt)
+    accuracy = float(model.evaluate_store(test)["accuracy"])
     train = float(model.evaluate_store(InMemoryStore(X, y))["accuracy"])
     return {"kernel": kernel, "B": B, "T": T, "C": float(model.params["C"]),
             "accuracy": accuracy, "train_accuracy": train, "seconds": seconds,
@@ -75,6 +77,9 @@ def main(argv=None):
     parser.add_argument("--kernels", default="linear,hik,chi2",
                         help="hik:Q is HIK with Q levels")
     parser.add_argument("--seeds", default="0")
+    parser.add_argument("--tol", type=float, default=None,
+                        help="FGM's outer tol; 0: hold the whole budget k (equal "
+                             "original features for every kernel)")
     parser.add_argument("--C", default="scale")
     parser.add_argument("--q", type=int, default=None)
     parser.add_argument("--name", default="hik_study")
@@ -93,10 +98,10 @@ def main(argv=None):
                 kernel, _, q = name.partition(":")
                 out = {"set": args.set, "seed": seed, "k": k, "label": name,
                        **fit(kernel, X, y, Xt, yt, args.B, k // args.B, C=C,
-                             q=int(q) if q else args.q)}
+                             q=int(q) if q else args.q, tol=args.tol)}
                 rows.append(out)
                 print(json.dumps({key: (round(v, 4) if isinstance(v, float) else v)
-                                  for key, v in out.items() if key != "inner_kkt"}),
+                                  for key, v in out.items() if key not in ("inner_kkt", "path")}),
                       flush=True)
     write_result(args.name, {"args": vars(args), "rows": rows})
 
