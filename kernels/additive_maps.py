@@ -23,7 +23,13 @@ columns of column j have nonzeros only on the nonzero rows of x_j):
     the quantised values.  The ceiling keeps every stored nonzero nonzero
     (``v >= 1`` for any ``x > 0``) and makes the quantised value
     ``v s_j / q`` the smallest level at or above x, so the quantised kernel
-    over-estimates ``min(x, z)`` by less than ``s_j / q``.
+    over-estimates ``min(x, z)`` by less than ``s_j / q``.  This is the
+    *unit* map, the kernel of ``x / s_j``; the raw-scale HIK (the feature
+    space's default) is group j times ``sqrt(s_j)``, ``k(x, z) ~ min(x,
+    z)``: the kernels that score or measure groups take that factor
+    squared as ``gain`` (``score_block_topk_hik_scaled``,
+    :func:`row_max_norms_hik`), and the space multiplies the expanded
+    values.
 ``chi2``, ``intersection``, ``js``
     Vedaldi & Zisserman (CVPR 2010, TPAMI 2012) maps of the additive
     homogeneous kernels chi2 ``2xz/(x+z)``, intersection ``min(x, z)`` and

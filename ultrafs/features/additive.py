@@ -10,10 +10,14 @@ generated again for the subproblem only, and prediction applies the same
 map.  Maps, their parameters and their approximation error:
 ``docs/ADDITIVE_KERNELS.md``.
 
-- ``hik``: histogram intersection, q = 100 levels of the feature scaled
-  by its largest value on the training data (the scale is recorded in the
-  model for every materialised feature: prediction quantises new data the
-  same way); exact for the quantised values.
+- ``hik``: histogram intersection, q = 100 levels between 0 and the
+  feature's largest value s_j on the training data (the scale is recorded
+  in the model for every materialised feature: prediction quantises new
+  data the same way); exact for the quantised values.  The kernels of
+  :mod:`ultrafs.kernels.additive_maps` generate the unit map (values
+  ``1/sqrt(q)``, the kernel of ``x / s_j``); on the raw scale (the
+  default, ``normalize=False``) this space multiplies group j by
+  ``sqrt(s_j)`` (:func:`hik_gains`), so that ``k(x, z) ~ min(x, z)``.
 - ``chi2``, ``intersection``, ``js``: Vedaldi & Zisserman's maps of the
   homogeneous χ², intersection and Jensen–Shannon kernels, n = 5
   (2n + 1 = 11 columns per feature).
