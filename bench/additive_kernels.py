@@ -26,10 +26,11 @@ the default ``C="scale"``: "plain" is FGM's own weights (the model without
 its refit, ``model.truncated(all batches)``), "refit" the l2 refit on the
 selection at the same C (one fit gives both; the selection is the same).
 The refit runs up to k = ``--refit-max-k`` (default 20): beyond, the
-refit of thousands of HIK columns at HIK's C = 1000 (``C="scale"`` gives
-``DEFAULT_C_SCALE · q`` for HIK: every positive value's largest generated
-value is 1/√q) of 5,000 HIK columns on madelon was still running after
-8 minutes (FGM itself: 4 minutes).  Seconds per fit are the
+refit of thousands of HIK columns at HIK's C = 1000 of the code before
+issue 38 (``C="scale"`` then read the largest generated value, 1/√q for
+HIK, and gave ``DEFAULT_C_SCALE · q``; it now reads a group's squared norm
+k(x, x), ``bench/notes/24-hik.md``) of 5,000 HIK columns on madelon was
+still running after 8 minutes (FGM itself: 4 minutes).  Seconds per fit are the
 selection's (to the end of FGM's last outer iteration); the refit's are
 recorded apart.
 A win / loss needs a gap of more than ``TIE_POINTS`` accuracy points.

@@ -23,7 +23,13 @@ columns of column j have nonzeros only on the nonzero rows of x_j):
     the quantised values.  The ceiling keeps every stored nonzero nonzero
     (``v >= 1`` for any ``x > 0``) and makes the quantised value
     ``v s_j / q`` the smallest level at or above x, so the quantised kernel
-    over-estimates ``min(x, z)`` by less than ``s_j / q``.
+    over-estimates ``min(x, z)`` by less than ``s_j / q``.  This is the
+    *unit* map, the kernel of ``x / s_j``; the raw-scale HIK (the feature
+    space's default) is group j times ``sqrt(s_j)``, ``k(x, z) ~ min(x,
+    z)``: the kernels that score or measure groups take that factor
+    squared as ``gain`` (``score_block_topk_hik_scaled``,
+    :func:`row_max_norms_hik`), and the space multiplies the expanded
+    values.
 ``chi2``, ``intersection``, ``js``
     Vedaldi & Zisserman (CVPR 2010, TPAMI 2012) maps of the additive
     homogeneous kernels chi2 ``2xz/(x+z)``, intersection ``min(x, z)`` and
@@ -76,7 +82,7 @@ from numba import njit
 
 __all__ = [
     "HIK_LEVELS",
-    "row_max_squares_hik",
+    "row_max_norms_hik",
     "VZ_ORDER",
     "VZ_STEPS",
     "MAPS",
@@ -105,7 +111,7 @@ __all__ = [
     "expand_columns_js",
     "expand_columns_vz",
     "expand_block_vz",
-    "row_max_squares_vz",
+    "row_max_norms_vz",
     "PHI",
     "EXPAND_BLOCK",
     "EXPAND_COLUMNS",
@@ -567,37 +573,49 @@ def expand_columns_js(indptr, indices, data, scale, source, level):
 
 
 @njit(cache=True, nogil=True)
-def _vz_row_max_squares(indices, data, out, coef, step):
-    buf = np.empty(2 * len(coef) - 1, dtype=np.float64)
-    for p in range(indices.shape[0]):
-        vz_fill(np.float64(data[p]), coef, step, buf)
-        best = 0.0
-        for l in range(buf.shape[0]):
-            v = buf[l] * buf[l]
-            if v > best:
-                best = v
-        i = indices[p]
-        if best > out[i]:
-            out[i] = best
+def row_max_norms_hik(indptr, indices, data, scale, gain, out, q=HIK_LEVELS):
+    """``out[i] = max(out[i], ||phi(x_ij)||**2)`` over a CSC block's columns j:
+    the squared norm of a value's group of generated columns, ``v / q``
+    (``v = hik_level(x_ij, scale[j])``; 1 at the column's scale).  O(nnz)
+    time, no expansion.
 
-
-@njit(cache=True, nogil=True)
-def row_max_squares_hik(indices, data, out, q=HIK_LEVELS):
-    """``out[i] = max(out[i], max_l phi_l(x)**2)`` over a block's stored
-    values x of row i: ``1/q`` for any ``x > 0`` (every level's value is
-    ``1/sqrt(q)``).  O(nnz) time, no expansion.
+    It is the kernel's diagonal ``k(x, x)``: what ``x**2`` is to a linear
+    column, so that ``C="scale"`` (``DEFAULT_C_SCALE / mean_i max``) gives
+    a group the C a linear column of the same size gets.  The largest
+    single generated value (``1/q`` for HIK) would make C q times larger.
 
     Parameters
     ----------
+    indptr : int64 array, shape (n_columns + 1,)
     indices : int32 array, shape (nnz,)
     data : float32 or float64 array, shape (nnz,)
+    scale : float64 array, shape (n_columns,)
+        Per-column scale ``s_j``.
+    gain : float64 array, shape (n_columns,)
+        The squared factor of each group: ones for the unit map, ``scale``
+        for the raw-scale map (``k(x, x) = level s_j / q ~ x``).
     out : float64 array, shape (n_rows,), updated in place
     """
-    value = 1.0 / math.sqrt(q)
-    top = value * value
+    for j in range(indptr.shape[0] - 1):
+        for p in range(indptr[j], indptr[j + 1]):
+            norm = hik_level(np.float64(data[p]), scale[j], q) / q * gain[j]
+            i = indices[p]
+            if norm > out[i]:
+                out[i] = norm
+
+
+@njit(cache=True, nogil=True)
+def _vz_row_max_norms(indices, data, out, coef):
+    total = coef[0] * coef[0]
+    for k in range(1, len(coef)):
+        total += coef[k] * coef[k]          # cos**2 + sin**2 = 1
     for p in range(indices.shape[0]):
-        if data[p] > 0.0 and top > out[indices[p]]:
-            out[indices[p]] = top
+        x = np.float64(data[p])
+        if x > 0.0:
+            norm = total * x
+            i = indices[p]
+            if norm > out[i]:
+                out[i] = norm
 
 
 # The Vedaldi-Zisserman maps of any order n and period L: the same kernels
@@ -619,10 +637,22 @@ def expand_block_vz(indptr, indices, data, coef, step):
 
 
 @njit(cache=True, nogil=True)
-def row_max_squares_vz(indices, data, out, coef, step):
-    """Per row, the largest squared value of the map of amplitudes ``coef`` and
-    step over a block's stored values (as :func:`row_max_squares_hik`)."""
-    _vz_row_max_squares(indices, data, out, coef, step)
+def row_max_norms_vz(indices, data, out, coef):
+    """``out[i] = max(out[i], ||Psi(x_ij)||**2)`` over a block's stored values
+    of the map of amplitudes ``coef``: ``x (coef_0**2 + sum_k coef_k**2)``
+    (``cos**2 + sin**2 = 1``), the approximated ``k(x, x)`` (``x`` for the
+    exact chi2, intersection and JS kernels); 0 for ``x <= 0``.  As
+    :func:`row_max_norms_hik`, O(nnz), no expansion.
+
+    Parameters
+    ----------
+    indices : int32 array, shape (nnz,)
+    data : float32 or float64 array, shape (nnz,)
+    out : float64 array, shape (n_rows,), updated in place
+    coef : float64 array, shape (n + 1,)
+        :func:`vz_coefficients`.
+    """
+    _vz_row_max_norms(indices, data, out, coef)
 
 
 #: ``phi_<map>(x, scale, out)`` by map name

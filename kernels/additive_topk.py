@@ -18,6 +18,8 @@ from .scoring import heap_push, ranks_before, skip_to, sorted_heap
 __all__ = [
     "score_block_topk_hik",
     "score_block_topk_multi_hik",
+    "score_block_topk_hik_scaled",
+    "score_block_topk_multi_hik_scaled",
     "score_block_topk_chi2",
     "score_block_topk_intersection",
     "score_block_topk_js",
@@ -43,7 +45,7 @@ def _offer_group(heap_scores, heap_keys, size, k, score, key, excluded, ex):
 
 
 @njit(cache=True, nogil=True)
-def _hik_topk(indptr, indices, data, scale, weights, first_key, excluded, k, q):
+def _hik_topk(indptr, indices, data, scale, gain, weights, first_key, excluded, k, q):
     n = k if k > 0 else 0
     heap_scores = np.empty(n, dtype=np.float64)
     heap_keys = np.empty(n, dtype=np.int64)
@@ -64,14 +66,14 @@ def _hik_topk(indptr, indices, data, scale, weights, first_key, excluded, k, q):
         for l in range(q, 0, -1):
             suffix += bucket[l]
             total += suffix * suffix
-        size, ex = _offer_group(heap_scores, heap_keys, size, k, total / q,
+        size, ex = _offer_group(heap_scores, heap_keys, size, k, total / q * gain[j],
                                 first_key + j, excluded, ex)
     return sorted_heap(heap_scores, heap_keys, size)
 
 
 @njit(cache=True, nogil=True)
-def _hik_topk_multi(indptr, indices, data, scale, weights, first_key, excluded, k,
-                    q):
+def _hik_topk_multi(indptr, indices, data, scale, gain, weights, first_key, excluded,
+                    k, q):
     n_classes = weights.shape[1]
     n = k if k > 0 else 0
     heap_scores = np.empty(n, dtype=np.float64)
@@ -97,7 +99,7 @@ def _hik_topk_multi(indptr, indices, data, scale, weights, first_key, excluded, 
             for c in range(n_classes):
                 suffix[c] += bucket[l, c]
                 total += suffix[c] * suffix[c]
-        size, ex = _offer_group(heap_scores, heap_keys, size, k, total / q,
+        size, ex = _offer_group(heap_scores, heap_keys, size, k, total / q * gain[j],
                                 first_key + j, excluded, ex)
     return sorted_heap(heap_scores, heap_keys, size)
 
@@ -198,7 +200,20 @@ def score_block_topk_hik(indptr, indices, data, scale, weights, first_key, exclu
         Ranked by score decreasing, ties by key increasing; only scores
         strictly greater than zero (as :func:`scoring.topk_scores`).
     """
-    return _hik_topk(indptr, indices, data, scale, weights, first_key, excluded, k, q)
+    return _hik_topk(indptr, indices, data, scale, np.ones(indptr.shape[0] - 1), weights,
+                     first_key, excluded, k, q)
+
+
+@njit(cache=True, nogil=True)
+def score_block_topk_hik_scaled(indptr, indices, data, scale, gain, weights, first_key,
+                                excluded, k, q=HIK_LEVELS):
+    """:func:`score_block_topk_hik` of the map whose group j is multiplied by
+    ``sqrt(gain[j])``: scores ``gain[j] * s_j`` (float64, (n_columns,)).
+    ``gain = scale`` is the raw-scale HIK, ``k(x, z) ~ min(x, z)``
+    (:class:`~ultrafs.features.additive.HIKFeatures`, ``normalize=False``);
+    ones give :func:`score_block_topk_hik`'s bits."""
+    return _hik_topk(indptr, indices, data, scale, gain, weights, first_key, excluded, k,
+                     q)
 
 
 @njit(cache=True, nogil=True)
@@ -218,8 +233,17 @@ def score_block_topk_multi_hik(indptr, indices, data, scale, weights, first_key,
     -------
     keys, scores : see :func:`score_block_topk_hik`
     """
-    return _hik_topk_multi(indptr, indices, data, scale, weights, first_key, excluded,
-                           k, q)
+    return _hik_topk_multi(indptr, indices, data, scale, np.ones(indptr.shape[0] - 1),
+                           weights, first_key, excluded, k, q)
+
+
+@njit(cache=True, nogil=True)
+def score_block_topk_multi_hik_scaled(indptr, indices, data, scale, gain, weights,
+                                      first_key, excluded, k, q=HIK_LEVELS):
+    """:func:`score_block_topk_multi_hik` with the group gains of
+    :func:`score_block_topk_hik_scaled`."""
+    return _hik_topk_multi(indptr, indices, data, scale, gain, weights, first_key,
+                           excluded, k, q)
 
 
 @njit(cache=True, nogil=True)

@@ -429,11 +429,12 @@ def test_vz_coefficients():
 
 @pytest.mark.parametrize("name", ["hik", "chi2", "intersection", "js"])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_row_max_squares_equals_the_expanded_block(name, dtype):
-    """The per-row largest squared generated value, value by value, equals
-    the one read from the explicit expansion (and never expands)."""
-    from ultrafs.kernels.additive_maps import (EXPAND_BLOCK, VZ_STEPS,
-                                               row_max_squares_hik, row_max_squares_vz,
+def test_row_max_norms_equal_the_expanded_block(name, dtype):
+    """The per-row largest squared norm of a value's group of generated
+    columns, value by value, equals the one summed from the explicit
+    expansion (a dense NumPy reference); empty rows and columns give 0."""
+    from ultrafs.kernels.additive_maps import (EXPAND_BLOCK, N_GENERATED,
+                                               row_max_norms_hik, row_max_norms_vz,
                                                vz_coefficients)
 
     rng = np.random.default_rng(5)
@@ -444,13 +445,95 @@ def test_row_max_squares_equals_the_expanded_block(name, dtype):
     scale = np.asarray(dense.max(axis=0), dtype=np.float64)
     indptr, indices, values = EXPAND_BLOCK[name](X.indptr.astype(np.int64),
                                                  X.indices, X.data, scale)
-    expected = np.zeros(30)
-    np.maximum.at(expected, indices, values.astype(np.float64) ** 2)
+    G = N_GENERATED[name]
+    expanded = sp.csc_matrix((values.astype(np.float64), indices, indptr),
+                             shape=(30, 9 * G)).toarray()
+    norms = (expanded ** 2).reshape(30, 9, G).sum(axis=2)        # (rows, columns)
+    expected = norms.max(axis=1)
     out = np.zeros(30)
     if name == "hik":
-        row_max_squares_hik(X.indices, X.data, out)
+        row_max_norms_hik(X.indptr.astype(np.int64), X.indices, X.data, scale,
+                          np.ones(9), out)
+        # level / q: 1 where a row holds its column's largest value
+        assert np.all(out[dense.argmax(axis=0)[scale > 0]] == 1.0)
+        # raw scale (gain s_j): group j's columns times sqrt(s_j)
+        raw = np.zeros(30)
+        row_max_norms_hik(X.indptr.astype(np.int64), X.indices, X.data, scale,
+                          scale, raw)
+        np.testing.assert_allclose(raw, (norms * scale).max(axis=1),
+                                   rtol=1e-5 if dtype == np.float32 else 1e-12)
+        assert np.all(raw >= dense.max(axis=1) * (1 - 1e-6))    # levels round up
     else:
-        row_max_squares_vz(X.indices, X.data, out, vz_coefficients(name),
-                           VZ_STEPS[name])
-    np.testing.assert_allclose(out, expected, rtol=1e-6 if dtype == np.float32 else 1e-12)
+        row_max_norms_vz(X.indices, X.data, out, vz_coefficients(name))
+        # about k(x, x) = x: the map approximates the kernel's diagonal (the
+        # intersection spectrum's heavy tail, cut at n = 5, keeps 83% of it)
+        np.testing.assert_allclose(out, dense.max(axis=1),
+                                   rtol=0.2 if name == "intersection" else 0.01)
+    rtol = 1e-5 if dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(out, expected, rtol=rtol)
     assert out[7] == 0.0
+
+
+@pytest.mark.parametrize("kernel", ["hik", "chi2"])
+def test_scale_C_of_a_kernel_matches_linear_on_unit_columns(kernel):
+    """``C="scale"`` of an additive space reads the groups' squared norms:
+    on data whose rows each hold a column's maximum 1 (so ``k(x, x) = 1``
+    like ``x**2 = 1``), HIK and chi2 get linear's C, not q times it."""
+    from ultrafs.features import make_feature_space
+    from ultrafs.methods import validation as val
+    from ultrafs.store import InMemoryStore
+
+    rng = np.random.default_rng(3)
+    dense = rng.random((40, 6)) * (rng.random((40, 6)) < 0.6)
+    dense[np.arange(40), rng.integers(0, 6, 40)] = 1.0
+    store = InMemoryStore(sp.csc_matrix(dense), np.where(rng.random(40) < 0.5, -1, 1))
+    linear = val.default_C(make_feature_space(store))
+    assert linear == val.DEFAULT_C_SCALE
+    C = val.default_C(make_feature_space(store, kernel=kernel))
+    assert C == pytest.approx(linear, rel=0.05 if kernel == "chi2" else 0)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scaled_hik_scores_match_the_dense_expansion(dtype):
+    """``score_block_topk_hik_scaled`` ranks ``gain_j * s_j`` (the raw-scale
+    map's groups, columns times sqrt(gain_j)) as a dense NumPy expansion
+    does; ones give ``score_block_topk_hik``'s bits; empty columns score 0."""
+    from ultrafs.kernels.additive_topk import (score_block_topk_hik,
+                                               score_block_topk_hik_scaled,
+                                               score_block_topk_multi_hik,
+                                               score_block_topk_multi_hik_scaled)
+
+    rng = np.random.default_rng(8)
+    dense = rng.random((40, 7)) * (rng.random((40, 7)) < 0.6) * rng.random(7) * 3
+    dense[:, 2] = 0.0
+    X = sp.csc_matrix(dense.astype(dtype))
+    indptr = X.indptr.astype(np.int64)
+    scale = np.asarray(X.max(axis=0).toarray().ravel(), dtype=np.float64)
+    gain = np.where(scale > 0, scale, 1.0)
+    weights = rng.standard_normal(40)
+    none = np.zeros(0, dtype=np.int64)
+    _, _, values = EXPAND_BLOCK["hik"](indptr, X.indices, X.data, scale)
+    E = sp.csc_matrix((values.astype(np.float64), *EXPAND_BLOCK["hik"](
+        indptr, X.indices, X.data, scale)[1::-1]), shape=(40, 7 * HIK_LEVELS)).toarray()
+    c = (weights @ E).reshape(7, HIK_LEVELS)
+    expected = (c ** 2).sum(axis=1) * gain
+    keys, got = score_block_topk_hik_scaled(indptr, X.indices, X.data, scale, gain,
+                                            weights, 0, none, 7)
+    order = np.argsort(-expected[expected > 0], kind="stable")
+    np.testing.assert_array_equal(keys, np.flatnonzero(expected > 0)[order])
+    rtol = 1e-6 if dtype == np.float32 else 1e-9     # E holds the cast values
+    np.testing.assert_allclose(got, expected[keys], rtol=rtol)
+    assert 2 not in keys
+    k1, s1 = score_block_topk_hik_scaled(indptr, X.indices, X.data, scale, np.ones(7),
+                                         weights, 0, none, 7)
+    k0, s0 = score_block_topk_hik(indptr, X.indices, X.data, scale, weights, 0, none, 7)
+    np.testing.assert_array_equal(k1, k0)
+    np.testing.assert_array_equal(s1, s0)
+    W = np.stack([weights, -2 * weights], axis=1)
+    km, sm = score_block_topk_multi_hik_scaled(indptr, X.indices, X.data, scale, gain,
+                                               W, 0, none, 7)
+    np.testing.assert_allclose(sm, 5 * expected[km], rtol=rtol)
+    k2, s2 = score_block_topk_multi_hik(indptr, X.indices, X.data, scale, W, 0, none, 7)
+    k3, s3 = score_block_topk_multi_hik_scaled(indptr, X.indices, X.data, scale,
+                                               np.ones(7), W, 0, none, 7)
+    np.testing.assert_array_equal(s2, s3)

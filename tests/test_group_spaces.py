@@ -387,9 +387,10 @@ from ultrafs.features import HIKFeatures, Chi2Features, JSFeatures  # noqa: E402
 from ultrafs.kernels.additive_maps import N_GENERATED, PHI  # noqa: E402
 
 
-def explicit_map(X, kind, scales):
+def explicit_map(X, kind, scales, normalize=False):
     """The dense expansion, value by value (``PHI``, itself checked against
-    NumPy formulas in tests/test_additive_maps.py)."""
+    NumPy formulas in tests/test_additive_maps.py); HIK's raw scale
+    (``normalize=False``) multiplies column j's values by ``sqrt(s_j)``."""
     n, m = X.shape
     G = N_GENERATED[kind]
     E = np.zeros((n, m * G))
@@ -399,12 +400,15 @@ def explicit_map(X, kind, scales):
             if X[i, j] != 0:
                 PHI[kind](X[i, j], scales[j], out)
                 E[i, j * G:(j + 1) * G] = out
+        if kind == "hik" and not normalize and scales[j] > 0:
+            E[:, j * G:(j + 1) * G] *= np.sqrt(scales[j])
     return E
 
 
 class KernelContract(GroupContract):
     data_kinds = ("valued", "binary")
     space_class = HIKFeatures
+    space_params = {}
 
     def make_space(self, X, y, *, dtype, tmp_path):
         X = abs(X)
@@ -413,7 +417,7 @@ class KernelContract(GroupContract):
                                 id_offset=ID_OFFSET, block_nnz=7, command="test")
         else:
             store = InMemoryStore(X, y, dtype=dtype, id_offset=ID_OFFSET)
-        return self.space_class(store)
+        return self.space_class(store, **self.space_params)
 
     def expand(self, X, space):
         X = np.abs(X)
@@ -424,7 +428,7 @@ class KernelContract(GroupContract):
             rows = store_values.indices[store_values.indptr[j]:store_values.indptr[j + 1]]
             dense[rows, j] = data[store_values.indptr[j]:store_values.indptr[j + 1]]
         scales = dense.max(axis=0)
-        E = explicit_map(dense, space.kind, scales)
+        E = explicit_map(dense, space.kind, scales, self.space_params.get("normalize", False))
         keys = np.arange(E.shape[1], dtype=np.int64)
         G = N_GENERATED[space.kind]
         ids = [[int(k // G) + ID_OFFSET, int(k % G) + 1] for k in keys]
@@ -457,6 +461,13 @@ class TestHIKMemory(KernelContract):
 class TestHIKZarr(KernelContract):
     store_kind = "zarr"
     space_class = HIKFeatures
+
+
+class TestHIKNormalizedMemory(KernelContract):
+    """The map of model files written before issue 38: ``x / s_j``."""
+    store_kind = "memory"
+    space_class = HIKFeatures
+    space_params = {"normalize": True}
 
 
 class TestChi2Zarr(KernelContract):
@@ -657,7 +668,7 @@ def test_kernel_parameters(kind, params, tmp_path):
             for i in range(len(Xt)):
                 if Xt[i, j] != 0:
                     PHI["hik"](Xt[i, j], scales[j], out)
-                    E[i, j * G:(j + 1) * G] = out
+                    E[i, j * G:(j + 1) * G] = out * np.sqrt(scales[j])
     else:
         n = params.get("n", 5)
         L = params.get("period", VZ_STEPS[kind])
@@ -691,3 +702,32 @@ def test_bad_kernel_parameters(kwargs, message):
     X = np.random.default_rng(0).random((20, 3))
     with pytest.raises(ParameterError, match=message):
         select(X, np.where(X[:, 0] > 0.5, 1, -1), B=1, max_iter=1, **kwargs)
+
+
+def test_hik_file_without_normalize_is_the_normalised_map(tmp_path):
+    """A HIK model file written before issue 38 (its feature_space has no
+    ``normalize``) predicts with the map it was fitted in, ``x / s_j``
+    (values 1/sqrt(q)); a new file records ``normalize`` and a fit with
+    ``normalize=True`` is that map."""
+    rng = np.random.default_rng(4)
+    X = rng.random((90, 5)) * (rng.random((90, 5)) < 0.7) * 4
+    y = np.where(X[:, 0] + (X[:, 3] > 2) > 1.5, 1, -1)
+    scales = X[:60].max(axis=0)
+    model = select(X[:60], y[:60], kernel="hik", kernel_params={"normalize": True},
+                   B=2, max_iter=2, C=1.0)
+    assert model.feature_space["normalize"] is True
+    path = tmp_path / "m.json"
+    model.save(path)
+    record = json.loads(path.read_text())
+    del record["feature_space"]["normalize"]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(record))
+    E = explicit_map(X[60:], "hik", scales, normalize=True)
+    for file in (path, old):
+        loaded = Model.load(file)
+        cols = [j * 100 + level - 1 for j, level in loaded.features]
+        np.testing.assert_allclose(
+            loaded.decision_function_store(InMemoryStore(X[60:], y[60:])),
+            E[:, cols] @ loaded.coef + loaded.intercept, rtol=1e-10, atol=1e-12)
+    raw = select(X[:60], y[:60], kernel="hik", B=2, max_iter=2, C=1.0)
+    assert raw.feature_space["normalize"] is False

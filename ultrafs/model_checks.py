@@ -231,6 +231,8 @@ def _feature_space(value) -> dict:
     extra = sorted(set(spec) - set(names) - {"kind"})
     if extra:
         raise _Invalid(f"feature space {kind!r} takes no parameter {extra[0]!r}")
+    # a parameter added to a kind later has the value files without it meant
+    spec = {**getattr(cls, "spec_defaults", {}), **spec}
     for name in names:
         if name not in spec:
             raise _Invalid(f"feature space {kind!r} lacks its parameter {name!r}")

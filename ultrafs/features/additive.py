@@ -10,10 +10,14 @@ generated again for the subproblem only, and prediction applies the same
 map.  Maps, their parameters and their approximation error:
 ``docs/ADDITIVE_KERNELS.md``.
 
-- ``hik``: histogram intersection, q = 100 levels of the feature scaled
-  by its largest value on the training data (the scale is recorded in the
-  model for every materialised feature: prediction quantises new data the
-  same way); exact for the quantised values.
+- ``hik``: histogram intersection, q = 100 levels between 0 and the
+  feature's largest value s_j on the training data (the scale is recorded
+  in the model for every materialised feature: prediction quantises new
+  data the same way); exact for the quantised values.  The kernels of
+  :mod:`ultrafs.kernels.additive_maps` generate the unit map (values
+  ``1/sqrt(q)``, the kernel of ``x / s_j``); on the raw scale (the
+  default, ``normalize=False``) this space multiplies group j by
+  ``sqrt(s_j)`` (:func:`hik_gains`), so that ``k(x, z) ~ min(x, z)``.
 - ``chi2``, ``intersection``, ``js``: Vedaldi & Zisserman's maps of the
   homogeneous χ², intersection and Jensen–Shannon kernels, n = 5
   (2n + 1 = 11 columns per feature).
@@ -36,9 +40,10 @@ from ultrafs.features.base import FeatureSpace, is_integral, register_feature_sp
 from ultrafs.features.groups import expand_groups, sorted_unique
 from ultrafs.kernels.additive_maps import (HIK_LEVELS, MAPS, VZ_ORDER, VZ_STEPS,
                                            expand_columns_hik, expand_columns_vz,
-                                           row_max_squares_hik, row_max_squares_vz,
+                                           row_max_norms_hik, row_max_norms_vz,
                                            vz_coefficients)
-from ultrafs.kernels.additive_topk import (score_block_topk_hik, score_block_topk_multi_hik,
+from ultrafs.kernels.additive_topk import (score_block_topk_hik_scaled,
+                                           score_block_topk_multi_hik_scaled,
                                            score_block_topk_multi_vz, score_block_topk_vz)
 from ultrafs.scoring.topk import TopK
 from ultrafs.store.base import ColumnBlock
@@ -86,13 +91,24 @@ MAX_HIK_LEVELS = 10_000
 MAX_VZ_ORDER = 50
 
 
+def hik_gains(scale, normalize) -> np.ndarray:
+    """The squared factor of each HIK group: ones (``normalize``: the kernel
+    of ``x / s_j``), else ``s_j`` (raw scale: ``k(x, z) ~ min(x, z)``; a
+    column without a positive training value, ``s_j <= 0``, keeps 1)."""
+    scale = np.asarray(scale, dtype=np.float64)
+    if normalize:
+        return np.ones(len(scale))
+    return np.where(scale > 0, scale, 1.0)
+
+
 def _score(cols, data, scale, weights, first, excluded, k, kmap):
-    """The fused scoring kernel of map ``kmap`` (``("hik", q)`` or
+    """The fused scoring kernel of map ``kmap`` (``("hik", q, normalize)`` or
     ``("vz", coef, step)``) on one block."""
     if kmap[0] == "hik":
-        score = score_block_topk_multi_hik if weights.ndim == 2 else score_block_topk_hik
-        return score(cols.indptr, cols.indices, data, scale, weights, first, excluded,
-                     k, kmap[1])
+        score = (score_block_topk_multi_hik_scaled if weights.ndim == 2
+                 else score_block_topk_hik_scaled)
+        return score(cols.indptr, cols.indices, data, scale, hik_gains(scale, kmap[2]),
+                     weights, first, excluded, k, kmap[1])
     score = score_block_topk_multi_vz if weights.ndim == 2 else score_block_topk_vz
     return score(cols.indptr, cols.indices, data, weights, first, excluded, k,
                  kmap[1], kmap[2])
@@ -113,8 +129,9 @@ def _score_kernel_block(block, store, weights, excluded, k, kind, kmap):
 
 
 def _row_max_block(block, store, kind, kmap):
-    """Task: ``max_l φ_l(x_ij)²`` over the block's generated columns, per row
-    (value by value, without expanding the block)."""
+    """Task: ``max_j ||φ(x_ij)||²`` over the block's columns j, per row: the
+    squared norm of a value's group (the kernel's diagonal ``k(x, x)``),
+    value by value, without expanding the block."""
     start, stop = block
     cols = store.read_range_transient(start, stop)
     out = np.zeros(store.n_samples, dtype=np.float64)
@@ -122,9 +139,11 @@ def _row_max_block(block, store, kind, kmap):
         data = _values(cols)
         _check_nonnegative(cols, data, kind, store)
         if kmap[0] == "hik":
-            row_max_squares_hik(cols.indices, data, out, kmap[1])
+            scale = column_max(cols.indptr, data)
+            row_max_norms_hik(cols.indptr, cols.indices, data, scale,
+                              hik_gains(scale, kmap[2]), out, kmap[1])
         else:
-            row_max_squares_vz(cols.indices, data, out, kmap[1], kmap[2])
+            row_max_norms_vz(cols.indices, data, out, kmap[1])
     return out
 
 
@@ -209,7 +228,7 @@ class AdditiveKernelFeatures(FeatureSpace):
     # ---------------------------------------------------------- scoring
     def _kmap(self):
         if self.kind == "hik":
-            return ("hik", int(self.q))
+            return ("hik", int(self.q), bool(self.normalize))
         return ("vz", vz_coefficients(self.kind, int(self.n), float(self.period)),
                 float(self.period))
 
@@ -228,7 +247,18 @@ class AdditiveKernelFeatures(FeatureSpace):
 
     def row_max_squares(self, *, block_size=None, scheduler=None,
                         num_workers=None) -> np.ndarray:
-        """``max_{j,l} φ_l(x_ij)²`` of every row: one streamed pass."""
+        """``max_j ||φ(x_ij)||²`` of every row (one streamed pass): the
+        largest squared norm of a group, not of one generated value.
+
+        A group stands for one original value: its squared norm ``k(x, x)``
+        (HIK: ``level / q`` in ``(0, 1]``; the VZ maps: about ``x``) is what
+        ``x²`` is to a linear column, so ``C="scale"`` gives the kernel's
+        groups the C a linear column of that size gets.  The largest
+        generated value (HIK: ``1/q`` for any ``x > 0``) gave HIK
+        ``C = DEFAULT_C_SCALE · q`` = 1000 on any data, which overfits
+        (mnist 3-vs-8, k = 20: training accuracy 1.000, test 0.910 against
+        0.945 at C = 10; ``bench/notes/24-hik.md``).
+        """
         from ultrafs.scoring.runner import run_block_tasks
 
         blocks = self.candidate_blocks(block_size)
@@ -267,6 +297,11 @@ class AdditiveKernelFeatures(FeatureSpace):
             indptr, indices, values = expand_columns_hik(
                 cols.indptr, cols.indices, values64, scale, source.astype(np.int64),
                 levels, kmap[1])
+            if not kmap[2]:
+                # raw scale: output column o (of input column source[o])
+                # times sqrt(s_j), so that φ(x)'φ(z) = min(v_x, v_z) s_j / q
+                factor = np.sqrt(hik_gains(scale, False))[source]
+                values = values * np.repeat(factor, np.diff(indptr))
         else:
             indptr, indices, values = expand_columns_vz(
                 cols.indptr, cols.indices, values64, source.astype(np.int64), levels,
@@ -314,17 +349,34 @@ def _scale_pairs(scales):
 
 @register_feature_space
 class HIKFeatures(AdditiveKernelFeatures):
-    """Histogram intersection kernel: q = 100 unary levels per feature."""
+    """Histogram intersection kernel: q = 100 unary levels per feature.
+
+    ``normalize=False`` (the default): ``φ(x)'φ(z) = min(v_x, v_z) s_j / q``,
+    about ``min(x, z)``, the HIK of the raw values (each generated value
+    ``sqrt(s_j / q)``): columns keep their relative scale, as linear
+    features and the χ² / intersection maps do.  ``normalize=True``: the
+    kernel of ``x / s_j`` (value ``1/sqrt(q)``), every column stretched to
+    [0, 1] by its training maximum, which gives a rare column the weight
+    of a frequent one; the map of model files written before issue 38
+    (their spec has no ``normalize``).  ``bench/notes/24-hik.md``.
+    """
 
     kind = "hik"
-    spec_params = ("q", "scales")
+    spec_params = ("q", "scales", "normalize")
+    #: the value of a spec parameter a model file may lack (files written
+    #: before the parameter existed)
+    spec_defaults = {"normalize": True}
 
-    def __init__(self, store, q=HIK_LEVELS, scales=None):
+    def __init__(self, store, q=HIK_LEVELS, scales=None, normalize=False):
         if isinstance(q, bool) or not isinstance(q, (int, np.integer, float)) \
                 or q != int(q) or not 1 <= int(q) <= MAX_HIK_LEVELS:
             raise ParameterError(f"q (HIK levels) must be an integer in "
                                  f"1..{MAX_HIK_LEVELS}, got {q!r}")
+        if not isinstance(normalize, (bool, np.bool_)):
+            raise ParameterError(f"normalize (HIK) must be true or false, got "
+                                 f"{normalize!r}")
         self.q = int(q)
+        self.normalize = bool(normalize)
         self.n_generated = self.q
         super().__init__(store, scales)
 
@@ -332,14 +384,26 @@ class HIKFeatures(AdditiveKernelFeatures):
     def generated_of_spec(cls, spec) -> int:
         return int(spec.get("q", HIK_LEVELS))
 
+    @classmethod
+    def from_spec(cls, store, spec):
+        """:meth:`FeatureSpace.from_spec`; a spec without ``normalize`` (a
+        file written before issue 38) is the normalised map it was fitted in."""
+        return super().from_spec(store, {**cls.spec_defaults, **spec})
+
     def spec(self) -> dict:
-        """``{"kind": "hik", "q": q, "scales": [[feature id, scale], ...]}``:
-        the scale of every feature materialised so far (the model's features)."""
+        """``{"kind": "hik", "q": q, "scales": [[feature id, scale], ...],
+        "normalize": bool}``: the scale of every feature materialised so far
+        (the model's features)."""
         return {"kind": self.kind, "q": self.q,
-                "scales": [[fid, s] for fid, s in sorted(self._scales.items())]}
+                "scales": [[fid, s] for fid, s in sorted(self._scales.items())],
+                "normalize": self.normalize}
 
     @classmethod
     def check_spec_value(cls, name, value):
+        if name == "normalize":
+            if not isinstance(value, bool):
+                raise ValueError("must be true or false")
+            return value
         if name == "q":
             if not is_integral(value) or not 1 <= value <= MAX_HIK_LEVELS:
                 raise ValueError(f"must be an integer in 1..{MAX_HIK_LEVELS}")
