@@ -101,6 +101,19 @@ def test_truncated_model_keeps_first_groups(planted):
     assert first.batches == [0, 5]
 
 
+def test_a_model_of_no_features_evaluates_as_its_intercept(planted):
+    """``truncated(0)`` (the prefix before the first iteration, a report's
+    first point) scores by its intercept alone; it used to fail reshaping
+    its empty weights."""
+    model = select(planted.X_train, planted.y_train, B=5, max_iter=2, tol=0.0)
+    empty = model.truncated(0)
+    result = empty.evaluate_store(InMemoryStore(planted.X_test, planted.y_test))
+    assert result["n_features_model"] == 0 and result["n_nonzero_coef"] == 0
+    predicted = 1 if empty.intercept > 0 else 0
+    positive = np.mean(planted.y_test > 0)
+    assert result["accuracy"] == pytest.approx(positive if predicted else 1 - positive)
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"B": 0}, "B must be"), ({"C": 0.0}, "C must be"), ({"C": -1.0}, "C must be"),
     ({"loss": "hinge"}, "unknown loss"), ({"max_iter": 0}, "max_iter"),

@@ -399,7 +399,8 @@ class Model:
             "n_samples": int(store.n_samples),
             "n_features_model": len(self.features),
             "n_nonzero_coef": int(np.count_nonzero(
-                np.any(np.asarray(self.coef).reshape(len(self.features), -1), axis=1))),
+                np.any(np.asarray(self.coef).reshape(len(self.features), self.n_outputs),
+                       axis=1))),
             "predictor": self.predictor,
         }
         if self.n_outputs == 1:
