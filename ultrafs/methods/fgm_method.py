@@ -38,12 +38,13 @@ class FGMParams(Params):
                    "nonzero values: 10 on 0/1 data, the same model whatever the scale "
                    "of the rows, and one unscaled column cannot move it) or 'auto' "
                    "(chosen on held-out rows from a grid around 10 / mean over rows of "
-                   "the largest squared value, see --validation-fraction and --cv).", low=0, low_open=True,
+                   "the largest squared value, see --validation-fraction and --cv).",
+                   low=0, low_open=True,
                    words=("scale", "auto"), option="--C", cli_type="C")
     C_grid: Any = param(None, "With --C auto: the values of C to try (CLI: "
                         "comma-separated numbers > 0), used as given: not widened when "
                         "the best lies at an edge (that is reported). Default: 8 values "
-                        "around --C scale's, widened by up to 3 steps past an edge where "
+                        "around 10 / mean over rows of the largest squared value, widened by up to 3 steps past an edge where "
                         "the best lies.", kind="any", none=True, option="--C-grid",
                         cli_type="C_grid")
     loss: str = param("logistic", "Loss (K >= 3 classes: multinomial logistic or "

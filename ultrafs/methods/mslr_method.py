@@ -32,8 +32,9 @@ class MSLRParams(Params):
                    "scores); at most B x max_iter features are selected.", kind="int",
                    low=1, option="--B")
     C: Any = param(10.0, "Weight of the loss of the minimax problem (the paper's 10), "
-                   "or 'scale': FGM's data-scaled default (10 / mean over rows of the "
-                   "largest squared value; 10 on 0/1 data).", low=0, low_open=True,
+                   "or 'scale': 10 / mean over rows of the largest squared value (10 on "
+                   "0/1 data; FGM's former rule, which one unscaled column can "
+                   "collapse: see docs/USAGE.md, C).", low=0, low_open=True,
                    words=("scale",), option="--C", cli_type="C")
     max_iter: int = param(10, "T_m: cutting-plane iterations (constraints) at most.",
                           kind="int", low=1)
