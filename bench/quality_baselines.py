@@ -197,9 +197,14 @@ def _status(group, peer):
 
 
 def cell_table(rows):
-    """Mean test accuracy per cell and seconds per fit: markdown lines."""
+    """Mean test accuracy per cell and seconds per model: markdown lines.
+
+    The seconds are those of the model at k (ultrafs' whole fit, C by CV
+    and the refit included; abess' one fit at support size k; ℓ1-LR's and
+    MCP's whole bisection to k nonzeros), without the peers' refits.
+    """
     lines = ["| set | rows | k | ultrafs % (nnz) | ℓ1-LR % | ℓ1 refit % | abess % | "
-             "abess refit % | MCP % | MCP refit % | s/fit ultrafs / ℓ1 / abess / MCP |",
+             "abess refit % | MCP % | MCP refit % | s ultrafs / ℓ1 / abess / MCP |",
              "|" + "---|" * 11]
     for (set_name, scaling, k), group in cell_groups(rows).items():
         mean = lambda f: 100 * float(np.mean([f(r) for r in group]))  # noqa: E731
