@@ -69,3 +69,11 @@ def test_abess_keeps_at_most_k(k):
     from baselines import abess_lr
 
     _check(abess_lr, k)
+
+
+def test_abess_sparse_path_keeps_at_most_k(monkeypatch):
+    pytest.importorskip("abess", reason="abess is in the bench extra only")
+    from baselines import abess_lr
+
+    monkeypatch.setattr(abess_lr, "DENSE_BYTES", 0)     # abess' sparse-matrix path
+    _check(abess_lr, 3)
