@@ -77,3 +77,15 @@ def test_abess_sparse_path_keeps_at_most_k(monkeypatch):
 
     monkeypatch.setattr(abess_lr, "DENSE_BYTES", 0)     # abess' sparse-matrix path
     _check(abess_lr, 3)
+
+
+def test_abess_leaves_out_constant_columns():
+    pytest.importorskip("abess", reason="abess is in the bench extra only")
+    import scipy.sparse as sp
+    from baselines import abess_lr
+
+    X, y = _problem()
+    padded = np.hstack([np.ones((len(y), 1)), X, np.zeros((len(y), 2))])
+    for data in (padded, sp.csr_matrix(padded)):
+        support, coef, intercept = abess_lr.fit(data, y, 3)
+        assert sorted(support.tolist()) == [1, 2, 5]      # columns 0, 1, 4 of X

@@ -31,12 +31,16 @@ def fit(X, y, k):
     abess standardizes the columns internally (``is_normal=True``, its
     default) and reports the weights on the original scale.  A sparse
     ``X`` goes to abess dense when that copy fits in ``DENSE_BYTES``,
-    through abess' sparse-matrix path otherwise.
+    through abess' sparse-matrix path otherwise.  Columns constant on
+    the given rows are left out (abess refuses to normalize them, and no
+    model can use them).
     """
     from abess.linear import LogisticRegression
 
     classes = np.unique(y)
     target = (np.asarray(y) == classes[1]).astype(float)
+    varying = np.flatnonzero(_varies(X))
+    X = X[:, varying]
     k = int(min(k, X.shape[1]))
     model = LogisticRegression(support_size=[k])
     if sp.issparse(X) and X.shape[0] * X.shape[1] * 8 <= DENSE_BYTES:
@@ -46,5 +50,17 @@ def fit(X, y, k):
     else:
         model.fit(np.asarray(X, dtype=float), target)
     coef = np.ravel(model.coef_)
-    support = np.flatnonzero(coef).astype(np.int64)
-    return support, coef[support], float(np.ravel(model.intercept_)[0])
+    support = np.flatnonzero(coef)
+    return (varying[support].astype(np.int64), coef[support],
+            float(np.ravel(model.intercept_)[0]))
+
+
+def _varies(X):
+    """Bool (n_features,): the columns of ``X`` not constant over its rows."""
+    if sp.issparse(X):
+        X = sp.csc_matrix(X)
+        high = X.max(axis=0).toarray().ravel()
+        low = X.min(axis=0).toarray().ravel()
+    else:
+        high, low = np.max(X, axis=0), np.min(X, axis=0)
+    return high > low
