@@ -196,6 +196,26 @@ def _status(group, peer):
     return f"{word} {len(bad)}/{len(group)}"
 
 
+def expected_splits(set_name, n_splits):
+    """Number of splits of a set: 1 for its own train/test parts, else ``n_splits``."""
+    _, test, n_train = SETS[set_name]
+    return 1 if test is not None or n_train is not None else n_splits
+
+
+def complete_cells(rows, n_splits):
+    """The rows of the cells that hold every split (a run stopped early leaves
+    some cells short), and the names of the cells left out."""
+    groups = cell_groups(rows)
+    keep, left_out = [], []
+    for (set_name, scaling, k), group in groups.items():
+        if len(group) == expected_splits(set_name, n_splits):
+            keep += group
+        else:
+            left_out.append(f"{set_name} {scaling} k={k} ({len(group)} of "
+                            f"{expected_splits(set_name, n_splits)} splits)")
+    return keep, left_out
+
+
 def cell_table(rows):
     """Mean test accuracy per cell and seconds per model: markdown lines.
 
@@ -304,7 +324,11 @@ def main(argv=None):
         rows = []
         for name in args.combine.split(","):
             rows += json.loads((OUT_DIR / f"{name}.json").read_text())["rows"]
+        rows, left_out = complete_cells(rows, args.splits)
         print(report(rows))
+        if left_out:
+            print("\nCells left out (a run stopped before all their splits): "
+                  + "; ".join(left_out))
         return
     warm_up()
     rows = run(args.sets.split(","), args.scalings.split(","),
