@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 
 import numpy as np
-
 from c_rule import rule_C
 from mcnemar import mcnemar
 from quality_vs_l1 import splits, unit_rows
