@@ -42,8 +42,8 @@ def main(argv=None):
             for X, y, X_test, y_test in splits(name, args.splits):
                 if scaling == "unit":
                     X, X_test = unit_rows(X), unit_rows(X_test)
-                for rule in right:
-                    right[rule].append(correct(X, y, X_test, y_test, rule_C(X, rule)))
+                for rule, rows in right.items():
+                    rows.append(correct(X, y, X_test, y_test, rule_C(X, rule)))
             old, new = (np.concatenate(right[r]) for r in ("max", "nz"))
             b, c, p = mcnemar(new, old)
             print(f"{name} {scaling}: row rule {100 * old.mean():.2f}%, column rule "
