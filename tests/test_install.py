@@ -10,6 +10,9 @@ Regression test for two ways an install used to break:
 * after a plain ``pip install .``, Python started in the repo root imports
   the source tree's ``ultrafs/``, which had no ``kernels`` subpackage. The
   tree now has the symlink ``ultrafs/kernels -> ../kernels``.
+* the test command installed with ``pip install -e``, which ties the
+  install to the checkout: once that moved, ``import ultrafs.kernels``
+  failed from any folder. Both commands now install a regular copy.
 
 Speed trick: the venv gets no copy of the heavy dependencies (numpy, numba,
 dask, zarr, pyarrow, scikit-learn, pytest...). A ``.pth`` file in it names a
@@ -181,18 +184,18 @@ def test_readme_commands_in_sequence_leave_a_working_install(venv):
     assert _numba_cache_files(site / "ultrafs") == []
     assert _numba_cache_files(venv["root"] / "cache" / "ultrafs" / "numba")
 
-    # README command 2: its install verbatim; pytest only collects (the whole
-    # suite is this suite)
+    # README command 2: its install verbatim (a regular install too); pytest
+    # only collects (the whole suite is this suite)
     install, _ = install_and_test.split(" && ")
+    assert " -e " not in f" {install} ", install      # no install tied to the checkout
     sh(venv, f"{install} && python -m pytest --collect-only -q -p no:cacheprovider",
        cwd=repo)
-    # the regular install was removed whole: no namespace-package leftover
-    assert not (site / "ultrafs").exists(), sorted(
-        str(p) for p in (site / "ultrafs").rglob("*"))
+    assert (site / "ultrafs" / "kernels" / "__init__.py").is_file()
 
     # from anywhere but the repo root: import, fit, --help, a tiny demo
     fitted = sh(venv, FIT, cwd=work)
-    assert f"KERNELS {os.path.realpath(repo / 'kernels')}" in fitted.stdout, fitted.stdout
+    assert f"ULTRAFS {site / 'ultrafs' / '__init__.py'}" in fitted.stdout, fitted.stdout
+    assert f"KERNELS {os.path.realpath(site / 'ultrafs' / 'kernels')}" in fitted.stdout
     assert "Usage: ultrafs" in sh(venv, "ultrafs --help", cwd=work).stdout
     assert '"test_accuracy"' in sh(venv, TINY_DEMO, cwd=work).stdout
 
