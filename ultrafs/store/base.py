@@ -27,7 +27,7 @@ import numpy as np
 
 from ultrafs.errors import ParameterError
 
-__all__ = ["ColumnBlock", "ColumnStore", "StoreWrapper", "balanced_block_bounds",
+__all__ = ["ColumnBlock", "ColumnStore", "StoreWrapper", "SameRowsWrapper", "balanced_block_bounds",
            "even_block_bounds", "span_take", "sparse_id_layout", "check_column_ids",
            "SPARSE_IDS_MIN_EMPTY"]
 
@@ -481,3 +481,30 @@ class StoreWrapper(ColumnStore):
 
     def default_block_bounds(self) -> np.ndarray:
         return self._inner.default_block_bounds()
+
+
+class SameRowsWrapper(StoreWrapper):
+    """A :class:`StoreWrapper` that keeps every row of ``inner`` (latency,
+    column scaling): it delegates the rows, the targets and the block
+    partition too; subclasses define the column reads.
+    """
+
+    @property
+    def n_samples(self) -> int:
+        return self._inner.n_samples
+
+    @property
+    def nnz(self) -> int:
+        return self._inner.nnz
+
+    def read_targets(self) -> np.ndarray:
+        return self._inner.read_targets()
+
+    def read_class_indices(self) -> np.ndarray:
+        return self._inner.read_class_indices()
+
+    def read_labels(self) -> np.ndarray:
+        return self._inner.read_labels()
+
+    def block_bounds(self, block_size=None) -> np.ndarray:
+        return self._inner.block_bounds(block_size)

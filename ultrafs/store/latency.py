@@ -32,10 +32,9 @@ import asyncio
 import threading
 import time
 
-import numpy as np
 from zarr.storage import LocalStore, WrapperStore
 
-from ultrafs.store.base import ColumnBlock, StoreWrapper
+from ultrafs.store.base import ColumnBlock, SameRowsWrapper
 from ultrafs.store.zarr_store import ZarrStore, reopen_lazily
 
 __all__ = ["LatencyColumnStore", "ZarrGetLatency", "ZarrLatencyStore"]
@@ -48,7 +47,7 @@ def _check_latency(latency) -> float:
     return latency
 
 
-class LatencyColumnStore(StoreWrapper):
+class LatencyColumnStore(SameRowsWrapper):
     """A column store that waits ``latency_s`` before every data read.
 
     Parameters
@@ -94,26 +93,6 @@ class LatencyColumnStore(StoreWrapper):
     def latency_s(self) -> float:
         """Seconds slept before each data read."""
         return self._latency
-
-    @property
-    def n_samples(self) -> int:
-        return self._inner.n_samples
-
-    @property
-    def nnz(self) -> int:
-        return self._inner.nnz
-
-    def read_targets(self) -> np.ndarray:
-        return self._inner.read_targets()
-
-    def read_class_indices(self) -> np.ndarray:
-        return self._inner.read_class_indices()
-
-    def read_labels(self) -> np.ndarray:
-        return self._inner.read_labels()
-
-    def block_bounds(self, block_size=None) -> np.ndarray:
-        return self._inner.block_bounds(block_size)
 
     # -------------------------------------------------------------- reads
     def _wait(self) -> None:

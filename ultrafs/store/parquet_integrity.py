@@ -22,7 +22,6 @@ covered by exactly one checksum.  The layout is in ``docs/FORMAT.md``.
 
 from __future__ import annotations
 
-import json
 import mmap
 import os
 from pathlib import Path

@@ -19,12 +19,12 @@ import hashlib
 
 import numpy as np
 
-from ultrafs.store.base import ColumnBlock, ColumnStore, StoreWrapper
+from ultrafs.store.base import ColumnBlock, ColumnStore, SameRowsWrapper
 
 __all__ = ["ScaledColumnStore"]
 
 
-class ScaledColumnStore(StoreWrapper):
+class ScaledColumnStore(SameRowsWrapper):
     """The columns of ``inner`` divided by ``scales``.
 
     Parameters
@@ -66,14 +66,6 @@ class ScaledColumnStore(StoreWrapper):
         return self._scales
 
     @property
-    def n_samples(self) -> int:
-        return self._inner.n_samples
-
-    @property
-    def nnz(self) -> int:
-        return self._inner.nnz
-
-    @property
     def fingerprint(self):
         inner = getattr(self._inner, "fingerprint", None)
         if inner is None:
@@ -81,18 +73,6 @@ class ScaledColumnStore(StoreWrapper):
         digest = hashlib.sha256(str(inner).encode())
         digest.update(self._scales.tobytes())
         return digest.hexdigest()
-
-    def read_targets(self) -> np.ndarray:
-        return self._inner.read_targets()
-
-    def read_class_indices(self) -> np.ndarray:
-        return self._inner.read_class_indices()
-
-    def read_labels(self) -> np.ndarray:
-        return self._inner.read_labels()
-
-    def block_bounds(self, block_size=None) -> np.ndarray:
-        return self._inner.block_bounds(block_size)
 
     # -------------------------------------------------------------- reads
     def _scaled(self, block: ColumnBlock, factors) -> ColumnBlock:
