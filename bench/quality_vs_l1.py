@@ -494,7 +494,7 @@ def paired(rows, alpha=0.05):
     rows resolve.  A gap of more than ``TIE_POINTS`` with a larger p-value
     is within the noise of that many test rows.
     """
-    from scipy.stats import binomtest
+    from mcnemar import discordant, exact_p
 
     groups = {}
     for row in rows:
@@ -511,11 +511,10 @@ def paired(rows, alpha=0.05):
                 n = row["n_test"]
                 mine = unpacked(row["fgm"]["correct"], n)
                 theirs = unpacked(row["l1"][field], n)
-                b += int(np.count_nonzero(mine & ~theirs))
-                c += int(np.count_nonzero(~mine & theirs))
-                rows_total += n
+                row_b, row_c = discordant(mine, theirs)
+                b, c, rows_total = b + row_b, c + row_c, rows_total + n
             delta = 100.0 * (b - c) / rows_total
-            p = binomtest(b, b + c, 0.5).pvalue if b + c else 1.0
+            p = exact_p(b, c)
             t = tally.setdefault((key[0], key[3], which), {
                 "cells": 0, "win": 0, "loss": 0, "win_resolved": 0, "loss_resolved": 0})
             t["cells"] += 1
