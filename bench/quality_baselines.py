@@ -304,6 +304,75 @@ def judgement(rows, alpha=0.05):
     return lines
 
 
+def plain_losses(plain_rows, alpha=0.05, points=1.0):
+    """The plain defaults' losses to ℓ1-LR of more than ``points`` that the
+    test rows resolve, per set: ``{set: ["raw k=20 (-1.50, p=0.03)", ...]}``
+    and the sets' cell counts, from ``quality_vs_l1.py`` rows of config
+    ``plain`` (splits pooled as in :func:`judgement`)."""
+    groups, counts = {}, {}
+    for row in plain_rows:
+        if row.get("config") != "plain" or "l1" not in row:
+            continue
+        groups.setdefault((row["set"], row["scaling"], row["k"]), []).append(row)
+    losses = {}
+    for (set_name, scaling, k), group in groups.items():
+        counts[set_name] = counts.get(set_name, 0) + 1
+        mine = np.concatenate([unpacked(r["fgm"]["correct"], r["n_test"]) for r in group])
+        theirs = np.concatenate([unpacked(r["l1"]["correct"], r["n_test"]) for r in group])
+        b, c = discordant(mine, theirs)
+        p = exact_p(b, c)
+        delta = 100 * float(np.mean([r["fgm"]["accuracy"] - r["l1"]["accuracy"]
+                                     for r in group]))
+        if delta < -points and p < alpha:
+            losses.setdefault(set_name, []).append(f"{scaling} k={k} ({delta:+.2f}, "
+                                                   f"p={p:.2g})")
+    return losses, counts
+
+
+def criteria(rows, plain_rows=(), alpha=0.05):
+    """Issue 38's acceptance per set: markdown lines.
+
+    The recommended command's mean lead over ℓ1-LR (cells of all splits;
+    the criterion is ≥ +0.5 point), its losses resolved by McNemar against
+    each baseline (none allowed), and the plain defaults' resolved losses
+    of more than 1 point against ℓ1-LR (none allowed; from ``plain_rows``,
+    ``quality_vs_l1.py --configs plain`` rows).
+    """
+    plain, plain_cells = plain_losses(plain_rows, alpha)
+    by_set = {}
+    for (set_name, scaling, k), group in cell_groups(rows).items():
+        entry = by_set.setdefault(set_name, {"cells": 0, "lead": [], "losses": []})
+        entry["cells"] += 1
+        entry["lead"].append(100 * float(np.mean([r["fgm"]["accuracy"] - r["l1"]["accuracy"]
+                                                  for r in group])))
+        for which in BASELINES:
+            theirs = [_correct(r, which) for r in group]
+            if any(x is None for x in theirs):
+                continue
+            mine = np.concatenate([unpacked(r["fgm"]["correct"], r["n_test"])
+                                   for r in group])
+            b, c = discordant(mine, np.concatenate(theirs))
+            delta = 100 * float(np.mean([r["fgm"]["accuracy"] - _accuracy(r, which)
+                                         for r in group]))
+            if verdict(delta) == "loss" and exact_p(b, c) < alpha:
+                entry["losses"].append(f"{scaling} k={k} vs {which} ({delta:+.2f}, "
+                                       f"p={exact_p(b, c):.2g})")
+    lines = ["| set | cells | mean lead over ℓ1-LR (≥ +0.5) | resolved losses of "
+             "`--C auto --refit` (none) | plain: resolved losses > 1 point vs ℓ1-LR "
+             "(none) | met |", "|" + "---|" * 6]
+    for set_name, entry in by_set.items():
+        lead = float(np.mean(entry["lead"]))
+        plain_set = plain.get(set_name, [])
+        plain_text = ("; ".join(plain_set) or "none") if set_name in plain_cells \
+            else "not run"
+        met = lead >= 0.5 and not entry["losses"] and not plain_set \
+            and set_name in plain_cells
+        lines.append(f"| {set_name} | {entry['cells']} | {lead:+.2f} | "
+                     f"{'; '.join(entry['losses']) or 'none'} | {plain_text} | "
+                     f"{'yes' if met else 'no'} |")
+    return lines
+
+
 def report(rows):
     return "\n".join(cell_table(rows) + [""] + judgement(rows)
                      + ["", L0LEARN_UNAVAILABLE + "."])
@@ -319,6 +388,9 @@ def main(argv=None):
     parser.add_argument("--combine", default=None,
                         help="Comma-separated result names under bench/out: print "
                              "their joint tables instead of running.")
+    parser.add_argument("--plain", default=None,
+                        help="With --combine: comma-separated quality_vs_l1.py result "
+                             "names with plain-default rows, for the criteria table.")
     args = parser.parse_args(argv)
     if args.combine:
         rows = []
@@ -326,6 +398,10 @@ def main(argv=None):
             rows += json.loads((OUT_DIR / f"{name}.json").read_text())["rows"]
         rows, left_out = complete_cells(rows, args.splits)
         print(report(rows))
+        plain_rows = []
+        for name in (args.plain or "").split(",") if args.plain else []:
+            plain_rows += json.loads((OUT_DIR / f"{name}.json").read_text())["rows"]
+        print("\n" + "\n".join(criteria(rows, plain_rows)))
         if left_out:
             print("\nCells left out (a run stopped before all their splits): "
                   + "; ".join(left_out))

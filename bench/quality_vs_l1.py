@@ -44,7 +44,8 @@ rule with VALUE in place of ``DEFAULT_C_SCALE`` (the sweep of the default's
 constant), and ``refit``: the plain defaults plus the l2 refit at the same C
 (``refit=True``: is a loss the weights or the selection?).  Any
 configuration with the suffix ``:noint`` fits FGM without an intercept
-(``fit_intercept=False``; l1-LR keeps its own).
+(``fit_intercept=False``; l1-LR keeps its own), with ``:std`` on scaled
+columns (``standardize=True``; l1-LR on the raw columns).
 Results go to ``bench/out/NAME.json`` and a markdown table to stdout.
 """
 
@@ -282,6 +283,9 @@ def fgm_fit(config, X, y, X_test, y_test, k):
 
     B, T = budget(k)
     kwargs = {}
+    if config.endswith(":std"):
+        config = config[:-len(":std")]
+        kwargs["standardize"] = True
     if config.endswith(":noint"):
         config = config[:-len(":noint")]
         kwargs["fit_intercept"] = False

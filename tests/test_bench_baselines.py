@@ -89,3 +89,42 @@ def test_abess_leaves_out_constant_columns():
     for data in (padded, sp.csr_matrix(padded)):
         support, coef, intercept = abess_lr.fit(data, y, 3)
         assert sorted(support.tolist()) == [1, 2, 5]      # columns 0, 1, 4 of X
+
+
+def _row(set_name, k, mine, l1, config=None):
+    """A result row of one split: ultrafs' and ℓ1-LR's per-row correctness
+    (the peers and refits as ℓ1-LR's)."""
+    from quality_vs_l1 import packed
+
+    mine, l1 = np.asarray(mine, dtype=bool), np.asarray(l1, dtype=bool)
+    peer = {"status": "ok", "accuracy": float(l1.mean()), "correct": packed(l1),
+            "refit_accuracy": float(l1.mean()), "refit_correct": packed(l1)}
+    row = {"set": set_name, "scaling": "raw", "split": 0, "k": k, "n_test": len(mine),
+           "fgm": {"accuracy": float(mine.mean()), "correct": packed(mine)},
+           "l1": dict(peer), "abess": dict(peer), "mcp": dict(peer)}
+    if config is not None:
+        row["config"] = config
+    return row
+
+
+def test_criteria_names_resolved_losses_and_the_lead():
+    from quality_baselines import criteria
+
+    n = 40
+    right = np.ones(n, dtype=bool)
+    # set a: ultrafs wrong on 12 rows ℓ1-LR gets right (p = 2 / 4096): resolved
+    worse = right.copy()
+    worse[:12] = False
+    # set b: ultrafs right on 2 rows more than ℓ1-LR: a lead of +5 points
+    behind = right.copy()
+    behind[:2] = False
+    rows = [_row("a", 10, worse, right), _row("b", 10, right, behind)]
+    plain = [_row("a", 10, worse, right, "plain"), _row("b", 10, right, behind, "plain")]
+    lines = criteria(rows, plain)
+    a = next(line for line in lines if line.startswith("| a |"))
+    b = next(line for line in lines if line.startswith("| b |"))
+    assert "-30.00" in a and "raw k=10 vs l1 (-30.00, p=0.00049)" in a
+    assert "vs abess_refit" in a and a.endswith("| no |")
+    assert "+5.00" in b and "| none | none | yes |" in b
+    # without plain rows the plain column says so, and nothing is met
+    assert all("not run" in line for line in criteria(rows)[2:])

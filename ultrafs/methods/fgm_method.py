@@ -81,7 +81,9 @@ class FGMParams(Params):
                       "(docs/GROUPS.md).", kind="any", none=True, cli_type="file")
     kernel: Any = param(None, "Select features of an additive kernel: each feature's "
                         "explicit map is a group generated on the fly (hik: q = 100 "
-                        "levels; the others: 11 columns; docs/ADDITIVE_KERNELS.md).",
+                        "levels; the others: 11 columns). Try chi2 first: it is the "
+                        "one measured at or above linear features "
+                        "(docs/ADDITIVE_KERNELS.md).",
                         kind="choice", words=("hik", "chi2", "intersection", "js"),
                         none=True)
     kernel_params: Any = param(None, "{'q': 100} (HIK levels) or {'n': 5, 'period': L} "
