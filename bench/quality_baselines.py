@@ -123,7 +123,7 @@ def warm_up():
         module.fit(X, y, 3)
 
 
-def run(sets, scalings, ks, n_splits, name, config="recommended"):
+def run(sets, scalings, ks, n_splits, name, config="recommended", peers=tuple(PEERS)):
     rows = []
     for set_name in sets:
         for scaling in scalings:
@@ -142,7 +142,9 @@ def run(sets, scalings, ks, n_splits, name, config="recommended"):
                     row["l1"]["seconds"] = l1["seconds_per_fit"] * l1["fits"]
                     cap = CAP_FACTOR * fgm["seconds"]
                     for peer, module in PEERS.items():
-                        row[peer] = peer_fit(module, X, y, Xt, yt, target, cap)
+                        row[peer] = (peer_fit(module, X, y, Xt, yt, target, cap)
+                                     if peer in peers else
+                                     {"status": "not run", "detail": None, "cap": cap})
                     rows.append(row)
                     line = {"set": set_name, "scaling": scaling, "split": split, "k": k,
                             "fgm": round(fgm["accuracy"], 4), "nnz": target,
@@ -157,7 +159,8 @@ def run(sets, scalings, ks, n_splits, name, config="recommended"):
                             line[peer + "_nnz"] = fit["nnz"]
                             line[peer + "_s"] = round(fit["seconds"], 2)
                     print(json.dumps(line), flush=True)
-                    write_result(name, {"rows": rows, "peak_rss_mb": peak_rss_mb(),
+                    write_result(name, {"rows": rows, "n_splits": n_splits,
+                                        "peak_rss_mb": peak_rss_mb(),
                                         "tie_points": TIE_POINTS,
                                         "l0learn": L0LEARN_UNAVAILABLE})
     return rows
@@ -385,6 +388,9 @@ def main(argv=None):
     parser.add_argument("--ks", default=",".join(map(str, KS)))
     parser.add_argument("--splits", type=int, default=5)
     parser.add_argument("--name", default="quality_baselines")
+    parser.add_argument("--peers", default=",".join(PEERS),
+                        help="Comma-separated peers to run besides l1-LR (empty: none; "
+                             "the others are recorded as 'not run').")
     parser.add_argument("--config", default="recommended",
                         help="ultrafs' configuration (quality_vs_l1.py's names: "
                              "recommended, recommended:std, plain, ...).")
@@ -396,10 +402,13 @@ def main(argv=None):
                              "names with plain-default rows, for the criteria table.")
     args = parser.parse_args(argv)
     if args.combine:
-        rows = []
+        rows, left_out = [], []
         for name in args.combine.split(","):
-            rows += json.loads((OUT_DIR / f"{name}.json").read_text())["rows"]
-        rows, left_out = complete_cells(rows, args.splits)
+            result = json.loads((OUT_DIR / f"{name}.json").read_text())
+            # a cell is complete with every split of its own run
+            kept, short = complete_cells(result["rows"], result.get("n_splits", args.splits))
+            rows += kept
+            left_out += short
         print(report(rows))
         plain_rows = []
         for name in (args.plain or "").split(",") if args.plain else []:
@@ -411,7 +420,8 @@ def main(argv=None):
         return
     warm_up()
     rows = run(args.sets.split(","), args.scalings.split(","),
-               [int(k) for k in args.ks.split(",")], args.splits, args.name, args.config)
+               [int(k) for k in args.ks.split(",")], args.splits, args.name, args.config,
+               tuple(p for p in args.peers.split(",") if p))
     print(report(rows))
 
 

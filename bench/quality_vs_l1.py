@@ -45,7 +45,8 @@ constant), and ``refit``: the plain defaults plus the l2 refit at the same C
 (``refit=True``: is a loss the weights or the selection?).  Any
 configuration with the suffix ``:noint`` fits FGM without an intercept
 (``fit_intercept=False``; l1-LR keeps its own), with ``:std`` on scaled
-columns (``standardize=True``; l1-LR on the raw columns).
+columns (``standardize=True``; l1-LR on the raw columns), with ``:poly2`` on
+degree-2 features (``poly=2``; the peers stay linear, at FGM's count).
 Results go to ``bench/out/NAME.json`` and a markdown table to stdout.
 """
 
@@ -283,6 +284,9 @@ def fgm_fit(config, X, y, X_test, y_test, k):
 
     B, T = budget(k)
     kwargs = {}
+    if config.endswith(":poly2"):
+        config = config[:-len(":poly2")]
+        kwargs["poly"] = 2
     if config.endswith(":std"):
         config = config[:-len(":std")]
         kwargs["standardize"] = True
@@ -310,7 +314,8 @@ def fgm_fit(config, X, y, X_test, y_test, k):
     correct = model.predict_from_decision(decision) == y_test
     auc = roc_auc(y_test == np.asarray(model.classes)[1], decision)
     return {"accuracy": float(np.mean(correct)), "auc": auc, "nnz": len(model.features),
-            "correct": packed(correct), "support": [int(f) for f in model.features],
+            "correct": packed(correct), "support": [int(f) if np.isscalar(f) else [int(v) for v in f]
+                                              for f in model.features],
             "seconds": seconds, "C": model.params["C"],
             "refit_C": model.params.get("refit_C"), "predictor": model.predictor}
 
