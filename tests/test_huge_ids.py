@@ -30,7 +30,7 @@ import scipy.sparse as sp
 
 HUGE = 2 ** 31 - 1
 #: the child's address space: the numba/LLVM runtime and dask's threads fit
-#: (measured VmPeak: 0.75 GiB for an estimator, 0.6 GiB for the CLI, with one
+#: (measured VmPeak: 0.75 GiB for an estimator, 0.82 GiB for the CLI, with one
 #: numba thread and two malloc arenas), an array per column of HUGE does not
 AS_LIMIT = 3 * 2 ** 30
 #: peak RSS of a whole run, import of the engine included (issue 39)
@@ -260,8 +260,8 @@ SELECTS = [
 @pytest.mark.parametrize("method, extra", SELECTS,
                          ids=[" ".join([m, *e]) for m, e in SELECTS])
 def test_select_on_a_huge_width(tmp_path, huge_store, method, extra):
-    """``select --method M`` on the store, then ``predict`` with its model,
-    each under the bounds."""
+    """``select --method M`` on the store, then ``predict`` and ``report``
+    with its model, each under the bounds."""
     model, again = tmp_path / "model.json", tmp_path / "again.json"
     select = ["select", "--data", huge_store, "--method", method, *extra]
     figures, done = _run_cli(tmp_path, *select, "--out", model,
@@ -286,6 +286,12 @@ def test_select_on_a_huge_width(tmp_path, huge_store, method, extra):
     # the model files' size bound (model_checks.read_model_text, 256 MiB that
     # the kernel never backs), whatever the ids
     assert len(predictions.read_text().splitlines()) >= 10
+    figures, done = _run_cli(tmp_path, "report", model, "--test", huge_store, "--train",
+                             huge_store, "--out", tmp_path / "report.html")
+    print("report", figures)
+    assert figures["code"] == 0, done.stderr[-3000:]
+    assert figures["rss_mb"] < RSS_LIMIT_MB
+    assert (tmp_path / "report.html").exists()
 
 
 def test_select_sklr_rff_on_a_huge_width_is_one_line(tmp_path, huge_store):
