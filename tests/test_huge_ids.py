@@ -383,3 +383,47 @@ def test_take_columns_is_scipys_column_indexing(fmt):
     assert taken.format == ("csr" if fmt == "coo" else fmt)
     np.testing.assert_array_equal(taken.toarray(), X.tocsr()[:, columns].toarray())
     assert take_columns(X, np.zeros(0, dtype=np.int64)).shape == (40, 0)
+
+
+_STORE_CHILD = textwrap.dedent("""
+    import json, resource, sys, tracemalloc
+    import ultrafs.sklearn as estimators
+    from ultrafs.store import open_store
+
+    store = open_store(sys.argv[1])
+    out = {}
+    for name, options in json.loads(sys.argv[2]):
+        make = getattr(estimators, name)
+        make(**options).fit(store).predict(store)   # the imports (Zarr's too), unmeasured
+        tracemalloc.start()
+        est = make(**options).fit(store)
+        predictions = est.predict(store)
+        if hasattr(est, "transform"):
+            est.transform(store)
+            est.get_support(indices=True)
+            est.get_feature_names_out()
+        out[name] = {"traced_mb": tracemalloc.get_traced_memory()[1] / 2 ** 20,
+                     "n_features_in": int(est.n_features_in_),
+                     "predictions": len(predictions)}
+        tracemalloc.stop()
+    out["rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(out))
+""")
+
+
+def test_estimators_fitted_on_a_huge_store(huge_store):
+    """The estimators given the store itself (``n_features_in_`` is its id
+    space, 2**31): fit, predict, transform under the bounds."""
+    chosen = [(name, options) for name, options in ESTIMATORS if name != "GSRFSSelector"]
+    done = subprocess.run([sys.executable, "-c", _STORE_CHILD, str(huge_store),
+                           json.dumps(chosen)],
+                          capture_output=True, text=True, timeout=300, preexec_fn=_cap,
+                          env=_ENV)
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    print(out)
+    assert out["rss_mb"] < RSS_LIMIT_MB
+    for name, _ in chosen:
+        assert out[name]["n_features_in"] >= HUGE - 1
+        assert out[name]["predictions"] == 10
+        assert out[name]["traced_mb"] < TRACED_LIMIT_MB
