@@ -79,7 +79,7 @@ class RandomFourierFeatures(KernelBasisFeatures):
             raise ParameterError(
                 f"n_inputs {int(n_inputs)} is too large for random Fourier features: "
                 f"one group of 256 directions would exceed 256 MiB (at most "
-                f"{max_group_inputs()} inputs)")
+                f"{max_group_inputs()} inputs; the rbf basis has no such bound)")
         self.n_inputs = checked_int("n_inputs", n_inputs, 1, max_group_inputs())
 
     @property

@@ -275,18 +275,23 @@ def estimator_attributes(model, id_offset, n_features_in=None) -> dict:
         ``mslr_coef_``: ndarray of shape (n_outputs, n_features_in) (1 for
         two classes, K one-vs-rest rows for K >= 3), MSLR's own weights over
         every input column (the common ``coef_`` is the refit's when it
-        predicts).
+        predicts), a :class:`~ultrafs.methods.per_column.PerColumn`: the
+        estimator writes it when read, and refuses it in one line above
+        ``DENSE_MAX_ENTRIES`` entries (a hashed width).
     """
     import numpy as np
+
+    from ultrafs.methods.per_column import PerColumn
 
     attributes = {"constraints_": [np.asarray(s, dtype=np.int64) - id_offset
                                    for s in model.params["constraints"]],
                   "mu_": np.asarray(model.params["mu"], dtype=np.float64)}
     if n_features_in is not None and model.feature_space.get("kind", "linear") == "linear":
         own = np.asarray(model.coef, dtype=np.float64).reshape(len(model.features), -1)
-        coef = np.zeros((own.shape[1], int(n_features_in)))
-        coef[:, np.asarray(model.features, dtype=np.int64) - id_offset] = own.T
-        attributes["mslr_coef_"] = coef
+        attributes["mslr_coef_"] = PerColumn(
+            "mslr_coef_", np.asarray(model.features, dtype=np.int64) - id_offset, own,
+            int(n_features_in), transpose=True,
+            compact="the compact selection_coef_ with selected_features_")
     return attributes
 
 

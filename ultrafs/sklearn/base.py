@@ -24,8 +24,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ultrafs.errors import ParameterError
-from ultrafs.sklearn.matrices import (DENSE_COEF_MAX_ENTRIES, block_matrix,
-                                      has_probabilistic_loss, sparse_decision,
+from ultrafs.sklearn.matrices import (block_matrix, has_probabilistic_loss, sparse_decision,
                                       unlabelled_store)
 from ultrafs.store.base import ColumnStore
 
@@ -265,12 +264,29 @@ class MethodEstimator(SelectorMixin, BaseEstimator):
         self.history_ = list(model.history)
         self.n_iter_ = len(model.history)
         self.stop_reason_ = model.stop_reason
+        self._per_column = {}
         if self.method.estimator_attributes is not None:
+            from ultrafs.methods.per_column import PerColumn
+
             offset = self._store_id_offset() if self._fitted_on_store else 0
             attributes = self.method.estimator_attributes(
                 model, offset, n_features_in=self.n_features_in_)
             for name, value in attributes.items():
-                setattr(self, name, value)
+                if isinstance(value, PerColumn):    # written when read
+                    self._per_column[name] = value
+                else:
+                    setattr(self, name, value)
+
+    def __getattr__(self, name):
+        """A per-column attribute (a method's :class:`~ultrafs.methods.per_column.PerColumn`),
+        written when read: nothing of ``n_features_in_`` size is kept."""
+        per_column = self.__dict__.get("_per_column") or {}
+        if name in per_column:
+            return per_column[name].dense()
+        prop = getattr(type(self), name, None)
+        if isinstance(prop, property):      # its own AttributeError, with the reason
+            return prop.fget(self)
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ------------------------------------------------------ prediction
     def _predicts(self) -> bool:
@@ -397,12 +413,27 @@ class MethodEstimator(SelectorMixin, BaseEstimator):
         Returns
         -------
         support : ndarray of bool of shape (n_features_in_,), or of int
+            The indices (increasing) are found without the mask, so they
+            cost nothing per input column; the mask is refused in one line
+            above ``DENSE_MAX_ENTRIES`` columns (a hashed width).
         """
+        if indices:
+            return self._support_indices()
         return super().get_support(indices=indices)
+
+    def _support_indices(self):
+        """Input columns that take part in a selected feature, increasing."""
+        check_is_fitted(self)
+        first, second = self._source_columns()
+        return np.unique(np.concatenate((first, second[second >= 0])))
 
     def _get_support_mask(self):
         """Input columns that take part in a selected feature."""
+        from ultrafs.methods.per_column import check_dense_size
+
         check_is_fitted(self)
+        check_dense_size("get_support()", 1, self.n_features_in_,
+                         "get_support(indices=True)", unit="booleans")
         first, second = self._source_columns()
         mask = np.zeros(self.n_features_in_, dtype=bool)
         mask[first] = True
@@ -421,11 +452,11 @@ class MethodEstimator(SelectorMixin, BaseEstimator):
                 "coef_ is only available for linear features (poly=1, no groups, "
                 "tree or kernel): the weights of generated or grouped features are "
                 "selected_coef_, named by get_feature_names_out()")
+        from ultrafs.methods.per_column import check_dense_size
+
         n_outputs = self.model_.n_outputs
-        if n_outputs * self.n_features_in_ > DENSE_COEF_MAX_ENTRIES:
-            raise ValueError(
-                f"coef_ would hold {n_outputs} x {self.n_features_in_} weights; "
-                f"use the compact selected_coef_ with selected_features_")
+        check_dense_size("coef_", n_outputs, self.n_features_in_,
+                         "the compact selected_coef_ with selected_features_")
         coef = np.zeros((n_outputs, self.n_features_in_), dtype=np.float64)
         columns, _ = self._source_columns()
         coef[:, columns] = self.selected_coef_.reshape(len(columns), n_outputs).T

@@ -23,7 +23,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ultrafs.errors import ParameterError
 from ultrafs.methods.gsrfs_method import GSRFS, GSRFSParams
 from ultrafs.methods.params import specs_of
+from ultrafs.methods.per_column import DENSE_MAX_ENTRIES, PerColumn, check_dense_size
 from ultrafs.sklearn.base import MethodEstimator
+from ultrafs.sklearn.matrices import take_columns
 
 __all__ = ["GSRFSSelector"]
 
@@ -139,7 +141,7 @@ accelerate, candidates, scale, in_memory_bytes
         from ultrafs.methods.gsrfs_store import fit_gsrfs_store
         from ultrafs.store import as_store
 
-        X, y = validate_data(self, X, y, accept_sparse="csc",
+        X, y = validate_data(self, X, y, accept_sparse=("csr", "csc"),
                              dtype=[np.float64, np.float32], multi_output=True,
                              y_numeric=False)
         kind = type_of_target(y, input_name="y", raise_unknown=True)
@@ -158,8 +160,9 @@ accelerate, candidates, scale, in_memory_bytes
         options["n_features_to_select"] = self._n_selected(n)
         params = GSRFSParams.from_options(options)      # the method's checks
         weights = self._sample_weight(sample_weight, y, X.shape[0])
-        store = as_store(sp.csc_matrix(X) if sp.issparse(X) else X,
-                         np.zeros(X.shape[0]), target="none")
+        # the store keeps the columns X holds (a hashed width: its used ids),
+        # never one array per column of X's width
+        store = as_store(X, np.zeros(X.shape[0]), target="none")
         result = fit_gsrfs_store(
             store, Y, r=params.r, p=params.p, lam=params.lam,
             fit_intercept=params.fit_intercept, eps=params.eps, tol=params.tol,
@@ -170,16 +173,27 @@ accelerate, candidates, scale, in_memory_bytes
             in_memory_bytes=params.in_memory_bytes, sample_weight=weights,
             progress=self.verbose > 0,
             **self._execution().passes())
-        ranking = np.full(n, len(result.ranking) + 1, dtype=np.int64)
-        ranking[result.ranking] = np.arange(1, len(result.ranking) + 1)
-        self.ranking_ = ranking
-        scores = np.zeros(n)
-        coef = np.zeros((n, result.coef.shape[1]))
-        rows = np.arange(n) if result.candidates is None else result.candidates
-        scores[rows] = result.row_norms
-        coef[rows] = result.coef
-        self.scores_ = scores
-        self._coef = np.ascontiguousarray(coef.T)
+        # input column of each store column (the store drops a hashed
+        # width's empty columns)
+        ids = (np.arange(store.n_features, dtype=np.int64) if store.column_ids is None
+               else np.asarray(store.column_ids, dtype=np.int64))
+        self._ranked = ids[result.ranking]
+        rows = (np.arange(store.n_features) if result.candidates is None
+                else result.candidates)
+        # per-column attributes: written when read (PerColumn), refused in
+        # one line over a hashed width
+        n_ranked = len(result.ranking)
+        self._per_column = {
+            "ranking_": PerColumn(
+                "ranking_", self._ranked, np.arange(1, n_ranked + 1, dtype=np.int64), n,
+                fill=n_ranked + 1, compact="get_support(indices=True) (the selected "
+                "columns) or result_.ranking (store columns, best first)", unit="ranks"),
+            "scores_": PerColumn(
+                "scores_", ids[rows], np.asarray(result.row_norms, dtype=np.float64), n,
+                fill=0.0, compact="result_.row_norms", unit="scores"),
+            "coef_": PerColumn(
+                "coef_", ids[rows], np.asarray(result.coef, dtype=np.float64), n,
+                fill=0.0, transpose=True, compact="result_.coef")}
         self.intercept_ = np.asarray(result.intercept, dtype=np.float64)
         self.n_iter_ = int(result.n_iter)
         self.converged_ = bool(result.converged)
@@ -214,8 +228,8 @@ accelerate, candidates, scale, in_memory_bytes
     def coef_(self):
         """``Wᵀ`` of the fit on every feature (zeros outside the
         candidates), shape (n_outputs, n_features_in_)."""
-        check_is_fitted(self, "ranking_")
-        return self._coef
+        check_is_fitted(self, "result_")
+        return self._per_column["coef_"].dense()
 
     def _check_count(self):
         k = self.n_features_to_select
@@ -240,11 +254,20 @@ accelerate, candidates, scale, in_memory_bytes
         return True
 
     def _get_support_mask(self):
-        check_is_fitted(self, "ranking_")
-        k = self._n_selected(self.n_features_in_)
+        check_is_fitted(self, "result_")
+        check_dense_size("get_support()", 1, self.n_features_in_,
+                         "get_support(indices=True)", unit="booleans")
         mask = np.zeros(self.n_features_in_, dtype=bool)
-        mask[self.result_.ranking[:k]] = True
+        mask[self._selected_columns()] = True
         return mask
+
+    def _support_indices(self):
+        return self._selected_columns()
+
+    def _selected_columns(self):
+        """The input columns :meth:`transform` keeps, increasing."""
+        check_is_fitted(self, "result_")
+        return np.sort(self._ranked[:self._n_selected(self.n_features_in_)])
 
     def transform(self, X):
         """The ``n_features_to_select`` best-ranked columns of X.
@@ -258,11 +281,20 @@ accelerate, candidates, scale, in_memory_bytes
         X_selected : ndarray or sparse matrix of shape (n_samples, n_selected)
             ``X[:, get_support()]`` (sparse stays sparse).
         """
+        check_is_fitted(self, "result_")
+        if (sp.issparse(X) and X.ndim == 2
+                and X.shape[1] > DENSE_MAX_ENTRIES):   # no per-column mask
+            X = validate_data(self, X, accept_sparse=("csr", "csc"), dtype=None,
+                              reset=False)
+            return take_columns(X, self._selected_columns())
         return super(MethodEstimator, self).transform(X)
 
     def get_feature_names_out(self, input_features=None):
         """Names of the columns :meth:`transform` keeps (``x0``, ``x1``...
         or the input's)."""
+        if input_features is None and not hasattr(self, "feature_names_in_"):
+            # scikit-learn's own names, without its list of every column's
+            return np.asarray([f"x{j}" for j in self._selected_columns()], dtype=object)
         return super(MethodEstimator, self).get_feature_names_out(input_features)
 
     def __sklearn_tags__(self):

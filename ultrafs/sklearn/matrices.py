@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
+from ultrafs.methods.per_column import DENSE_MAX_ENTRIES
+
 __all__ = ["unlabelled_store", "sparse_decision", "has_probabilistic_loss",
-           "DENSE_COEF_MAX_ENTRIES", "block_matrix"]
+           "DENSE_COEF_MAX_ENTRIES", "block_matrix", "take_columns"]
 
 
 def unlabelled_store(X, id_offset):
@@ -60,7 +62,7 @@ def has_probabilistic_loss(estimator):
 
 #: largest dense ``coef_`` built, in entries (n_classes x n_features_in_;
 #: 1 GiB of float64): hashed widths (2**31 columns) keep the compact view
-DENSE_COEF_MAX_ENTRIES = 2**27
+DENSE_COEF_MAX_ENTRIES = DENSE_MAX_ENTRIES
 
 
 def block_matrix(block, n_samples, n_columns, dtype, like):
@@ -74,3 +76,30 @@ def block_matrix(block, n_samples, n_columns, dtype, like):
     matrix = make((block.values(dtype), block.indices, block.indptr),
                   shape=(n_samples, n_columns))
     return matrix.asformat("csr" if like is None else like.format)
+
+
+def take_columns(X, columns):
+    """``X[:, columns]`` for a scipy matrix, in time and memory O(nnz).
+
+    scipy's column indexing (and scikit-learn's ``safe_mask``) allocates
+    an array per column of X, which a hashed width cannot afford; this
+    goes through the ``(row, column, value)`` triplets.
+
+    Parameters
+    ----------
+    X : scipy sparse matrix or array of shape (n_samples, n_features)
+    columns : int array of shape (k,)
+        Distinct columns, increasing.
+
+    Returns
+    -------
+    X_columns : scipy sparse, shape (n_samples, k), in X's format (CSR for COO)
+    """
+    coo = X.tocoo()
+    columns = np.asarray(columns, dtype=np.int64)
+    entry_columns = coo.col.astype(np.int64)
+    pos = np.minimum(np.searchsorted(columns, entry_columns), max(len(columns) - 1, 0))
+    hit = (columns[pos] == entry_columns) if len(columns) else np.zeros(coo.nnz, bool)
+    make = sp.coo_array if isinstance(X, sp.sparray) else sp.coo_matrix
+    out = make((coo.data[hit], (coo.row[hit], pos[hit])), shape=(X.shape[0], len(columns)))
+    return out.asformat("csr" if X.format == "coo" else X.format)
