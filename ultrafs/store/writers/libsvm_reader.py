@@ -9,7 +9,6 @@ in :mod:`ultrafs.store.writers.libsvm` and ``docs/FORMAT.md``.
 
 from __future__ import annotations
 
-import bz2
 import gzip
 import lzma
 import math
@@ -22,6 +21,8 @@ import numpy as np
 
 from ultrafs.errors import InputFormatError, ParameterError
 from ultrafs.kernels import libsvm_parse as kp
+from ultrafs.store.input_files import open_regular
+from ultrafs.store.writers.decompression import open_decompressed
 
 __all__ = ["LibsvmChunk", "detect_compression", "iter_libsvm", "parse_buffer",
            "check_value_dtype", "stop_producer", "MAX_COLUMN"]
@@ -38,8 +39,6 @@ _FOREIGN_MAGIC = ((b"\x28\xb5\x2f\xfd", "zstd-compressed data (decompress it fir
                   (b"\x7fELF", "an executable"),
                   (b"\x93NUMPY", "a numpy .npy file"),
                   (b"PAR1", "a Parquet file"))
-_OPENERS = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open,
-            "none": lambda path, mode: open(path, mode)}
 _DECOMPRESSION_ERRORS = (OSError, EOFError, lzma.LZMAError, gzip.BadGzipFile)
 
 
@@ -56,15 +55,13 @@ def detect_compression(path) -> str:
     Raises
     ------
     InputFormatError
-        If the file is missing, a directory, or recognisably not text
-        (zip, PNG, zstd...).
+        If the file is missing, not a regular file (a directory, FIFO,
+        socket or device: refused before reading, see
+        :mod:`ultrafs.store.input_files`), or recognisably not text (zip,
+        PNG, zstd...).
     """
     path = Path(path)
-    if not path.exists():
-        raise InputFormatError(f"{path}: no such file")
-    if path.is_dir():
-        raise InputFormatError(f"{path}: is a directory, not a LIBSVM text file")
-    with open(path, "rb") as f:
+    with open_regular(path, "file") as f:
         head = f.read(8)
     for magic, kind in _COMPRESSED_MAGIC:
         if head.startswith(magic):
@@ -85,14 +82,22 @@ def _iter_decompressed(path: Path, kind: str, block_size: int):
     """Yield decompressed blocks; decompression runs in a helper thread.
 
     The bz2/gzip/lzma modules and the parse kernel release the GIL, so
-    decompressing block k+1 overlaps parsing block k.
+    decompressing block k+1 overlaps parsing block k.  The expansion is
+    bounded (:mod:`ultrafs.store.writers.decompression`): a decompression
+    bomb is one InputFormatError within its first 64 MiB of output.
     """
     blocks = queue.Queue(maxsize=2)
     stop = threading.Event()
+    raw = open_regular(path, "file")
+    try:
+        reader = open_decompressed(raw, path, kind)
+    except BaseException:
+        raw.close()
+        raise
 
     def produce():
         try:
-            with _OPENERS[kind](path, "rb") as f:
+            with reader as f:
                 while not stop.is_set():
                     block = f.read(block_size)
                     blocks.put(block)
