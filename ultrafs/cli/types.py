@@ -35,10 +35,10 @@ class FiniteFloatRange(click.FloatRange):
     """
 
     def convert(self, value, param, ctx):
-        number = super().convert(value, param, ctx)
+        number = click.FLOAT.convert(value, param, ctx)
         if number != number or number in (float("inf"), float("-inf")):
             self.fail(f"{value!r} is not a finite number", param, ctx)
-        return number
+        return super().convert(number, param, ctx)
 
 
 class RegistryChoice(click.Choice):

@@ -102,8 +102,8 @@ class ExpansionBound:
         if self.out > self.ratio * read:
             raise InputFormatError(
                 f"{self.path}: {_NAMES[self.kind]} data expands more than "
-                f"{self.ratio:g} times its size ({self.out / 2**20:,.0f} MiB from "
-                f"{read / 2**20:,.1f} MiB read): a decompression bomb, not read further; "
+                f"{self.ratio:g} times its size ({self.out / 2**20:,.0f} MiB out of "
+                f"{read:,} bytes read): a decompression bomb, not read further; "
                 f"if the file is legitimate, set {ENV_MAX_RATIO} to a larger ratio "
                 "(or 'off')")
 
