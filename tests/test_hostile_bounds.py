@@ -92,6 +92,9 @@ def root(tmp_path_factory):
     server.bind(str(r / "sock"))
     for kind, suffix in (("gzip", "gz"), ("bz2", "bz2"), ("xz", "xz")):
         write_bomb(r / f"bomb.svm.{suffix}", kind)
+    # 260 MiB of one line (the ratio bound lifted by its case)
+    (r / "noline.svm.gz").write_bytes(gzip.compress(b"1")
+                                      + gzip.compress(b" 1:1" * 2**18) * 260)
     (r / "groups_20_digits.txt").write_text("1 0\n2 12345678901234567890\n")
     (r / "groups_20_digit_feature.txt").write_text("99999999999999999999 0\n")
     (r / "groups_negative_20_digits.txt").write_text("1 -99999999999999999999\n")
@@ -138,6 +141,9 @@ FILE_CASES = [
          {ENV_MAX_RATIO: "abc"}),
     Case("ingest-ratio-setting-nan", ["ingest", "{r}/bomb.svm.gz", "{r}/o.zarr"],
          1, [f"{ENV_MAX_RATIO}='nan'"], True, {ENV_MAX_RATIO: "nan"}),
+    Case("ingest-line-without-end", ["ingest", "{r}/noline.svm.gz", "{r}/o.zarr"], 1,
+         ["{r}/noline.svm.gz", "line 1", "longer than 256 MiB"], True,
+         {ENV_MAX_RATIO: "off"}),
     # ---- FIFOs, sockets and devices: refused before a byte is read
     Case("ingest-input-fifo", ["ingest", "{r}/pipe", "{r}/o.zarr"], 1,
          ["{r}/pipe", "is a FIFO", "not a regular file"], True),
@@ -203,8 +209,8 @@ HOSTILE = ["1e30GB", "nan", "inf", "-inf", "-1", "1e309", "9" * 30, ""]
 FLOATS = ["1e30GB", "nan", "inf", "-inf", "1e309", ""]
 
 
-def _numbers(name, argv, option, values):
-    return [Case(f"{name}{option}={value or 'empty'}"[:90], argv + [option, value], 2,
+def _numbers(name, argv, option, values, code=2):
+    return [Case(f"{name}{option}={value or 'empty'}"[:90], argv + [option, value], code,
                  [option] + ([value] if value else [])) for value in values]
 
 
@@ -266,11 +272,7 @@ def _number_cases():
         ("ingest", ["ingest", "{r}/train.svm", "{r}/o.zarr"], "--memory-budget", HOSTILE),
         ("ingest", ["ingest", "{r}/train.svm", "{r}/o.zarr"], "--block-nnz", HOSTILE),
         ("evaluate", ["evaluate", "--model", "{r}/path.json", "--data", "{r}/train.zarr"],
-         "--lambda", FLOATS + ["-1", "0"]),
-        ("evaluate", ["evaluate", "--model", "{r}/path.json", "--data", "{r}/train.zarr"],
          "--point", ["9" * 30, "-" + "9" * 30, "nan", ""]),
-        ("predict", ["predict", "--model", "{r}/path.json", "--data", "{r}/train.zarr",
-                     "--out", "{r}/p.tsv"], "--lambda", FLOATS + ["-1"]),
         ("predict", ["predict", "--model", "{r}/path.json", "--data", "{r}/train.zarr",
                      "--out", "{r}/p.tsv"], "--n-features-to-select", HOSTILE),
         ("report", ["report", "{r}/path.json", "--out", "{r}/r.html"], "--l1-max-nnz",
@@ -283,6 +285,12 @@ def _number_cases():
     ]
     for name, argv, option, values in table:
         cases += _numbers(name, argv, option, values)
+    # --lambda of a path file: read with the file (min, 1se or one of its λ),
+    # so refused in one line naming it (nan and inf used to match a point)
+    for command, extra in (("evaluate", []), ("predict", ["--out", "{r}/p.tsv"])):
+        argv = [command, "--model", "{r}/path.json", "--data", "{r}/train.zarr"] + extra
+        for case in _numbers(command, argv, "--lambda", FLOATS + ["-1", "0"], code=1):
+            cases.append(case._replace(fragments=case.fragments + ["{r}/path.json"]))
     # numbers within their option's range that overflow on this data
     cases.append(Case("select-gamma-overflowing",
                       SELECT + ["--poly", "2", "--gamma", "1e300"], 1,

@@ -12,7 +12,7 @@ from ultrafs.cli.data import resolve_data_path
 from ultrafs.cli.errors import one_line_errors
 from ultrafs.cli.options import LABEL_OPTION
 from ultrafs.cli.output import check_output
-from ultrafs.cli.types import MAX_COUNT, PathLambdaType
+from ultrafs.cli.types import MAX_COUNT
 
 
 @contextlib.contextmanager
@@ -73,7 +73,7 @@ def point_options(function):
     """``--lambda``, ``--point``, ``--n-features-to-select``: which model of a
     path file (:class:`~ultrafs.methods.path_file.PathModels`)."""
     options = [
-        click.option("--lambda", "lambda_", type=PathLambdaType(), default=None, metavar="X",
+        click.option("--lambda", "lambda_", default=None, metavar="X",
                      help="Path file: the model at this λ of the path, or min / 1se "
                           "(lambda_min / lambda_1se of its --cv; 1se by default "
                           "when it has one)."),

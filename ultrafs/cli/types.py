@@ -182,26 +182,9 @@ class SizeType(click.ParamType):
         except (ValueError, OverflowError):
             size = -1
         if not 1 <= size <= MAX_MEMORY_BYTES:
-            self.fail(f"{value!r} is not a size from 1 byte to 1 PiB such as 8GB, 800MB "
-                      "or 8GiB", param, ctx)
+            self.fail(f"{value!r} is not a size such as 8GB, 800MB or 8GiB (from 1 byte "
+                      "to 1 PiB)", param, ctx)
         return int(size)
-
-
-class PathLambdaType(click.ParamType):
-    """``--lambda`` of a path file: a finite number > 0, ``min`` or ``1se``."""
-
-    name = "X"
-
-    def convert(self, value, param, ctx):
-        if not isinstance(value, str) or value in ("min", "1se"):
-            return value
-        try:
-            number = float(value)
-        except ValueError:
-            number = float("nan")
-        if not (0 < number < float("inf")):
-            self.fail(f"{value!r} is not a number > 0, 'min' or '1se'", param, ctx)
-        return value
 
 
 class ClassWeightType(click.ParamType):
