@@ -95,6 +95,7 @@ def root(tmp_path_factory):
     # 260 MiB of one line (the ratio bound lifted by its case)
     (r / "noline.svm.gz").write_bytes(gzip.compress(b"1")
                                       + gzip.compress(b" 1:1" * 2**18) * 260)
+    (r / "groups_long_line.txt").write_text("1 0\n" + "1 " * 50000 + "\n")
     (r / "groups_20_digits.txt").write_text("1 0\n2 12345678901234567890\n")
     (r / "groups_20_digit_feature.txt").write_text("99999999999999999999 0\n")
     (r / "groups_negative_20_digits.txt").write_text("1 -99999999999999999999\n")
@@ -198,6 +199,8 @@ FILE_CASES = [
          ["{r}/tree_20_digits.txt", "line 40", "99999999999999999999", "out of range"]),
     Case("select-groups-npy-beyond-int64", SELECT + ["--groups", "{r}/groups_uint64.npy"],
          1, ["{r}/groups_uint64.npy", "18446744073709551615", "out of range"]),
+    Case("select-groups-long-line", SELECT + ["--groups", "{r}/groups_long_line.txt"], 1,
+         ["{r}/groups_long_line.txt", "line 2", "longer than 65,536 characters"]),
     Case("select-groups-text-too-large", SELECT + ["--groups", "{r}/groups_huge.txt"], 1,
          ["{r}/groups_huge.txt", "1,073,741,825 bytes", "more than the 1 GiB"]),
     Case("select-tree-text-too-large", SELECT + ["--tree", "{r}/tree_huge.txt"], 1,

@@ -29,7 +29,7 @@ from ultrafs.errors import InputFormatError
 from ultrafs.store.input_files import check_regular, open_regular
 
 __all__ = ["read_groups_file", "read_tree_file", "MAX_GROUP_FILE_BYTES",
-           "MAX_GROUP_TEXT_BYTES", "MAX_GROUP_ROWS", "MAX_ID"]
+           "MAX_GROUP_TEXT_BYTES", "MAX_GROUP_ROWS", "MAX_LINE_CHARS", "MAX_ID"]
 
 #: largest .npy group or tree file read: its array is held whole (4 GiB)
 MAX_GROUP_FILE_BYTES = 4 * 2**30
@@ -40,6 +40,9 @@ MAX_GROUP_FILE_BYTES = 4 * 2**30
 MAX_GROUP_TEXT_BYTES = 2**30
 #: most rows of a Parquet groups file (two int64 each: 4 GiB)
 MAX_GROUP_ROWS = 2**28
+#: longest line of a text group or tree file (two ids and a comment); a
+#: longer one is refused before it is split into fields
+MAX_LINE_CHARS = 65536
 #: largest magnitude of an id (feature, group or node): a store's ids are
 #: below 2**62 (``store/metadata.py``), and beyond int64 numpy cannot hold one
 MAX_ID = 2**62
@@ -88,6 +91,8 @@ def _load_npy(path, what):
 def _text_rows(path, n_fields, what):
     """Rows of ``n_fields`` integers of a text file, shape (N, n_fields).
 
+    A line is at most :data:`MAX_LINE_CHARS` long (one line of 1 GiB used
+    to be split whole: tens of GB of strings).
     Each value must lie within ±:data:`MAX_ID`: one line naming the file,
     the line and the value otherwise (a 20-digit id used to be numpy's
     ``OverflowError``).  Values are kept in an int64 ``array``, 8 bytes
@@ -96,7 +101,11 @@ def _text_rows(path, n_fields, what):
     values = array("q")
     try:
         with open_regular(path, "file", "r", encoding="utf-8") as handle:
-            for number, line in enumerate(handle, start=1):
+            for number, line in enumerate(iter(lambda: handle.readline(MAX_LINE_CHARS + 1),
+                                               ""), start=1):
+                if len(line) > MAX_LINE_CHARS:
+                    raise InputFormatError(f"{path}, line {number}: longer than "
+                                           f"{MAX_LINE_CHARS:,} characters")
                 text = line.split("#", 1)[0].replace(",", " ").split()
                 if not text:
                     continue
