@@ -107,5 +107,19 @@ def one_line_errors(func):
         except MemoryError as exc:
             raise click.ClickException(
                 "out of memory" + (f" ({cli_message(exc)})" if str(exc) else "")) from None
+        except (OverflowError, FloatingPointError) as exc:
+            # a number typed within its option's range can still overflow on
+            # some data (--poly 2 --gamma 1e300): one line, not a traceback
+            reason = exc.args[-1] if exc.args and isinstance(exc.args[-1], str) else exc
+            raise click.ClickException(
+                f"numerical overflow ({cli_message(reason)}): a number given (a scale such "
+                "as --gamma, --C) is too large for this data; use a smaller one") from None
+        except ValueError as exc:
+            if type(exc).__name__ != "LinAlgError":
+                raise
+            # numpy.linalg's singular systems (GSR-FS with --eps 1e-300)
+            raise click.ClickException(
+                f"numerical failure: {cli_message(exc)} (a tolerance or regularization "
+                "such as --eps or --lambda too small for this data?)") from None
 
     return wrapper

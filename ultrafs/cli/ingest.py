@@ -11,7 +11,7 @@ import click
 
 from ultrafs.cli.errors import one_line_errors
 from ultrafs.cli.terminal import ingest_progress, load_engine, progress_enabled
-from ultrafs.cli.types import MAX_COUNT
+from ultrafs.cli.types import MAX_COUNT, MAX_ID_SPACE
 
 
 @click.command()
@@ -21,7 +21,7 @@ from ultrafs.cli.types import MAX_COUNT
               default="float32", show_default=True, help="Value dtype of the store.")
 @click.option("--zero-based", is_flag=True,
               help="Feature indices in INPUT start at 0 (default: 1-based).")
-@click.option("--n-features", type=click.IntRange(min=1), default=None,
+@click.option("--n-features", type=click.IntRange(min=1, max=MAX_ID_SPACE), default=None,
               help="Number of features (default: the largest index seen).")
 @click.option("--memory-budget", type=click.IntRange(min=1, max=MAX_COUNT), default=256,
               show_default=True, help="MiB of triplets buffered before spilling a run.")

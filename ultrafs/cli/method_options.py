@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import click
 
-from ultrafs.cli.types import (MAX_COUNT, CGridType, ClassWeightType, CType, loss_choice,
-                               poly_choice)
+from ultrafs.cli.types import (MAX_COUNT, CGridType, ClassWeightType, CType,
+                               FiniteFloatRange, loss_choice, poly_choice)
 from ultrafs.methods.params import specs_of, value_text
 
 __all__ = ["method_options", "option_name", "other_options", "old_options",
@@ -69,7 +69,7 @@ def _click_type(spec):
         return click.IntRange(min=spec.low, max=MAX_COUNT if spec.high is None
                               else spec.high, min_open=spec.low_open,
                               max_open=spec.high_open)
-    return click.FloatRange(min=spec.low, max=spec.high, min_open=spec.low_open,
+    return FiniteFloatRange(min=spec.low, max=spec.high, min_open=spec.low_open,
                             max_open=spec.high_open)
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import click
 
-from ultrafs.cli.types import MAX_COUNT, MAX_SECONDS, MAX_WORKERS, SchedulerType
+from ultrafs.cli.types import (MAX_COUNT, MAX_SECONDS, MAX_WORKERS, FiniteFloatRange,
+                               SchedulerType)
 
 
 LABEL_OPTION = click.option(
@@ -24,13 +25,13 @@ def run_options():
                           "scheduler address tcp://HOST:PORT (env ULTRAFS_SCHEDULER)."),
         click.option("--workers", type=click.IntRange(min=1, max=MAX_WORKERS), default=None,
                      help="Threads/processes of a local scheduler."),
-        click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True,
-                                                                max=MAX_SECONDS),
+        click.option("--connect-timeout", type=FiniteFloatRange(min=0, min_open=True,
+                                                               max=MAX_SECONDS),
                      default=None, envvar="ULTRAFS_CONNECT_TIMEOUT",
                      help="Seconds a tcp:// scheduler may take to answer "
                           "(default 10; env ULTRAFS_CONNECT_TIMEOUT)."),
-        click.option("--worker-timeout", type=click.FloatRange(min=0, min_open=True,
-                                                               max=MAX_SECONDS),
+        click.option("--worker-timeout", type=FiniteFloatRange(min=0, min_open=True,
+                                                              max=MAX_SECONDS),
                      default=None, envvar="ULTRAFS_WORKER_TIMEOUT",
                      help="Seconds a tcp:// run waits while its cluster has no "
                           "worker, or its scheduler is unreachable, before it "

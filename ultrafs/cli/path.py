@@ -13,6 +13,7 @@ from ultrafs.cli.options import LABEL_OPTION, run_options, with_options
 from ultrafs.cli.output import emit_json
 from ultrafs.cli.scheduler import scheduler_for_run
 from ultrafs.cli.terminal import format_seconds, progress_enabled, stderr_is_terminal
+from ultrafs.cli.types import MAX_COUNT
 
 
 #: the ℓ1 method's parameters that describe a whole path (not one model on it)
@@ -44,7 +45,7 @@ def _path_options():
                    "the mean nonzeros; the chosen λ (lambda_min: smallest mean "
                    "deviance; lambda_1se: the largest λ within one standard error "
                    "of it) are recorded under \"cv\" and printed on stderr.")
-@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+@click.option("--seed", type=click.IntRange(min=0, max=MAX_COUNT), default=0, show_default=True,
               help="Seed of the --cv folds.")
 @click.option("--progress/--no-progress", default=None,
               help="Progress on stderr: a bar on a terminal, one line per λ when "

@@ -12,6 +12,7 @@ from ultrafs.cli.data import resolve_data_path
 from ultrafs.cli.errors import one_line_errors
 from ultrafs.cli.options import LABEL_OPTION
 from ultrafs.cli.output import check_output
+from ultrafs.cli.types import MAX_COUNT
 
 
 @contextlib.contextmanager
@@ -76,11 +77,11 @@ def point_options(function):
                      help="Path file: the model at this λ of the path, or min / 1se "
                           "(lambda_min / lambda_1se of its --cv; 1se by default "
                           "when it has one)."),
-        click.option("--point", type=int, default=None,
+        click.option("--point", type=click.IntRange(-MAX_COUNT, MAX_COUNT), default=None,
                      help="Path file: the model at this point (0-based; -1: the "
                           "last)."),
         click.option("--n-features-to-select", "n_features_to_select",
-                     type=click.IntRange(min=0), default=None,
+                     type=click.IntRange(min=0, max=MAX_COUNT), default=None,
                      help="Path file: its model with the most nonzero weights, at "
                           "most this many."),
     ]

@@ -34,7 +34,7 @@ from ultrafs.cli.types import MAX_COUNT
                    "l1-LR at the same number of features (the l1-LR baseline "
                    "loads this store in memory).")
 @LABEL_OPTION
-@click.option("--l1-max-nnz", type=click.IntRange(min=0), default=None,
+@click.option("--l1-max-nnz", type=click.IntRange(min=0, max=MAX_COUNT), default=None,
               help="Refuse a --train store holding more values than this "
                    "(default: 200,000,000).")
 @click.option("--top", type=click.IntRange(min=0, max=MAX_COUNT), default=30, show_default=True,

@@ -24,7 +24,7 @@ from ultrafs.cli.output import emit_json, model_output
 from ultrafs.cli.run import run_method
 from ultrafs.cli.summary import print_summary
 from ultrafs.cli.terminal import load_engine, progress_enabled
-from ultrafs.cli.types import SizeType
+from ultrafs.cli.types import FiniteFloatRange, SizeType
 
 __all__ = ["select_command", "DEFAULT_METHOD"]
 
@@ -76,8 +76,8 @@ def _common_options(method_names):
 
 def _hold_out_option():
     return _objects([click.option(
-        "--validation-fraction", type=click.FloatRange(0, 1, min_open=True,
-                                                       max_open=True), default=None,
+        "--validation-fraction", type=FiniteFloatRange(0, 1, min_open=True,
+                                                      max_open=True), default=None,
         help="Share of the rows held out (stratified, seeded by --seed where the "
              "method has one): the model is fitted on the other rows and its "
              "accuracy on the held-out ones is printed and recorded "

@@ -18,6 +18,27 @@ MAX_COUNT = 2**31 - 1
 MAX_WORKERS = 4096
 #: longest timeout an option accepts (one day)
 MAX_SECONDS = 86400.0
+#: most features a store may declare (``ingest --n-features``): the store
+#: format's bound on ``id_space`` (``store/metadata.py: MAX_ID_SPACE``)
+MAX_ID_SPACE = 2**62
+#: largest ``--memory-limit``: 1 PiB, beyond the memory of any one machine
+#: (and within int64 and a float's exact integers, as the budget code needs)
+MAX_MEMORY_BYTES = 2**50
+
+
+class FiniteFloatRange(click.FloatRange):
+    """``click.FloatRange`` that refuses ``nan``, ``inf`` and ``-inf``.
+
+    click's range check compares the value with its bounds, and every
+    comparison with ``nan`` is false: ``--tol nan`` passed, as did ``inf``
+    (``1e309``) where no upper bound is set.
+    """
+
+    def convert(self, value, param, ctx):
+        number = click.FLOAT.convert(value, param, ctx)
+        if number != number or number in (float("inf"), float("-inf")):
+            self.fail(f"{value!r} is not a finite number", param, ctx)
+        return super().convert(number, param, ctx)
 
 
 class RegistryChoice(click.Choice):
@@ -140,25 +161,29 @@ class CGridType(click.ParamType):
 
 class SizeType(click.ParamType):
     """``--memory-limit``: bytes, or a number with a unit (``8GB``, ``7.5G``,
-    ``800MB``, ``8GiB``; decimal units are powers of 1000, ``*iB`` of 1024)."""
+    ``800MB``, ``8GiB``; decimal units are powers of 1000, ``*iB`` of 1024),
+    from 1 byte to :data:`MAX_MEMORY_BYTES`.
+
+    Parsed by ``dask.utils.parse_bytes`` (dask is a dependency already; it
+    reads the same spellings as dask's own ``memory_limit``), then range
+    checked here: ``1e30GB`` used to pass and fail later in numpy.
+    """
 
     name = "size"
-    _UNITS = {"": 1, "B": 1, "K": 10**3, "KB": 10**3, "M": 10**6, "MB": 10**6,
-              "G": 10**9, "GB": 10**9, "T": 10**12, "TB": 10**12, "KIB": 2**10,
-              "MIB": 2**20, "GIB": 2**30, "TIB": 2**40}
 
     def convert(self, value, param, ctx):
         if not isinstance(value, str):
             return value
-        text = value.strip().upper()
-        number = text.rstrip("KMGTIB")
-        unit = text[len(number):]
+        from dask.utils import parse_bytes
+
+        text = value.strip()
         try:
-            size = float(number) * self._UNITS[unit]
-        except (ValueError, KeyError):
-            size = float("nan")
-        if not (size >= 1 and size != float("inf")):
-            self.fail(f"{value!r} is not a size such as 8GB, 800MB or 8GiB", param, ctx)
+            size = parse_bytes(text) if any(c.isdigit() for c in text) else -1
+        except (ValueError, OverflowError):
+            size = -1
+        if not 1 <= size <= MAX_MEMORY_BYTES:
+            self.fail(f"{value!r} is not a size such as 8GB, 800MB or 8GiB (from 1 byte "
+                      "to 1 PiB)", param, ctx)
         return int(size)
 
 

@@ -205,6 +205,8 @@ class PathModels:
         try:
             lam = float(lambda_)
         except (TypeError, ValueError):
+            lam = float("nan")
+        if not 0 < lam < float("inf"):          # nan and inf matched any point
             raise InputFormatError(f"{where}: --lambda must be a number, min or 1se, "
                                    f"got {lambda_!r}") from None
         close = np.flatnonzero(np.abs(self.lambdas - lam) <= 1e-5 * abs(lam))

@@ -65,6 +65,12 @@ def store_kind(path) -> str:
             ".parquet files)")
     if path.is_file() and _is_parquet_file(path):
         return "parquet-wide"
+    if not path.is_file():              # a FIFO, socket or device: never opened
+        from ultrafs.store.input_files import kind_of_file
+
+        raise StoreFormatError(
+            f"{path}: not an ultrafs store (is {kind_of_file(path.stat().st_mode)}, not "
+            "a store directory or a regular file)")
     raise StoreFormatError(
         f"{path}: not an ultrafs store (neither a store directory nor a Parquet file)")
 

@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from ultrafs.errors import InputFormatError, StoreFormatError
+from ultrafs.store.input_files import open_regular
 
 __all__ = ["NAMES_SHA_ATTR", "NAMES_COUNT_ATTR", "MAX_NAME_BYTES", "name_problem",
            "check_name", "names_of_sequence", "write_names", "StagedNames",
@@ -217,7 +218,8 @@ def stage_names_file(source, dest, *, id_offset: int) -> StagedNames:
     ids, lines, offsets = array("q"), array("q"), array("q")
     state = {"tabbed": None, "sorted": True}
     try:
-        with open(source_text, "rb") as f, open(unsorted, "wb") as out:
+        with open_regular(source_text, "feature-names file") as f, \
+                open(unsorted, "wb") as out:
             position = 0
             number = 0
             while True:

@@ -74,15 +74,19 @@ def _first_data_line(path, kind) -> bytes | None:
     """The first line of ``path`` (decompressed) that is not blank or a
     comment, without its comment; None when there is none in the first
     :data:`SNIFF_BYTES` bytes (a longer line is cut there)."""
-    import bz2
-    import gzip
     import lzma
+    import math
 
-    opener = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open, "none": open}[kind]
+    from ultrafs.errors import InputFormatError
+    from ultrafs.store.input_files import open_regular
+    from ultrafs.store.writers.decompression import open_decompressed
+
     try:
-        with opener(path, "rb") as f:
+        # at most SNIFF_BYTES of output: no expansion bound needed here
+        with open_decompressed(open_regular(path, "file"), path, kind,
+                               ratio=math.inf) as f:
             head = f.read(SNIFF_BYTES)
-    except (OSError, EOFError, lzma.LZMAError):
+    except (OSError, EOFError, lzma.LZMAError, InputFormatError):
         return None
     lines = head.split(b"\n")
     for k, line in enumerate(lines):
@@ -151,8 +155,10 @@ def is_libsvm_file(path) -> bool:
 
 def file_digest(path, chunk=4 * 2**20) -> str:
     """SHA-256 of a file's bytes, streamed."""
+    from ultrafs.store.input_files import open_regular
+
     digest = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open_regular(path, "file") as f:
         while True:
             block = f.read(chunk)
             if not block:

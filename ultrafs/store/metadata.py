@@ -123,6 +123,10 @@ def check_metadata_checksum(path: Path, attrs: dict, parts=()) -> None:
             "(a metadata file was changed after writing)")
 
 
+#: most ids a store may declare (``id_space``): ids and their offset stay in int64
+MAX_ID_SPACE = 2**62
+
+
 def check_version3(path: Path, attrs: dict) -> None:
     """Check ``fingerprint``, ``sparse_ids`` and ``id_space`` (version 3).
 
@@ -141,7 +145,7 @@ def check_version3(path: Path, attrs: dict) -> None:
         raise StoreFormatError(f"{path}: attribute sparse_ids={sparse!r} is not a boolean")
     if sparse:
         space = attrs.get("id_space")
-        if not is_count(space) or space < attrs["n_features"] or space > 2 ** 62:
+        if not is_count(space) or space < attrs["n_features"] or space > MAX_ID_SPACE:
             raise StoreFormatError(
                 f"{path}: attribute id_space={space!r} is not a count of at least "
                 f"n_features={attrs['n_features']}")

@@ -45,6 +45,7 @@ import numpy as np
 
 from ultrafs.errors import InputFormatError, ParameterError
 from ultrafs.store.base import sparse_id_layout
+from ultrafs.store.metadata import MAX_ID_SPACE
 from ultrafs.store.targets import check_target, encode_targets
 from ultrafs.store.writers.external_transpose import ExternalTranspose, pack_keys
 from ultrafs.store.writers.libsvm_reader import (MAX_COLUMN, LibsvmChunk, detect_compression,
@@ -117,8 +118,9 @@ class MemoryPlan:
 def _check_ingest_parameters(dtype, n_features, memory_budget, block_nnz):
     dtype = check_value_dtype(dtype)
     if n_features is not None:
-        if int(n_features) != n_features or n_features < 0:
-            raise ParameterError(f"n_features must be a non-negative integer, got {n_features!r}")
+        if int(n_features) != n_features or not 0 <= n_features <= MAX_ID_SPACE:
+            raise ParameterError(f"n_features must be an integer from 0 to 2**62 (the "
+                                 f"store format's bound), got {n_features!r}")
         n_features = int(n_features)
     if int(memory_budget) < MIN_MEMORY_BUDGET:
         raise ParameterError(

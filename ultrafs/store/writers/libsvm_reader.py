@@ -9,7 +9,6 @@ in :mod:`ultrafs.store.writers.libsvm` and ``docs/FORMAT.md``.
 
 from __future__ import annotations
 
-import bz2
 import gzip
 import lzma
 import math
@@ -22,12 +21,16 @@ import numpy as np
 
 from ultrafs.errors import InputFormatError, ParameterError
 from ultrafs.kernels import libsvm_parse as kp
+from ultrafs.store.input_files import open_regular
+from ultrafs.store.writers.decompression import open_decompressed
 
 __all__ = ["LibsvmChunk", "detect_compression", "iter_libsvm", "parse_buffer",
-           "check_value_dtype", "stop_producer", "MAX_COLUMN"]
+           "check_value_dtype", "stop_producer", "MAX_COLUMN", "MAX_LINE_BYTES"]
 
 #: largest column number accepted (keys ``column << 32 | row`` fit int64)
 MAX_COLUMN = 2 ** 31 - 1
+#: longest line read: 256 MiB, a dense row of about 13 million features
+MAX_LINE_BYTES = 256 * 2**20
 
 _COMPRESSED_MAGIC = ((b"\x1f\x8b", "gzip"), (b"BZh", "bz2"),
                      (b"\xfd7zXZ\x00", "xz"))
@@ -38,8 +41,6 @@ _FOREIGN_MAGIC = ((b"\x28\xb5\x2f\xfd", "zstd-compressed data (decompress it fir
                   (b"\x7fELF", "an executable"),
                   (b"\x93NUMPY", "a numpy .npy file"),
                   (b"PAR1", "a Parquet file"))
-_OPENERS = {"gzip": gzip.open, "bz2": bz2.open, "xz": lzma.open,
-            "none": lambda path, mode: open(path, mode)}
 _DECOMPRESSION_ERRORS = (OSError, EOFError, lzma.LZMAError, gzip.BadGzipFile)
 
 
@@ -56,15 +57,13 @@ def detect_compression(path) -> str:
     Raises
     ------
     InputFormatError
-        If the file is missing, a directory, or recognisably not text
-        (zip, PNG, zstd...).
+        If the file is missing, not a regular file (a directory, FIFO,
+        socket or device: refused before reading, see
+        :mod:`ultrafs.store.input_files`), or recognisably not text (zip,
+        PNG, zstd...).
     """
     path = Path(path)
-    if not path.exists():
-        raise InputFormatError(f"{path}: no such file")
-    if path.is_dir():
-        raise InputFormatError(f"{path}: is a directory, not a LIBSVM text file")
-    with open(path, "rb") as f:
+    with open_regular(path, "file") as f:
         head = f.read(8)
     for magic, kind in _COMPRESSED_MAGIC:
         if head.startswith(magic):
@@ -85,14 +84,22 @@ def _iter_decompressed(path: Path, kind: str, block_size: int):
     """Yield decompressed blocks; decompression runs in a helper thread.
 
     The bz2/gzip/lzma modules and the parse kernel release the GIL, so
-    decompressing block k+1 overlaps parsing block k.
+    decompressing block k+1 overlaps parsing block k.  The expansion is
+    bounded (:mod:`ultrafs.store.writers.decompression`): a decompression
+    bomb is one InputFormatError within its first 64 MiB of output.
     """
     blocks = queue.Queue(maxsize=2)
     stop = threading.Event()
+    raw = open_regular(path, "file")
+    try:
+        reader = open_decompressed(raw, path, kind)
+    except BaseException:
+        raw.close()
+        raise
 
     def produce():
         try:
-            with _OPENERS[kind](path, "rb") as f:
+            with reader as f:
                 while not stop.is_set():
                     block = f.read(block_size)
                     blocks.put(block)
@@ -133,10 +140,15 @@ def stop_producer(stop, worker, items):
 def _iter_line_buffers(path: Path, block_size: int):
     """Yield ``(buffer, first_line)``: uint8 arrays of complete lines.
 
-    ``first_line`` is the 0-based number of the buffer's first line.
+    ``first_line`` is the 0-based number of the buffer's first line.  A
+    line longer than :data:`MAX_LINE_BYTES` is an InputFormatError (text
+    without line ends used to be gathered whole, copied again for every
+    block: quadratic time and memory of its size); the blocks of a long
+    line are joined once, when its end comes.
     """
     kind = detect_compression(path)
-    carry = b""
+    pending = []                # blocks of the unfinished line (no b"\n" yet)
+    pending_bytes = 0
     first_line = 0
     first = True
     for block in _iter_decompressed(path, kind, block_size):
@@ -144,17 +156,27 @@ def _iter_line_buffers(path: Path, block_size: int):
             first = False
             if _looks_binary(block):
                 raise InputFormatError(f"{path}: not a LIBSVM text file (binary content)")
-        if carry:
-            block = carry + block
         cut = block.rfind(b"\n") + 1
         if cut == 0:
-            carry = block
+            pending.append(block)
+            pending_bytes += len(block)
+            if pending_bytes > MAX_LINE_BYTES:
+                raise InputFormatError(
+                    f"{path}: line {first_line + 1}: longer than "
+                    f"{MAX_LINE_BYTES // 2**20} MiB without a line end: not LIBSVM text "
+                    "(a row of 10 million dense features takes about 200 MiB)")
             continue
-        carry = block[cut:]
+        if pending:
+            cut += pending_bytes
+            block = b"".join(pending + [block])
+            pending, pending_bytes = [], 0
+        if cut < len(block):
+            pending, pending_bytes = [block[cut:]], len(block) - cut
         buffer = np.frombuffer(block, dtype=np.uint8, count=cut)
         yield buffer, first_line
         first_line += block.count(b"\n", 0, cut)
-    if carry:
+    if pending:
+        carry = b"".join(pending)
         if first and _looks_binary(carry):
             raise InputFormatError(f"{path}: not a LIBSVM text file (binary content)")
         yield np.frombuffer(carry, dtype=np.uint8), first_line
