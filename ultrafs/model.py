@@ -69,10 +69,12 @@ from ultrafs.errors import InputFormatError, UltraFSWarning
 # and MAX_MODEL_BYTES are re-exported here, where the model files are made
 from ultrafs.model_checks import (MAX_MODEL_BYTES, MODEL_FORMAT, MODEL_VERSION,
                                   read_model_text, validated_fields)
+from ultrafs.model_fingerprint import signed
 from ultrafs.store.targets import require_labels
 
 __all__ = ["Model", "MODEL_FORMAT", "MODEL_VERSION", "MAX_MODEL_BYTES",
-           "feature_names_from_store", "WrongDataError", "is_path_file",
+           "feature_names_from_store", "WrongDataError", "WrongIdsError",
+           "record_id_range", "is_path_file",
            "parsed_model_file", "PATH_FORMAT", "PATH_VERSIONS"]
 
 #: what a path file (``ultrafs path --out``) says it is, and the versions read
@@ -212,8 +214,9 @@ class Model:
 
     # ------------------------------------------------------------ file format
     def to_dict(self) -> dict:
-        """The JSON-serialisable model file content."""
-        return {
+        """The JSON-serialisable model file content, with its fingerprint
+        (:func:`~ultrafs.model_fingerprint.signed`)."""
+        return signed({
             "format": MODEL_FORMAT,
             "format_version": MODEL_VERSION,
             "target": self.target,
@@ -235,21 +238,24 @@ class Model:
                           "C": float(self.refit["C"])}}
                if self.refit is not None else {}),
             "created_with": f"ultrafs {__version__}",
-        }
+        })
 
     def save(self, path) -> None:
         """Write the model file atomically."""
         write_json_atomic(self.to_dict(), path)
 
     @classmethod
-    def from_dict(cls, obj, where="model") -> "Model":
-        """Build a model from a parsed model file (version 1 or 2), validating it.
+    def from_dict(cls, obj, where="model", *, verify=False) -> "Model":
+        """Build a model from a parsed model file (version 1, 2 or 3), validating it.
 
-        Every field is checked for its type, range, length and finiteness
-        (see :func:`~ultrafs.model_checks.validated_fields`); ``where`` names the file in the
-        one-line :class:`~ultrafs.errors.InputFormatError` of a failure.
+        Every field is checked for its type, range, length, finiteness and
+        agreement with the others (see
+        :func:`~ultrafs.model_checks.validated_fields`); ``where`` names the
+        file in the one-line :class:`~ultrafs.errors.InputFormatError` of a
+        failure.  ``verify``: also check its fingerprint (what a file read
+        from disk gets; :func:`~ultrafs.model_checks.check_fingerprint`).
         """
-        return cls(**validated_fields(obj, where))
+        return cls(**validated_fields(obj, where, verify=verify))
 
     @classmethod
     def load(cls, path, *, max_bytes=None) -> "Model":
@@ -276,7 +282,7 @@ class Model:
                 f"{path}: a path file (ultrafs path), not one model: evaluate, predict "
                 "and report take it, with --lambda, --point or --n-features-to-select")
         try:
-            return cls.from_dict(obj, where=path)
+            return cls.from_dict(obj, where=path, verify=True)
         except RecursionError:
             raise InputFormatError(
                 f"{path}: not a model file (values nested too deeply)") from None
@@ -326,6 +332,7 @@ class Model:
         from ultrafs.features import feature_space_from_spec
         from ultrafs.kernels.sparse_ops import csc_matmat, csc_matvec
 
+        self._check_ids_of(store)
         features = feature_space_from_spec(store, self.feature_space)
         absent = features.absent_ids(self.features)
         if absent and len(absent) == len(self.features):
@@ -341,17 +348,35 @@ class Model:
                 f"{len(absent)} model feature(s) absent from the store "
                 f"(e.g. {shown}) count as zero columns", UltraFSWarning,
                 stacklevel=2)
+        coef = np.ascontiguousarray(self.active_coef, dtype=np.float64)
+        if not self.features:          # an intercept-only model (an l1 path's start)
+            shape = ((store.n_samples,) if self.n_outputs == 1
+                     else (store.n_samples, self.n_outputs))
+            return _finite(np.zeros(shape) + self.active_intercept, store)
         block = features.materialize_ids(self.features)
         values = block.values(np.float64)
-        coef = np.ascontiguousarray(self.active_coef, dtype=np.float64)
         if self.n_outputs == 1:
             decision = csc_matvec(block.indptr, block.indices, values, coef,
                                   store.n_samples)
-            return decision + self.active_intercept
+            return _finite(decision + self.active_intercept, store)
         decision = csc_matmat(block.indptr, block.indices, values, coef.ravel(),
                               self.n_outputs, store.n_samples)
-        return (decision.reshape(store.n_samples, self.n_outputs)
-                + self.active_intercept)
+        return _finite(decision.reshape(store.n_samples, self.n_outputs)
+                       + self.active_intercept, store)
+
+    def _check_ids_of(self, store) -> None:
+        """Refuse a store whose ids do not mean the model's: another id
+        offset (1-based LIBSVM ids against 0-based ones shift every column)."""
+        model_offset = self.params.get("id_offset")
+        store_offset = getattr(store, "id_offset", None)
+        if model_offset is not None and store_offset is not None and \
+                int(model_offset) != int(store_offset):
+            where = getattr(store, "path", None) or "the data"
+            raise WrongIdsError(
+                f"{where}: its feature ids start at {int(store_offset)}, the model's "
+                f"at {int(model_offset)} (params id_offset): the columns would be "
+                "shifted by one; ingest the data as the training data was "
+                "(--zero-based)")
 
     def predict_from_decision(self, decision) -> np.ndarray:
         """Original class labels from decision values (continuous: the values)."""
@@ -485,6 +510,31 @@ class Model:
                 f"{where}: a label is not one of the store's classes "
                 f"{_class_set_text(store_classes)}")
         return index.astype(np.int64)
+
+class WrongIdsError(InputFormatError):
+    """A store whose feature ids do not mean what the model's do."""
+
+
+def _finite(decision, store) -> np.ndarray:
+    """``decision`` when every value is finite; else one line naming the store."""
+    if not np.all(np.isfinite(decision)):
+        where = getattr(store, "path", None) or "the data"
+        raise InputFormatError(
+            f"{where}: the model's decision values are not finite on this data (its "
+            "values times the model's weights overflow float64)")
+    return decision
+
+
+def record_id_range(model, store) -> None:
+    """Record in ``model.params["id_range"]`` the first and last feature ids
+    of ``store`` (the data it was fitted on): a model file read later is
+    refused when a feature reads an id outside them
+    (:func:`~ultrafs.model_checks.check_consistency`)."""
+    n_columns = int(store.n_features)
+    if n_columns and "id_range" not in model.params:
+        first, last = (int(i) for i in store.feature_ids([0, n_columns - 1]))
+        model.params["id_range"] = [first, last]
+
 
 def _intercept_json(intercept):
     if isinstance(intercept, np.ndarray):

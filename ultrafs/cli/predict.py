@@ -45,7 +45,7 @@ def _write_predictions(model, decision, out, output_format):
         if model.probabilistic:
             columns["probability"] = model.proba_from_decision(decision)
     else:
-        names = [f"{c:g}" for c in model.classes]
+        names = [_cell(c) for c in model.classes]
         for k, name in enumerate(names):
             columns[f"decision_{name}"] = decision[:, k]
         if model.probabilistic:
@@ -57,7 +57,7 @@ def _write_predictions(model, decision, out, output_format):
         text += "\n"
     else:
         lines = ["\t".join(columns)]
-        lines += ["\t".join([str(values[0])] + [f"{v:.10g}" for v in values[1:]])
+        lines += ["\t".join([str(values[0])] + [_cell(v) for v in values[1:]])
                   for values in zip(*columns.values())]
         text = "\n".join(lines) + "\n"
     if out in (None, "-"):
@@ -66,6 +66,14 @@ def _write_predictions(model, decision, out, output_format):
         from ultrafs.atomic import write_text_atomic
 
         write_text_atomic(text, out)
+
+
+def _cell(value) -> str:
+    """A TSV cell or column name: a number to 10 significant digits, a
+    string class (checked on load: no tab or line break) as it is."""
+    if isinstance(value, str):
+        return value
+    return f"{value:.10g}"
 
 
 def point_options(function):
