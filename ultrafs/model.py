@@ -73,7 +73,8 @@ from ultrafs.model_fingerprint import signed
 from ultrafs.store.targets import require_labels
 
 __all__ = ["Model", "MODEL_FORMAT", "MODEL_VERSION", "MAX_MODEL_BYTES",
-           "feature_names_from_store", "WrongDataError", "WrongIdsError",
+           "feature_names_from_store", "ModelDataError", "WrongDataError",
+           "WrongIdsError", "NonFiniteDecisionError",
            "record_id_range", "is_path_file",
            "parsed_model_file", "PATH_FORMAT", "PATH_VERSIONS"]
 
@@ -82,21 +83,56 @@ PATH_FORMAT = "ultrafs-path"
 PATH_VERSIONS = (1,)
 
 
-class WrongDataError(InputFormatError):
-    """None of a model's features is in the store it is applied to.
+class ModelDataError(InputFormatError):
+    """A model applied to data it cannot score.
 
     ``message(model, data)`` words it with the names the user gave (the
     CLI: the model file and ``--data``, not a LIBSVM file's cache entry).
     """
 
+    def __init__(self, data):
+        super().__init__(self.message("the model", data))
+
+    def message(self, model, data) -> str:      # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class WrongDataError(ModelDataError):
+    """None of a model's features is in the store it is applied to."""
+
     def __init__(self, n_features, columns, data):
         self.n_features, self.columns = int(n_features), columns
-        super().__init__(self.message("the model", data))
+        super().__init__(data)
 
     def message(self, model, data) -> str:
         """One line naming ``model``, ``data`` and the data's ids."""
         return (f"{model}: none of its {self.n_features} features is a column of "
                 f"{data} ({self.columns}): wrong data for this model?")
+
+
+class WrongIdsError(ModelDataError):
+    """A store whose feature ids do not mean what the model's do: another
+    id offset (1-based LIBSVM ids against 0-based ones)."""
+
+    def __init__(self, model_offset, store_offset, data):
+        self.model_offset, self.store_offset = int(model_offset), int(store_offset)
+        super().__init__(data)
+
+    def message(self, model, data) -> str:
+        """One line naming ``model``, ``data`` and both offsets."""
+        return (f"{model}: its feature ids start at {self.model_offset} (params "
+                f"id_offset), those of {data} at {self.store_offset}: every column "
+                "would be shifted by one; ingest the data as the training data was "
+                "(--zero-based)")
+
+
+class NonFiniteDecisionError(ModelDataError):
+    """Decision values that overflow float64 on the data applied to."""
+
+    def message(self, model, data) -> str:
+        """One line naming ``model`` and ``data``."""
+        return (f"{model}: its decision values are not finite on {data} (values of "
+                "the data times the model's weights overflow float64)")
 
 
 @dataclass
@@ -332,13 +368,13 @@ class Model:
         from ultrafs.features import feature_space_from_spec
         from ultrafs.kernels.sparse_ops import csc_matmat, csc_matvec
 
-        self._check_ids_of(store)
         features = feature_space_from_spec(store, self.feature_space)
         absent = features.absent_ids(self.features)
         if absent and len(absent) == len(self.features):
             whole = self._features_of_whole()
             if whole is self.features or len(features.absent_ids(whole)) == len(whole):
                 raise _wrong_data(len(whole), store)
+        self._check_ids_of(store)
         if absent:
             name = None
             if self.feature_names is not None:
@@ -371,12 +407,8 @@ class Model:
         store_offset = getattr(store, "id_offset", None)
         if model_offset is not None and store_offset is not None and \
                 int(model_offset) != int(store_offset):
-            where = getattr(store, "path", None) or "the data"
-            raise WrongIdsError(
-                f"{where}: its feature ids start at {int(store_offset)}, the model's "
-                f"at {int(model_offset)} (params id_offset): the columns would be "
-                "shifted by one; ingest the data as the training data was "
-                "(--zero-based)")
+            raise WrongIdsError(model_offset, store_offset,
+                                getattr(store, "path", None) or "the data")
 
     def predict_from_decision(self, decision) -> np.ndarray:
         """Original class labels from decision values (continuous: the values)."""
@@ -511,17 +543,10 @@ class Model:
                 f"{_class_set_text(store_classes)}")
         return index.astype(np.int64)
 
-class WrongIdsError(InputFormatError):
-    """A store whose feature ids do not mean what the model's do."""
-
-
 def _finite(decision, store) -> np.ndarray:
     """``decision`` when every value is finite; else one line naming the store."""
     if not np.all(np.isfinite(decision)):
-        where = getattr(store, "path", None) or "the data"
-        raise InputFormatError(
-            f"{where}: the model's decision values are not finite on this data (its "
-            "values times the model's weights overflow float64)")
+        raise NonFiniteDecisionError(getattr(store, "path", None) or "the data")
     return decision
 
 

@@ -539,6 +539,9 @@ def check_consistency(params, space, features, target, loss) -> None:
     id_range = params.get("id_range")
     if id_range is not None:
         lo, hi = _id_range(id_range)
+        if lo < params.get("id_offset", 0):
+            raise _Invalid(f"params id_range {_show(id_range)} starts below the "
+                           f"params id_offset {params['id_offset']}")
         for k, fid in enumerate(features):
             for v in cls.source_ids(fid):
                 if not lo <= int(v) <= hi:

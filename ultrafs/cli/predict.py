@@ -16,14 +16,15 @@ from ultrafs.cli.output import check_output
 
 @contextlib.contextmanager
 def _naming(model_path, data_path):
-    """A model applied to data holding none of its features: one line
-    naming the model file and ``--data`` as the user gave them."""
+    """A model applied to data it cannot score (none of its features, other
+    ids, decisions that overflow): one line naming the model file and
+    ``--data`` as the user gave them."""
     from ultrafs.errors import InputFormatError
-    from ultrafs.model import WrongDataError
+    from ultrafs.model import ModelDataError
 
     try:
         yield
-    except WrongDataError as exc:
+    except ModelDataError as exc:
         raise InputFormatError(exc.message(model_path, data_path)) from None
 
 
