@@ -322,7 +322,7 @@ SPECIAL_MODEL_CASES = [
     ("missing", ["no such model file"]),
     ("directory", ["is a directory"]),
     ("fifo", ["not a regular file"]),
-    ("too large", ["larger than the 256 MiB limit"]),
+    ("too large", ["larger than the 64 MiB limit"]),
 ]
 
 

@@ -412,7 +412,8 @@ def test_checks_refuse_what_a_re_signed_file_contradicts(env, tmp_path, kind, ed
                                                          fragment):
     """Behind the fingerprint: a contradiction is refused even when the user
     re-signs the file (by ``sign`` itself, which checks every field, and by
-    ``predict`` on a file signed by the library's own function)."""
+    ``predict``, ``evaluate`` and ``report`` on a file signed by the
+    library's own function)."""
     genuine = json.loads(env["models"][kind]["path"].read_text())
     content = edit(genuine)
     assert fingerprint_of(content) != fingerprint_of(genuine)
@@ -423,11 +424,15 @@ def test_checks_refuse_what_a_re_signed_file_contradicts(env, tmp_path, kind, ed
     assert one_line_problem(result, path) is None, result.output
     assert _names(result.stderr, fragment), result.stderr
     assert _digest(path) == before
-    out = tmp_path / "predicted.tsv"
-    result = _predict(env, kind, path, out)
-    assert one_line_problem(result, path) is None, result.output
-    assert _names(result.stderr, fragment), result.stderr
-    assert not out.exists() and _digest(path) == before
+    out, page = tmp_path / "predicted.tsv", tmp_path / "report.html"
+    data = env["models"][kind]["data"]
+    for command in (["predict", "--model", path, "--data", data, "--out", out],
+                    ["evaluate", "--model", path, "--data", data],
+                    ["report", path, "--out", page]):
+        result = run_cli(command)
+        assert one_line_problem(result, path) is None, (command[0], result.output)
+        assert _names(result.stderr, fragment), result.stderr
+    assert not out.exists() and not page.exists() and _digest(path) == before
 
 
 def _names(line, fragment) -> bool:
@@ -515,7 +520,7 @@ def test_sign_refuses_its_input_as_output_and_large_files(env, tmp_path):
                     ["evaluate", "--model", large, "--data", env["stores"]["train"]]):
         result = run_cli(command)
         assert one_line_problem(result, large) is None, result.output
-        assert "larger than the 256 MiB limit" in result.stderr
+        assert "larger than the 64 MiB limit" in result.stderr
     assert not (tmp_path / "s.json").exists() and not (tmp_path / "r.html").exists()
 
 

@@ -1,13 +1,23 @@
 """Versioned model files and prediction from a store.
 
-A model file (format version 2) is one JSON object::
+A model file (format version 3) is one JSON object::
 
-    {"format": "ultrafs-model", "format_version": 2,
+    {"format": "ultrafs-model", "format_version": 3,
      "target": "binary" | "multiclass" | "continuous", "classes": [...],
      "features": [...], "coef": [...], "intercept": ...,
      "batches": [0, B, 2B, ...], "loss": "logistic",
      "feature_space": {"kind": "linear"}, "params": {...},
-     "history": [...], "stop_reason": "...", "created_with": "ultrafs x.y"}
+     "history": [...], "stop_reason": "...", "created_with": "ultrafs x.y",
+     "fingerprint": "sha256:..."}
+
+``fingerprint`` is the SHA-256 of the canonical JSON of every other key
+(:mod:`ultrafs.model_fingerprint`): every save writes it and every file
+read checks it, after the fields, so a file edited by hand is refused
+unless re-signed deliberately (``ultrafs sign MODEL``, which checks every
+field first).  Version 1 and 2 files (written before fingerprints) are
+read as dicts (:meth:`Model.from_dict`) but refused as files until
+re-signed.  ``params.id_range`` holds the first and last feature ids of the
+data the model was fitted on (every id a feature reads must lie in it).
 
 ``features`` holds user-visible feature ids in selection order (store ids:
 1-based for 1-based LIBSVM files); ``coef`` is aligned with it.  The
@@ -32,20 +42,25 @@ key is absent when the store had no names.
   the decision value itself.
 
 ``batches`` are the boundaries of the features added by each outer
-iteration.  Version 1 files (binary only, boundaries under ``groups``)
-still load.
+iteration (required from version 3).  Version 1 files (binary only,
+boundaries under ``groups``) still load as dicts.
 
 Every file is validated on load (:mod:`ultrafs.model_checks`), and any problem is one
 :class:`~ultrafs.errors.InputFormatError` naming the file: a regular file
-of at most :data:`MAX_MODEL_BYTES` (256 MiB, checked before reading),
+of at most :data:`MAX_MODEL_BYTES` (64 MiB, checked before reading),
 UTF-8 JSON; feature ids integers in ``0..MAX_FEATURE_ID`` (degree 2: or
 ``[j, k]`` pairs), none twice; ``classes`` all numbers (finite) or all
 strings, distinct and increasing, 2 (binary) or 3 to ``MAX_CLASSES``;
-``coef`` (and the refit's) finite numbers shaped by the features and the
-classes; a loss name and a registered feature space; ``batches`` rising from 0
+``coef`` (and the refit's) finite numbers of at most ``MAX_WEIGHT`` in
+absolute value, shaped by the features and the classes; a loss name and a
+registered feature space, the one the method fits in, its ids within its
+key range and ``params.id_range``; ``batches`` rising from 0
 to the number of features; ``feature_names`` (optional) one per feature,
 each null or a non-empty string without tabs or line breaks; a numeric ``history``; the ``params`` ultrafs
 reads back (``id_offset``, ``C``, ``data_fingerprint``, ``validation``).
+
+Applied to a store, a model refuses data holding none of its features,
+data of another id offset and decision values that are not finite.
 
 Evaluation matches a store's labels to ``classes`` by value: a store
 whose classes are some of the model's is scored, one with a class the

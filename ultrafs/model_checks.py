@@ -46,10 +46,13 @@ SIGNED_VERSION = 3
 #: smaller
 MAX_WEIGHT = 1e100
 TARGETS = ("binary", "multiclass", "continuous")
-#: largest model file read, in bytes (checked before reading): 256 MiB hold
-#: about ten million coefficients, far more than FGM selects (B x max_iter
-#: features x K classes), and parse in well under 2 GiB of memory
-MAX_MODEL_BYTES = 256 * 2**20
+#: largest model (or path) file read, in bytes (checked before reading):
+#: 64 MiB hold about 2.5 million weights of a linear model (1.9 million
+#: degree-2 pairs), thousands of times what FGM selects (B x T features);
+#: the slowest kind to check, degree-2 pairs, loads and reports in under
+#: 20 s at this size on a busy 2-core machine (256 MiB took a minute:
+#: a hostile file must be refused or read within 30 s)
+MAX_MODEL_BYTES = 64 * 2**20
 #: largest feature id of a model file (ids are int64 store ids)
 MAX_FEATURE_ID = 2**62
 #: which weights of a model predict: FGM's own, or its refit's
@@ -104,6 +107,12 @@ def _reals(value, what, shape) -> np.ndarray:
     """A (nested) list of finite real numbers of a given shape, as float64."""
     if not isinstance(value, list):
         raise _Invalid(f"{what} must be a list of numbers, got {_show(value)}")
+    if len(shape) == 1 and len(value) == shape[0] and all(
+            type(v) is float for v in value):     # the common case, at array speed
+        result = np.array(value, dtype=np.float64)
+        if np.all(np.isfinite(result)) and (
+                not result.size or np.max(np.abs(result)) <= MAX_WEIGHT):
+            return result
     try:
         array = np.array(value, dtype=object)
     except ValueError:                       # ragged at a deeper level
@@ -321,6 +330,8 @@ def _features(value, space) -> list:
 
     cls = FEATURE_SPACES[space["kind"]]
     features = _list(value, "features")
+    if space["kind"] == "linear" and _plain_ids(features) is not None:
+        return list(features)        # the checks below would all pass
     seen = set()
     for k, fid in enumerate(features):
         what = f"features[{k}]"
@@ -338,6 +349,24 @@ def _features(value, space) -> list:
     except ValueError as exc:
         raise _Invalid(str(exc)) from None
     return list(features)
+
+
+def _plain_ids(features):
+    """The ids as int64 when every one is a Python int in
+    ``0..MAX_FEATURE_ID`` and none repeats (a linear model's ids, checked at
+    array speed: a model of millions of features loads in seconds); None
+    otherwise (the loop of :func:`_features` then names the first problem)."""
+    if not all(type(fid) is int for fid in features):
+        return None
+    try:
+        ids = np.fromiter(features, dtype=np.int64, count=len(features))
+    except OverflowError:
+        return None
+    ordered = np.sort(ids)
+    if ids.size and (ordered[0] < 0 or ordered[-1] > MAX_FEATURE_ID
+                     or np.any(ordered[1:] == ordered[:-1])):
+        return None
+    return ids
 
 
 def _classes(value, target) -> list:
@@ -542,7 +571,10 @@ def check_consistency(params, space, features, target, loss) -> None:
         if lo < params.get("id_offset", 0):
             raise _Invalid(f"params id_range {_show(id_range)} starts below the "
                            f"params id_offset {params['id_offset']}")
-        for k, fid in enumerate(features):
+        ids = _plain_ids(features) if kind == "linear" else None
+        in_range = ids is not None and (not ids.size or (lo <= ids.min()
+                                                         and ids.max() <= hi))
+        for k, fid in enumerate([] if in_range else features):
             for v in cls.source_ids(fid):
                 if not lo <= int(v) <= hi:
                     raise _Invalid(f"features[{k}] {_show(fid)} reads id {int(v)}, "
