@@ -46,7 +46,7 @@ def _write_predictions(model, decision, out, output_format):
         if model.probabilistic:
             columns["probability"] = model.proba_from_decision(decision)
     else:
-        names = [_cell(c) for c in model.classes]
+        names = [c if isinstance(c, str) else f"{c:g}" for c in model.classes]
         for k, name in enumerate(names):
             columns[f"decision_{name}"] = decision[:, k]
         if model.probabilistic:
