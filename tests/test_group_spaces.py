@@ -721,7 +721,10 @@ def test_hik_file_without_normalize_is_the_normalised_map(tmp_path):
     record = json.loads(path.read_text())
     del record["feature_space"]["normalize"]
     old = tmp_path / "old.json"
-    old.write_text(json.dumps(record))
+    # an edited file is refused unless re-signed (ultrafs sign), as here
+    from ultrafs.model_fingerprint import signed
+
+    old.write_text(json.dumps(signed(record)))
     E = explicit_map(X[60:], "hik", scales, normalize=True)
     for file in (path, old):
         loaded = Model.load(file)

@@ -267,7 +267,7 @@ MODEL_CASES = [
     ("params data_fingerprint", _set_in("params", "data_fingerprint", ["x"]),
      ["data_fingerprint must be a hex string"]),
     ("stop_reason number", _set("stop_reason", 5), ["stop_reason must be a string"]),
-    ("format version 3", _set("format_version", 3), ["model format version 3"]),
+    ("format version 4", _set("format_version", 4), ["model format version 4"]),
     ("format version bool", _set("format_version", True), ["model format version true"]),
     ("not a model", _raw("[1, 2, 3]"), ["not an ultrafs model file"]),
     ("not JSON", _raw("{not json"), ["not a JSON model file"]),
@@ -322,7 +322,7 @@ SPECIAL_MODEL_CASES = [
     ("missing", ["no such model file"]),
     ("directory", ["is a directory"]),
     ("fifo", ["not a regular file"]),
-    ("too large", ["larger than the 256 MiB limit"]),
+    ("too large", ["larger than the 64 MiB limit"]),
 ]
 
 

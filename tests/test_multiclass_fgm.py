@@ -102,7 +102,7 @@ def test_model_file_round_trip_and_store_prediction(problem, tmp_path):
     assert model.target == "multiclass" and model.classes == list(classes)
     model.save(tmp_path / "model.json")
     saved = json.loads((tmp_path / "model.json").read_text())
-    assert saved["format_version"] == 2 and len(saved["coef"][0]) == 4
+    assert saved["format_version"] == 3 and len(saved["coef"][0]) == 4
     loaded = Model.load(tmp_path / "model.json")
     np.testing.assert_array_equal(loaded.coef, model.coef)
     np.testing.assert_array_equal(loaded.intercept, model.intercept)
@@ -121,7 +121,7 @@ def test_version_1_model_files_still_load():
           "feature_space": {"kind": "linear"}}
     model = Model.from_dict(v1)
     assert model.target == "binary" and model.batches == [0, 2]
-    assert model.to_dict()["format_version"] == 2
+    assert model.to_dict()["format_version"] == 3
 
 
 @pytest.mark.parametrize("change", [
@@ -130,7 +130,7 @@ def test_version_1_model_files_still_load():
     {"classes": [1.0, 2.0]},                       # multiclass with 2 classes
     {"target": "continuous"},
     {"batches": [0, 1]},
-    {"format_version": 3},
+    {"format_version": 4},
 ])
 def test_forged_multiclass_model_files_are_refused(change):
     good = {"format": "ultrafs-model", "format_version": 2, "target": "multiclass",

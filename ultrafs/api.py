@@ -17,7 +17,7 @@ from ultrafs.progress import showing
 from ultrafs.methods.registry import get_method
 from ultrafs.methods.targets import class_weight_values, read_targets
 from ultrafs.store import as_store
-from ultrafs.model import Model
+from ultrafs.model import Model, record_id_range
 from ultrafs.scoring.scheduling import resolve_scheduler
 
 __all__ = ["fit", "select", "execution_of", "class_weight_values", "l1_path",
@@ -85,7 +85,9 @@ def fit(method, data, y=None, *, sample_weight=None, execution=None, **options) 
                            class_weight=getattr(params, "class_weight", None))
     with showing(execution.progress):      # phases deep in the method draw or not
         result = method.fit(store, targets, params, execution)
-    return method.to_model(result, store, targets, params, execution)
+    model = method.to_model(result, store, targets, params, execution)
+    record_id_range(model, store)      # a model file's ids are checked against them
+    return model
 
 
 def select(data, y=None, *, sample_weight=None, execution=None, **options) -> Model:

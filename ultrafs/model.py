@@ -1,13 +1,23 @@
 """Versioned model files and prediction from a store.
 
-A model file (format version 2) is one JSON object::
+A model file (format version 3) is one JSON object::
 
-    {"format": "ultrafs-model", "format_version": 2,
+    {"format": "ultrafs-model", "format_version": 3,
      "target": "binary" | "multiclass" | "continuous", "classes": [...],
      "features": [...], "coef": [...], "intercept": ...,
      "batches": [0, B, 2B, ...], "loss": "logistic",
      "feature_space": {"kind": "linear"}, "params": {...},
-     "history": [...], "stop_reason": "...", "created_with": "ultrafs x.y"}
+     "history": [...], "stop_reason": "...", "created_with": "ultrafs x.y",
+     "fingerprint": "sha256:..."}
+
+``fingerprint`` is the SHA-256 of the canonical JSON of every other key
+(:mod:`ultrafs.model_fingerprint`): every save writes it and every file
+read checks it, after the fields, so a file edited by hand is refused
+unless re-signed deliberately (``ultrafs sign MODEL``, which checks every
+field first).  Version 1 and 2 files (written before fingerprints) are
+read as dicts (:meth:`Model.from_dict`) but refused as files until
+re-signed.  ``params.id_range`` holds the first and last feature ids of the
+data the model was fitted on (every id a feature reads must lie in it).
 
 ``features`` holds user-visible feature ids in selection order (store ids:
 1-based for 1-based LIBSVM files); ``coef`` is aligned with it.  The
@@ -32,20 +42,25 @@ key is absent when the store had no names.
   the decision value itself.
 
 ``batches`` are the boundaries of the features added by each outer
-iteration.  Version 1 files (binary only, boundaries under ``groups``)
-still load.
+iteration (required from version 3).  Version 1 files (binary only,
+boundaries under ``groups``) still load as dicts.
 
 Every file is validated on load (:mod:`ultrafs.model_checks`), and any problem is one
 :class:`~ultrafs.errors.InputFormatError` naming the file: a regular file
-of at most :data:`MAX_MODEL_BYTES` (256 MiB, checked before reading),
+of at most :data:`MAX_MODEL_BYTES` (64 MiB, checked before reading),
 UTF-8 JSON; feature ids integers in ``0..MAX_FEATURE_ID`` (degree 2: or
 ``[j, k]`` pairs), none twice; ``classes`` all numbers (finite) or all
 strings, distinct and increasing, 2 (binary) or 3 to ``MAX_CLASSES``;
-``coef`` (and the refit's) finite numbers shaped by the features and the
-classes; a loss name and a registered feature space; ``batches`` rising from 0
+``coef`` (and the refit's) finite numbers of at most ``MAX_WEIGHT`` in
+absolute value, shaped by the features and the classes; a loss name and a
+registered feature space, the one the method fits in, its ids within its
+key range and ``params.id_range``; ``batches`` rising from 0
 to the number of features; ``feature_names`` (optional) one per feature,
 each null or a non-empty string without tabs or line breaks; a numeric ``history``; the ``params`` ultrafs
 reads back (``id_offset``, ``C``, ``data_fingerprint``, ``validation``).
+
+Applied to a store, a model refuses data holding none of its features,
+data of another id offset and decision values that are not finite.
 
 Evaluation matches a store's labels to ``classes`` by value: a store
 whose classes are some of the model's is scored, one with a class the
@@ -69,10 +84,13 @@ from ultrafs.errors import InputFormatError, UltraFSWarning
 # and MAX_MODEL_BYTES are re-exported here, where the model files are made
 from ultrafs.model_checks import (MAX_MODEL_BYTES, MODEL_FORMAT, MODEL_VERSION,
                                   read_model_text, validated_fields)
+from ultrafs.model_fingerprint import signed
 from ultrafs.store.targets import require_labels
 
 __all__ = ["Model", "MODEL_FORMAT", "MODEL_VERSION", "MAX_MODEL_BYTES",
-           "feature_names_from_store", "WrongDataError", "is_path_file",
+           "feature_names_from_store", "ModelDataError", "WrongDataError",
+           "WrongIdsError", "NonFiniteDecisionError",
+           "record_id_range", "is_path_file",
            "parsed_model_file", "PATH_FORMAT", "PATH_VERSIONS"]
 
 #: what a path file (``ultrafs path --out``) says it is, and the versions read
@@ -80,21 +98,56 @@ PATH_FORMAT = "ultrafs-path"
 PATH_VERSIONS = (1,)
 
 
-class WrongDataError(InputFormatError):
-    """None of a model's features is in the store it is applied to.
+class ModelDataError(InputFormatError):
+    """A model applied to data it cannot score.
 
     ``message(model, data)`` words it with the names the user gave (the
     CLI: the model file and ``--data``, not a LIBSVM file's cache entry).
     """
 
+    def __init__(self, data):
+        super().__init__(self.message("the model", data))
+
+    def message(self, model, data) -> str:      # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class WrongDataError(ModelDataError):
+    """None of a model's features is in the store it is applied to."""
+
     def __init__(self, n_features, columns, data):
         self.n_features, self.columns = int(n_features), columns
-        super().__init__(self.message("the model", data))
+        super().__init__(data)
 
     def message(self, model, data) -> str:
         """One line naming ``model``, ``data`` and the data's ids."""
         return (f"{model}: none of its {self.n_features} features is a column of "
                 f"{data} ({self.columns}): wrong data for this model?")
+
+
+class WrongIdsError(ModelDataError):
+    """A store whose feature ids do not mean what the model's do: another
+    id offset (1-based LIBSVM ids against 0-based ones)."""
+
+    def __init__(self, model_offset, store_offset, data):
+        self.model_offset, self.store_offset = int(model_offset), int(store_offset)
+        super().__init__(data)
+
+    def message(self, model, data) -> str:
+        """One line naming ``model``, ``data`` and both offsets."""
+        return (f"{model}: its feature ids start at {self.model_offset} (params "
+                f"id_offset), those of {data} at {self.store_offset}: every column "
+                "would be shifted by one; ingest the data as the training data was "
+                "(--zero-based)")
+
+
+class NonFiniteDecisionError(ModelDataError):
+    """Decision values that overflow float64 on the data applied to."""
+
+    def message(self, model, data) -> str:
+        """One line naming ``model`` and ``data``."""
+        return (f"{model}: its decision values are not finite on {data} (values of "
+                "the data times the model's weights overflow float64)")
 
 
 @dataclass
@@ -212,8 +265,9 @@ class Model:
 
     # ------------------------------------------------------------ file format
     def to_dict(self) -> dict:
-        """The JSON-serialisable model file content."""
-        return {
+        """The JSON-serialisable model file content, with its fingerprint
+        (:func:`~ultrafs.model_fingerprint.signed`)."""
+        return signed({
             "format": MODEL_FORMAT,
             "format_version": MODEL_VERSION,
             "target": self.target,
@@ -235,21 +289,24 @@ class Model:
                           "C": float(self.refit["C"])}}
                if self.refit is not None else {}),
             "created_with": f"ultrafs {__version__}",
-        }
+        })
 
     def save(self, path) -> None:
         """Write the model file atomically."""
         write_json_atomic(self.to_dict(), path)
 
     @classmethod
-    def from_dict(cls, obj, where="model") -> "Model":
-        """Build a model from a parsed model file (version 1 or 2), validating it.
+    def from_dict(cls, obj, where="model", *, verify=False) -> "Model":
+        """Build a model from a parsed model file (version 1, 2 or 3), validating it.
 
-        Every field is checked for its type, range, length and finiteness
-        (see :func:`~ultrafs.model_checks.validated_fields`); ``where`` names the file in the
-        one-line :class:`~ultrafs.errors.InputFormatError` of a failure.
+        Every field is checked for its type, range, length, finiteness and
+        agreement with the others (see
+        :func:`~ultrafs.model_checks.validated_fields`); ``where`` names the
+        file in the one-line :class:`~ultrafs.errors.InputFormatError` of a
+        failure.  ``verify``: also check its fingerprint (what a file read
+        from disk gets; :func:`~ultrafs.model_checks.check_fingerprint`).
         """
-        return cls(**validated_fields(obj, where))
+        return cls(**validated_fields(obj, where, verify=verify))
 
     @classmethod
     def load(cls, path, *, max_bytes=None) -> "Model":
@@ -276,7 +333,7 @@ class Model:
                 f"{path}: a path file (ultrafs path), not one model: evaluate, predict "
                 "and report take it, with --lambda, --point or --n-features-to-select")
         try:
-            return cls.from_dict(obj, where=path)
+            return cls.from_dict(obj, where=path, verify=True)
         except RecursionError:
             raise InputFormatError(
                 f"{path}: not a model file (values nested too deeply)") from None
@@ -332,6 +389,7 @@ class Model:
             whole = self._features_of_whole()
             if whole is self.features or len(features.absent_ids(whole)) == len(whole):
                 raise _wrong_data(len(whole), store)
+        self._check_ids_of(store)
         if absent:
             name = None
             if self.feature_names is not None:
@@ -341,17 +399,31 @@ class Model:
                 f"{len(absent)} model feature(s) absent from the store "
                 f"(e.g. {shown}) count as zero columns", UltraFSWarning,
                 stacklevel=2)
+        coef = np.ascontiguousarray(self.active_coef, dtype=np.float64)
+        if not self.features:          # an intercept-only model (an l1 path's start)
+            shape = ((store.n_samples,) if self.n_outputs == 1
+                     else (store.n_samples, self.n_outputs))
+            return _finite(np.zeros(shape) + self.active_intercept, store)
         block = features.materialize_ids(self.features)
         values = block.values(np.float64)
-        coef = np.ascontiguousarray(self.active_coef, dtype=np.float64)
         if self.n_outputs == 1:
             decision = csc_matvec(block.indptr, block.indices, values, coef,
                                   store.n_samples)
-            return decision + self.active_intercept
+            return _finite(decision + self.active_intercept, store)
         decision = csc_matmat(block.indptr, block.indices, values, coef.ravel(),
                               self.n_outputs, store.n_samples)
-        return (decision.reshape(store.n_samples, self.n_outputs)
-                + self.active_intercept)
+        return _finite(decision.reshape(store.n_samples, self.n_outputs)
+                       + self.active_intercept, store)
+
+    def _check_ids_of(self, store) -> None:
+        """Refuse a store whose ids do not mean the model's: another id
+        offset (1-based LIBSVM ids against 0-based ones shift every column)."""
+        model_offset = self.params.get("id_offset")
+        store_offset = getattr(store, "id_offset", None)
+        if model_offset is not None and store_offset is not None and \
+                int(model_offset) != int(store_offset):
+            raise WrongIdsError(model_offset, store_offset,
+                                getattr(store, "path", None) or "the data")
 
     def predict_from_decision(self, decision) -> np.ndarray:
         """Original class labels from decision values (continuous: the values)."""
@@ -485,6 +557,24 @@ class Model:
                 f"{where}: a label is not one of the store's classes "
                 f"{_class_set_text(store_classes)}")
         return index.astype(np.int64)
+
+def _finite(decision, store) -> np.ndarray:
+    """``decision`` when every value is finite; else one line naming the store."""
+    if not np.all(np.isfinite(decision)):
+        raise NonFiniteDecisionError(getattr(store, "path", None) or "the data")
+    return decision
+
+
+def record_id_range(model, store) -> None:
+    """Record in ``model.params["id_range"]`` the first and last feature ids
+    of ``store`` (the data it was fitted on): a model file read later is
+    refused when a feature reads an id outside them
+    (:func:`~ultrafs.model_checks.check_consistency`)."""
+    n_columns = int(store.n_features)
+    if n_columns and "id_range" not in model.params:
+        first, last = (int(i) for i in store.feature_ids([0, n_columns - 1]))
+        model.params["id_range"] = [first, last]
+
 
 def _intercept_json(intercept):
     if isinstance(intercept, np.ndarray):

@@ -25,19 +25,34 @@ from ultrafs.json_fields import real as _real
 from ultrafs.json_fields import show as _show
 from ultrafs.store.targets import MAX_CLASSES
 
-__all__ = ["MODEL_FORMAT", "MODEL_VERSION", "READABLE_VERSIONS", "TARGETS",
-           "MAX_MODEL_BYTES", "MAX_FEATURE_ID", "PREDICTORS", "read_model_text",
-           "validated_fields"]
+__all__ = ["MODEL_FORMAT", "MODEL_VERSION", "READABLE_VERSIONS", "SIGNED_VERSION",
+           "TARGETS", "MAX_MODEL_BYTES", "MAX_FEATURE_ID", "MAX_WEIGHT", "PREDICTORS",
+           "read_model_text", "validated_fields", "check_fingerprint"]
 
 MODEL_FORMAT = "ultrafs-model"
-MODEL_VERSION = 2
-#: model format versions this ultrafs reads
-READABLE_VERSIONS = (1, 2)
+#: version 3: a content fingerprint (:mod:`ultrafs.model_fingerprint`),
+#: ``batches`` and ``target`` required
+MODEL_VERSION = 3
+#: model format versions this ultrafs reads (1 and 2 as dicts, or as files
+#: once re-signed: they carry no fingerprint)
+READABLE_VERSIONS = (1, 2, 3)
+#: the first version whose files carry a fingerprint
+SIGNED_VERSION = 3
+#: largest weight or intercept (absolute value): with data values up to
+#: 1e100 and fewer than 2**62 features, a decision value stays below
+#: 1e100 * 1e100 * 2**62 < 1e219, far from float64's 1.8e308, so it cannot
+#: overflow (larger data values are refused when applied: the decision is
+#: checked to be finite); fitted weights are many orders of magnitude
+#: smaller
+MAX_WEIGHT = 1e100
 TARGETS = ("binary", "multiclass", "continuous")
-#: largest model file read, in bytes (checked before reading): 256 MiB hold
-#: about ten million coefficients, far more than FGM selects (B x max_iter
-#: features x K classes), and parse in well under 2 GiB of memory
-MAX_MODEL_BYTES = 256 * 2**20
+#: largest model (or path) file read, in bytes (checked before reading):
+#: 64 MiB hold about 2.5 million weights of a linear model (1.9 million
+#: degree-2 pairs), thousands of times what FGM selects (B x T features);
+#: the slowest kind to check, degree-2 pairs, loads and reports in under
+#: 20 s at this size on a busy 2-core machine (256 MiB took a minute:
+#: a hostile file must be refused or read within 30 s)
+MAX_MODEL_BYTES = 64 * 2**20
 #: largest feature id of a model file (ids are int64 store ids)
 MAX_FEATURE_ID = 2**62
 #: which weights of a model predict: FGM's own, or its refit's
@@ -92,6 +107,12 @@ def _reals(value, what, shape) -> np.ndarray:
     """A (nested) list of finite real numbers of a given shape, as float64."""
     if not isinstance(value, list):
         raise _Invalid(f"{what} must be a list of numbers, got {_show(value)}")
+    if len(shape) == 1 and len(value) == shape[0] and all(
+            type(v) is float for v in value):     # the common case, at array speed
+        result = np.array(value, dtype=np.float64)
+        if np.all(np.isfinite(result)) and (
+                not result.size or np.max(np.abs(result)) <= MAX_WEIGHT):
+            return result
     try:
         array = np.array(value, dtype=object)
     except ValueError:                       # ragged at a deeper level
@@ -110,6 +131,9 @@ def _reals(value, what, shape) -> np.ndarray:
         result = np.full(shape, np.inf)
     if not np.all(np.isfinite(result)):
         raise _Invalid(f"{what} holds a value that is not finite")
+    if result.size and np.max(np.abs(result)) > MAX_WEIGHT:
+        raise _Invalid(f"{what} holds {_show(float(result.flat[np.argmax(np.abs(result))]))}, "
+                       f"beyond the {MAX_WEIGHT:g} bound of a weight (MAX_WEIGHT)")
     return result
 
 
@@ -143,13 +167,27 @@ def _dict(value, what) -> dict:
     return value
 
 
-def validated_fields(obj, where) -> dict:
+def validated_fields(obj, where, *, verify=False) -> dict:
     """The :class:`Model` constructor arguments of a parsed model file.
+
+    Parameters
+    ----------
+    obj : object
+        The parsed JSON.
+    where : str
+        Names the file (or the point of a path file) in the error.
+    verify : bool
+        A file read from disk: its fingerprint must match its content
+        (:func:`check_fingerprint`); files of versions 1 and 2, written
+        before fingerprints, are refused with the way to re-sign them.
+        Dicts built in memory (a path file's points) are not verified.
 
     Raises
     ------
     InputFormatError
-        One line, ``where`` then the first problem found.
+        One line, ``where`` then the first problem found: every field is
+        checked first (so the message names the field), then the
+        fingerprint.
     """
     if not isinstance(obj, dict) or obj.get("format") != MODEL_FORMAT:
         raise InputFormatError(f"{where}: not an ultrafs model file")
@@ -160,14 +198,52 @@ def validated_fields(obj, where) -> dict:
             f"(this ultrafs reads versions "
             f"{', '.join(map(str, READABLE_VERSIONS))})")
     try:
-        return _fields(obj, version)
+        fields = _fields(obj, version)
     except _Invalid as exc:
         raise InputFormatError(f"{where}: invalid model file: {exc}") from None
+    if verify:
+        check_fingerprint(obj, where)
+    return fields
+
+
+def check_fingerprint(obj, where) -> None:
+    """Refuse a model file whose content does not match its fingerprint.
+
+    Raises
+    ------
+    InputFormatError
+        One line naming ``where``: no fingerprint (a file of version 1 or
+        2, or one whose fingerprint was removed), a malformed one, or one
+        that does not match the content (edited by hand, truncated,
+        assembled); each says how to re-sign a file the user trusts.
+    """
+    from ultrafs.model_fingerprint import FINGERPRINT_KEY, fingerprint_of, is_fingerprint
+
+    resign = f"if you trust its content, re-sign it: ultrafs sign {where}"
+    version = obj.get("format_version")
+    value = obj.get(FINGERPRINT_KEY)
+    if value is None:
+        if version < SIGNED_VERSION:
+            raise InputFormatError(
+                f"{where}: model file of format version {version} has no fingerprint "
+                f"(written before ultrafs checked them), so its content cannot be "
+                f"verified: {resign}")
+        raise InputFormatError(f"{where}: invalid model file: no 'fingerprint' "
+                               f"(removed by hand?): {resign}")
+    if not is_fingerprint(value):
+        raise InputFormatError(f"{where}: invalid model file: fingerprint must be "
+                               f"'sha256:' and 64 hex digits, got {_show(value)}")
+    if value != fingerprint_of(obj):
+        raise InputFormatError(
+            f"{where}: model file content does not match its fingerprint (edited by "
+            f"hand, truncated or copied wrongly?): {resign}")
 
 
 def _fields(obj, version) -> dict:
-    missing = [key for key in ("features", "coef", "classes", "intercept", "loss")
-               if key not in obj]
+    required = ("features", "coef", "classes", "intercept", "loss")
+    if version >= SIGNED_VERSION:
+        required += ("batches", "target")
+    missing = [key for key in required if key not in obj]
     if missing:
         raise _Invalid(f"no {', '.join(repr(k) for k in missing)}")
     target = obj.get("target", "binary") if version >= 2 else "binary"
@@ -175,6 +251,7 @@ def _fields(obj, version) -> dict:
         raise _Invalid(f"unknown target {_show(target)} (expected "
                        f"{' or '.join(TARGETS)})")
     space = _feature_space(obj.get("feature_space", {"kind": "linear"}))
+    params = _params(obj.get("params", {}))
     features = _features(obj["features"], space)
     classes = _classes(obj["classes"], target)
     shape = (len(features), len(classes)) if target == "multiclass" else (len(features),)
@@ -186,9 +263,10 @@ def _fields(obj, version) -> dict:
                        len(features))
     refit, predictor = _read_refit(obj, shape, target, len(classes))
     names = _feature_names(obj.get("feature_names"), len(features))
+    check_consistency(params, space, features, target, loss)
     return {"features": features, "coef": coef, "intercept": intercept,
             "batches": batches, "loss": loss, "classes": classes,
-            "feature_space": space, "params": _params(obj.get("params", {})),
+            "feature_space": space, "params": params,
             "history": _history(obj.get("history", [])),
             "stop_reason": _str(obj.get("stop_reason", ""), "stop_reason"),
             "target": target, "refit": refit, "predictor": predictor,
@@ -252,6 +330,8 @@ def _features(value, space) -> list:
 
     cls = FEATURE_SPACES[space["kind"]]
     features = _list(value, "features")
+    if space["kind"] == "linear" and _plain_ids(features) is not None:
+        return list(features)        # the checks below would all pass
     seen = set()
     for k, fid in enumerate(features):
         what = f"features[{k}]"
@@ -271,10 +351,34 @@ def _features(value, space) -> list:
     return list(features)
 
 
+def _plain_ids(features):
+    """The ids as int64 when every one is a Python int in
+    ``0..MAX_FEATURE_ID`` and none repeats (a linear model's ids, checked at
+    array speed: a model of millions of features loads in seconds); None
+    otherwise (the loop of :func:`_features` then names the first problem)."""
+    if not all(type(fid) is int for fid in features):
+        return None
+    try:
+        ids = np.fromiter(features, dtype=np.int64, count=len(features))
+    except OverflowError:
+        return None
+    ordered = np.sort(ids)
+    if ids.size and (ordered[0] < 0 or ordered[-1] > MAX_FEATURE_ID
+                     or np.any(ordered[1:] == ordered[:-1])):
+        return None
+    return ids
+
+
 def _classes(value, target) -> list:
     """Class values: distinct, increasing, all numbers or all strings, K of them."""
+    from ultrafs.store.feature_names import name_problem
+
     classes = _list(value, "classes")
     if all(isinstance(c, str) for c in classes) and classes:
+        for k, name in enumerate(classes):
+            problem = name_problem(name)
+            if problem is not None:
+                raise _Invalid(f"classes[{k}] {_show(name)} {problem}")
         out = list(classes)
     else:
         out = [_real(c, f"classes[{k}]") for k, c in enumerate(classes)]
@@ -293,7 +397,11 @@ def _classes(value, target) -> list:
 
 def _intercept(value, target, n_classes, what):
     if target != "multiclass":
-        return _real(value, what)
+        value = _real(value, what)
+        if abs(value) > MAX_WEIGHT:
+            raise _Invalid(f"{what} {_show(value)} is beyond the {MAX_WEIGHT:g} bound "
+                           "of a weight (MAX_WEIGHT)")
+        return value
     return _reals(value, what, (n_classes,))
 
 
@@ -427,3 +535,99 @@ def _read_refit(obj, shape, target, n_classes):
     if C <= 0:
         raise _Invalid(f"refit C must be > 0, got {_show(raw['C'])}")
     return {"coef": coef, "intercept": intercept, "C": C}, predictor
+
+
+#: the feature spaces each built-in method's models are fitted in (a method
+#: not listed, such as FGM or one registered at run time, may use any)
+_METHOD_SPACES = {"l1": ("linear",), "mslr": ("linear",), "gsrfs": ("linear",),
+                  "sklr": ("rff", "rbf")}
+#: FGM's parameters that name its space
+_FGM_SPACE_PARAMS = {"poly2": ("gamma", "coef0")}
+
+
+def check_consistency(params, space, features, target, loss) -> None:
+    """Refuse fields that contradict each other (each valid on its own).
+
+    * every source id of every feature lies in ``params.id_range``, the ids
+      of the data the model was fitted on (when recorded);
+    * the feature space is one the method fits in (``params.method``: l1,
+      MSLR and GSR-FS linear, SKLR its ``basis``), and FGM's ``poly``,
+      ``space``, ``gamma`` and ``coef0`` are those of ``feature_space``;
+    * group and tree node ids below ``params.n_candidates``;
+    * FGM's ``params.loss``, when recorded, is ``loss``.
+
+    Raises
+    ------
+    InvalidField
+        Naming the fields that disagree.
+    """
+    from ultrafs.features import FEATURE_SPACES
+
+    kind = space["kind"]
+    cls = FEATURE_SPACES[kind]
+    id_range = params.get("id_range")
+    if id_range is not None:
+        lo, hi = _id_range(id_range)
+        if lo < params.get("id_offset", 0):
+            raise _Invalid(f"params id_range {_show(id_range)} starts below the "
+                           f"params id_offset {params['id_offset']}")
+        ids = _plain_ids(features) if kind == "linear" else None
+        in_range = ids is not None and (not ids.size or (lo <= ids.min()
+                                                         and ids.max() <= hi))
+        for k, fid in enumerate([] if in_range else features):
+            for v in cls.source_ids(fid):
+                if not lo <= int(v) <= hi:
+                    raise _Invalid(f"features[{k}] {_show(fid)} reads id {int(v)}, "
+                                   f"outside the ids {lo}..{hi} of the data the model "
+                                   f"was fitted on (params id_range)")
+    method = params.get("method", "fgm")
+    if method in _METHOD_SPACES and kind not in _METHOD_SPACES[method]:
+        raise _Invalid(f"feature_space {kind!r} is not one a {_show(method)} model is "
+                       f"fitted in ({' or '.join(_METHOD_SPACES[method])})")
+    if method == "sklr" and params.get("basis") not in (None, kind):
+        raise _Invalid(f"feature_space {kind!r} is not the model's params basis "
+                       f"{_show(params['basis'])}")
+    if method == "fgm":
+        _fgm_space_params(params, space)
+    for name in ("sigma", "n_components"):
+        if name in space and params.get(name) is not None and \
+                params[name] != space[name]:
+            raise _Invalid(f"feature_space {name} {_show(space[name])} is not the "
+                           f"model's params {name} {_show(params[name])}")
+    n_units = params.get("n_candidates")
+    if n_units is not None and kind in ("groups", "tree"):
+        n_units = _int(n_units, "params n_candidates", 0, MAX_FEATURE_ID)
+        for k, fid in enumerate(features):
+            if int(fid[0]) >= n_units:
+                raise _Invalid(f"features[{k}] {_show(fid)}: {kind} node {int(fid[0])} "
+                               f"is not below the {n_units} candidates (params "
+                               f"n_candidates)")
+    if method == "fgm" and params.get("loss") is not None and params["loss"] != loss:
+        raise _Invalid(f"loss {_show(loss)} is not the model's params loss "
+                       f"{_show(params['loss'])}")
+
+
+def _id_range(value) -> tuple:
+    """``params.id_range``: ``[first, last]`` store ids, first <= last."""
+    if not (isinstance(value, list) and len(value) == 2):
+        raise _Invalid(f"params id_range must be [first id, last id], got {_show(value)}")
+    lo = _int(value[0], "params id_range[0]", 0, MAX_FEATURE_ID)
+    hi = _int(value[1], "params id_range[1]", lo, MAX_FEATURE_ID)
+    return lo, hi
+
+
+def _fgm_space_params(params, space) -> None:
+    """FGM's ``poly``, ``space``, ``gamma``, ``coef0`` agree with ``feature_space``."""
+    kind = space["kind"]
+    poly = params.get("poly")
+    if poly is not None and (poly == 2) != (kind == "poly2"):
+        raise _Invalid(f"feature_space {kind!r} disagrees with the model's params poly "
+                       f"{_show(poly)}")
+    named = params.get("space")
+    if named is not None and named != kind:
+        raise _Invalid(f"feature_space {kind!r} is not the model's params space "
+                       f"{_show(named)}")
+    for name in _FGM_SPACE_PARAMS.get(kind, ()):
+        if params.get(name) is not None and params[name] != space[name]:
+            raise _Invalid(f"feature_space {name} {_show(space[name])} is not the "
+                           f"model's params {name} {_show(params[name])}")

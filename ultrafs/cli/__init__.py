@@ -1,7 +1,7 @@
 """Command-line interface (click): thin commands over the library.
 
 One module per command (``ingest``, ``info``, ``select``, ``path``,
-``predict`` and ``evaluate``, ``report``, ``demo``) over small shared
+``predict`` and ``evaluate``, ``report``, ``sign``, ``demo``) over small shared
 modules: :mod:`~ultrafs.cli.errors` (one line per error, the exit
 status), :mod:`~ultrafs.cli.types` (option value types),
 :mod:`~ultrafs.cli.options` (shared options), :mod:`~ultrafs.cli.scheduler`,
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import click
 
-from ultrafs.cli import demo, info, ingest, path, predict, report, select
+from ultrafs.cli import demo, info, ingest, path, predict, report, select, sign
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -56,6 +56,7 @@ def skip_exit_collection():
 
 
 for command in (ingest.ingest, info.info, select.select_command, path.path_command,
-                predict.predict, predict.evaluate, report.report_command, demo.demo):
+                predict.predict, predict.evaluate, report.report_command, sign.sign_command,
+                demo.demo):
     main.add_command(command)
 del command

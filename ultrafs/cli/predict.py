@@ -17,14 +17,15 @@ from ultrafs.cli.types import MAX_COUNT
 
 @contextlib.contextmanager
 def _naming(model_path, data_path):
-    """A model applied to data holding none of its features: one line
-    naming the model file and ``--data`` as the user gave them."""
+    """A model applied to data it cannot score (none of its features, other
+    ids, decisions that overflow): one line naming the model file and
+    ``--data`` as the user gave them."""
     from ultrafs.errors import InputFormatError
-    from ultrafs.model import WrongDataError
+    from ultrafs.model import ModelDataError
 
     try:
         yield
-    except WrongDataError as exc:
+    except ModelDataError as exc:
         raise InputFormatError(exc.message(model_path, data_path)) from None
 
 
@@ -46,7 +47,7 @@ def _write_predictions(model, decision, out, output_format):
         if model.probabilistic:
             columns["probability"] = model.proba_from_decision(decision)
     else:
-        names = [f"{c:g}" for c in model.classes]
+        names = [c if isinstance(c, str) else f"{c:g}" for c in model.classes]
         for k, name in enumerate(names):
             columns[f"decision_{name}"] = decision[:, k]
         if model.probabilistic:
@@ -58,7 +59,7 @@ def _write_predictions(model, decision, out, output_format):
         text += "\n"
     else:
         lines = ["\t".join(columns)]
-        lines += ["\t".join([str(values[0])] + [f"{v:.10g}" for v in values[1:]])
+        lines += ["\t".join([str(values[0])] + [_cell(v) for v in values[1:]])
                   for values in zip(*columns.values())]
         text = "\n".join(lines) + "\n"
     if out in (None, "-"):
@@ -67,6 +68,14 @@ def _write_predictions(model, decision, out, output_format):
         from ultrafs.atomic import write_text_atomic
 
         write_text_atomic(text, out)
+
+
+def _cell(value) -> str:
+    """A TSV cell or column name: a number to 10 significant digits, a
+    string class (checked on load: no tab or line break) as it is."""
+    if isinstance(value, str):
+        return value
+    return f"{value:.10g}"
 
 
 def point_options(function):

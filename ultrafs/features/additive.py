@@ -441,6 +441,19 @@ class _HomogeneousMap(AdditiveKernelFeatures):
         super().__init__(store)
 
     @classmethod
+    def check_spec_value(cls, name, value):
+        """A model file's ``n`` (an integer in 0..MAX_VZ_ORDER) or ``period``
+        (a finite number > 0): the ranges the map itself takes."""
+        if name == "n":
+            if not is_integral(value) or not 0 <= value <= MAX_VZ_ORDER:
+                raise ValueError(f"must be an integer in 0..{MAX_VZ_ORDER}, got {value!r}")
+            return value
+        value = super().check_spec_value(name, value)
+        if not value > 0:
+            raise ValueError(f"must be > 0, got {value!r}")
+        return value
+
+    @classmethod
     def generated_of_spec(cls, spec) -> int:
         return 2 * int(spec.get("n", VZ_ORDER)) + 1
 

@@ -273,7 +273,7 @@ def load_model_or_point(path, *, lambda_=None, point=None, n_features_to_select=
     obj = parsed_model_file(path)
     if not is_path_file(obj):
         try:
-            model = Model.from_dict(obj, where=path)
+            model = Model.from_dict(obj, where=path, verify=True)
         except RecursionError:
             raise InputFormatError(
                 f"{path}: not a model file (values nested too deeply)") from None
