@@ -396,7 +396,8 @@ def main(argv=None):
                              "recommended, recommended:std, plain, ...).")
     parser.add_argument("--combine", default=None,
                         help="Comma-separated result names under bench/out: print "
-                             "their joint tables instead of running.")
+                             "their joint tables instead of running (NAME:N: the "
+                             "first N splits of a run stopped early).")
     parser.add_argument("--plain", default=None,
                         help="With --combine: comma-separated quality_vs_l1.py result "
                              "names with plain-default rows, for the criteria table.")
@@ -404,9 +405,13 @@ def main(argv=None):
     if args.combine:
         rows, left_out = [], []
         for name in args.combine.split(","):
+            # NAME:N judges a run stopped early on its first N splits
+            name, _, first = name.partition(":")
             result = json.loads((OUT_DIR / f"{name}.json").read_text())
+            n_splits = int(first) if first else result.get("n_splits", args.splits)
+            rows_of = [r for r in result["rows"] if r["split"] < n_splits]
             # a cell is complete with every split of its own run
-            kept, short = complete_cells(result["rows"], result.get("n_splits", args.splits))
+            kept, short = complete_cells(rows_of, n_splits)
             rows += kept
             left_out += short
         print(report(rows))
