@@ -181,6 +181,20 @@ def _accuracy(row, which):
     return row[peer]["refit_accuracy" if refit else "accuracy"]
 
 
+def paired_cell(group, which):
+    """ultrafs against one baseline over a cell's splits: ``(delta, b, c, p,
+    n)`` (mean accuracy gap in points; discordant rows, exact McNemar p and
+    test rows, splits pooled), or None where the peer did not run on a split."""
+    theirs = [_correct(r, which) for r in group]
+    if any(x is None for x in theirs):
+        return None
+    mine = np.concatenate([unpacked(r["fgm"]["correct"], r["n_test"]) for r in group])
+    b, c = discordant(mine, np.concatenate(theirs))
+    delta = 100 * float(np.mean([r["fgm"]["accuracy"] - _accuracy(r, which)
+                                 for r in group]))
+    return delta, b, c, exact_p(b, c), len(mine)
+
+
 def cell_groups(rows):
     groups = {}
     for row in rows:
@@ -257,19 +271,14 @@ def judgement(rows, alpha=0.05):
     tally, resolved = {}, []
     for (set_name, scaling, k), group in cell_groups(rows).items():
         for which in BASELINES:
-            theirs = [_correct(r, which) for r in group]
             t = tally.setdefault((set_name, which), {
                 "cells": 0, "win": 0, "tie": 0, "loss": 0, "win_p": 0, "loss_p": 0,
                 "not run": 0, "delta": []})
-            if any(x is None for x in theirs):
+            paired = paired_cell(group, which)
+            if paired is None:
                 t["not run"] += 1
                 continue
-            mine = np.concatenate([unpacked(r["fgm"]["correct"], r["n_test"])
-                                   for r in group])
-            b, c = discordant(mine, np.concatenate(theirs))
-            p = exact_p(b, c)
-            delta = 100 * float(np.mean([r["fgm"]["accuracy"] - _accuracy(r, which)
-                                         for r in group]))
+            delta, b, c, p, n = paired
             outcome = verdict(delta)
             t["cells"] += 1
             t[outcome] += 1
@@ -277,7 +286,7 @@ def judgement(rows, alpha=0.05):
             if outcome != "tie" and p < alpha:
                 t[outcome + "_p"] += 1
                 if outcome == "loss":
-                    resolved.append((set_name, scaling, k, which, delta, b, c, p, len(mine)))
+                    resolved.append((set_name, scaling, k, which, delta, b, c, p, n))
     lines = [f"| set | against | cells | wins (p < {alpha}) | ties | losses (p < {alpha}) | "
              "mean Δ points | cells not run |", "|" + "---|" * 8]
     totals = {}
@@ -349,17 +358,13 @@ def criteria(rows, plain_rows=(), alpha=0.05):
         entry["lead"].append(100 * float(np.mean([r["fgm"]["accuracy"] - r["l1"]["accuracy"]
                                                   for r in group])))
         for which in BASELINES:
-            theirs = [_correct(r, which) for r in group]
-            if any(x is None for x in theirs):
+            paired = paired_cell(group, which)
+            if paired is None:
                 continue
-            mine = np.concatenate([unpacked(r["fgm"]["correct"], r["n_test"])
-                                   for r in group])
-            b, c = discordant(mine, np.concatenate(theirs))
-            delta = 100 * float(np.mean([r["fgm"]["accuracy"] - _accuracy(r, which)
-                                         for r in group]))
-            if verdict(delta) == "loss" and exact_p(b, c) < alpha:
+            delta, _, _, p, _ = paired
+            if verdict(delta) == "loss" and p < alpha:
                 entry["losses"].append(f"{scaling} k={k} vs {which} ({delta:+.2f}, "
-                                       f"p={exact_p(b, c):.2g})")
+                                       f"p={p:.2g})")
     lines = ["| set | cells | mean lead over ℓ1-LR (≥ +0.5) | McNemar-resolved "
              "losses (none) | plain: resolved losses > 1 point vs ℓ1-LR "
              "(none) | met |", "|" + "---|" * 6]
@@ -396,7 +401,8 @@ def main(argv=None):
                              "recommended, recommended:std, plain, ...).")
     parser.add_argument("--combine", default=None,
                         help="Comma-separated result names under bench/out: print "
-                             "their joint tables instead of running.")
+                             "their joint tables instead of running (NAME:N: the "
+                             "first N splits of a run stopped early).")
     parser.add_argument("--plain", default=None,
                         help="With --combine: comma-separated quality_vs_l1.py result "
                              "names with plain-default rows, for the criteria table.")
@@ -404,9 +410,13 @@ def main(argv=None):
     if args.combine:
         rows, left_out = [], []
         for name in args.combine.split(","):
+            # NAME:N judges a run stopped early on its first N splits
+            name, _, first = name.partition(":")
             result = json.loads((OUT_DIR / f"{name}.json").read_text())
+            n_splits = int(first) if first else result.get("n_splits", args.splits)
+            rows_of = [r for r in result["rows"] if r["split"] < n_splits]
             # a cell is complete with every split of its own run
-            kept, short = complete_cells(result["rows"], result.get("n_splits", args.splits))
+            kept, short = complete_cells(rows_of, n_splits)
             rows += kept
             left_out += short
         print(report(rows))
