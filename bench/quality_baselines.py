@@ -48,8 +48,8 @@ import scipy.sparse as sp
 from baselines import L0LEARN_UNAVAILABLE, abess_lr, mcp_lr, predict
 from common import OUT_DIR, peak_rss_mb, write_result
 from mcnemar import discordant, exact_p
-from quality_vs_l1 import (KS, SETS, TIE_POINTS, fgm_fit, l1_bisect, l2_refit, packed,
-                           splits, unit_rows, unpacked, verdict)
+from quality_vs_l1 import (SETS, TIE_POINTS, fgm_fit, grid_arguments, l1_bisect, l2_refit,
+                           packed, splits, unit_rows, unpacked, verdict)
 
 PEERS = {"abess": abess_lr, "mcp": mcp_lr}
 CAP_FACTOR = 10.0
@@ -388,10 +388,7 @@ def report(rows):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sets", default=",".join(SETS))
-    parser.add_argument("--scalings", default="raw,unit")
-    parser.add_argument("--ks", default=",".join(map(str, KS)))
-    parser.add_argument("--splits", type=int, default=5)
+    grid_arguments(parser)
     parser.add_argument("--name", default="quality_baselines")
     parser.add_argument("--peers", default=",".join(PEERS),
                         help="Comma-separated peers to run besides l1-LR (empty: none; "

@@ -583,12 +583,18 @@ def criteria(cell_rows):
     return "\n".join(lines)
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def grid_arguments(parser):
+    """The runs' grid, shared with quality_baselines.py: sets, row scalings,
+    budgets k and splits."""
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--scalings", default="raw,unit")
     parser.add_argument("--ks", default=",".join(map(str, KS)))
     parser.add_argument("--splits", type=int, default=5)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    grid_arguments(parser)
     parser.add_argument("--configs", default="plain,recommended")
     parser.add_argument("--name", default="quality_vs_l1")
     parser.add_argument("--fgm-only", action="store_true",

@@ -82,6 +82,17 @@ def assert_same_model(scaled, hand, factors):
     assert scaled.params["C"] == pytest.approx(hand.params["C"], rel=1e-12)
 
 
+def assert_predicts_raw_rows(option, hand, s, rng):
+    """The option's model on raw rows decides as the hand-scaled model on
+    the rows divided by the column factors ``s`` (8 columns)."""
+    X_test = rng.standard_normal((30, 8)) * np.logspace(-2, 3, 8)
+    labels = np.sign(X_test[:, 0])
+    np.testing.assert_allclose(
+        option.decision_function_store(InMemoryStore(X_test, labels)),
+        hand.decision_function_store(InMemoryStore(X_test / s, labels)),
+        rtol=1e-9, atol=1e-12)
+
+
 # ------------------------------------------------------------- the factors
 @pytest.mark.parametrize("kind", ["dense", "sparse", "binary"])
 def test_column_scales_are_the_rms_and_block_size_free(rng, kind):
@@ -180,12 +191,7 @@ def test_degree_two_uses_the_product_of_the_base_scales(rng, binary):
     np.testing.assert_array_equal(factors, expected)
     np.testing.assert_array_equal(option.params["feature_scales"], factors)
     assert_same_model(option, hand, factors)
-    X_test = rng.standard_normal((30, 8)) * np.logspace(-2, 3, 8)
-    labels = np.sign(X_test[:, 0])
-    np.testing.assert_allclose(
-        option.decision_function_store(InMemoryStore(X_test, labels)),
-        hand.decision_function_store(InMemoryStore(X_test / s, labels)),
-        rtol=1e-9, atol=1e-12)
+    assert_predicts_raw_rows(option, hand, s, rng)
 
 
 def test_groups_gather_scaled_columns(rng):
@@ -311,12 +317,7 @@ def test_other_methods_equal_scaling_by_hand(rng, method, options):
     if hand.refit is not None:
         np.testing.assert_allclose(np.asarray(option.refit["coef"]),
                                    np.asarray(hand.refit["coef"]) / factors, rtol=1e-9)
-    X_test = rng.standard_normal((30, 8)) * np.logspace(-2, 3, 8)
-    labels = np.sign(X_test[:, 0])
-    np.testing.assert_allclose(
-        option.decision_function_store(InMemoryStore(X_test, labels)),
-        hand.decision_function_store(InMemoryStore(X_test / s, labels)),
-        rtol=1e-9, atol=1e-12)
+    assert_predicts_raw_rows(option, hand, s, rng)
 
 
 def test_the_command_line_option(rng, tmp_path):
