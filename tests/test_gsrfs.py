@@ -687,3 +687,29 @@ def test_encode_targets():
 def test_encode_targets_refuses_nan_labels(labels, target):
     with pytest.raises(ParameterError):
         encode_targets(np.array(labels), target)
+
+
+def test_extreme_eps_and_r_are_refused_by_the_method(tmp_path):
+    """An ε that drives the reweighted system out of float64 is one
+    ParameterError naming ε and the range to choose from (it was numpy's
+    LinAlgError); r below R_MIN is refused before any pass, and the CLI's
+    --r range is the method's."""
+    import pytest
+
+    from ultrafs.api import fit
+    from ultrafs.datasets.planted import make_planted_problem
+    from ultrafs.errors import ParameterError
+    from ultrafs.methods.gsrfs import R_MIN, check_gsrfs_params
+    from ultrafs.methods.gsrfs_method import GSRFSParams
+    from ultrafs.methods.params import specs_of
+    from ultrafs.store.writers.zarr_writer import write_store
+
+    p = make_planted_problem(n_samples=200, n_features=40, n_relevant=5, n_test=10, seed=3)
+    store = write_store(tmp_path / "train.zarr", p.X_train, p.y_train).path
+    with pytest.raises(ParameterError, match=r"not positive definite at eps 1e-300.*"
+                                             r"choose an eps within"):
+        fit("gsrfs", store, eps=1e-300)
+    with pytest.raises(ParameterError, match="r must lie in"):
+        check_gsrfs_params(R_MIN / 2, 0.5, 1.0)
+    check_gsrfs_params(R_MIN, 0.5, 1.0)
+    assert specs_of(GSRFSParams)["r"][1].low == R_MIN

@@ -299,7 +299,9 @@ def _number_cases():
                       SELECT + ["--poly", "2", "--gamma", "1e300"], 1,
                       ["numerical overflow", "--gamma"]))
     cases.append(Case("select-gsrfs-eps-singular", gsrfs + ["--eps", "1e-300"], 1,
-                      ["numerical failure", "--eps"]))
+                      ["not positive definite at eps 1e-300", "choose an eps"]))
+    cases.append(Case("select-gsrfs-r-tiny", gsrfs + ["--r", "1e-300"], 2,
+                      ["--r", "1e-06<=x<=2"]))
     # a setting read from the environment is a number typed too
     cases.append(Case("select-connect-timeout-env-nan", SELECT, 2, ["--connect-timeout"],
                       True, {"ULTRAFS_CONNECT_TIMEOUT": "nan"}))
@@ -468,3 +470,36 @@ def test_compressed_real_file_ingests_identically(tmp_path):
         assert result.exit_code == 0, result.output
         fingerprints.add(open_store(tmp_path / f"{name}.zarr").fingerprint)
     assert len(fingerprints) == 1 and None not in fingerprints
+
+
+def test_parquet_groups_file_row_bound(tmp_path, monkeypatch):
+    """A Parquet groups file of more rows than MAX_GROUP_ROWS is refused from
+    its metadata, before its columns are read (the bound, 2**28 rows, is
+    lowered here: a file of that size takes gigabytes)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from ultrafs.features import group_files
+
+    path = tmp_path / "groups.parquet"
+    pq.write_table(pa.table({"feature": np.arange(11), "group": np.arange(11) // 2}), path)
+    assert group_files.read_groups_file(path)[0] == "pairs"
+    monkeypatch.setattr(group_files, "MAX_GROUP_ROWS", 10)
+    with pytest.raises(InputFormatError,
+                       match=r"groups.parquet: the groups file has 11 rows, more than the 10"):
+        group_files.read_groups_file(path)
+
+
+def test_feature_names_file_count_bound(tmp_path, monkeypatch):
+    """A names file of more names than MAX_NAMES is refused at the first
+    name past it, in one line naming the file and line; nothing is left
+    (the bound, 2**27 names, is lowered here)."""
+    from ultrafs.store import feature_names
+
+    names = tmp_path / "names.txt"
+    names.write_text("".join(f"f{k}\n" for k in range(11)))
+    monkeypatch.setattr(feature_names, "MAX_NAMES", 10)
+    dest = tmp_path / "staged.tsv"
+    with pytest.raises(InputFormatError, match=r"names.txt: line 11: more than 10 names"):
+        feature_names.stage_names_file(names, dest, id_offset=0)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["names.txt"]

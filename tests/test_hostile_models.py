@@ -5,7 +5,8 @@ what the genuine file predicts.
 A module fixture fits a small model of every kind (FGM linear, C auto with
 its refit, groups, tree, degree 2, HIK, chi2, multi-class; the l1 path,
 MSLR, SKLR with RFF and RBF bases, GSR-FS on classes and on real targets)
-on tiny data, and records what ``ultrafs predict`` writes for each.
+on tiny data, and an ℓ1 path file (``ultrafs path --out``, predicted at
+its last point), and records what ``ultrafs predict`` writes for each.
 
 The table :data:`EDITS` holds the hand edits (delete a key, null, a text,
 a number changed, 1e308, 2**40, a list emptied, shortened or repeated...);
@@ -71,7 +72,11 @@ KINDS = {
     "sklr rbf": ("sklr", "train", dict(basis="rbf", max_iter=100)),
     "gsrfs": ("gsrfs", "train", dict(n_features_to_select=4)),
     "gsrfs regression": ("gsrfs", "cont", dict(n_features_to_select=4)),
+    # a path file (ultrafs path --out), predicted at its last point
+    "l1 path": ("path", "train", ["--n-lambdas", "6"]),
 }
+#: what predict needs besides --model and --data, by kind
+PREDICT_OPTIONS = {"l1 path": ["--point", "-1"]}
 
 
 @pytest.fixture(scope="module")
@@ -91,9 +96,14 @@ def env(tmp_path_factory):
     models = {}
     for kind, (method, data, options) in KINDS.items():
         path = root / f"{kind.replace(' ', '-')}.json"
-        fit(method, stores[data], **options).save(path)
+        if method == "path":
+            result = run_cli(["path", "--data", stores[data], *options, "--out", path])
+            assert result.exit_code == 0, result.output
+        else:
+            fit(method, stores[data], **options).save(path)
         out = root / f"{kind.replace(' ', '-')}.tsv"
-        result = run_cli(["predict", "--model", path, "--data", stores[data], "--out", out])
+        result = run_cli(["predict", "--model", path, "--data", stores[data], "--out", out,
+                          *PREDICT_OPTIONS.get(kind, [])])
         assert result.exit_code == 0, result.output
         models[kind] = {"path": path, "data": stores[data], "predicted": out.read_bytes()}
     return {"root": root, "models": models, "stores": stores}
@@ -187,7 +197,8 @@ def field_paths(obj, path=(), depth=0):
 
     Every top-level key; the keys of ``feature_space``, ``params``,
     ``refit`` (and an RBF space's ``points``); the first and last elements
-    of lists, and of theirs (a pair, a row of K weights).
+    of lists, and of theirs (a pair, a row of K weights); the keys of the
+    first and last points of a path file's ``path``.
     """
     if isinstance(obj, dict):
         for key, value in obj.items():
@@ -200,7 +211,8 @@ def field_paths(obj, path=(), depth=0):
     elif isinstance(obj, list) and obj and depth < 4:
         for index in sorted({0, len(obj) - 1}):
             yield path + (index,), obj[index]
-            if isinstance(obj[index], list):
+            if isinstance(obj[index], list) or (
+                    isinstance(obj[index], dict) and path and path[-1] == "path"):
                 yield from field_paths(obj[index], path + (index,), depth + 1)
 
 
@@ -240,7 +252,8 @@ def _write(path, content):
 
 def _predict(env, kind, model_path, out):
     return run_cli(["predict", "--model", model_path, "--data",
-                    env["models"][kind]["data"], "--out", out])
+                    env["models"][kind]["data"], "--out", out,
+                    *PREDICT_OPTIONS.get(kind, [])])
 
 
 def _check_forged(env, kind, tmp_path, content, resign):
@@ -400,11 +413,38 @@ MUST_REFUSE = [
 ]
 
 
+def _point(index, key, value):
+    """An edit of one point of a path file (``value``: the new value, or a
+    function of the old one)."""
+    def edit(obj):
+        old = obj["path"][index][key]
+        return forged(obj, ("path", index, key), value(old) if callable(value) else value)
+    return edit
+
+
+#: a path file's contradictions (its points are models, checked as such)
+PATH_MUST_REFUSE = [
+    ("point feature id 2**40", _point(-1, "features", lambda f: [2**40] + f[1:]), _ID),
+    ("point feature id -1", _point(-1, "features", lambda f: [-1] + f[1:]), "features[0]"),
+    ("point weight 1e308", _point(-1, "coef", lambda c: [1e308] + c[1:]), "MAX_WEIGHT"),
+    ("point intercept 1e308", _point(-1, "intercept", 1e308), "MAX_WEIGHT"),
+    ("point nnz other", _point(-1, "nnz", lambda n: n + 1), "nnz"),
+    ("λ rising", _point(-1, "lambda", 1e9), "must decrease"),
+    ("id range that excludes a feature", _set("id_range", [0, 0]), "outside the ids"),
+    ("format version 3", _set("format_version", 3), "format version 3"),
+    ("method other", _set("method", "fgm"), "method must be l1"),
+]
+#: the kinds written by fit(...).save: the model files
+MODEL_KINDS = [kind for kind, (method, _, _) in KINDS.items() if method != "path"]
+
+
 def _refusal_cases():
     for name, edit, fragment, kinds in MUST_REFUSE:
-        for kind in KINDS:
+        for kind in MODEL_KINDS:
             if kinds is None or kind in kinds:
                 yield pytest.param(kind, edit, fragment, id=f"{kind}: {name}")
+    for name, edit, fragment in PATH_MUST_REFUSE:
+        yield pytest.param("l1 path", edit, fragment, id=f"l1 path: {name}")
 
 
 @pytest.mark.parametrize("kind, edit, fragment", list(_refusal_cases()))
@@ -426,8 +466,9 @@ def test_checks_refuse_what_a_re_signed_file_contradicts(env, tmp_path, kind, ed
     assert _digest(path) == before
     out, page = tmp_path / "predicted.tsv", tmp_path / "report.html"
     data = env["models"][kind]["data"]
-    for command in (["predict", "--model", path, "--data", data, "--out", out],
-                    ["evaluate", "--model", path, "--data", data],
+    point = PREDICT_OPTIONS.get(kind, [])
+    for command in (["predict", "--model", path, "--data", data, "--out", out, *point],
+                    ["evaluate", "--model", path, "--data", data, *point],
                     ["report", path, "--out", page]):
         result = run_cli(command)
         assert one_line_problem(result, path) is None, (command[0], result.output)
@@ -493,6 +534,33 @@ def test_files_written_before_fingerprints(env, tmp_path, version):
     assert json.loads(signed_path.read_text())["format_version"] == 3
     assert _predict(env, "fgm", signed_path, out).exit_code == 0
     assert out.read_bytes() == entry["predicted"]
+
+
+def test_path_files_written_before_fingerprints(env, tmp_path):
+    """A path file of version 1 has no fingerprint: refused in one line
+    that says how to re-sign it; ``sign`` checks every point and writes
+    version 2, which predicts exactly as before.  An edit of a point is
+    refused by the fingerprint."""
+    entry = env["models"]["l1 path"]
+    genuine = json.loads(entry["path"].read_text())
+    old = {k: v for k, v in genuine.items() if k != "fingerprint"}
+    old["format_version"] = 1
+    path, out = tmp_path / "old.json", tmp_path / "p.tsv"
+    _write(path, old)
+    result = _predict(env, "l1 path", path, out)
+    assert one_line_problem(result, path) is None
+    assert "path file of format version 1 has no fingerprint" in result.stderr
+    assert "ultrafs sign" in result.stderr and not out.exists()
+    signed_path = tmp_path / "signed.json"
+    assert run_cli(["sign", path, "--out", signed_path]).exit_code == 0
+    assert json.loads(signed_path.read_text()) == genuine
+    assert _predict(env, "l1 path", signed_path, out).exit_code == 0
+    assert out.read_bytes() == entry["predicted"]
+    edited = forged(genuine, ("path", -1, "coef", 0), genuine["path"][-1]["coef"][0] * 2)
+    _write(path, edited)
+    result = _predict(env, "l1 path", path, tmp_path / "q.tsv")
+    assert one_line_problem(result, path) is None
+    assert "path file content does not match its fingerprint" in result.stderr
 
 
 @pytest.mark.parametrize("args, fragment", [

@@ -11,7 +11,13 @@ during the fit and its reads (``tracemalloc``, which sees numpy's arrays
 even when the kernel has not backed them yet), held under
 :data:`TRACED_LIMIT_MB`.  A per-column array written when read
 (``coef_``, ``mslr_coef_``, ``ranking_``, ``scores_``, the support mask)
-is refused in one line naming the compact attribute.  The last tests check
+is refused in one line naming the compact attribute.
+
+The bound holds for a run whose kernels are in numba's on-disk cache: each
+measured child follows an unmeasured warm-up child running the same job
+(:func:`_warmed`).  A run that compiles holds LLVM's memory as well (1.1 GB
+peak measured from a fresh clone's empty cache), once per machine and the
+same whatever the width: it is not memory per column.  The last tests check
 that the compact structures give, on ordinary data, exactly what the dense
 ones gave.
 """
@@ -43,10 +49,31 @@ _ENV = dict(os.environ, NUMBA_NUM_THREADS="1", OMP_NUM_THREADS="1",
             MALLOC_ARENA_MAX="2")
 
 
+#: the warm-up child's address space: compiling the kernels takes more than
+#: AS_LIMIT, and an array per column of HUGE (8 GiB and up) still fails
+WARM_AS_LIMIT = 6 * 2 ** 30
+
+
 def _cap():
     import resource
 
     resource.setrlimit(resource.RLIMIT_AS, (AS_LIMIT, AS_LIMIT))
+
+
+def _cap_warm_up():
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (WARM_AS_LIMIT, WARM_AS_LIMIT))
+
+
+def _warmed(command, warm_up_command=None, **options):
+    """Run ``command`` in a capped child after the same job (or
+    ``warm_up_command``) has run once unmeasured, so that the measured child
+    loads the compiled kernels from numba's cache instead of compiling them."""
+    subprocess.run(warm_up_command or command, capture_output=True, timeout=600,
+                   preexec_fn=_cap_warm_up, env=_ENV, **options)
+    return subprocess.run(command, capture_output=True, text=True, timeout=300,
+                          preexec_fn=_cap, env=_ENV, **options)
 
 
 def _huge_matrix():
@@ -110,10 +137,8 @@ _ESTIMATOR_CHILD = textwrap.dedent("""
 
 
 def _run_estimator(name, **options):
-    done = subprocess.run(
-        [sys.executable, "-c", _ESTIMATOR_CHILD, name, json.dumps(options),
-         os.path.dirname(__file__)],
-        capture_output=True, text=True, timeout=300, preexec_fn=_cap, env=_ENV)
+    done = _warmed([sys.executable, "-c", _ESTIMATOR_CHILD, name, json.dumps(options),
+                    os.path.dirname(__file__)])
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -215,12 +240,24 @@ _CLI_CHILD = textwrap.dedent("""
 
 def _run_cli(tmp_path, *args, again=None):
     """Run ``ultrafs ARGS`` in a capped child; with ``again`` (other args),
-    run that too, in the same child, under tracemalloc."""
+    run that too, in the same child, under tracemalloc.  The warm-up child
+    writes its outputs (the paths under ``tmp_path`` not yet there) to
+    ``tmp_path / "warm-up"``."""
     report = tmp_path / "figures.json"
     runs = [[str(a) for a in args]] + ([[str(a) for a in again]] if again else [])
-    done = subprocess.run([sys.executable, "-c", _CLI_CHILD, str(report), json.dumps(runs)],
-                          capture_output=True, text=True, timeout=300, preexec_fn=_cap,
-                          env=_ENV)
+    warm_up = tmp_path / "warm-up"
+    warm_up.mkdir(exist_ok=True)
+
+    def elsewhere(arg):
+        path = os.fspath(arg)
+        if os.path.dirname(path) == str(tmp_path) and not os.path.lexists(path):
+            return str(warm_up / os.path.basename(path))
+        return path
+
+    warm_runs = [[elsewhere(a) for a in run] for run in runs]
+    done = _warmed([sys.executable, "-c", _CLI_CHILD, str(report), json.dumps(runs)],
+                   [sys.executable, "-c", _CLI_CHILD, str(warm_up / "figures.json"),
+                    json.dumps(warm_runs)])
     assert report.exists(), done.stderr[-3000:]
     return json.loads(report.read_text()), done
 
@@ -282,9 +319,7 @@ def test_select_on_a_huge_width(tmp_path, huge_store, method, extra):
     print("predict", figures)
     assert figures["code"] == 0 and figures["again_code"] == 0, done.stderr[-3000:]
     assert figures["rss_mb"] < RSS_LIMIT_MB
-    # no traced bound here: reading the model file takes a buffer as large as
-    # the model files' size bound (model_checks.read_model_text, 256 MiB that
-    # the kernel never backs), whatever the ids
+    assert figures["traced_mb"] < TRACED_LIMIT_MB
     assert len(predictions.read_text().splitlines()) >= 10
     figures, done = _run_cli(tmp_path, "report", model, "--test", huge_store, "--train",
                              huge_store, "--out", tmp_path / "report.html")
@@ -415,10 +450,8 @@ def test_estimators_fitted_on_a_huge_store(huge_store):
     """The estimators given the store itself (``n_features_in_`` is its id
     space, 2**31): fit, predict, transform under the bounds."""
     chosen = [(name, options) for name, options in ESTIMATORS if name != "GSRFSSelector"]
-    done = subprocess.run([sys.executable, "-c", _STORE_CHILD, str(huge_store),
-                           json.dumps(chosen)],
-                          capture_output=True, text=True, timeout=300, preexec_fn=_cap,
-                          env=_ENV)
+    done = _warmed([sys.executable, "-c", _STORE_CHILD, str(huge_store),
+                    json.dumps(chosen)])
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
     print(out)

@@ -203,10 +203,15 @@ CV_CASES = [
 
 
 def _forged(files, tmp_path, source, forge):
+    """The forged file, re-signed (as ``ultrafs sign`` would after a user's
+    edit), so that the field checks behind the fingerprint answer;
+    ``tests/test_hostile_models.py`` holds the unsigned edits."""
+    from ultrafs.model_fingerprint import signed
+
     doc = copy.deepcopy(json.loads(files[source].read_text()))
     forge(doc)
     path = tmp_path / "forged.json"
-    path.write_text(json.dumps(doc))
+    path.write_text(json.dumps(signed(doc)))
     return path
 
 

@@ -90,12 +90,16 @@ from ultrafs.store.targets import require_labels
 __all__ = ["Model", "MODEL_FORMAT", "MODEL_VERSION", "MAX_MODEL_BYTES",
            "feature_names_from_store", "ModelDataError", "WrongDataError",
            "WrongIdsError", "NonFiniteDecisionError",
-           "record_id_range", "is_path_file",
-           "parsed_model_file", "PATH_FORMAT", "PATH_VERSIONS"]
+           "record_id_range", "store_id_range", "is_path_file",
+           "parsed_model_file", "PATH_FORMAT", "PATH_VERSIONS",
+           "PATH_SIGNED_VERSION"]
 
 #: what a path file (``ultrafs path --out``) says it is, and the versions read
 PATH_FORMAT = "ultrafs-path"
-PATH_VERSIONS = (1,)
+PATH_VERSIONS = (1, 2)
+#: the first path file version carrying a content fingerprint (and
+#: ``id_range``); version 1 files are refused until re-signed (ultrafs sign)
+PATH_SIGNED_VERSION = 2
 
 
 class ModelDataError(InputFormatError):
@@ -565,15 +569,23 @@ def _finite(decision, store) -> np.ndarray:
     return decision
 
 
+def store_id_range(store):
+    """``[first, last]``: the first and last feature ids of ``store``, or
+    None for a store without columns."""
+    n_columns = int(store.n_features)
+    if not n_columns:
+        return None
+    return [int(i) for i in store.feature_ids([0, n_columns - 1])]
+
+
 def record_id_range(model, store) -> None:
     """Record in ``model.params["id_range"]`` the first and last feature ids
     of ``store`` (the data it was fitted on): a model file read later is
     refused when a feature reads an id outside them
     (:func:`~ultrafs.model_checks.check_consistency`)."""
-    n_columns = int(store.n_features)
-    if n_columns and "id_range" not in model.params:
-        first, last = (int(i) for i in store.feature_ids([0, n_columns - 1]))
-        model.params["id_range"] = [first, last]
+    id_range = store_id_range(store)
+    if id_range is not None and "id_range" not in model.params:
+        model.params["id_range"] = id_range
 
 
 def _intercept_json(intercept):

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 
 import numpy as np
 
 from ultrafs.errors import InputFormatError
+from ultrafs.store.input_files import open_regular
 from ultrafs.json_fields import InvalidField as _Invalid  # becomes InputFormatError
 from ultrafs.json_fields import integer as _int
 from ultrafs.json_fields import is_int as _is_int
@@ -60,30 +60,29 @@ PREDICTORS = ("selection", "refit")
 
 
 def read_model_text(path, limit):
-    """The text of a model file: a regular file of at most ``limit`` bytes, UTF-8."""
-    try:
-        info = os.stat(path)
-    except FileNotFoundError:
-        raise InputFormatError(f"{path}: no such model file") from None
-    except OSError as exc:
-        raise InputFormatError(
-            f"{path}: cannot read the model file ({exc.strerror})") from None
-    if stat.S_ISDIR(info.st_mode):
+    """The text of a model file: a regular file of at most ``limit`` bytes, UTF-8.
+
+    The file is opened without blocking and checked open (a FIFO, socket or
+    device is refused before a byte is read, :func:`open_regular`), then
+    read up to its own size plus one byte, so the buffer is the file's
+    size, not ``limit``.
+    """
+    if os.path.isdir(path):
         raise InputFormatError(f"{path}: is a directory, not a model file")
-    if not stat.S_ISREG(info.st_mode):
-        raise InputFormatError(f"{path}: not a regular file (a model file is a "
-                               "JSON file)")
-    too_large = (f"{path}: model file larger than the {_size_text(limit)} limit "
-                 "(MAX_MODEL_BYTES); not read")
-    if info.st_size > limit:
-        raise InputFormatError(too_large)
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(limit + 1)
-    except OSError as exc:
-        raise InputFormatError(
-            f"{path}: cannot read the model file ({exc.strerror})") from None
-    if len(raw) > limit:                     # grew since the stat
+    with open_regular(path, "model file") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        too_large = (f"{path}: model file larger than the {_size_text(limit)} limit "
+                     "(MAX_MODEL_BYTES); not read")
+        if size > limit:
+            raise InputFormatError(too_large)
+        try:
+            raw = fh.read(size + 1)
+            if len(raw) > size:                  # grew since it was opened
+                raw += fh.read(limit + 1 - len(raw))
+        except OSError as exc:
+            raise InputFormatError(
+                f"{path}: cannot read the model file ({exc.strerror})") from None
+    if len(raw) > limit:
         raise InputFormatError(too_large)
     try:
         return raw.decode("utf-8")
@@ -206,8 +205,19 @@ def validated_fields(obj, where, *, verify=False) -> dict:
     return fields
 
 
-def check_fingerprint(obj, where) -> None:
-    """Refuse a model file whose content does not match its fingerprint.
+def check_fingerprint(obj, where, kind="model file", signed_version=SIGNED_VERSION) -> None:
+    """Refuse a model (or path) file whose content does not match its fingerprint.
+
+    Parameters
+    ----------
+    obj : dict
+        The parsed file.
+    where : str
+        The file, as named.
+    kind : {"model file", "path file"}
+        For messages.
+    signed_version : int
+        The first format version of ``kind`` that carries a fingerprint.
 
     Raises
     ------
@@ -223,19 +233,19 @@ def check_fingerprint(obj, where) -> None:
     version = obj.get("format_version")
     value = obj.get(FINGERPRINT_KEY)
     if value is None:
-        if version < SIGNED_VERSION:
+        if version < signed_version:
             raise InputFormatError(
-                f"{where}: model file of format version {version} has no fingerprint "
+                f"{where}: {kind} of format version {version} has no fingerprint "
                 f"(written before ultrafs checked them), so its content cannot be "
                 f"verified: {resign}")
-        raise InputFormatError(f"{where}: invalid model file: no 'fingerprint' "
+        raise InputFormatError(f"{where}: invalid {kind}: no 'fingerprint' "
                                f"(removed by hand?): {resign}")
     if not is_fingerprint(value):
-        raise InputFormatError(f"{where}: invalid model file: fingerprint must be "
+        raise InputFormatError(f"{where}: invalid {kind}: fingerprint must be "
                                f"'sha256:' and 64 hex digits, got {_show(value)}")
     if value != fingerprint_of(obj):
         raise InputFormatError(
-            f"{where}: model file content does not match its fingerprint (edited by "
+            f"{where}: {kind} content does not match its fingerprint (edited by "
             f"hand, truncated or copied wrongly?): {resign}")
 
 

@@ -289,6 +289,7 @@ def build_path_report(path_file, out_html, *, test_store=None) -> dict:
         raise UltraFSError("the report needs matplotlib: pip install "
                            "'ultrafs[report]'") from None
     models = PathModels.load(path_file)
+    models.check_points()       # a report shows them all: every one must be valid
     out_html, directory, stem = report_target(out_html)
     data = _figure_data(models, test_store)
     names = {"nonzeros": f"{stem}_nonzeros.png"}

@@ -76,10 +76,14 @@ from ultrafs.solvers.irls import (EPS_REL, LIVE_ROW_RTOL, IRLSProblem, L2pRows, 
 __all__ = ["GSRFSResult", "fit_gsrfs", "fit_gsrfs_two_stage", "encode_targets",
            "fit_weights", "check_gsrfs_params", "rank_rows", "smoothed_objective", "default_eps",
            "DEFAULT_TOL", "DEFAULT_GTOL", "DEFAULT_MAX_ITER", "DEFAULT_MIN_ITER",
-           "EPS_REL", "LIVE_ROW_RTOL", "RANK_RTOL", "MAX_GRAM_BYTES", "SOLVES"]
+           "EPS_REL", "R_MIN", "LIVE_ROW_RTOL", "RANK_RTOL", "MAX_GRAM_BYTES", "SOLVES"]
 
 #: the paper's stop: relative objective change between two iterations
 DEFAULT_TOL = 1e-4
+#: smallest exponent r of the loss: below, the IRLS weights (r/2)(‖e‖² +
+#: ε)^((r−2)/2) leave float64's normal range on ordinary data (r = 1e-300
+#: ranked no feature on mushrooms; 1e-100 still fitted)
+R_MIN = 1e-6
 #: the certificate: relative stationarity residual over the live rows
 DEFAULT_GTOL = 1e-3
 DEFAULT_MAX_ITER = 300
@@ -199,7 +203,7 @@ def check_gsrfs_params(r, p, lam, *, eps=None, tol=DEFAULT_TOL, gtol=DEFAULT_GTO
             bracket = "(" if low_open else "["
             raise ParameterError(f"{name} must lie in {bracket}{low}, {high}], got {value!r}")
 
-    real(r, "r", 0, 2)
+    real(r, "r", R_MIN, 2, low_open=False)
     real(p, "p", 0, 1)
     real(lam, "lam", 0, np.finfo(np.float64).max)
     if eps is not None:
@@ -427,9 +431,19 @@ def fit_gsrfs(op, Y, *, r=1.0, p=0.5, lam=1.0, eps=None, eps_penalty=None,
     passes0 = int(getattr(op, "n_passes", 0))
     problem = IRLSProblem(L2rDatafit(op, Y, r, eps, fit_intercept, weights),
                           L2pRows(lam, p, eps_penalty))
-    run = irls(problem, solve=solve, tol=tol, gtol=gtol, max_iter=max_iter,
-               min_iter=min_iter, stop=stop, accelerate=accelerate, callback=callback,
-               warn_stacklevel=3)
+    try:
+        run = irls(problem, solve=solve, tol=tol, gtol=gtol, max_iter=max_iter,
+                   min_iter=min_iter, stop=stop, accelerate=accelerate, callback=callback,
+                   warn_stacklevel=3)
+    except (np.linalg.LinAlgError, FloatingPointError, OverflowError):
+        # the reweighted system left float64: its weights (‖e‖² + ε)^((r−2)/2)
+        # and (‖w‖² + ε)^((p−2)/2) overflow for a tiny ε, underflow for a huge one
+        scale = default_eps(Y, fit_intercept, weights) / EPS_REL
+        raise ParameterError(
+            f"GSR-FS: the reweighted system is not positive definite at eps {eps:.3g}, "
+            f"lam {lam:.3g}: "
+            f"choose an eps within 1e-20 .. 1e20 x {scale:.3g} (the targets' mean "
+            f"squared row; default 1e-10 x) or a larger lam") from None
     W, E, norms, loss_grad = run.coef, run.residuals, run.row_norms, run.loss_gradient
     dead = ~run.live
     kkt_dead = None

@@ -35,7 +35,7 @@ class GSRFSParams(Params):
         50, "How many of the best-ranked features the model keeps (fewer when fewer "
         "rows of W are nonzero).", kind="int", low=1, old=("features", "--features"))
     r: float = param(1.0, "Exponent r of the ℓ2,r loss (small: robust to outliers; 2: "
-                     "least squares).", low=0, low_open=True, high=2)
+                     "least squares).", low=1e-6, high=2)   # gsrfs.R_MIN
     p: float = param(0.5, "Exponent p of the ℓ2,p penalty (small: sparser; below 1 "
                      "nonconvex, a local optimum from the ridge start).", low=0,
                      low_open=True, high=1)

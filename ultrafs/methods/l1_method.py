@@ -274,7 +274,8 @@ def path_to_dict(path, store, *, command=None, cv=None) -> dict:
     is recorded under ``"cv"``, with the chosen λ (``lambda_min``,
     ``lambda_1se``) and their indices on the path.
     """
-    from ultrafs.model import PATH_FORMAT, PATH_VERSIONS
+    from ultrafs.model import PATH_FORMAT, PATH_VERSIONS, store_id_range
+    from ultrafs.model_fingerprint import signed
 
     steps = []
     for record, columns, coef, intercept in zip(path.records, path.columns,
@@ -293,11 +294,13 @@ def path_to_dict(path, store, *, command=None, cv=None) -> dict:
            "statistics_seconds": path.statistics_seconds,
            "data_fingerprint": getattr(store, "fingerprint", None),
            "path": steps}
+    if store_id_range(store) is not None:
+        out["id_range"] = store_id_range(store)
     if cv is not None:
         out["cv"] = cv.to_dict(lambda_max=path.lambda_max)
     if command:
         out["command"] = command
-    return out
+    return signed(out)
 
 
 def summary_lines(model, store):

@@ -17,8 +17,9 @@ import os
 import numpy as np
 
 from ultrafs.errors import InputFormatError
-from ultrafs.model import (MODEL_FORMAT, MODEL_VERSION, PATH_FORMAT, PATH_VERSIONS,
-                           Model, is_path_file, parsed_model_file)
+from ultrafs.model import (MODEL_FORMAT, MODEL_VERSION, PATH_FORMAT, PATH_SIGNED_VERSION,
+                           PATH_VERSIONS, Model, is_path_file, parsed_model_file)
+from ultrafs.model_checks import check_fingerprint
 
 __all__ = ["PathModels", "load_model_or_point"]
 
@@ -76,22 +77,30 @@ class PathModels:
     OPTIONS = ("--lambda X (a λ of the path, or min / 1se of its --cv), --point K or "
                "--n-features-to-select K")
 
-    def __init__(self, obj, where):
+    def __init__(self, obj, where, *, verify=False):
         self.where, self.obj = where, obj
         try:
             self._check()
         except InputFormatError as exc:
             raise InputFormatError(f"{where}: invalid path file: {exc}") from None
+        if verify:          # a file from disk: its content as written
+            check_fingerprint(obj, where, "path file", PATH_SIGNED_VERSION)
+
+    def check_points(self):
+        """Build every point's model (each validated as a model file is)."""
+        for index in range(len(self)):
+            self.model(index)
 
     @classmethod
     def load(cls, path, *, max_bytes=None) -> "PathModels":
-        """Read and validate a path file; one :class:`InputFormatError` line
-        naming ``path`` and the problem otherwise."""
+        """Read and validate a path file, its fingerprint included; one
+        :class:`InputFormatError` line naming ``path`` and the problem
+        otherwise."""
         path = os.fspath(path)
         obj = parsed_model_file(path, max_bytes)
         if not is_path_file(obj):
             raise InputFormatError(f"{path}: not an ultrafs path file")
-        return cls(obj, path)
+        return cls(obj, path, verify=True)
 
     def _check(self):
         obj = self.obj
@@ -101,7 +110,8 @@ class PathModels:
         version = obj.get("format_version")
         if isinstance(version, bool) or version not in PATH_VERSIONS:
             raise InputFormatError(f"format version {_shown(version)} is not "
-                                   f"supported (this ultrafs reads version 1)")
+                                   f"supported (this ultrafs reads versions "
+                                   f"{', '.join(map(str, PATH_VERSIONS))})")
         if obj.get("method") != "l1":
             raise InputFormatError(f"method must be l1, got "
                                    f"{_shown(obj.get('method'))}")
@@ -230,6 +240,8 @@ class PathModels:
                   "id_offset": obj.get("id_offset", 0),
                   "data_fingerprint": obj.get("data_fingerprint"),
                   "path_point": int(index), "path_file": self.where}
+        if obj.get("id_range") is not None:
+            params["id_range"] = obj["id_range"]
         if how:
             params["chosen_by"] = how
         history = {k: v for k, v in step.items()
@@ -281,7 +293,7 @@ def load_model_or_point(path, *, lambda_=None, point=None, n_features_to_select=
             raise InputFormatError(f"{path}: a model file has one model: "
                                    f"{PathModels.OPTIONS} apply to a path file")
         return model, None
-    models = PathModels(obj, path)
+    models = PathModels(obj, path, verify=True)
     index, how = models.index(lambda_=lambda_, point=point,
                               n_features_to_select=n_features_to_select)
     return models.model(index, how), {"point": index, "lambda": float(models.lambdas[index]),

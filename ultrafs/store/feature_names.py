@@ -39,8 +39,8 @@ import numpy as np
 from ultrafs.errors import InputFormatError, StoreFormatError
 from ultrafs.store.input_files import open_regular
 
-__all__ = ["NAMES_SHA_ATTR", "NAMES_COUNT_ATTR", "MAX_NAME_BYTES", "name_problem",
-           "check_name", "names_of_sequence", "write_names", "StagedNames",
+__all__ = ["NAMES_SHA_ATTR", "NAMES_COUNT_ATTR", "MAX_NAME_BYTES", "MAX_NAMES",
+           "name_problem", "check_name", "names_of_sequence", "write_names", "StagedNames",
            "stage_names_file", "lookup_names", "check_names_attrs", "compose_name"]
 
 #: attribute holding the SHA-256 (hex) of the names file
@@ -49,6 +49,9 @@ NAMES_SHA_ATTR = "feature_names_sha256"
 NAMES_COUNT_ATTR = "feature_names_count"
 #: longest name accepted, in bytes of UTF-8
 MAX_NAME_BYTES = 4096
+#: most names a names file may hold: staging keeps 24 bytes per name
+#: (id, line, offset), so 3 GiB at this bound; kddb has 30 million columns
+MAX_NAMES = 2**27
 #: characters a name may not hold: the tab and every line break of str.splitlines
 _FORBIDDEN = {"\t": "a tab", "\n": "a line break", "\r": "a line break",
               "\x0b": "a line break", "\x0c": "a line break", "\x1c": "a line break",
@@ -234,6 +237,9 @@ def stage_names_file(source, dest, *, id_offset: int) -> StagedNames:
                 if parsed is None:
                     continue
                 fid, name = parsed
+                if len(ids) >= MAX_NAMES:
+                    raise InputFormatError(f"{source_text}: line {number}: more than "
+                                           f"{MAX_NAMES:,} names (MAX_NAMES)")
                 if ids and fid <= ids[-1]:
                     if fid == ids[-1]:
                         raise InputFormatError(
