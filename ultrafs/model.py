@@ -562,6 +562,7 @@ class Model:
                 f"{_class_set_text(store_classes)}")
         return index.astype(np.int64)
 
+
 def _finite(decision, store) -> np.ndarray:
     """``decision`` when every value is finite; else one line naming the store."""
     if not np.all(np.isfinite(decision)):
