@@ -118,7 +118,7 @@ def test_the_method_is_registered_with_the_engine_defaults(data):
     with pytest.raises(ParameterError, match="candidates must be an integer >= 1 or "
                                              "'auto'"):
         fit("gsrfs", X, y, candidates="many")
-    with pytest.raises(ParameterError, match="r must be a number > 0 and <= 2"):
+    with pytest.raises(ParameterError, match="r must be a number >= 1e-06 and <= 2"):
         fit("gsrfs", X, y, r=3.0)
     store = open_store(data["paths"]["digits"])
     model = fit("gsrfs", store, n_features_to_select=7, candidates="auto",

@@ -527,7 +527,8 @@ ALLOWED = {
                      "model_fingerprint"},
     "model_fingerprint": set(),
     "methods": {"errors", "atomic", "json_fields", "rss", "kernels", "store",
-                "scoring", "features", "solvers", "model", "progress"},
+                "scoring", "features", "solvers", "model", "model_fingerprint",
+                "progress"},
     "datasets": {"errors", "kernels", "store"},
 }
 FACES = {"api", "cli", "report", "report_curves", "report_path", "sklearn"}

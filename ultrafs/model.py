@@ -81,9 +81,10 @@ from ultrafs import __version__
 from ultrafs.atomic import write_json_atomic
 from ultrafs.errors import InputFormatError, UltraFSWarning
 # the format's constants live with its checks; MODEL_FORMAT, MODEL_VERSION
-# and MAX_MODEL_BYTES are re-exported here, where the model files are made
+# MAX_MODEL_BYTES and check_fingerprint (path files use it) are re-exported
+# here, where the model files are made
 from ultrafs.model_checks import (MAX_MODEL_BYTES, MODEL_FORMAT, MODEL_VERSION,
-                                  read_model_text, validated_fields)
+                                  check_fingerprint, read_model_text, validated_fields)
 from ultrafs.model_fingerprint import signed
 from ultrafs.store.targets import require_labels
 
@@ -91,7 +92,7 @@ __all__ = ["Model", "MODEL_FORMAT", "MODEL_VERSION", "MAX_MODEL_BYTES",
            "feature_names_from_store", "ModelDataError", "WrongDataError",
            "WrongIdsError", "NonFiniteDecisionError",
            "record_id_range", "store_id_range", "is_path_file",
-           "parsed_model_file", "PATH_FORMAT", "PATH_VERSIONS",
+           "parsed_model_file", "check_fingerprint", "PATH_FORMAT", "PATH_VERSIONS",
            "PATH_SIGNED_VERSION"]
 
 #: what a path file (``ultrafs path --out``) says it is, and the versions read

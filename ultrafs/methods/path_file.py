@@ -18,8 +18,8 @@ import numpy as np
 
 from ultrafs.errors import InputFormatError
 from ultrafs.model import (MODEL_FORMAT, MODEL_VERSION, PATH_FORMAT, PATH_SIGNED_VERSION,
-                           PATH_VERSIONS, Model, is_path_file, parsed_model_file)
-from ultrafs.model_checks import check_fingerprint
+                           PATH_VERSIONS, Model, check_fingerprint, is_path_file,
+                           parsed_model_file)
 
 __all__ = ["PathModels", "load_model_or_point"]
 
