@@ -39,7 +39,8 @@ div.wide { overflow-x: auto; }
 """
 
 
-def report_path_file(model_path, test_path, train_path, label, out) -> bool:
+def report_path_file(model_path, test_path, train_path, label, out,
+                     storage_options=None) -> bool:
     """``ultrafs report`` on a path file: write the report, print its summary
     (JSON) and return True; False when ``model_path`` is not a path file (the
     model report then reads it)."""
@@ -57,7 +58,8 @@ def report_path_file(model_path, test_path, train_path, label, out) -> bool:
         raise click.UsageError("--train applies to a model file (the refits of its "
                                "iterations); a path file takes --test")
     test_store = (None if test_path is None
-                  else open_store(resolve_data_path(test_path), label=label))
+                  else open_store(resolve_data_path(test_path), label=label,
+                                  storage_options=storage_options))
     result = build_path_report(model_path, out, test_store=test_store)
     summary = {"html": result["html"], "figures": result["figures"]}
     cv = result["data"]["cv"]

@@ -8,19 +8,21 @@ import click
 
 from ultrafs.cli.data import resolve_data_path
 from ultrafs.cli.errors import one_line_errors
-from ultrafs.cli.options import LABEL_OPTION
+from ultrafs.cli.options import LABEL_OPTION, STORAGE_OPTION
 
 
 @click.command()
 @click.argument("store_path", metavar="STORE", type=click.Path())
 @LABEL_OPTION
+@STORAGE_OPTION
 @one_line_errors
-def info(store_path, label):
+def info(store_path, label, storage_options):
     """Print a store's metadata as JSON (Zarr, Parquet long or wide; a LIBSVM
     file: its cached store, ingested once and reused)."""
     from ultrafs.store import open_store
 
-    store = open_store(resolve_data_path(store_path), label=label)
+    store = open_store(resolve_data_path(store_path), label=label,
+                       storage_options=storage_options)
     click.echo(json.dumps(shown_description(store.describe()), indent=1, default=str))
 
 

@@ -10,6 +10,7 @@ import sys
 import click
 
 from ultrafs.cli.errors import one_line_errors
+from ultrafs.cli.options import STORAGE_OPTION
 from ultrafs.cli.terminal import ingest_progress, load_engine, progress_enabled
 from ultrafs.cli.types import MAX_COUNT, MAX_ID_SPACE
 
@@ -42,12 +43,13 @@ from ultrafs.cli.types import MAX_COUNT, MAX_ID_SPACE
                    "line (line k names the k-th id; an empty line: unnamed), or "
                    "id<TAB>name lines for any subset of ids.")
 @click.option("--overwrite", is_flag=True, help="Replace OUTPUT if it exists.")
+@STORAGE_OPTION
 @click.option("--progress/--no-progress", default=None,
               help="Progress on stderr (default: when a terminal; piped: one line at the end).")
 @one_line_errors
 def ingest(input_path, output_path, dtype, zero_based, n_features,
-           memory_budget, block_nnz, store_format, target, overwrite, feature_names,
-           progress):
+           memory_budget, block_nnz, store_format, target, overwrite, storage_options,
+           feature_names, progress):
     """Convert a LIBSVM/svmlight file (plain, .gz, .bz2, .xz) to a store.
 
     INPUT - reads standard input (plain or compressed). On a terminal,
@@ -55,7 +57,10 @@ def ingest(input_path, output_path, dtype, zero_based, n_features,
     """
     from ultrafs.outputs import check_output_dir
 
-    check_output_dir(output_path, "OUTPUT", [("INPUT", input_path)])
+    from ultrafs.store.path_store import is_url
+
+    if not is_url(output_path):
+        check_output_dir(output_path, "OUTPUT", [("INPUT", input_path)])
     show = progress_enabled(progress)
     load_engine(show, ("ultrafs.kernels", "ultrafs.store.writers.libsvm"))
     from ultrafs.store.writers.libsvm import ingest_libsvm
@@ -73,7 +78,7 @@ def ingest(input_path, output_path, dtype, zero_based, n_features,
                 n_features=n_features, memory_budget=memory_budget * 2**20,
                 command=" ".join(["ultrafs"] + sys.argv[1:]), overwrite=overwrite,
                 format=store_format, target=None if target == "auto" else target,
-                feature_names=feature_names, **kwargs)
+                feature_names=feature_names, storage_options=storage_options, **kwargs)
         except OSError as exc:
             raise _store_write_error(exc, output_path, source) from None
     if input_path == "-":
@@ -98,9 +103,11 @@ def _stdin_as_file(input_path, output_path):
 
     from ultrafs.errors import UltraFSError
 
-    output = os.path.abspath(output_path)
+    from ultrafs.store.path_store import is_url
+
+    output = output_path.rstrip("/") if is_url(output_path) else os.path.abspath(output_path)
     folder = tempfile.mkdtemp(prefix=os.path.basename(output) + ".stdin-",
-                              dir=os.path.dirname(output))
+                              dir=None if is_url(output_path) else os.path.dirname(output))
     copy = os.path.join(folder, "stdin")
     try:
         stream = getattr(sys.stdin, "buffer", sys.stdin)   # bytes (CliRunner: already bytes)

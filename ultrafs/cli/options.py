@@ -14,6 +14,24 @@ LABEL_OPTION = click.option(
     help="Label column of a wide Parquet table (default: 'label').")
 
 
+def _storage_options(ctx, param, pairs):
+    from ultrafs.errors import ParameterError
+    from ultrafs.store.object_store import parse_storage_options
+
+    try:
+        return parse_storage_options(pairs) or None
+    except ParameterError as exc:
+        raise click.BadParameter(str(exc), ctx, param) from None
+
+
+STORAGE_OPTION = click.option(
+    "--storage-option", "storage_options", multiple=True, metavar="KEY=VALUE",
+    callback=_storage_options,
+    help="fsspec option of the s3:// (or other URL) stores this command reads or "
+         "writes, e.g. endpoint_url=http://127.0.0.1:9000 (repeatable; VALUE as JSON "
+         "when it parses). Credentials also come from the environment (AWS_*).")
+
+
 def run_options():
     """Options of the block passes: block size, scheduler and its timeouts."""
     return [

@@ -9,7 +9,7 @@ import click
 from ultrafs.cli.data import resolve_data_path
 from ultrafs.cli.errors import one_line_errors
 from ultrafs.cli.method_options import given_params, method_options
-from ultrafs.cli.options import LABEL_OPTION, run_options, with_options
+from ultrafs.cli.options import LABEL_OPTION, STORAGE_OPTION, run_options, with_options
 from ultrafs.cli.output import emit_json
 from ultrafs.cli.scheduler import scheduler_for_run
 from ultrafs.cli.terminal import format_seconds, progress_enabled, stderr_is_terminal
@@ -33,6 +33,7 @@ def _path_options():
               help="Training data: a store or a LIBSVM file (ingested once into "
                    "the cache, as for select).")
 @LABEL_OPTION
+@STORAGE_OPTION
 @click.option("--method", type=click.Choice(["l1"]), default="l1", show_default=True,
               help="l1: ℓ1-logistic regression with an unpenalised intercept.")
 @with_options(run_options())
@@ -51,7 +52,7 @@ def _path_options():
               help="Progress on stderr: a bar on a terminal, one line per λ when "
                    "piped (default: when a terminal).")
 @one_line_errors
-def path_command(data_path, label, method, block_size, scheduler, workers,
+def path_command(data_path, label, storage_options, method, block_size, scheduler, workers,
                  connect_timeout, worker_timeout, out, n_folds, seed, progress,
                  **values):
     """Solve the ℓ1-LR path with safe screening and write it as JSON.
@@ -71,7 +72,8 @@ def path_command(data_path, label, method, block_size, scheduler, workers,
     from ultrafs.store import open_store
 
     check_output_file(out, "--out", [("--data store", data_path)])
-    store = open_store(resolve_data_path(data_path), label=label)
+    store = open_store(resolve_data_path(data_path), label=label,
+                       storage_options=storage_options)
     show = progress_enabled(progress)
     on_terminal = stderr_is_terminal()
     given = given_params(get_method("l1"), values)

@@ -10,7 +10,7 @@ import click
 
 from ultrafs.cli.data import resolve_data_path
 from ultrafs.cli.errors import one_line_errors
-from ultrafs.cli.options import LABEL_OPTION
+from ultrafs.cli.options import LABEL_OPTION, STORAGE_OPTION
 from ultrafs.cli.output import check_output
 from ultrafs.cli.types import MAX_COUNT
 
@@ -115,6 +115,7 @@ def _model_of(model_path, lambda_, point, n_features_to_select):
                    "reused); labels not needed.")
 @point_options
 @LABEL_OPTION
+@STORAGE_OPTION
 @click.option("--out", default="-", show_default=True,
               help="Output file, or - for stdout.")
 @click.option("--format", "output_format", type=click.Choice(["tsv", "json"]),
@@ -124,8 +125,8 @@ def _model_of(model_path, lambda_, point, n_features_to_select):
                    "or one JSON object of arrays.")
 @one_line_errors
 @check_output("out", "--out", {"--model file": "model_path", "--data store": "data_path"})
-def predict(model_path, data_path, lambda_, point, n_features_to_select, label, out,
-            output_format):
+def predict(model_path, data_path, lambda_, point, n_features_to_select, label,
+            storage_options, out, output_format):
     """Predict every row of a store with a model file (or a path file's point)."""
     from ultrafs.store import open_store
 
@@ -136,7 +137,7 @@ def predict(model_path, data_path, lambda_, point, n_features_to_select, label, 
                    f"({chosen['chosen_by']})", err=True)
     # labels are not needed: the labelled entry of select / evaluate serves too
     store = open_store(resolve_data_path(data_path, target="none", also_targets=(None,)),
-                       label=label, labels=False)
+                       label=label, labels=False, storage_options=storage_options)
     with _naming(model_path, data_path):
         decision = model.decision_function_store(store)
     _write_predictions(model, decision, out, output_format)
@@ -150,14 +151,17 @@ def predict(model_path, data_path, lambda_, point, n_features_to_select, label, 
                    "cache and reused).")
 @point_options
 @LABEL_OPTION
+@STORAGE_OPTION
 @one_line_errors
-def evaluate(model_path, data_path, lambda_, point, n_features_to_select, label):
+def evaluate(model_path, data_path, lambda_, point, n_features_to_select, label,
+             storage_options):
     """Print accuracy, AUC and counts of a model on a labelled store (JSON);
     for a path file, also the point evaluated (``path_point``)."""
     from ultrafs.store import open_store
 
     model, chosen = _model_of(model_path, lambda_, point, n_features_to_select)
-    store = open_store(resolve_data_path(data_path), label=label)
+    store = open_store(resolve_data_path(data_path), label=label,
+                       storage_options=storage_options)
     with _naming(model_path, data_path):
         metrics = model.evaluate_store(store)
     if chosen is not None:

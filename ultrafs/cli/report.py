@@ -18,7 +18,7 @@ import click
 from ultrafs.cli import terminal
 from ultrafs.cli.data import resolve_data_path
 from ultrafs.cli.errors import one_line_errors
-from ultrafs.cli.options import LABEL_OPTION
+from ultrafs.cli.options import LABEL_OPTION, STORAGE_OPTION
 from ultrafs.cli.output import check_output
 from ultrafs.cli.types import MAX_COUNT
 
@@ -34,6 +34,7 @@ from ultrafs.cli.types import MAX_COUNT
                    "l1-LR at the same number of features (the l1-LR baseline "
                    "loads this store in memory).")
 @LABEL_OPTION
+@STORAGE_OPTION
 @click.option("--l1-max-nnz", type=click.IntRange(min=0, max=MAX_COUNT), default=None,
               help="Refuse a --train store holding more values than this "
                    "(default: 200,000,000).")
@@ -50,7 +51,8 @@ from ultrafs.cli.types import MAX_COUNT
 @one_line_errors
 @check_output("out", "--out", {"model file": "model_path", "--test store": "test_path",
                                 "--train store": "train_path"})
-def report_command(model_path, test_path, train_path, label, l1_max_nnz, top, out,
+def report_command(model_path, test_path, train_path, label, storage_options, l1_max_nnz,
+                   top, out,
                    as_json, progress):
     """Write an HTML run report (and PNG figures) for a model file."""
     from ultrafs.model import Model
@@ -59,7 +61,7 @@ def report_command(model_path, test_path, train_path, label, l1_max_nnz, top, ou
     from ultrafs.report_path import report_path_file
     from ultrafs.store import open_store
 
-    if report_path_file(model_path, test_path, train_path, label, out):
+    if report_path_file(model_path, test_path, train_path, label, out, storage_options):
         return      # a path file (ultrafs path): its own report
     if train_path is not None and test_path is None:
         raise click.UsageError("--train needs --test (the curves are measured on "
@@ -67,9 +69,11 @@ def report_command(model_path, test_path, train_path, label, l1_max_nnz, top, ou
     started = time.perf_counter()
     model = Model.load(model_path)
     test_store = (None if test_path is None
-                  else open_store(resolve_data_path(test_path), label=label))
+                  else open_store(resolve_data_path(test_path), label=label,
+                                 storage_options=storage_options))
     train_store = (None if train_path is None
-                   else open_store(resolve_data_path(train_path), label=label))
+                   else open_store(resolve_data_path(train_path), label=label,
+                                  storage_options=storage_options))
     with showing(terminal.progress_enabled(progress)):
         result = build_report(model, out, test_store=test_store, train_store=train_store,
                               top=top, l1_max_nnz=l1_max_nnz,

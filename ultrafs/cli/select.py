@@ -19,7 +19,7 @@ from ultrafs.cli.data import held_out_scores, held_out_split, resolve_data_path
 from ultrafs.cli.errors import one_line_errors
 from ultrafs.cli.method_options import (given_params, method_options, old_options,
                                         other_options)
-from ultrafs.cli.options import LABEL_OPTION, run_options
+from ultrafs.cli.options import LABEL_OPTION, STORAGE_OPTION, run_options
 from ultrafs.cli.output import emit_json, model_output
 from ultrafs.cli.run import run_method
 from ultrafs.cli.summary import print_summary
@@ -57,6 +57,7 @@ def _common_options(method_names):
                           "once into the cache ($ULTRAFS_CACHE_DIR, else "
                           "~/.cache/ultrafs) and reused."),
         LABEL_OPTION,
+        STORAGE_OPTION,
         click.option("--method", type=click.Choice(method_names), default=DEFAULT_METHOD,
                      show_default=True,
                      help=summaries + " `ultrafs select --method M --help` lists M's "
@@ -199,7 +200,8 @@ def _sniff_method(args):
                epilog="The options shown are those of --method (FGM by default); "
                       "`ultrafs select --method M --help` shows another method's.")
 @one_line_errors
-def select_command(data_path, label, method, test_path, out, overwrite, **values):
+def select_command(data_path, label, storage_options, method, test_path, out, overwrite,
+                   **values):
     """Select features with a registered method; write the model as JSON."""
     from ultrafs.locks import folder_lock
     from ultrafs.methods.registry import get_method
@@ -232,11 +234,11 @@ def select_command(data_path, label, method, test_path, out, overwrite, **values
     _check_params(method, params)        # refuse bad parameters before any reading
     load_engine(progress_enabled(values.get("progress")))
     store = open_store(resolve_data_path(data_path, progress=values.get("progress")),
-                       label=label)
+                       label=label, storage_options=storage_options)
     test_store = None
     if test_path is not None:
         test_store = open_store(resolve_data_path(test_path, progress=values.get("progress")),
-                                label=label)
+                                label=label, storage_options=storage_options)
     fit_store, held_out = store, None
     if fraction is not None:
         fit_store, held_out = held_out_split(store, fraction, params.get("seed", 0))

@@ -32,7 +32,8 @@ def open_store(path, **kwargs):
 
     Keyword arguments go to :func:`ultrafs.store.detect.open_store`
     (``label``: the label column of a wide Parquet table; ``target``: its
-    target type).
+    target type; ``storage_options``: fsspec options of a URL such as
+    ``s3://bucket/train.zarr``).
 
     Raises
     ------

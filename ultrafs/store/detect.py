@@ -75,7 +75,8 @@ def store_kind(path) -> str:
         f"{path}: not an ultrafs store (neither a store directory nor a Parquet file)")
 
 
-def open_store(path, *, label=None, target=None, labels=True) -> ColumnStore:
+def open_store(path, *, label=None, target=None, labels=True,
+               storage_options=None) -> ColumnStore:
     """Open the column store at ``path``, whatever its format.
 
     Parameters
@@ -97,6 +98,11 @@ def open_store(path, *, label=None, target=None, labels=True) -> ColumnStore:
         False for data only predicted on (``ultrafs predict``): a wide
         table then needs no label column, and its labels are never read
         (``target="none"``).  Stores written by ultrafs are opened as they are.
+    storage_options : dict, optional
+        fsspec options of a URL (``{"endpoint_url": ...}`` for ``s3://``),
+        over ultrafs' bounded waits (:mod:`ultrafs.store.object_store`);
+        carried to the workers with the store.  Credentials and endpoints
+        also come from the environment (``AWS_*``) and fsspec's config.
 
     Returns
     -------
@@ -123,7 +129,9 @@ def open_store(path, *, label=None, target=None, labels=True) -> ColumnStore:
                 "Parquet tables only")
         from ultrafs.store.zarr_store import ZarrStore
 
-        return ZarrStore(path)
+        return ZarrStore(path, storage_options=storage_options)
+    if storage_options:
+        raise ParameterError(f"{path}: storage options apply to URLs (s3://...) only")
     kind = store_kind(path)
     if kind != "parquet-wide" and label is not None:
         raise ParameterError(

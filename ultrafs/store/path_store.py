@@ -281,10 +281,10 @@ class WrittenStore(PathStore):
     def _open_names_file(self):
         """The names file, opened for binary reading (local path or URL)."""
         if is_url(self._path):
-            import fsspec
+            from ultrafs.store.object_store import filesystem
 
-            return fsspec.open(f"{str(self._path).rstrip('/')}/{self._NAMES_FILE}",
-                               "rb").open()
+            fs, root = filesystem(str(self._path), getattr(self, "storage_options", None))
+            return fs.open(f"{root.rstrip('/')}/{self._NAMES_FILE}", "rb")
         return open(self._path / self._NAMES_FILE, "rb")
 
     # ------------------------------------------------------------ targets

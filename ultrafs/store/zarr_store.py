@@ -23,7 +23,8 @@ from ultrafs.store.metadata import (READ_VERSIONS, WRITE_VERSION, RecordedMeta,
                                     check_classes_and_bounds, check_complete, check_counts,
                                     check_format_marker, check_metadata_checksum,
                                     check_version3, required_attrs)
-from ultrafs.store.path_store import WrittenStore, check_regular_files, gather_columns, is_url
+from ultrafs.store.path_store import (WrittenStore, check_regular_files, gather_columns, is_url,
+                                     location_of)
 from ultrafs.store.work_buffers import thread_work as _thread_work
 from ultrafs.store.zarr_chunks import ChunkReader, all_in_order, driver_pool
 
@@ -78,19 +79,24 @@ def chunk_codecs():
     return [chunk_compressor(), Crc32cCodec()]
 
 
-def _read_group_attrs(path: Path) -> dict:
+def _read_group_attrs(path: Path, zarr_store=None, storage_options=None) -> dict:
     """Open the Zarr group at ``path`` and return its attributes.
 
     Raises
     ------
     StoreFormatError
-        If ``path`` does not exist or is not a Zarr v3 group.
+        If ``path`` does not exist or is not a Zarr v3 group (a URL: or holds
+        no published store, :func:`ultrafs.store.object_store.check_published`).
     """
     import zarr
 
     if is_url(path):
+        from ultrafs.store.object_store import check_published, zarr_store_of
+
+        check_published(path, storage_options)
         try:
-            group = zarr.open_group(store=path, mode="r", zarr_format=3)
+            group = zarr.open_group(store=zarr_store or zarr_store_of(path, storage_options),
+                                    mode="r", zarr_format=3)
             return dict(group.attrs)
         except Exception as exc:  # fsspec and zarr raise many kinds
             raise StoreFormatError(
@@ -198,15 +204,16 @@ class _StoreMeta(RecordedMeta):
     opened through zarr-python, which gives the messages it always gave.
     """
 
-    def __init__(self, path: Path, zarr_store=None):
+    def __init__(self, path: Path, zarr_store=None, storage_options=None):
         self._path = path
         self._zarr_store = zarr_store
+        self._storage_options = storage_options
         self._lock = threading.Lock()
         self._arrays = None
         local = not is_url(path)
         attrs = _plain_group_attrs(path) if local and zarr_store is None else None
         if attrs is None:
-            attrs = _read_group_attrs(path)
+            attrs = _read_group_attrs(path, zarr_store, storage_options)
         if local:
             check_regular_files(path)
         _check_attrs(path, attrs)
@@ -278,8 +285,15 @@ class _StoreMeta(RecordedMeta):
             arrays[name] = array
         # last of the metadata checks: whatever the specific checks above
         # let through (an id_offset, a class value changed...) is caught here
-        if attrs is not None and not is_url(path):
-            check_metadata_checksum(path, attrs, array_metadata_parts(path))
+        if attrs is not None:
+            if is_url(path):
+                from ultrafs.store.object_store import remote_metadata_parts
+
+                parts = remote_metadata_parts(path, CHECKSUMMED_ARRAYS,
+                                              self._storage_options)
+            else:
+                parts = array_metadata_parts(path)
+            check_metadata_checksum(path, attrs, parts)
         self._arrays = arrays
 
     @property
@@ -350,16 +364,35 @@ class ZarrStore(WrittenStore):
     _NONFINITE_PROBLEM = "NaN or infinite values (data)"
     _NAMES_FILE = NAMES_FILE
 
+    def __init__(self, path, *, storage_options=None):
+        self._init_state(location_of(path), storage_options)
+        self._meta()                         # validate on open
+
+    def _init_state(self, path, storage_options=None) -> None:
+        super()._init_state(path)
+        #: fsspec options of a URL store (``s3://``), carried by pickles to
+        #: the workers (:mod:`ultrafs.store.object_store`)
+        self.storage_options = dict(storage_options or {})
+
+    def _pickle_args(self) -> tuple:
+        return (str(self._path), self.storage_options)
+
     def _load_meta(self) -> _StoreMeta:
-        return _StoreMeta(self._path, self._zarr_store())
+        return _StoreMeta(self._path, self._zarr_store(), self.storage_options)
 
     def _zarr_store(self):
         """The zarr-python store the arrays are read through; None: the path.
 
-        A hook for subclasses that read through a wrapping zarr store, e.g.
+        A URL's is fsspec's, opened with the store's ``storage_options``
+        and ultrafs' bounded waits (:mod:`ultrafs.store.object_store`).  A
+        hook for subclasses that read through a wrapping zarr store, e.g.
         :class:`ultrafs.store.latency.ZarrLatencyStore` (injected latency
         per chunk request).  The metadata is always validated from the path.
         """
+        if is_url(self._path):
+            from ultrafs.store.object_store import zarr_store_of
+
+            return zarr_store_of(str(self._path), self.storage_options)
         return None
 
     def _read_raw_label_column(self, meta) -> np.ndarray:

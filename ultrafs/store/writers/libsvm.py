@@ -154,10 +154,26 @@ def _store_writer(format):
     raise ParameterError(f"format must be 'zarr' or 'parquet', got {format!r}")
 
 
+def _ingest_to_url(input_path, url, storage_options, options, overwrite) -> dict:
+    """:func:`ingest_libsvm` into a staging folder, published at ``url``."""
+    from ultrafs.store.object_store import staged_upload
+
+    if options["format"] != "zarr":
+        raise ParameterError(f"{url}: stores at URLs are Zarr stores (format='zarr'); "
+                             "write a Parquet store to a local path")
+    check_target(options["target"])
+    _check_ingest_parameters(options["dtype"], options["n_features"],
+                             options["memory_budget"], options["block_nnz"])
+    with staged_upload(url, storage_options, overwrite=overwrite) as local:
+        summary = ingest_libsvm(input_path, local, **options)
+    summary["output"] = url
+    return summary
+
+
 def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
                   n_features=None, memory_budget=DEFAULT_MEMORY_BUDGET, block_nnz=None,
                   command=None, overwrite=False, format="zarr", target=None,
-                  progress=None, feature_names=None) -> dict:
+                  progress=None, feature_names=None, storage_options=None) -> dict:
     """Convert a LIBSVM / svmlight file into an on-disk column store.
 
     Parameters
@@ -165,7 +181,10 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
     input_path : str or os.PathLike
         Plain, gzip, bz2 or xz text (detected from the content).
     output_path : str or os.PathLike
-        Store directory to create (see ``docs/FORMAT.md``).
+        Store directory to create (see ``docs/FORMAT.md``), or the fsspec URL
+        of a Zarr store (``s3://bucket/train.zarr``): written in a local
+        staging folder, then published with its root ``zarr.json`` last
+        (:mod:`ultrafs.store.object_store`).
     dtype : {"float32", "float64"}
         Value dtype of the store.
     zero_based : bool
@@ -203,6 +222,8 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
         for any subset of ids (the form of the first line decides).
         Checked before the data is read, its ids against ``n_features``
         once that is known (:mod:`ultrafs.store.feature_names`).
+    storage_options : dict, optional
+        fsspec options of a URL ``output_path`` (``endpoint_url``...).
 
     Returns
     -------
@@ -226,6 +247,16 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
         For an invalid dtype, n_features, memory_budget, block_nnz, format
         or target.
     """
+    from ultrafs.store.path_store import is_url
+
+    if is_url(output_path):
+        return _ingest_to_url(input_path, output_path, storage_options, dict(
+            dtype=dtype, zero_based=zero_based, n_features=n_features,
+            memory_budget=memory_budget, block_nnz=block_nnz, command=command,
+            format=format, target=target, progress=progress,
+            feature_names=feature_names), overwrite)
+    if storage_options:
+        raise ParameterError(f"{output_path}: storage options apply to URLs (s3://...) only")
     started = time.perf_counter()
     dtype, n_features, memory_budget, block_nnz = _check_ingest_parameters(
         dtype, n_features, memory_budget, block_nnz)

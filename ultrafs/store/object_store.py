@@ -1,0 +1,316 @@
+"""Zarr stores at fsspec URLs (``s3://bucket/train.zarr``): options,
+bounded waits, publishing and the published check.
+
+An object store has no rename, so a store cannot appear whole by renaming
+a finished folder, as on a local disk.  ``ultrafs ingest`` writes the store
+into a local staging folder first (the ordinary writer, checksums and all),
+then :func:`publish_store` uploads every object but the group's root
+``zarr.json`` and uploads that one last: it holds ``complete: true`` and
+the metadata checksum, and a reader (:func:`check_published`) refuses a
+prefix without it in one line.  A store is thus published by one final
+metadata write, and a reader sees it whole or not at all.
+
+Credentials and endpoints come from the usual places: the environment
+(``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_ENDPOINT_URL``,
+``AWS_PROFILE``...: botocore reads them, in the driver and in every worker
+process), fsspec's configuration (``FSSPEC_S3_*`` variables, ``~/.config/fsspec``),
+or the ``storage_options`` given to :func:`ultrafs.store.open_store` (the
+CLI's ``--storage-option KEY=VALUE``), which a store carries to the
+workers when it is pickled.
+
+Every request waits a bounded time: for ``s3://``,
+:func:`storage_options_for` sets botocore's connect and read timeouts to
+``ULTRAFS_STORAGE_TIMEOUT`` seconds (default :data:`DEFAULT_TIMEOUT_S`)
+and one attempt per call, which s3fs repeats up to :data:`S3FS_TRIES`
+times on connection errors (its own fixed setting), unless the options
+given say otherwise; a server that stops answering is one line after
+:func:`request_bound_s`, not a hang.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import shutil
+import tempfile
+
+from ultrafs.errors import ParameterError, StoreExistsError, StoreFormatError
+
+__all__ = ["staged_upload", "DEFAULT_TIMEOUT_S", "MAX_ATTEMPTS", "S3FS_TRIES", "ENV_TIMEOUT", "storage_options_for",
+           "filesystem", "check_published", "publish_store", "zarr_store_of",
+           "remote_metadata_parts", "parse_storage_options", "request_bound_s"]
+
+#: seconds a request may take to connect, and to answer (per attempt)
+DEFAULT_TIMEOUT_S = 10.0
+#: botocore's attempts per call ("standard" retry mode)
+MAX_ATTEMPTS = 1
+#: the tries s3fs makes of a call that fails to connect or times out
+#: (``S3FileSystem.retries``, a class setting), with backoff 0.1·1.7^i s
+S3FS_TRIES = 5
+#: environment variable that sets the per-request timeout, in seconds
+ENV_TIMEOUT = "ULTRAFS_STORAGE_TIMEOUT"
+#: the root document whose presence publishes a store
+ROOT_DOCUMENT = "zarr.json"
+
+
+def _timeout() -> float:
+    raw = os.environ.get(ENV_TIMEOUT)
+    if raw is None:
+        return DEFAULT_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not (math.isfinite(value) and 0 < value <= 3600):
+        raise ParameterError(f"{ENV_TIMEOUT}={raw!r}: give seconds, a number in (0, 3600]")
+    return value
+
+
+def request_bound_s() -> float:
+    """The longest one request to an ``s3://`` store may wait with the
+    default options: every try's connect and read timeouts, plus s3fs'
+    backoff between tries (under 2 s): 102 s at the default 10 s."""
+    return S3FS_TRIES * MAX_ATTEMPTS * 2 * _timeout() + 2.0
+
+
+def storage_options_for(url, given=None) -> dict:
+    """The fsspec options to open ``url`` with: ``given`` over ultrafs' defaults.
+
+    Parameters
+    ----------
+    url : str
+        An fsspec URL (``s3://bucket/x.zarr``).
+    given : dict, optional
+        The user's options (``--storage-option``, ``storage_options=``);
+        each key replaces the default's, except ``config_kwargs``, merged
+        key by key.
+
+    Returns
+    -------
+    dict
+        For ``s3://``: botocore's ``connect_timeout``, ``read_timeout``
+        and ``retries`` (:data:`MAX_ATTEMPTS`, standard mode); other
+        protocols: ``given`` as it is.
+    """
+    given = dict(given or {})
+    if not str(url).startswith(("s3://", "s3a://")):
+        return given
+    timeout = _timeout()
+    config = {"connect_timeout": timeout, "read_timeout": timeout,
+              "retries": {"max_attempts": MAX_ATTEMPTS, "mode": "standard"}}
+    config.update(given.pop("config_kwargs", None) or {})
+    options = {"config_kwargs": config}
+    options.update(given)
+    return options
+
+
+def parse_storage_options(pairs) -> dict:
+    """``--storage-option KEY=VALUE`` pairs as a dict: each VALUE read as
+    JSON when it parses (``true``, ``3``, ``{"region_name": "x"}``), else as
+    text (``http://127.0.0.1:9000``)."""
+    options = {}
+    for pair in pairs or ():
+        key, sep, value = str(pair).partition("=")
+        if not sep or not key.strip():
+            raise ParameterError(f"--storage-option {pair!r}: give KEY=VALUE "
+                                 "(e.g. endpoint_url=http://127.0.0.1:9000)")
+        try:
+            options[key.strip()] = json.loads(value)
+        except ValueError:
+            options[key.strip()] = value
+    return options
+
+
+def filesystem(url, storage_options=None):
+    """``(fs, root)``: the fsspec filesystem of ``url`` and the path in it."""
+    import fsspec
+
+    try:
+        return fsspec.core.url_to_fs(url, **storage_options_for(url, storage_options))
+    except (ImportError, ValueError) as exc:
+        raise StoreFormatError(f"{url}: cannot open this URL ({_first_line(exc)}); "
+                               "for s3:// install s3fs (pip install 'ultrafs[cloud]')"
+                               ) from None
+
+
+def zarr_store_of(url, storage_options=None, *, read_only=True):
+    """zarr-python's store of ``url`` (``FsspecStore``), with the options."""
+    from zarr.storage import FsspecStore
+
+    try:
+        return FsspecStore.from_url(url, storage_options=storage_options_for(
+            url, storage_options), read_only=read_only)
+    except (ImportError, ValueError, TypeError) as exc:
+        raise StoreFormatError(f"{url}: cannot open this URL ({_first_line(exc)}); "
+                               "for s3:// install s3fs (pip install 'ultrafs[cloud]')"
+                               ) from None
+
+
+def _first_line(exc) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
+
+
+def _request(what, url, call):
+    """``call()``, its failures (no answer, refused, denied) one line naming ``url``."""
+    try:
+        return call()
+    except (StoreFormatError, StoreExistsError, ParameterError):
+        raise
+    except FileNotFoundError:
+        raise
+    except Exception as exc:  # botocore, aiohttp and fsspec raise many kinds
+        raise StoreFormatError(f"{url}: cannot {what} ({_first_line(exc)})") from None
+
+
+def check_published(url, storage_options=None) -> None:
+    """Refuse a URL that holds no published store, in one line.
+
+    Raises
+    ------
+    StoreFormatError
+        Nothing at ``url``; objects but no root ``zarr.json`` (an ingest
+        still uploading, or one interrupted); or the server did not answer
+        (within :func:`request_bound_s`).
+    """
+    fs, root = filesystem(url, storage_options)
+    fs.invalidate_cache(root)
+    document = f"{root.rstrip('/')}/{ROOT_DOCUMENT}"
+    if _request("reach the object store", url, lambda: fs.exists(document)):
+        return
+    if _request("list the object store", url, lambda: bool(_listing(fs, root))):
+        raise StoreFormatError(
+            f"{url}: not a published store: it holds objects but no {ROOT_DOCUMENT} at "
+            "its root (an ingest still uploading, or one interrupted)")
+    raise StoreFormatError(f"{url}: not an ultrafs store (no such store)")
+
+
+def _listing(fs, root):
+    try:
+        fs.invalidate_cache(root)
+        return fs.find(root, maxdepth=None, withdirs=False)[:1]
+    except FileNotFoundError:
+        return []
+
+
+def remote_metadata_parts(url, names, storage_options=None):
+    """``(name, parsed zarr.json)`` of each array named, read from ``url``
+    (those absent skipped): what the metadata checksum covers."""
+    fs, root = filesystem(url, storage_options)
+    parts = []
+    for name in names:
+        document = f"{root.rstrip('/')}/{name}/zarr.json"
+        try:
+            raw = _request("read the store's metadata", url, lambda: fs.cat_file(document))
+        except FileNotFoundError:
+            continue
+        try:
+            parts.append((name, json.loads(raw)))
+        except ValueError as exc:
+            raise StoreFormatError(f"{url}: corrupt store: cannot read {name}/zarr.json "
+                                   f"({exc})") from None
+    return parts
+
+
+def publish_store(local, url, storage_options=None, *, overwrite=False) -> None:
+    """Upload the finished store folder ``local`` to ``url``, the root
+    ``zarr.json`` last: the store appears whole or not at all.
+
+    Parameters
+    ----------
+    local : path
+        A complete store written by an ultrafs writer.
+    url : str
+        Where to publish it (``s3://bucket/name.zarr``).
+    storage_options : dict, optional
+    overwrite : bool
+        Replace a store already published at ``url`` (unpublished first,
+        by removing its root ``zarr.json``, then removed); without it, one
+        line refusing.  Objects under ``url`` that are not a published
+        store (an interrupted upload) are replaced only with ``overwrite``.
+
+    Raises
+    ------
+    StoreExistsError, StoreFormatError
+        One line naming ``url``; after a failed upload the objects written
+        are removed (best effort) and nothing is published.
+    """
+    fs, root = filesystem(url, storage_options)
+    root = root.rstrip("/")
+    fs.invalidate_cache(root)
+    document = f"{root}/{ROOT_DOCUMENT}"
+    published = _request("reach the object store", url, lambda: fs.exists(document))
+    leftovers = published or _request("list the object store", url,
+                                      lambda: bool(_listing(fs, root)))
+    if leftovers and not overwrite:
+        what = ("already exists" if published else
+                "holds objects but no published store (an interrupted ingest?)")
+        raise StoreExistsError(f"{url}: {what}: use --overwrite (overwrite=True) to "
+                               "replace it")
+    if leftovers:
+        if published:
+            _refuse_foreign(fs, document, url)
+            _request("unpublish the old store", url, lambda: fs.rm_file(document))
+        _request("remove the old store", url, lambda: fs.rm(root, recursive=True))
+    local = os.fspath(local)
+    sources, targets = [], []
+    for folder, _, files in os.walk(local):
+        for name in sorted(files):
+            source = os.path.join(folder, name)
+            relative = os.path.relpath(source, local).replace(os.sep, "/")
+            if relative != ROOT_DOCUMENT:
+                sources.append(source)
+                targets.append(f"{root}/{relative}")
+    try:
+        if sources:
+            _request("upload the store", url, lambda: fs.put(sources, targets))
+        _request("publish the store", url, lambda: fs.put_file(
+            os.path.join(local, ROOT_DOCUMENT), document))
+    except BaseException:
+        try:
+            fs.rm(root, recursive=True)
+        except Exception:  # the server may be gone: the prefix stays unpublished
+            pass
+        raise
+
+
+def _refuse_foreign(fs, document, url) -> None:
+    """Refuse to replace a root ``zarr.json`` that is not an ultrafs store's."""
+    try:
+        attrs = json.loads(fs.cat_file(document)).get("attributes", {})
+    except (ValueError, AttributeError):
+        attrs = {}
+    if not str(attrs.get("format", "")).startswith("ultrafs-"):
+        raise StoreExistsError(f"{url}: exists and is not an ultrafs store; refusing to "
+                               "replace it")
+
+
+@contextlib.contextmanager
+def staged_upload(url, storage_options=None, *, overwrite=False):
+    """A local folder to write the store of ``url`` in, published on success.
+
+    Refuses at once (before any work) a ``url`` that holds a store or
+    objects, unless ``overwrite``; yields the path of a store to create in
+    a fresh staging folder (``tempfile``'s, under ``TMPDIR``: it needs the
+    store's size on local disk); when the block ends without an error,
+    publishes it with :func:`publish_store`.  The staging folder is removed
+    on every exit: after an error nothing is published and nothing is left.
+    """
+    fs, root = filesystem(url, storage_options)
+    root = root.rstrip("/")
+    fs.invalidate_cache(root)
+    if not overwrite and (_request("reach the object store", url,
+                                   lambda: fs.exists(f"{root}/{ROOT_DOCUMENT}"))
+                          or _request("list the object store", url,
+                                      lambda: bool(_listing(fs, root)))):
+        raise StoreExistsError(f"{url}: already exists (or holds objects): use "
+                               "--overwrite (overwrite=True) to replace it")
+    staging = tempfile.mkdtemp(prefix="ultrafs-stage-")
+    try:
+        local = os.path.join(staging, os.path.basename(root) or "store")
+        yield local
+        publish_store(local, url, storage_options, overwrite=overwrite)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
