@@ -180,6 +180,28 @@ def test_ingest_refuses_an_existing_store_and_overwrite_replaces_it(s3):
     assert info.exit_code == 0 and '"n_samples": 100' in info.output
 
 
+def test_write_store_to_a_url_and_a_failed_ingest_leaves_nothing(s3, tmp_path):
+    """``write_store(url, X, y)`` publishes what ``write_store(path, ...)``
+    writes (same fingerprint); an ingest of a malformed file into s3:// is
+    one line and leaves no object under the prefix."""
+    from ultrafs.store.writers.zarr_writer import write_store
+
+    rng = np.random.default_rng(0)
+    X, y = rng.random((40, 7)), np.array([0, 1] * 20)
+    options = {"endpoint_url": s3["endpoint"]}
+    remote = write_store("s3://bucket/arrays.zarr", X, y, storage_options=options,
+                         command="test")
+    here = write_store(tmp_path / "arrays.zarr", X, y, command="test")
+    assert remote.fingerprint == here.fingerprint
+    np.testing.assert_array_equal(remote.read_labels(), here.read_labels())
+    bad = tmp_path / "bad.svm"
+    bad.write_text("1 1:0.5\n+1 x:y\n")
+    result = invoke(["ingest", bad, "s3://bucket/bad.zarr", *s3["option"]])
+    line = error_line(result.exit_code, result.stderr, 1)
+    assert "bad.svm" in line
+    assert s3["fs"].find("bucket/bad.zarr") == []
+
+
 def test_unpublished_store_is_refused(s3):
     """A prefix without its root zarr.json (an upload interrupted before the
     final metadata write) is refused in one line; so is one that holds

@@ -247,7 +247,7 @@ def publish_store(local, url, storage_options=None, *, overwrite=False) -> None:
     if leftovers and not overwrite:
         what = ("already exists" if published else
                 "holds objects but no published store (an interrupted ingest?)")
-        raise StoreExistsError(f"{url}: {what}: use --overwrite (overwrite=True) to "
+        raise StoreExistsError(f"{url}: {what}: use overwrite=True to "
                                "replace it")
     if leftovers:
         if published:
@@ -306,7 +306,7 @@ def staged_upload(url, storage_options=None, *, overwrite=False):
                           or _request("list the object store", url,
                                       lambda: bool(_listing(fs, root)))):
         raise StoreExistsError(f"{url}: already exists (or holds objects): use "
-                               "--overwrite (overwrite=True) to replace it")
+                               "overwrite=True to replace it")
     staging = tempfile.mkdtemp(prefix="ultrafs-stage-")
     try:
         local = os.path.join(staging, os.path.basename(root) or "store")

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from ultrafs.errors import ParameterError
 from ultrafs.errors import StoreExistsError  # noqa: F401  (re-exported)
 from ultrafs.store.base import balanced_block_bounds
 from ultrafs.store.writers.block_writer import (BlockWriter, check_output_path, default_command,  # noqa: F401
                            remove_tree, temporary_sibling, write_arrays)
 from ultrafs.store.metadata import metadata_checksum
+from ultrafs.store.path_store import is_url
 from ultrafs.store.zarr_store import (CHUNK_ELEMENTS, DEFAULT_BLOCK_NNZ, FILL_VALUES,
                          FORMAT_NAME, FORMAT_VERSION, NAMES_FILE, ZarrStore, chunk_codecs,
                          array_metadata_parts)
@@ -178,13 +180,16 @@ class StoreWriter(BlockWriter):
 
 def write_store(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, id_offset=0,
                 command=None, overwrite=False, chunk_size=CHUNK_ELEMENTS,
-                target=None, feature_names=None) -> ZarrStore:
+                target=None, feature_names=None, storage_options=None) -> ZarrStore:
     """Write a store from numpy / scipy.sparse arrays and open it.
 
     Parameters
     ----------
     path : str or os.PathLike
-        Output directory (created; must not exist unless ``overwrite``).
+        Output directory (created; must not exist unless ``overwrite``), or
+        the fsspec URL of one (``s3://bucket/x.zarr``): written in a local
+        staging folder, then published with its root ``zarr.json`` last
+        (:func:`ultrafs.store.object_store.staged_upload`).
     X : array-like or scipy.sparse matrix, shape (n_samples, n_features)
         Copied, never modified.  Explicit zeros are dropped.
     y : array-like, shape (n_samples,)
@@ -207,6 +212,8 @@ def write_store(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, id_offse
     feature_names : sequence of str or None, optional
         One name (or None: unnamed) per column of ``X``; stored with the
         data (``store.feature_names_of(ids)`` reads them back).
+    storage_options : dict, optional
+        fsspec options of a URL ``path``.
 
     Returns
     -------
@@ -223,7 +230,14 @@ def write_store(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, id_offse
     StoreExistsError
         If ``path`` exists and ``overwrite`` is False.
     """
-    return ZarrStore(write_arrays(StoreWriter, path, X, y, dtype=dtype, overwrite=overwrite,
-                                  block_nnz=block_nnz, id_offset=id_offset,
-                                  command=command, chunk_size=chunk_size, target=target,
-                                  feature_names=feature_names))
+    options = dict(dtype=dtype, block_nnz=block_nnz, id_offset=id_offset, command=command,
+                   chunk_size=chunk_size, target=target, feature_names=feature_names)
+    if is_url(path):
+        from ultrafs.store.object_store import staged_upload
+
+        with staged_upload(path, storage_options, overwrite=overwrite) as local:
+            write_arrays(StoreWriter, local, X, y, overwrite=False, **options)
+        return ZarrStore(path, storage_options=storage_options)
+    if storage_options:
+        raise ParameterError(f"{path}: storage options apply to URLs (s3://...) only")
+    return ZarrStore(write_arrays(StoreWriter, path, X, y, overwrite=overwrite, **options))
