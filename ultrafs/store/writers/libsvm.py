@@ -159,7 +159,7 @@ def _ingest_to_url(input_path, url, storage_options, options, overwrite) -> dict
     from ultrafs.store.object_store import staged_upload
 
     if options["format"] != "zarr":
-        raise ParameterError(f"{url}: stores at URLs are Zarr stores (format='zarr'); "
+        raise ParameterError(f"{url}: stores at URLs are Zarr stores: "
                              "write a Parquet store to a local path")
     check_target(options["target"])
     _check_ingest_parameters(options["dtype"], options["n_features"],
