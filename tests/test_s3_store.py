@@ -148,13 +148,17 @@ def test_python_api_and_pickled_store(s3):
 
 def test_process_workers_open_the_store_themselves(s3, local_cluster_client):
     """A LocalCluster of two worker processes: the driver sends the store
-    (its URL and options), each worker opens it and reads its blocks from
-    the server; the model is the threaded one."""
+    (its URL and options: endpoint and credentials, since the session's
+    workers may have started before this module set AWS_*), each worker
+    opens it and reads its blocks from the server; the model is the
+    threaded one."""
     from ultrafs.api import fit
     from ultrafs.store import open_store
 
     url = _ingested(s3, "cluster")
-    store = open_store(url, storage_options={"endpoint_url": s3["endpoint"]})
+    store = open_store(url, storage_options={
+        "endpoint_url": s3["endpoint"], "key": CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        "secret": CREDENTIALS["AWS_SECRET_ACCESS_KEY"]})
 
     def blocks_read_here(store=store):
         block = store.read_range(0, min(5, store.n_features))
