@@ -7,7 +7,7 @@ proxy in front of it (:class:`DelayProxy`, asyncio) holds every HTTP
 request ``d`` milliseconds before forwarding it, as a distant server
 would, and counts the requests.  The pass is one worst-case analysis
 (``k = 30`` candidates, the scoring pass FGM, MSLR and GSR-FS run) over
-``imdb_train_unigram_binary`` (25,000 rows x 89,527 columns, 3.4M
+``imdb_train_unigram_binary`` (25,000 rows x 74,849 non-empty columns, 3.4M
 nonzeros), written with small chunks (65,536 elements) so that a pass
 makes a few hundred requests, on the threaded scheduler with 1 and 8
 workers and 64 blocks.
