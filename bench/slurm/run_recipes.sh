@@ -14,7 +14,12 @@
 # (b) several nodes: a driver job (driver.py) that starts WORKER_JOBS Dask
 #     workers as SLURM jobs through dask-jobqueue's SLURMCluster and runs
 #     the same selection on them, its model compared with the reference.
-# Then sacct's lines for every job (when the cluster has accounting).
+# (c) the job script requeued by SLURM (`scontrol requeue`, what a
+#     preemption or a node failure does) mid-run: the same job runs again
+#     and --resume continues (REQUEUE=0 skips it: it waits ~2.5 min).
+# Then sacct's lines for every job and every run of a requeued one (when
+# the cluster has accounting). Exit
+# status 0 only when every model is identical to the reference.
 #
 # Environment: DATA (a LIBSVM file, default imdb_train_unigram_binary),
 # SELECT (the selection's options), CANCEL_AFTER (default 5), WORKER_JOBS
@@ -77,41 +82,75 @@ start=$(date +%s.%N)
     2> "$WORK/threads.err"
 log "reference: $(awk "BEGIN {printf \"%.1f\", $(date +%s.%N) - $start}") s"
 
-# (a) the one-node job script, cancelled and submitted again
-rm -rf "$WORK/ckpt" "$WORK/model_sbatch.json"
-cat > "$WORK/select.sbatch" <<EOF
+# job_script NAME: the one-node job script (docs/CLUSTERS.md), its
+# checkpoint WORK/ckpt_NAME, its model WORK/model_NAME.json; --open-mode=append
+# keeps the log of every run of a requeued job (SLURM truncates it otherwise)
+job_script() {
+    cat > "$WORK/$1.sbatch" <<EOF
 #!/bin/bash
-#SBATCH --job-name=ultrafs --cpus-per-task=2 --mem=4G --time=00:10:00
-#SBATCH --requeue
-#SBATCH --output=$WORK/select-%j.out
+#SBATCH --job-name=ultrafs-$1 --cpus-per-task=2 --mem=4G --time=00:10:00
+#SBATCH --requeue --open-mode=append
+#SBATCH --output=$WORK/$1-%j.out
 export PYTHONPATH=$PYTHONPATH
 "$PYTHON" -c "from ultrafs.cli import main; main()" select --data $STORE $SELECT --workers 2 \\
-    --checkpoint $WORK/ckpt --resume --out $WORK/model_sbatch.json --progress
+    --checkpoint $WORK/ckpt_$1 --resume --out $WORK/model_$1.json --progress
 EOF
-first=$(sbatch --parsable "$WORK/select.sbatch")
+    rm -rf "$WORK/ckpt_$1" "$WORK/model_$1.json"
+    echo "$WORK/$1.sbatch"
+}
+# interrupt JOB CHECKPOINT_DIR COMMAND...: once the job's checkpoint holds
+# CANCEL_AFTER iterations, run COMMAND JOB (scancel, scontrol requeue)
+interrupt() {
+    local job=$1 ckpt=$2 done_iterations=0; shift 2
+    wait_job "$job" RUNNING COMPLETED FAILED
+    for _ in $(seq 3000); do
+        done_iterations=$(checkpoint_iteration "$ckpt/checkpoint.json")
+        [ "$done_iterations" -ge "$CANCEL_AFTER" ] && break
+        [ "$(job_state "$job")" = RUNNING ] || break
+        sleep 0.1
+    done
+    "$@" "$job"
+    log "$* $job with the checkpoint at iteration $done_iterations"
+}
+STATUS=0
+check() {   # check NAME MODEL: the same model as the reference?
+    same_model "$WORK/model_threads.json" "$2" > "$WORK/same_$1.json" || STATUS=1
+    cat "$WORK/same_$1.json"
+}
+
+# (a) cancelled with scancel, then the same script submitted again
+script=$(job_script cancel)
+first=$(sbatch --parsable "$script")
 JOBS+=("$first")
 log "(a) submitted job $first"
-wait_job "$first" RUNNING COMPLETED FAILED
-for _ in $(seq 3000); do
-    done_iterations=$(checkpoint_iteration "$WORK/ckpt/checkpoint.json")
-    [ "$done_iterations" -ge "$CANCEL_AFTER" ] && break
-    [ "$(job_state "$first")" = RUNNING ] || break
-    sleep 0.1
-done
-scancel "$first"
-log "(a) scancel $first with the checkpoint at iteration $done_iterations"
+interrupt "$first" "$WORK/ckpt_cancel" scancel
 wait_job "$first" CANCELLED COMPLETED FAILED
 log "(a) job $first: $(job_state "$first"); checkpoint at iteration" \
-    "$(checkpoint_iteration "$WORK/ckpt/checkpoint.json");" \
-    "model written: $([ -e "$WORK/model_sbatch.json" ] && echo yes || echo no)"
-second=$(sbatch --parsable "$WORK/select.sbatch")
+    "$(checkpoint_iteration "$WORK/ckpt_cancel/checkpoint.json");" \
+    "model written: $([ -e "$WORK/model_cancel.json" ] && echo yes || echo no)"
+second=$(sbatch --parsable "$script")
 JOBS+=("$second")
 log "(a) submitted the same script again: job $second"
 wait_job "$second" COMPLETED FAILED CANCELLED TIMEOUT OUT_OF_MEMORY
 log "(a) job $second: $(job_state "$second")"
-grep -h -E "resuming|Terminated|interrupted|signal" "$WORK/select-$first.out" \
-    "$WORK/select-$second.out" || true
-same_model "$WORK/model_threads.json" "$WORK/model_sbatch.json" | tee "$WORK/same_a.json"
+grep -h -E "resuming|SIGTERM|CANCELLED" "$WORK/cancel-$first.out" "$WORK/cancel-$second.out" || true
+check a "$WORK/model_cancel.json"
+
+# (c) requeued by SLURM (what a preemption or a node failure does): the job
+# runs again under the same id once eligible (cred_expire, 120 s by default)
+if [ "${REQUEUE:-1}" = 1 ]; then
+    script=$(job_script requeue)
+    job=$(sbatch --parsable "$script")
+    JOBS+=("$job")
+    log "(c) submitted job $job"
+    interrupt "$job" "$WORK/ckpt_requeue" scontrol requeue
+    wait_job "$job" PENDING
+    log "(c) job $job: $(scontrol show job "$job" | grep -o -E 'Restarts=[0-9]+|EligibleTime=[^ ]+' | tr '\n' ' ')"
+    wait_job "$job" COMPLETED FAILED CANCELLED TIMEOUT OUT_OF_MEMORY
+    log "(c) job $job: $(job_state "$job")"
+    grep -h -E "resuming|SIGTERM|CANCELLED" "$WORK/requeue-$job.out" || true
+    check c "$WORK/model_requeue.json"
+fi
 
 # (b) the driver job: Dask workers as SLURM jobs (dask-jobqueue)
 rm -rf "$WORK/ckpt_dask" "$WORK/model_dask.json"
@@ -133,13 +172,19 @@ log "(b) submitted driver job $driver"
 wait_job "$driver" COMPLETED FAILED CANCELLED TIMEOUT OUT_OF_MEMORY
 log "(b) driver job $driver: $(job_state "$driver")"
 cat "$WORK/driver-$driver.out"
-same_model "$WORK/model_threads.json" "$WORK/model_dask.json" | tee "$WORK/same_b.json"
+check b "$WORK/model_dask.json"
 
 if sacct -n -j "${JOBS[0]}" >/dev/null 2>&1; then
     sleep 2   # let slurmctld send the last records to slurmdbd
     start_time=$(date -d '-1 hour' +%Y-%m-%dT%H:%M:%S)
-    sacct -S "$start_time" --format=JobID,JobName%16,State,ExitCode,Elapsed,AllocCPUS,ReqMem,MaxRSS \
+    sacct --duplicates -S "$start_time" --format=JobID,JobName%16,State,ExitCode,Elapsed,AllocCPUS,ReqMem,MaxRSS \
         | awk -v first="${JOBS[0]}" 'NR <= 2 || $1 + 0 >= first + 0'
 else
     log "no accounting (setup_single_node.sh without --accounting): no sacct lines"
 fi
+if [ $STATUS = 0 ]; then
+    log "every model is the threaded run's, bit for bit"
+else
+    log "a model differs from the threaded run's (same_*.json)"
+fi
+exit $STATUS
