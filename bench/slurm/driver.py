@@ -24,7 +24,6 @@ import os
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 
 def _option(text):
@@ -48,15 +47,25 @@ def main(argv=None):
     parser.add_argument("--oversubscribe", action="store_true",
                         help="worker jobs ask --oversubscribe (a 2-core node)")
     parser.add_argument("--log-directory", default=None)
+    parser.add_argument("--wait-for", type=int, default=None,
+                        help="workers to wait for before the selection (default: "
+                             "--jobs; 0: none, as docs/CLUSTERS.md's recipe did)")
+    parser.add_argument("--begin", default=None,
+                        help="worker jobs start no sooner than this (sbatch "
+                             "--begin=now+BEGIN, e.g. 90): a queue that makes "
+                             "them wait")
     parser.add_argument("--select", nargs="*", default=[], type=_option,
                         help="options of ultrafs.api.select, NAME=VALUE")
     args = parser.parse_args(argv)
 
     from dask_jobqueue import SLURMCluster
-    from distributed import Client
     from ultrafs.api import select
+    from ultrafs.errors import UltraFSError
 
     extra = ["--requeue"] + (["--oversubscribe"] if args.oversubscribe else [])
+    if args.begin:
+        extra.append(f"--begin=now+{args.begin}")
+    wait_for = args.jobs if args.wait_for is None else args.wait_for
     prologue = []
     if os.environ.get("PYTHONPATH"):
         # the workers import ultrafs from the same tree as the driver
@@ -66,34 +75,49 @@ def main(argv=None):
                            job_extra_directives=extra, job_script_prologue=prologue,
                            log_directory=args.log_directory)
     print("worker job script:\n" + cluster.job_script(), flush=True)
+    try:
+        model = _select_on(cluster, args, wait_for, select)
+    except UltraFSError as exc:
+        print(f"ultrafs: {exc}", flush=True)
+        return 1
+    finally:
+        cluster.close()    # cancels the worker jobs
+    model.save(args.out)
+    print(f"wrote {args.out}", flush=True)
+    return 0
+
+
+def _select_on(cluster, args, wait_for, select):
+    """Scale the cluster to ``args.jobs`` worker jobs, wait for ``wait_for``
+    workers, run the selection on them; print what ran where."""
+    from distributed import Client, get_task_stream
+
     started = time.perf_counter()
     cluster.scale(jobs=args.jobs)
     with Client(cluster) as client:
-        client.wait_for_workers(args.jobs, timeout=300)
+        if wait_for:
+            client.wait_for_workers(wait_for)
         waited = time.perf_counter() - started
         jobs = sorted(job.job_id for job in cluster.workers.values())
-        print(f"worker jobs {jobs} up after {waited:.1f} s", flush=True)
-        print(subprocess.run(["squeue", "-o", "%i %j %T %C %m %N"], capture_output=True,
+        print(f"worker jobs {jobs}; {len(client.scheduler_info()['workers'])} "
+              f"connected after {waited:.1f} s", flush=True)
+        print(subprocess.run(["squeue", "-o", "%i %j %T %C %m %N %r"], capture_output=True,
                              text=True).stdout, flush=True)
-        from distributed import get_task_stream
-
         options = dict(args.select)
         started = time.perf_counter()
-        with get_task_stream(client) as stream:
-            model = select(args.store, scheduler=client, checkpoint=args.checkpoint,
-                           resume=args.checkpoint is not None, **options)
-        seconds = time.perf_counter() - started
+        try:
+            with get_task_stream(client) as stream:
+                model = select(args.store, scheduler=client, checkpoint=args.checkpoint,
+                               resume=args.checkpoint is not None, **options)
+        finally:
+            print(f"select: {time.perf_counter() - started:.1f} s", flush=True)
         tasks = collections.Counter(task["worker"] for task in stream.data)
         names = {address: info.get("name") for address, info in
                  client.scheduler_info()["workers"].items()}
-        print(json.dumps({"select_seconds": round(seconds, 2),
-                          "tasks_per_worker": {str(names.get(w, w)): n
+        print(json.dumps({"tasks_per_worker": {str(names.get(w, w)): n
                                                for w, n in sorted(tasks.items())},
                           "n_features": len(model.features)}), flush=True)
-        model.save(args.out)
-    cluster.close()
-    print(f"wrote {args.out}", flush=True)
-    return 0
+    return model
 
 
 if __name__ == "__main__":
