@@ -43,7 +43,13 @@ SELECT=${SELECT:---B 10 --max-iter 40 --block-size 5000}
 CANCEL_AFTER=${CANCEL_AFTER:-5}
 WORKER_JOBS=${WORKER_JOBS:-2}
 export PYTHONPATH=$ROOT${PYTHONPATH:+:$PYTHONPATH}
-ULTRAFS=("$PYTHON" -c "from ultrafs.cli import main; main()")
+# the `ultrafs` command next to PYTHON (the recipes' own command; with
+# PYTHONPATH it runs this tree), else the same through PYTHON
+if [ -x "$(dirname "$PYTHON")/ultrafs" ]; then
+    ULTRAFS=("$(dirname "$PYTHON")/ultrafs")
+else
+    ULTRAFS=("$PYTHON" -c "from ultrafs.cli import main; main()")
+fi
 STORE=$WORK/store.zarr
 JOBS=()
 
@@ -71,7 +77,7 @@ same_model() {
     "$PYTHON" "$HERE/same_model.py" "$@"
 }
 
-log "ultrafs from $("$PYTHON" -c 'import ultrafs; print(ultrafs.__file__)')"
+log "ultrafs from $("$PYTHON" -c 'import ultrafs; print(ultrafs.__file__)'); command: ${ULTRAFS[*]}"
 log "sinfo: $(sinfo -h -o '%P %T %c CPUs %m MB' | tr '\n' ' ')"
 if [ ! -d "$STORE" ]; then
     log "ingest $DATA"
@@ -95,7 +101,7 @@ job_script() {
 #SBATCH --requeue --open-mode=append
 #SBATCH --output=$WORK/$1-%j.out
 export PYTHONPATH=$PYTHONPATH
-"$PYTHON" -c "from ultrafs.cli import main; main()" select --data $STORE $SELECT --workers 2 \\
+${ULTRAFS[*]@Q} select --data $STORE $SELECT --workers 2 \\
     --checkpoint $WORK/ckpt_$1 --resume --out $WORK/model_$1.json --progress
 EOF
     rm -rf "$WORK/ckpt_$1" "$WORK/model_$1.json"
