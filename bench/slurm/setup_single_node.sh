@@ -1,5 +1,6 @@
 #!/bin/bash
-# Start a single-node SLURM cluster on this host, everything under one folder.
+# Start a single-node SLURM cluster on this host, all of its state in one folder
+# (but munge's socket, see 1.).
 #
 #   bench/slurm/setup_single_node.sh STATE_DIR [--accounting]
 #   . STATE_DIR/env.sh          # SLURM_CONF for sinfo, sbatch, sacct, ...
@@ -22,7 +23,7 @@
 # Re-runnable: daemons still running from STATE_DIR are stopped first
 # (teardown.sh), the munge key, database and slurmctld state are kept.
 # Must run as root (the daemons run as root; jobs run as the submitting
-# user). Ports: SLURM_PORT_BASE (default 6817): slurmctld, +1 slurmd,
+# user: only root submitted in bench/README.md's runs). Ports: SLURM_PORT_BASE (default 6817): slurmctld, +1 slurmd,
 # +2 slurmdbd, +3 MariaDB.
 set -euo pipefail
 
