@@ -23,8 +23,9 @@
 # Re-runnable: daemons still running from STATE_DIR are stopped first
 # (teardown.sh), the munge key, database and slurmctld state are kept.
 # Must run as root (the daemons run as root; jobs run as the submitting
-# user: only root submitted in bench/README.md's runs). Ports: SLURM_PORT_BASE (default 6817): slurmctld, +1 slurmd,
-# +2 slurmdbd, +3 MariaDB.
+# user: only root submitted in bench/README.md's runs). Ports:
+# SLURM_PORT_BASE (default 6817): slurmctld, +1 slurmd, +2 slurmdbd,
+# +3 MariaDB.
 set -euo pipefail
 
 usage() { echo "usage: $0 STATE_DIR [--accounting]" >&2; exit 2; }
