@@ -452,8 +452,9 @@ def _compute_distributed(collection, client, show_progress):
                         f"lost the connection to the dask scheduler at {where} "
                         f"for {limit:g} s ({WORKER_TIMEOUT_KEY})")
                 raise ClusterError(
-                    f"no dask worker left at {where} for {limit:g} s "
-                    f"(--worker-timeout / {WORKER_TIMEOUT_KEY})")
+                    f"no dask worker at {where} for {limit:g} s (none joined, or every "
+                    f"one was lost; --worker-timeout / {WORKER_TIMEOUT_KEY}; a batch "
+                    "job: client.wait_for_workers(n) before the run)")
     finally:
         if not future.done():
             try:
