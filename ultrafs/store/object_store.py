@@ -188,9 +188,10 @@ def check_published(url, storage_options=None) -> None:
 
 
 def _listing(fs, root):
+    """The first level under ``root`` (one listing request), [] when empty."""
     try:
         fs.invalidate_cache(root)
-        return fs.find(root, maxdepth=None, withdirs=False)[:1]
+        return fs.ls(root, detail=False)
     except FileNotFoundError:
         return []
 
