@@ -1,0 +1,344 @@
+"""Workers that never hold the data (issue 40, item 4).
+
+Question: does an FGM selection over a store several times larger than a
+worker's ``memory_limit`` complete on a ``dask.distributed.LocalCluster``
+of process workers with that limit, how much memory does each worker
+use, and how does the throughput change with 1, 2 and 4 worker processes
+(``threads_per_worker=1``) against the threaded scheduler in the same run?
+
+Usage::
+
+    python bench/worker_memory.py [--store PATH] [--rows 16384]
+        [--features 16384] [--memory-limit 512MiB] [--workers 1,2,4]
+        [--B 10] [--max-iter 3] [--result worker_memory]
+
+The store is the paper's §8.2 planted problem (``X ~ N(0, 1)`` float32,
+dense, ``y = sign(X w)`` with ``--relevant`` planted weights), written
+once, column block after column block, by ``StoreWriter`` (never held in
+memory whole: each block is generated twice from its own seed, once for
+the labels' margin and once for writing).  Its size on disk (the files)
+and decoded (``indices`` int32 + ``data`` float32 + ``indptr`` +
+``labels``, what a worker would hold to have it all) are reported.
+
+Each run is one ``ultrafs.api.select(store, B=, max_iter=, tol=0)``: a
+statistics pass for ``C="scale"`` and one worst-case pass per iteration,
+each pass one task per column block of about 4M nonzeros.  The threaded
+run (``num_workers = 2``, the cores of the machine) runs first; then, for
+each worker count, a fresh ``LocalCluster(n_workers, threads_per_worker=1,
+processes=True, memory_limit=...)``:
+
+* every worker is warmed first by a ``select`` of a tiny store inside it
+  (``client.run``: the numba kernels loaded from the on-disk cache, which
+  the driver filled before); its resident memory then is its *baseline*;
+* each worker's peak resident memory is the kernel's high-water mark
+  ``VmHWM`` of ``/proc/self/status``, reset after the warm-up by writing
+  ``5`` to ``/proc/self/clear_refs`` (exact, not sampled); the lifetime
+  peak (``ru_maxrss``, warm-up included) is reported next to it;
+* restarts: the worker processes' ids before and after, the number of
+  workers, and the nannies' ``worker-restart-memory`` events; pauses:
+  ``Pausing worker`` lines of the worker logs; spilling: every worker's
+  ``SpillBuffer.spilled_total`` and its cumulative spill metrics.
+
+The driver's own peak (``VmHWM`` of this process, reset before each run)
+is reported too: with a cluster the driver only solves the subproblems.
+Every model is compared with the threaded run's: features, weights and
+intercept bit for bit.  Throughput is the nonzeros the worst-case passes
+streamed over their seconds (the model history's ``scan_nnz`` and
+``score_seconds``), and the whole ``select``'s wall time; each is also
+given as a ratio to the threaded run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from common import OUT_DIR, write_result
+
+#: columns generated (and appended) at a time when the store is written
+BUILD_COLUMNS = 512
+
+
+# ---------------------------------------------------------------- memory
+def proc_status() -> dict:
+    """This process's resident memory now (``VmRSS``) and its high-water
+    mark (``VmHWM``), in MiB, from ``/proc/self/status``."""
+    text = Path("/proc/self/status").read_text()
+    return {key: int(re.search(rf"^{key}:\s+(\d+) kB", text, re.M).group(1)) / 1024
+            for key in ("VmRSS", "VmHWM")}
+
+
+def reset_peak() -> dict:
+    """Reset this process's ``VmHWM`` to its current RSS (Linux >= 4.0:
+    ``5`` written to ``/proc/self/clear_refs``); returns the status after."""
+    Path("/proc/self/clear_refs").write_text("5")
+    return proc_status()
+
+
+def worker_report() -> dict:
+    """What a worker reports after the measured run (runs in the worker)."""
+    from distributed import get_worker
+
+    worker = get_worker()
+    data = worker.data
+    spilled = getattr(data, "spilled_total", None)
+    metrics = getattr(data, "cumulative_metrics", {})
+    return {**proc_status(), "pid": os.getpid(),
+            "lifetime_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "status": str(worker.status),
+            "spilled_memory_bytes": None if spilled is None else int(spilled.memory),
+            "spilled_disk_bytes": None if spilled is None else int(spilled.disk),
+            "spill_metrics": {f"{label}:{unit}": value
+                              for (label, unit), value in dict(metrics).items()},
+            "keys_held": len(data)}
+
+
+def warm_worker(tiny: str) -> dict:
+    """Load the kernels a pass uses (a ``select`` of a tiny store inside
+    the worker, synchronous), then reset the peak; the status after."""
+    from ultrafs.api import select
+
+    select(tiny, B=3, max_iter=2, scheduler="synchronous")
+    return {**reset_peak(), "pid": os.getpid()}
+
+
+# ----------------------------------------------------------------- store
+def _block_values(seed: int, block: int, n_columns: int, n_rows: int) -> np.ndarray:
+    """Columns of block ``block``: an (n_columns, n_rows) float32 array,
+    N(0, 1), from the block's own seed (the same values every time)."""
+    rng = np.random.default_rng([seed, block])
+    return rng.standard_normal((n_columns, n_rows), dtype=np.float32)
+
+
+def _planted_weights(n_features: int, n_relevant: int, seed: int):
+    rng = np.random.default_rng(seed)
+    relevant = np.sort(rng.choice(n_features, size=n_relevant, replace=False))
+    return relevant, rng.uniform(0.0, 1.0, size=n_relevant)
+
+
+def build_store(path: Path, n_rows: int, n_features: int, n_relevant: int, seed: int):
+    """Write the planted store at ``path`` column block by column block.
+
+    Returns
+    -------
+    dict
+        Seconds, nonzeros, the planted features.
+    """
+    from ultrafs.store.writers.zarr_writer import StoreWriter
+
+    started = time.perf_counter()
+    relevant, w = _planted_weights(n_features, n_relevant, seed)
+    starts = range(0, n_features, BUILD_COLUMNS)
+    margin, nnz = np.zeros(n_rows), 0
+    for block, lo in enumerate(starts):               # pass 1: labels, nnz
+        hi = min(lo + BUILD_COLUMNS, n_features)
+        X = _block_values(seed, block, hi - lo, n_rows)
+        nnz += int(np.count_nonzero(X))
+        mine = (relevant >= lo) & (relevant < hi)
+        margin += X[relevant[mine] - lo].T.astype(np.float64) @ w[mine]
+    y = np.where(margin >= 0, 1.0, -1.0)
+    with StoreWriter(path, n_samples=n_rows, n_features=n_features, nnz=nnz,
+                     dtype="float32", binary=False, labels=y,
+                     command="bench/worker_memory.py build_store",
+                     attrs={"planted_relevant": relevant.tolist()}) as writer:
+        for block, lo in enumerate(starts):           # pass 2: the columns
+            hi = min(lo + BUILD_COLUMNS, n_features)
+            X = _block_values(seed, block, hi - lo, n_rows)
+            kept = X != 0                             # an exact 0.0 is not stored
+            columns, rows = np.nonzero(kept)          # CSC order: column, then row
+            indptr = np.zeros(hi - lo + 1, dtype=np.int64)
+            np.cumsum(np.bincount(columns, minlength=hi - lo), out=indptr[1:])
+            writer.append(indptr, rows.astype(np.int32), X[kept])
+        writer.close()
+    return {"build_seconds": time.perf_counter() - started, "nnz": nnz,
+            "relevant": relevant.tolist()}
+
+
+def store_sizes(path: Path) -> dict:
+    """On-disk bytes (every file) and decoded bytes (the arrays) of a store."""
+    from ultrafs.store import open_store
+
+    store = open_store(path)
+    on_disk = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    value_bytes = np.dtype(store.dtype).itemsize
+    nnz = int(store.nnz)
+    decoded = (nnz * (4 + value_bytes) + (store.n_features + 1) * 8
+               + store.n_samples * 8)
+    return {"n_samples": store.n_samples, "n_features": store.n_features, "nnz": nnz,
+            "dtype": str(np.dtype(store.dtype)), "on_disk_bytes": on_disk,
+            "decoded_bytes": decoded}
+
+
+def tiny_store(path: Path) -> Path:
+    """A 300 x 500 planted store for the warm-ups (written once)."""
+    from ultrafs.datasets.planted import make_planted_problem
+    from ultrafs.store.writers.zarr_writer import write_store
+
+    if not path.exists():
+        problem = make_planted_problem(n_samples=300, n_features=500, n_relevant=10,
+                                       n_test=10, seed=1)
+        write_store(path, problem.X_train, problem.y_train)
+    return path
+
+
+# ------------------------------------------------------------------ runs
+def run_select(store: str, scheduler, args) -> dict:
+    """One measured ``select``; its model, wall time and pass figures."""
+    from ultrafs.api import select
+
+    reset_peak()
+    started = time.perf_counter()
+    model = select(store, B=args.B, max_iter=args.max_iter, tol=0.0,
+                   scheduler=scheduler,
+                   num_workers=args.threads if scheduler == "threads" else None)
+    wall = time.perf_counter() - started
+    history = model.history
+    nnz = sum(int(record["scan_nnz"]) for record in history)
+    seconds = sum(float(record["score_seconds"]) for record in history)
+    return {"model": model, "wall_s": wall, "passes": len(history),
+            "pass_nnz": nnz, "pass_seconds": seconds,
+            "pass_mnnz_per_s": nnz / seconds / 1e6,
+            "pass_seconds_each": [round(float(r["score_seconds"]), 3) for r in history],
+            "driver_peak_mb": proc_status()["VmHWM"]}
+
+
+def same_model(reference, model) -> dict:
+    """Which parts of two models agree, bit for bit."""
+    same = {"features": list(model.features) == list(reference.features),
+            "coef": np.array_equal(np.asarray(model.coef), np.asarray(reference.coef)),
+            "intercept": np.array_equal(np.asarray(model.intercept),
+                                        np.asarray(reference.intercept))}
+    same["identical"] = all(same.values())
+    return same
+
+
+def _log_lines(logs, pattern: str) -> int:
+    """How many lines of ``client.get_worker_logs()`` match ``pattern``."""
+    regex = re.compile(pattern)
+    return sum(1 for lines in logs.values() for _level, line in lines
+               if regex.search(line))
+
+
+def cluster_run(store: str, tiny: str, n_workers: int, args) -> dict:
+    """The measured ``select`` on a fresh LocalCluster of ``n_workers``."""
+    from distributed import Client, LocalCluster
+
+    started = time.perf_counter()
+    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                      memory_limit=args.memory_limit, dashboard_address=None,
+                      silence_logs=40) as cluster, \
+            Client(cluster, set_as_default=False) as client:
+        client.wait_for_workers(n_workers)
+        limit_mb = {address: info["memory_limit"] / 2**20 for address, info in
+                    client.scheduler_info(n_workers=-1)["workers"].items()}
+        warm = client.run(warm_worker, tiny)
+        startup = time.perf_counter() - started
+        run = run_select(store, client, args)
+        after = client.run(worker_report)
+        n_after = len(client.scheduler_info(n_workers=-1)["workers"])
+        logs = client.get_worker_logs()
+        nanny_logs = client.get_worker_logs(nanny=True)
+        restart_events = client.get_events("worker-restart-memory")
+    workers = []
+    for address, report in sorted(after.items()):
+        base = warm.get(address, {})
+        workers.append({"memory_limit_mb": round(limit_mb[address], 1),
+                        "baseline_mb": round(base.get("VmRSS", float("nan")), 1),
+                        "pass_peak_mb": round(report["VmHWM"], 1),
+                        "lifetime_peak_mb": round(report["lifetime_peak_mb"], 1),
+                        "rss_after_mb": round(report["VmRSS"], 1),
+                        "same_process": base.get("pid") == report["pid"],
+                        "status": report["status"],
+                        "spilled_memory_bytes": report["spilled_memory_bytes"],
+                        "spilled_disk_bytes": report["spilled_disk_bytes"],
+                        "spill_metrics": report["spill_metrics"],
+                        "keys_held": report["keys_held"]})
+    run["cluster_startup_s"] = startup
+    run["workers"] = workers
+    run["workers_after"] = n_after
+    run["restarted"] = (n_after != n_workers or len(restart_events) > 0
+                        or not all(w["same_process"] for w in workers))
+    run["restart_events"] = len(restart_events)
+    run["pause_lines"] = _log_lines(logs, r"Pausing worker")
+    run["memory_warning_lines"] = _log_lines(logs, r"[Mm]emory use is high|"
+                                             r"exceeded|Spill")
+    run["nanny_restart_lines"] = _log_lines(nanny_logs, r"exceeded|[Rr]estart")
+    run["spilled"] = any((w["spilled_disk_bytes"] or 0) > 0 for w in workers)
+    return run
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--store", default=str(OUT_DIR / "worker_memory" / "planted.zarr"))
+    parser.add_argument("--rows", type=int, default=16384)
+    parser.add_argument("--features", type=int, default=16384)
+    parser.add_argument("--relevant", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--memory-limit", default="512MiB")
+    parser.add_argument("--workers", default="1,2,4")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="threads of the threaded run (the machine's cores)")
+    parser.add_argument("--B", type=int, default=10)
+    parser.add_argument("--max-iter", type=int, default=3)
+    parser.add_argument("--build-only", action="store_true")
+    parser.add_argument("--result", default="worker_memory")
+    args = parser.parse_args()
+
+    import dask
+
+    store = Path(args.store)
+    store.parent.mkdir(parents=True, exist_ok=True)
+    build = None
+    if not store.exists():
+        build = build_store(store, args.rows, args.features, args.relevant, args.seed)
+        print(json.dumps({"built": str(store), "build_seconds":
+                          round(build["build_seconds"], 1)}), flush=True)
+    sizes = store_sizes(store)
+    limit = dask.utils.parse_bytes(args.memory_limit)
+    sizes["on_disk_over_limit"] = sizes["on_disk_bytes"] / limit
+    sizes["decoded_over_limit"] = sizes["decoded_bytes"] / limit
+    print(json.dumps(sizes), flush=True)
+    if args.build_only:
+        return
+    tiny = str(tiny_store(store.parent / "tiny.zarr"))
+    from ultrafs.api import select
+
+    select(tiny, B=3, max_iter=2, scheduler="threads")      # the kernel cache, filled
+    rows, load = [], []
+    threaded = run_select(str(store), "threads", args)
+    reference = threaded.pop("model")
+    threaded.update(scheduler=f"threads x{args.threads}", **same_model(reference, reference))
+    rows.append(threaded)
+    load.append(os.getloadavg()[0])
+    print(json.dumps({k: v for k, v in threaded.items()}, default=str), flush=True)
+    for n_workers in (int(n) for n in args.workers.split(",")):
+        run = cluster_run(str(store), tiny, n_workers, args)
+        model = run.pop("model")
+        run.update(scheduler=f"LocalCluster {n_workers} x 1 thread",
+                   **same_model(reference, model))
+        run["wall_vs_threads"] = run["wall_s"] / threaded["wall_s"]
+        run["throughput_vs_threads"] = run["pass_mnnz_per_s"] / threaded["pass_mnnz_per_s"]
+        rows.append(run)
+        load.append(os.getloadavg()[0])
+        print(json.dumps(run, default=str), flush=True)
+    path = write_result(args.result, {
+        "command": " ".join(sys.argv), "store": str(store), "sizes": sizes,
+        "build": build, "memory_limit": args.memory_limit, "B": args.B,
+        "max_iter": args.max_iter, "features": list(reference.features),
+        "planted_recovered": len(set(reference.features)
+                                 & set(_planted_weights(sizes["n_features"], args.relevant,
+                                                        args.seed)[0].tolist())),
+        "load_average_1min_after_each_run": load, "rows": rows})
+    print(f"written {path}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
