@@ -9,7 +9,7 @@ use, and how does the throughput change with 1, 2 and 4 worker processes
 Usage::
 
     python bench/worker_memory.py [--store PATH] [--rows 16384]
-        [--features 16384] [--memory-limit 512MiB] [--workers 1,2,4]
+        [--features 36864] [--memory-limit 512MiB] [--workers 1,2,4]
         [--B 10] [--max-iter 3] [--result worker_memory]
 
 The store is the paper's §8.2 planted problem (``X ~ N(0, 1)`` float32,
@@ -27,9 +27,11 @@ run (``num_workers = 2``, the cores of the machine) runs first; then, for
 each worker count, a fresh ``LocalCluster(n_workers, threads_per_worker=1,
 processes=True, memory_limit=...)``:
 
-* every worker is warmed first by a ``select`` of a tiny store inside it
-  (``client.run``: the numba kernels loaded from the on-disk cache, which
-  the driver filled before); its resident memory then is its *baseline*;
+* every worker first runs, inside itself (``client.run``), the two kinds
+  of block task a ``select`` sends it (``C="scale"``'s column statistics,
+  a worst-case pass) on a tiny store: their numba kernels are loaded from
+  the on-disk cache, which the driver filled before.  Its resident memory
+  at start and after that warm-up (its *baseline*) are reported;
 * each worker's peak resident memory is the kernel's high-water mark
   ``VmHWM`` of ``/proc/self/status``, reset after the warm-up by writing
   ``5`` to ``/proc/self/clear_refs`` (exact, not sampled); the lifetime
@@ -83,11 +85,10 @@ def reset_peak() -> dict:
     return proc_status()
 
 
-def worker_report() -> dict:
-    """What a worker reports after the measured run (runs in the worker)."""
-    from distributed import get_worker
-
-    worker = get_worker()
+def worker_report(dask_worker=None) -> dict:
+    """What a worker reports after the measured run (``client.run`` gives
+    the worker as ``dask_worker``)."""
+    worker = dask_worker
     data = worker.data
     spilled = getattr(data, "spilled_total", None)
     metrics = getattr(data, "cumulative_metrics", {})
@@ -102,12 +103,22 @@ def worker_report() -> dict:
 
 
 def warm_worker(tiny: str) -> dict:
-    """Load the kernels a pass uses (a ``select`` of a tiny store inside
-    the worker, synchronous), then reset the peak; the status after."""
-    from ultrafs.api import select
+    """Run, inside the worker, the two kinds of block task a ``select``
+    sends to workers (the statistics of ``C="scale"`` and a worst-case
+    pass) on a tiny store, synchronously: their numba kernels are loaded
+    from the on-disk cache.  Returns the worker's memory before and after,
+    then resets its peak."""
+    from ultrafs.features.linear import LinearFeatures
+    from ultrafs.methods.c_scale import column_moments
+    from ultrafs.scoring.worst_case import worst_case_analysis
+    from ultrafs.store import open_store
 
-    select(tiny, B=3, max_iter=2, scheduler="synchronous")
-    return {**reset_peak(), "pid": os.getpid()}
+    start = proc_status()["VmRSS"]
+    store = open_store(tiny)
+    column_moments(store, scheduler="synchronous")
+    worst_case_analysis(LinearFeatures(store), np.ones(store.n_samples), 3,
+                        scheduler="synchronous")
+    return {"start_mb": start, **reset_peak(), "pid": os.getpid()}
 
 
 # ----------------------------------------------------------------- store
@@ -191,22 +202,31 @@ def tiny_store(path: Path) -> Path:
 
 # ------------------------------------------------------------------ runs
 def run_select(store: str, scheduler, args) -> dict:
-    """One measured ``select``; its model, wall time and pass figures."""
+    """``args.repeat`` measured ``select`` runs; the first run's model, the
+    median wall time and pass throughput, every run's figures."""
     from ultrafs.api import select
 
     reset_peak()
-    started = time.perf_counter()
-    model = select(store, B=args.B, max_iter=args.max_iter, tol=0.0,
-                   scheduler=scheduler,
-                   num_workers=args.threads if scheduler == "threads" else None)
-    wall = time.perf_counter() - started
-    history = model.history
-    nnz = sum(int(record["scan_nnz"]) for record in history)
-    seconds = sum(float(record["score_seconds"]) for record in history)
-    return {"model": model, "wall_s": wall, "passes": len(history),
-            "pass_nnz": nnz, "pass_seconds": seconds,
-            "pass_mnnz_per_s": nnz / seconds / 1e6,
-            "pass_seconds_each": [round(float(r["score_seconds"]), 3) for r in history],
+    walls, rates, each, models = [], [], [], []
+    for _ in range(args.repeat):
+        started = time.perf_counter()
+        model = select(store, B=args.B, max_iter=args.max_iter, tol=0.0,
+                       scheduler=scheduler,
+                       num_workers=args.threads if scheduler == "threads" else None)
+        walls.append(time.perf_counter() - started)
+        history = model.history
+        nnz = sum(int(record["scan_nnz"]) for record in history)
+        seconds = sum(float(record["score_seconds"]) for record in history)
+        rates.append(nnz / seconds / 1e6)
+        each.append([round(float(r["score_seconds"]), 3) for r in history])
+        models.append(model)
+    return {"model": models[0], "repeats_identical":
+            all(same_model(models[0], other)["identical"] for other in models[1:]),
+            "wall_s": float(np.median(walls)), "wall_s_each": [round(w, 2) for w in walls],
+            "passes": len(models[0].history), "pass_nnz": nnz,
+            "pass_mnnz_per_s": float(np.median(rates)),
+            "pass_mnnz_per_s_each": [round(r, 1) for r in rates],
+            "pass_seconds_each": each,
             "driver_peak_mb": proc_status()["VmHWM"]}
 
 
@@ -251,6 +271,7 @@ def cluster_run(store: str, tiny: str, n_workers: int, args) -> dict:
     for address, report in sorted(after.items()):
         base = warm.get(address, {})
         workers.append({"memory_limit_mb": round(limit_mb[address], 1),
+                        "start_mb": round(base.get("start_mb", float("nan")), 1),
                         "baseline_mb": round(base.get("VmRSS", float("nan")), 1),
                         "pass_peak_mb": round(report["VmHWM"], 1),
                         "lifetime_peak_mb": round(report["lifetime_peak_mb"], 1),
@@ -277,9 +298,10 @@ def cluster_run(store: str, tiny: str, n_workers: int, args) -> dict:
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--store", default=str(OUT_DIR / "worker_memory" / "planted.zarr"))
+    parser.add_argument("--store", default=None,
+                        help="default: bench/out/worker_memory/planted_ROWSxFEATURES.zarr")
     parser.add_argument("--rows", type=int, default=16384)
-    parser.add_argument("--features", type=int, default=16384)
+    parser.add_argument("--features", type=int, default=36864)
     parser.add_argument("--relevant", type=int, default=300)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--memory-limit", default="512MiB")
@@ -288,13 +310,16 @@ def main():
                         help="threads of the threaded run (the machine's cores)")
     parser.add_argument("--B", type=int, default=10)
     parser.add_argument("--max-iter", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="select runs per scheduler (medians reported)")
     parser.add_argument("--build-only", action="store_true")
     parser.add_argument("--result", default="worker_memory")
     args = parser.parse_args()
 
     import dask
 
-    store = Path(args.store)
+    store = Path(args.store or OUT_DIR / "worker_memory"
+                 / f"planted_{args.rows}x{args.features}.zarr")
     store.parent.mkdir(parents=True, exist_ok=True)
     build = None
     if not store.exists():
@@ -302,6 +327,9 @@ def main():
         print(json.dumps({"built": str(store), "build_seconds":
                           round(build["build_seconds"], 1)}), flush=True)
     sizes = store_sizes(store)
+    if (sizes["n_samples"], sizes["n_features"]) != (args.rows, args.features):
+        parser.error(f"{store} holds {sizes['n_samples']} x {sizes['n_features']}, "
+                     f"not --rows {args.rows} x --features {args.features}")
     limit = dask.utils.parse_bytes(args.memory_limit)
     sizes["on_disk_over_limit"] = sizes["on_disk_bytes"] / limit
     sizes["decoded_over_limit"] = sizes["decoded_bytes"] / limit
@@ -311,7 +339,8 @@ def main():
     tiny = str(tiny_store(store.parent / "tiny.zarr"))
     from ultrafs.api import select
 
-    select(tiny, B=3, max_iter=2, scheduler="threads")      # the kernel cache, filled
+    # the kernel cache filled, the threaded run's kernels loaded
+    select(tiny, B=3, max_iter=2, scheduler="threads")
     rows, load = [], []
     threaded = run_select(str(store), "threads", args)
     reference = threaded.pop("model")
