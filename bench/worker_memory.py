@@ -10,7 +10,8 @@ Usage::
 
     python bench/worker_memory.py [--store PATH] [--rows 16384]
         [--features 36864] [--memory-limit 512MiB] [--workers 1,2,4]
-        [--B 10] [--max-iter 3] [--result worker_memory]
+        [--B 10] [--max-iter 3] [--repeat 1] [--worker-malloc dask,ultrafs]
+        [--result worker_memory]
 
 The store is the paper's §8.2 planted problem (``X ~ N(0, 1)`` float32,
 dense, ``y = sign(X w)`` with ``--relevant`` planted weights), written
@@ -34,12 +35,20 @@ processes=True, memory_limit=...)``:
   at start and after that warm-up (its *baseline*) are reported;
 * each worker's peak resident memory is the kernel's high-water mark
   ``VmHWM`` of ``/proc/self/status``, reset after the warm-up by writing
-  ``5`` to ``/proc/self/clear_refs`` (exact, not sampled); the lifetime
-  peak (``ru_maxrss``, warm-up included) is reported next to it;
+  ``5`` to ``/proc/self/clear_refs`` (exact, not sampled); the warm-up's
+  own peak (``VmHWM`` before that reset: start and warm-up) is reported
+  next to it (not ``ru_maxrss``: a spawned worker's counts the pages of
+  the process it was forked from, here the driver, which runs the nannies);
+* minor page faults of each worker during the measured runs
+  (``ru_minflt``), and of the driver during the threaded run;
 * restarts: the worker processes' ids before and after, the number of
   workers, and the nannies' ``worker-restart-memory`` events; pauses:
   ``Pausing worker`` lines of the worker logs; spilling: every worker's
-  ``SpillBuffer.spilled_total`` and its cumulative spill metrics.
+  ``SpillBuffer.spilled_total`` and its cumulative spill metrics, and any
+  ``disk-write`` / ``disk-read`` span in the task stream;
+* CPU seconds (``time.process_time``) of the driver and of every worker
+  per run, and the task stream's compute and transfer seconds: where the
+  cores went.
 
 The driver's own peak (``VmHWM`` of this process, reset before each run)
 is reported too: with a cluster the driver only solves the subproblems.
@@ -54,6 +63,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import re
 import resource
@@ -67,6 +77,17 @@ from common import OUT_DIR, write_result
 
 #: columns generated (and appended) at a time when the store is written
 BUILD_COLUMNS = 512
+
+#: glibc malloc settings of the worker processes (``--worker-malloc``):
+#: dask's default (``distributed.nanny.pre-spawn-environ``: a trim
+#: threshold of 64 KiB, which also freezes glibc's mmap threshold at its
+#: 128 KiB start), glibc's own defaults (a dynamic mmap threshold: what
+#: the threaded run in this process has), or what the ultrafs command
+#: line sets (``ultrafs/allocator.py``: mmap at 2 MiB, trim at 8 MiB)
+WORKER_MALLOC = {"dask": {"MALLOC_TRIM_THRESHOLD_": "65536"},
+                 "glibc": {},
+                 "ultrafs": {"MALLOC_MMAP_THRESHOLD_": str(2 << 20),
+                             "MALLOC_TRIM_THRESHOLD_": str(8 << 20)}}
 
 
 # ---------------------------------------------------------------- memory
@@ -93,7 +114,8 @@ def worker_report(dask_worker=None) -> dict:
     spilled = getattr(data, "spilled_total", None)
     metrics = getattr(data, "cumulative_metrics", {})
     return {**proc_status(), "pid": os.getpid(),
-            "lifetime_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "minflt": resource.getrusage(resource.RUSAGE_SELF).ru_minflt,
+            "cpu_s": time.process_time(),
             "status": str(worker.status),
             "spilled_memory_bytes": None if spilled is None else int(spilled.memory),
             "spilled_disk_bytes": None if spilled is None else int(spilled.disk),
@@ -118,7 +140,12 @@ def warm_worker(tiny: str) -> dict:
     column_moments(store, scheduler="synchronous")
     worst_case_analysis(LinearFeatures(store), np.ones(store.n_samples), 3,
                         scheduler="synchronous")
-    return {"start_mb": start, **reset_peak(), "pid": os.getpid()}
+    warm_peak = proc_status()["VmHWM"]
+    return {"start_mb": start, "warm_peak_mb": warm_peak, **reset_peak(),
+            "pid": os.getpid(),
+            "minflt": resource.getrusage(resource.RUSAGE_SELF).ru_minflt,
+            "cpu_s": time.process_time(),
+            "malloc_env": {k: v for k, v in os.environ.items() if k.startswith("MALLOC_")}}
 
 
 # ----------------------------------------------------------------- store
@@ -207,6 +234,8 @@ def run_select(store: str, scheduler, args) -> dict:
     from ultrafs.api import select
 
     reset_peak()
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    cpu = time.process_time()
     walls, rates, each, models = [], [], [], []
     for _ in range(args.repeat):
         started = time.perf_counter()
@@ -227,7 +256,10 @@ def run_select(store: str, scheduler, args) -> dict:
             "pass_mnnz_per_s": float(np.median(rates)),
             "pass_mnnz_per_s_each": [round(r, 1) for r in rates],
             "pass_seconds_each": each,
-            "driver_peak_mb": proc_status()["VmHWM"]}
+            "driver_peak_mb": proc_status()["VmHWM"],
+            "driver_cpu_s_per_run": (time.process_time() - cpu) / args.repeat,
+            "driver_minflt_per_run": (resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+                                      - faults) / args.repeat}
 
 
 def same_model(reference, model) -> dict:
@@ -247,53 +279,162 @@ def _log_lines(logs, pattern: str) -> int:
                if regex.search(line))
 
 
-def cluster_run(store: str, tiny: str, n_workers: int, args) -> dict:
-    """The measured ``select`` on a fresh LocalCluster of ``n_workers``."""
-    from distributed import Client, LocalCluster
+def _cluster_settings(malloc: str, args) -> dict:
+    """The dask settings of a cluster: the workers' malloc environment
+    (``WORKER_MALLOC[malloc]`` in place of dask's trim threshold) and,
+    when given, the scheduler's worker saturation."""
+    import dask
+
+    environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ"))
+    environ.pop("MALLOC_TRIM_THRESHOLD_", None)
+    environ.update(WORKER_MALLOC[malloc])
+    settings = {"distributed.nanny.pre-spawn-environ": environ}
+    if args.worker_saturation is not None:
+        settings["distributed.scheduler.worker-saturation"] = args.worker_saturation
+    return settings
+
+
+def _stream_totals(records, repeat: int):
+    """Per run: tasks by key prefix, and count and seconds of every action
+    (compute, transfer, disk-read, disk-write) in the task stream."""
+    from dask.utils import key_split
+
+    prefixes, actions = {}, {}
+    for record in records:
+        prefix = key_split(record["key"])
+        prefixes[prefix] = prefixes.get(prefix, 0) + 1 / repeat
+        for span in record.get("startstops", ()):
+            totals = actions.setdefault(span["action"], {"count": 0.0, "seconds": 0.0})
+            totals["count"] += 1 / repeat
+            totals["seconds"] += (span["stop"] - span["start"]) / repeat
+    return prefixes, actions
+
+
+def _worker_rows(warm: dict, after: dict, limit_mb: dict, repeat: int) -> list:
+    """One row per worker: memory at start, after the warm-up, its peak
+    over the measured runs, page faults and CPU per run, spilling."""
+    rows = []
+    for address, report in sorted(after.items()):
+        base = warm.get(address, {})
+        rows.append({"memory_limit_mb": round(limit_mb[address], 1),
+                     "start_mb": round(base.get("start_mb", float("nan")), 1),
+                     "baseline_mb": round(base.get("VmRSS", float("nan")), 1),
+                     "warm_peak_mb": round(base.get("warm_peak_mb", float("nan")), 1),
+                     "pass_peak_mb": round(report["VmHWM"], 1),
+                     "rss_after_mb": round(report["VmRSS"], 1),
+                     "minflt_per_run": (report["minflt"] - base.get("minflt", 0)) / repeat,
+                     "cpu_s_per_run": (report["cpu_s"] - base.get("cpu_s", 0)) / repeat,
+                     "malloc_env": base.get("malloc_env"),
+                     "same_process": base.get("pid") == report["pid"],
+                     "status": report["status"],
+                     "spilled_memory_bytes": report["spilled_memory_bytes"],
+                     "spilled_disk_bytes": report["spilled_disk_bytes"],
+                     "spill_metrics": report["spill_metrics"],
+                     "keys_held": report["keys_held"]})
+    return rows
+
+
+def _measured_in_time(store: str, client, args):
+    """:func:`run_select` in a thread; its result, or None when it has not
+    finished within ``args.run_timeout`` seconds (every worker paused:
+    dask never resumes a worker whose unmanaged memory stays above the
+    pause fraction, and the pass waits for ever)."""
+    import threading
+
+    outcome = {}
+
+    def measure():
+        try:
+            outcome["run"] = run_select(store, client, args)
+        except BaseException as exc:  # noqa: BLE001 - re-raised below
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=measure, daemon=True)
+    thread.start()
+    thread.join(args.run_timeout)
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("run")
+
+
+def cluster_run(store: str, tiny: str, n_workers: int, malloc: str, args) -> dict:
+    """The measured ``select`` on a fresh LocalCluster of ``n_workers``
+    whose processes start with the ``WORKER_MALLOC[malloc]`` environment."""
+    import dask
+    from distributed import Client, LocalCluster, get_task_stream
 
     started = time.perf_counter()
-    with LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
-                      memory_limit=args.memory_limit, dashboard_address=None,
-                      silence_logs=40) as cluster, \
+    with dask.config.set(_cluster_settings(malloc, args)), \
+            LocalCluster(n_workers=n_workers, threads_per_worker=1, processes=True,
+                         memory_limit=args.memory_limit, dashboard_address=None,
+                         silence_logs=logging.WARNING) as cluster, \
             Client(cluster, set_as_default=False) as client:
         client.wait_for_workers(n_workers)
         limit_mb = {address: info["memory_limit"] / 2**20 for address, info in
                     client.scheduler_info(n_workers=-1)["workers"].items()}
         warm = client.run(warm_worker, tiny)
         startup = time.perf_counter() - started
-        run = run_select(store, client, args)
+        with get_task_stream(client=client) as stream:
+            run = _measured_in_time(store, client, args)
+        finished = run is not None
+        run = run or {"model": None}
+        prefixes, actions = _stream_totals(stream.data, args.repeat)
         after = client.run(worker_report)
         n_after = len(client.scheduler_info(n_workers=-1)["workers"])
         logs = client.get_worker_logs()
         nanny_logs = client.get_worker_logs(nanny=True)
         restart_events = client.get_events("worker-restart-memory")
-    workers = []
-    for address, report in sorted(after.items()):
-        base = warm.get(address, {})
-        workers.append({"memory_limit_mb": round(limit_mb[address], 1),
-                        "start_mb": round(base.get("start_mb", float("nan")), 1),
-                        "baseline_mb": round(base.get("VmRSS", float("nan")), 1),
-                        "pass_peak_mb": round(report["VmHWM"], 1),
-                        "lifetime_peak_mb": round(report["lifetime_peak_mb"], 1),
-                        "rss_after_mb": round(report["VmRSS"], 1),
-                        "same_process": base.get("pid") == report["pid"],
-                        "status": report["status"],
-                        "spilled_memory_bytes": report["spilled_memory_bytes"],
-                        "spilled_disk_bytes": report["spilled_disk_bytes"],
-                        "spill_metrics": report["spill_metrics"],
-                        "keys_held": report["keys_held"]})
-    run["cluster_startup_s"] = startup
-    run["workers"] = workers
-    run["workers_after"] = n_after
-    run["restarted"] = (n_after != n_workers or len(restart_events) > 0
-                        or not all(w["same_process"] for w in workers))
-    run["restart_events"] = len(restart_events)
-    run["pause_lines"] = _log_lines(logs, r"Pausing worker")
-    run["memory_warning_lines"] = _log_lines(logs, r"[Mm]emory use is high|"
-                                             r"exceeded|Spill")
-    run["nanny_restart_lines"] = _log_lines(nanny_logs, r"exceeded|[Rr]estart")
-    run["spilled"] = any((w["spilled_disk_bytes"] or 0) > 0 for w in workers)
+    workers = _worker_rows(warm, after, limit_mb, args.repeat)
+    run.update(
+        finished=finished, cluster_startup_s=startup, task_actions_per_run=actions,
+        tasks_per_run=prefixes,
+        workers_cpu_s_per_run=sum(w["cpu_s_per_run"] for w in workers),
+        workers=workers, workers_after=n_after,
+        restarted=(n_after != n_workers or len(restart_events) > 0
+                   or not all(w["same_process"] for w in workers)),
+        restart_events=len(restart_events),
+        pause_lines=_log_lines(logs, r"Pausing worker"),
+        memory_warning_lines=_log_lines(logs, r"[Mm]emory use is high|exceeded"),
+        nanny_restart_lines=_log_lines(nanny_logs, r"exceeded|[Rr]estart"),
+        spilled=(any("disk-write:count" in w["spill_metrics"] for w in workers)
+                 or "disk-write" in actions))
     return run
+
+
+def table(paths) -> str:
+    """The Markdown table of the README from result files."""
+    lines = ["| run | scheduler | limit | select wall s (median) | pass M nnz/s (median) "
+             "| × threads | worker start / baseline / peak MiB | driver peak MiB "
+             "| worker CPU s | restarts / pauses / spills | model |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for path in paths:
+        result = json.loads(Path(path).read_text())
+        name = Path(path).stem
+        for row in result["rows"]:
+            workers = row.get("workers", [])
+            memory = "—"
+            if workers:
+                memory = (f"{max(w['start_mb'] for w in workers):.0f} / "
+                          f"{max(w['baseline_mb'] for w in workers):.0f} / "
+                          f"{max(w['pass_peak_mb'] for w in workers):.0f}")
+            limit = result["memory_limit"] if workers else "—"
+            if not row.get("finished", True):
+                lines.append(f"| {name} | {row['scheduler']} | {limit} | did not finish "
+                             f"| — | — | {memory} | — | — | {row['restart_events']} / "
+                             f"{row['pause_lines']} / {'yes' if row['spilled'] else 'no'} "
+                             f"| — |")
+                continue
+            ratio = row.get("throughput_vs_threads")
+            events = (f"{row['restart_events']} / {row['pause_lines']} / "
+                      f"{'yes' if row['spilled'] else 'no'}" if workers else "—")
+            cpu = (f"{row['workers_cpu_s_per_run']:.1f}" if workers
+                   else f"{row['driver_cpu_s_per_run']:.1f} (driver)")
+            lines.append(
+                f"| {name} | {row['scheduler']} | {limit} | {row['wall_s']:.2f} "
+                f"| {row['pass_mnnz_per_s']:.0f} | {'1' if ratio is None else f'{ratio:.2f}'} "
+                f"| {memory} | {row['driver_peak_mb']:.0f} | {cpu} | {events} "
+                f"| {'identical' if row['identical'] else 'DIFFERS'} |")
+    return "\n".join(lines)
 
 
 def main():
@@ -312,9 +453,24 @@ def main():
     parser.add_argument("--max-iter", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=1,
                         help="select runs per scheduler (medians reported)")
+    parser.add_argument("--worker-malloc", default="dask",
+                        help="comma-separated glibc malloc settings of the workers, "
+                        f"each run in turn: {', '.join(WORKER_MALLOC)} (see WORKER_MALLOC)")
+    parser.add_argument("--worker-saturation", type=float, default=None,
+                        help="dask's distributed.scheduler.worker-saturation (default: "
+                        "dask's, 1.1: about one block task queued per worker thread "
+                        "beyond the running one; inf sends every block at once)")
+    parser.add_argument("--run-timeout", type=float, default=300.0,
+                        help="seconds the measured runs on one cluster may take; "
+                        "past them the row is recorded as not finished")
     parser.add_argument("--build-only", action="store_true")
     parser.add_argument("--result", default="worker_memory")
+    parser.add_argument("--table", nargs="+", default=None, metavar="RESULT_JSON",
+                        help="print the Markdown table of these result files and stop")
     args = parser.parse_args()
+    if args.table:
+        print(table(args.table))
+        return
 
     import dask
 
@@ -348,20 +504,27 @@ def main():
     rows.append(threaded)
     load.append(os.getloadavg()[0])
     print(json.dumps({k: v for k, v in threaded.items()}, default=str), flush=True)
-    for n_workers in (int(n) for n in args.workers.split(",")):
-        run = cluster_run(str(store), tiny, n_workers, args)
+    mallocs = args.worker_malloc.split(",")
+    if not set(mallocs) <= set(WORKER_MALLOC):
+        parser.error(f"--worker-malloc: each of {', '.join(WORKER_MALLOC)}")
+    for n_workers, malloc in ((int(n), m) for n in args.workers.split(",")
+                              for m in mallocs):
+        run = cluster_run(str(store), tiny, n_workers, malloc, args)
         model = run.pop("model")
-        run.update(scheduler=f"LocalCluster {n_workers} x 1 thread",
-                   **same_model(reference, model))
-        run["wall_vs_threads"] = run["wall_s"] / threaded["wall_s"]
-        run["throughput_vs_threads"] = run["pass_mnnz_per_s"] / threaded["pass_mnnz_per_s"]
+        run.update(scheduler=f"LocalCluster {n_workers} x 1 thread", malloc=malloc)
+        if run["finished"]:
+            run.update(same_model(reference, model),
+                       wall_vs_threads=run["wall_s"] / threaded["wall_s"],
+                       throughput_vs_threads=(run["pass_mnnz_per_s"]
+                                              / threaded["pass_mnnz_per_s"]))
         rows.append(run)
         load.append(os.getloadavg()[0])
         print(json.dumps(run, default=str), flush=True)
     path = write_result(args.result, {
         "command": " ".join(sys.argv), "store": str(store), "sizes": sizes,
         "build": build, "memory_limit": args.memory_limit, "B": args.B,
-        "max_iter": args.max_iter, "features": list(reference.features),
+        "max_iter": args.max_iter, "worker_malloc": args.worker_malloc,
+        "worker_saturation": args.worker_saturation, "features": list(reference.features),
         "planted_recovered": len(set(reference.features)
                                  & set(_planted_weights(sizes["n_features"], args.relevant,
                                                         args.seed)[0].tolist())),
