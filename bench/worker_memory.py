@@ -436,8 +436,11 @@ def table(paths) -> str:
                       f"{'yes' if spilled else 'no'}" if workers else "—")
             cpu = (f"{row['workers_cpu_s_per_run']:.1f}" if workers
                    else f"{row['driver_cpu_s_per_run']:.1f} (driver)")
+            scheduler = row["scheduler"]
+            if row.get("malloc") not in (None, "dask"):
+                scheduler += f" (malloc: {row['malloc']})"
             lines.append(
-                f"| {name} | {row['scheduler']} | {limit} | {row['wall_s']:.2f} "
+                f"| {name} | {scheduler} | {limit} | {row['wall_s']:.2f} "
                 f"| {row['pass_mnnz_per_s']:.0f} | {'1' if ratio is None else f'{ratio:.2f}'} "
                 f"| {memory} | {row['driver_peak_mb']:.0f} | {cpu} | {events} "
                 f"| {'identical' if row['identical'] else 'DIFFERS'} |")
