@@ -97,7 +97,7 @@ def proc_status() -> dict:
     """This process's resident memory now (``VmRSS``) and its high-water
     mark (``VmHWM``), in MiB, from ``/proc/self/status``."""
     text = Path("/proc/self/status").read_text()
-    return {key: int(re.search(rf"^{key}:\s+(\d+) kB", text, re.M).group(1)) / 1024
+    return {key: int(re.search(rf"^{key}:\s+(\d+) kB", text, re.MULTILINE).group(1)) / 1024
             for key in ("VmRSS", "VmHWM")}
 
 
@@ -409,9 +409,9 @@ def cluster_run(store: str, tiny: str, n_workers: int, malloc: str, args) -> dic
 
 def table(paths) -> str:
     """The Markdown table of the README from result files."""
-    lines = ["| run | scheduler | limit | select wall s (median) | pass M nnz/s (median) "
-             "| × threads | worker start / baseline / peak MiB | driver peak MiB "
-             "| worker CPU s | restarts / pauses / spills | model |",
+    lines = [("| run | scheduler | limit | select wall s (median) | pass M nnz/s (median) "
+              "| × threads | worker start / baseline / peak MiB | driver peak MiB "
+              "| worker CPU s | restarts / pauses / spills | model |"),
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for path in paths:
         result = json.loads(Path(path).read_text())
