@@ -401,10 +401,11 @@ def _count_workers(client):
 def _compute_distributed(collection, client, show_progress):
     """Run one collection on a distributed client; bounded waits.
 
-    The future is polled every :data:`_POLL_S` seconds.  A cluster with no
-    worker for :func:`worker_timeout` seconds, a scheduler that cannot be
-    reached for as long, a lost connection and a task that killed its
-    workers each end in a :class:`ClusterError` (one line).
+    The future's end is waited for by :data:`_POLL_S` seconds (nothing
+    gathered; :func:`_gathered` collects the result once it is there).  A
+    cluster with no worker for :func:`worker_timeout` seconds, a scheduler
+    that cannot be reached for as long, a lost connection and a task that
+    killed its workers each end in a :class:`ClusterError` (one line).
     """
     import concurrent.futures
     import time
@@ -412,23 +413,20 @@ def _compute_distributed(collection, client, show_progress):
     limit = worker_timeout()
     where = _scheduler_address(client)
     future = client.compute(collection)
+    finished = threading.Event()    # set when the future finishes, fails or is cancelled
+    future.add_done_callback(lambda _: finished.set())
     bar = _start_progress(client, future) if show_progress else None
     trouble_since = None
     seceded = _secede_if_in_task()
     try:
         while True:
             try:
-                result = future.result(timeout=_POLL_S)
-                if bar is not None:
-                    # let the bar draw 100% while the future still holds its keys
-                    concurrent.futures.wait([bar], timeout=2.0)
-                return result
-            except TimeoutError:
-                # the poll timed out; a future that finished meanwhile is
-                # collected by the next poll, one whose task raised
-                # TimeoutError itself re-raises it
-                if future.done() and future.status == "error":
-                    raise
+                if finished.wait(_POLL_S):
+                    result = _gathered(future, where, limit)
+                    if bar is not None:
+                        # let the bar draw 100% while the future still holds its keys
+                        concurrent.futures.wait([bar], timeout=2.0)
+                    return result
             except concurrent.futures.CancelledError:
                 raise ClusterError(
                     f"lost the connection to the dask scheduler at {where} "
@@ -470,6 +468,32 @@ def _compute_distributed(collection, client, show_progress):
             from distributed import rejoin
 
             rejoin()
+
+
+def _gathered(future, where: str, limit: float):
+    """The result of a finished distributed ``future``, gathered within
+    ``limit`` seconds.
+
+    A pass is not polled by ``future.result(timeout=...)``: when that
+    timeout expires while the result is being gathered, distributed raises
+    ``UnboundLocalError`` (dask/distributed#8514; a 4-worker pass of
+    ``bench/worker_memory.py`` crashed so), and a result that takes longer
+    than a poll to gather would never arrive.
+
+    Raises
+    ------
+    ClusterError
+        The result did not arrive within ``limit`` seconds.
+    Exception
+        The task's own (a task that raised TimeoutError re-raises it).
+    """
+    try:
+        return future.result(timeout=limit)
+    except (TimeoutError, UnboundLocalError):
+        if future.status == "error":
+            raise
+        raise ClusterError(f"could not gather a result from the dask workers of {where} "
+                           f"within {limit:g} s ({WORKER_TIMEOUT_KEY})") from None
 
 
 def _secede_if_in_task() -> bool:
