@@ -15,6 +15,8 @@ LABEL_OPTION = click.option(
 
 
 def _storage_options(ctx, param, pairs):
+    if not pairs:           # parsing --help or a local run imports nothing more
+        return None
     from ultrafs.errors import ParameterError
     from ultrafs.store.object_store import parse_storage_options
 
