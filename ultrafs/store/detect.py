@@ -10,6 +10,10 @@ Dispatch, in this order:
    directory of ``*.parquet`` files → :class:`~ultrafs.store.parquet_wide.ParquetWideStore`
    with the label column ``label`` (default ``"label"``);
 4. anything else → ``StoreFormatError("<path>: not an ultrafs store (...)")``.
+
+An fsspec URL (``s3://...``) holds a published Zarr store (root ``zarr.json``)
+or Parquet-long store (root ``_ultrafs.json``):
+:func:`ultrafs.store.object_store.check_published` tells which.
 """
 
 from __future__ import annotations
@@ -85,7 +89,10 @@ def open_store(path, *, label=None, target=None, labels=True,
         A Zarr store or Parquet-long store directory written by ultrafs,
         or a wide Parquet file / dataset directory; or the fsspec URL of a
         Zarr store (``s3://bucket/train.zarr``, ``file:///data/train.zarr``),
-        read through zarr's fsspec store.
+        read through zarr's fsspec store, or of a Parquet-long store
+        (``s3://bucket/train.parquet``), read in byte ranges through fsspec;
+        either is told by its root document (``zarr.json``, ``_ultrafs.json``)
+        and refused in one line when it is missing (an unpublished prefix).
     label : str or None
         Label column of a wide Parquet table (None: ``"label"``).  Stores
         written by ultrafs carry their labels: giving ``label`` for one is
@@ -121,15 +128,22 @@ def open_store(path, *, label=None, target=None, labels=True,
     from ultrafs.store.path_store import is_url
 
     if is_url(path):
-        # fsspec URLs (s3://, gs://, file://, ...): Zarr stores, opened by
-        # zarr itself; every worker reopens the URL on its own
+        # fsspec URLs (s3://, gs://, file://, ...): a published Zarr or
+        # Parquet-long store, told apart by its root document; every worker
+        # reopens the URL on its own
         if label is not None or target is not None:
             raise ParameterError(
                 f"{path}: {'label' if label is not None else 'target'}= applies to wide "
                 "Parquet tables only")
-        from ultrafs.store.zarr_store import ZarrStore
+        from ultrafs.store.object_store import ROOT_DOCUMENT, ROOT_DOCUMENTS, check_published
 
-        return ZarrStore(path, storage_options=storage_options)
+        if check_published(path, storage_options, ROOT_DOCUMENTS) == ROOT_DOCUMENT:
+            from ultrafs.store.zarr_store import ZarrStore
+
+            return ZarrStore(path, storage_options=storage_options)
+        from ultrafs.store.parquet_long import ParquetLongStore
+
+        return ParquetLongStore(path, storage_options=storage_options)
     if storage_options:
         raise ParameterError(f"{path}: storage options apply to URLs (s3://...) only")
     kind = store_kind(path)

@@ -1,13 +1,14 @@
-"""Zarr stores at fsspec URLs (``s3://bucket/train.zarr``): options,
-bounded waits, publishing and the published check.
+"""Stores at fsspec URLs (``s3://bucket/train.zarr``, ``s3://bucket/train.parquet``):
+options, bounded waits, publishing and the published check.
 
 An object store has no rename, so a store cannot appear whole by renaming
 a finished folder, as on a local disk.  ``ultrafs ingest`` writes the store
 into a local staging folder first (the ordinary writer, checksums and all),
-then :func:`publish_store` uploads every object but the group's root
-``zarr.json`` and uploads that one last: it holds ``complete: true`` and
-the metadata checksum, and a reader (:func:`check_published`) refuses a
-prefix without it in one line.  A store is thus published by one final
+then :func:`publish_store` uploads every object but the store's root
+document (a Zarr group's ``zarr.json``, a Parquet-long store's
+``_ultrafs.json``: the ``root_document`` parameter) and uploads that one
+last: it holds ``complete: true`` and the metadata checksum, and a reader
+(:func:`check_published`) refuses a prefix without it in one line.  A store is thus published by one final
 metadata write, and a reader sees it whole or not at all.
 
 Credentials and endpoints come from the usual places: the environment
@@ -39,7 +40,8 @@ import tempfile
 from ultrafs.errors import ParameterError, StoreExistsError, StoreFormatError
 
 __all__ = ["staged_upload", "DEFAULT_TIMEOUT_S", "MAX_ATTEMPTS", "S3FS_TRIES", "ENV_TIMEOUT", "storage_options_for",
-           "filesystem", "check_published", "publish_store", "zarr_store_of",
+           "filesystem", "check_published", "ROOT_DOCUMENT", "ROOT_DOCUMENTS",
+           "PARQUET_LONG_DOCUMENT", "publish_store", "zarr_store_of",
            "remote_metadata_parts", "parse_storage_options", "request_bound_s"]
 
 #: seconds a request may take to connect, and to answer (per attempt)
@@ -51,8 +53,14 @@ MAX_ATTEMPTS = 1
 S3FS_TRIES = 5
 #: environment variable that sets the per-request timeout, in seconds
 ENV_TIMEOUT = "ULTRAFS_STORAGE_TIMEOUT"
-#: the root document whose presence publishes a store
+#: the root document whose presence publishes a store (a Zarr group's)
 ROOT_DOCUMENT = "zarr.json"
+#: the root document of a Parquet-long store
+#: (:data:`ultrafs.store.parquet_long.METADATA_FILE`)
+PARQUET_LONG_DOCUMENT = "_ultrafs.json"
+#: every root document that publishes an ultrafs store, in the order
+#: :func:`check_published` looks for them
+ROOT_DOCUMENTS = (ROOT_DOCUMENT, PARQUET_LONG_DOCUMENT)
 
 
 def _timeout() -> float:
@@ -165,25 +173,41 @@ def _request(what, url, call):
         raise StoreFormatError(f"{url}: cannot {what} ({_first_line(exc)})") from None
 
 
-def check_published(url, storage_options=None) -> None:
+def check_published(url, storage_options=None, root_document=ROOT_DOCUMENT) -> str:
     """Refuse a URL that holds no published store, in one line.
+
+    Parameters
+    ----------
+    url : str
+    storage_options : dict, optional
+    root_document : str or tuple of str
+        The document whose presence publishes the store (``zarr.json``, a
+        Parquet-long store's ``_ultrafs.json``), or several, looked for in
+        order (:data:`ROOT_DOCUMENTS`: whichever kind of store it is).
+
+    Returns
+    -------
+    str
+        The root document found.
 
     Raises
     ------
     StoreFormatError
-        Nothing at ``url``; objects but no root ``zarr.json`` (an ingest
-        still uploading, or one interrupted); or the server did not answer
+        Nothing at ``url``; objects but no root document (an ingest still
+        uploading, or one interrupted); or the server did not answer
         (within :func:`request_bound_s`).
     """
+    documents = (root_document,) if isinstance(root_document, str) else tuple(root_document)
     fs, root = filesystem(url, storage_options)
     fs.invalidate_cache(root)
-    document = f"{root.rstrip('/')}/{ROOT_DOCUMENT}"
-    if _request("reach the object store", url, lambda: fs.exists(document)):
-        return
+    for name in documents:
+        document = f"{root.rstrip('/')}/{name}"
+        if _request("reach the object store", url, lambda: fs.exists(document)):
+            return name
     if _request("list the object store", url, lambda: bool(_listing(fs, root))):
         raise StoreFormatError(
-            f"{url}: not a published store: it holds objects but no {ROOT_DOCUMENT} at "
-            "its root (an ingest still uploading, or one interrupted)")
+            f"{url}: not a published store: it holds objects but no {' or '.join(documents)} "
+            "at its root (an ingest still uploading, or one interrupted)")
     raise StoreFormatError(f"{url}: not an ultrafs store (no such store)")
 
 
@@ -215,9 +239,10 @@ def remote_metadata_parts(url, names, storage_options=None):
     return parts
 
 
-def publish_store(local, url, storage_options=None, *, overwrite=False) -> None:
-    """Upload the finished store folder ``local`` to ``url``, the root
-    ``zarr.json`` last: the store appears whole or not at all.
+def publish_store(local, url, storage_options=None, *, overwrite=False,
+                  root_document=ROOT_DOCUMENT) -> None:
+    """Upload the finished store folder ``local`` to ``url``, its root
+    document last: the store appears whole or not at all.
 
     Parameters
     ----------
@@ -228,9 +253,13 @@ def publish_store(local, url, storage_options=None, *, overwrite=False) -> None:
     storage_options : dict, optional
     overwrite : bool
         Replace a store already published at ``url`` (unpublished first,
-        by removing its root ``zarr.json``, then removed); without it, one
-        line refusing.  Objects under ``url`` that are not a published
-        store (an interrupted upload) are replaced only with ``overwrite``.
+        by removing its root document, whichever of :data:`ROOT_DOCUMENTS`
+        it is, then removed); without it, one line refusing.  Objects under
+        ``url`` that are not a published store (an interrupted upload) are
+        replaced only with ``overwrite``.
+    root_document : str
+        The document of ``local`` uploaded last (``zarr.json``, or
+        ``_ultrafs.json`` for a Parquet-long store).
 
     Raises
     ------
@@ -241,8 +270,12 @@ def publish_store(local, url, storage_options=None, *, overwrite=False) -> None:
     fs, root = filesystem(url, storage_options)
     root = root.rstrip("/")
     fs.invalidate_cache(root)
-    document = f"{root}/{ROOT_DOCUMENT}"
-    published = _request("reach the object store", url, lambda: fs.exists(document))
+    document = f"{root}/{root_document}"
+    published = None
+    for name in ROOT_DOCUMENTS:
+        if _request("reach the object store", url, lambda: fs.exists(f"{root}/{name}")):
+            published = f"{root}/{name}"
+            break
     leftovers = published or _request("list the object store", url,
                                       lambda: bool(_listing(fs, root)))
     if leftovers and not overwrite:
@@ -252,8 +285,8 @@ def publish_store(local, url, storage_options=None, *, overwrite=False) -> None:
                                "replace it")
     if leftovers:
         if published:
-            _refuse_foreign(fs, document, url)
-            _request("unpublish the old store", url, lambda: fs.rm_file(document))
+            _refuse_foreign(fs, published, url)
+            _request("unpublish the old store", url, lambda: fs.rm_file(published))
         _request("remove the old store", url, lambda: fs.rm(root, recursive=True))
     local = os.fspath(local)
     sources, targets = [], []
@@ -261,14 +294,14 @@ def publish_store(local, url, storage_options=None, *, overwrite=False) -> None:
         for name in sorted(files):
             source = os.path.join(folder, name)
             relative = os.path.relpath(source, local).replace(os.sep, "/")
-            if relative != ROOT_DOCUMENT:
+            if relative != root_document:
                 sources.append(source)
                 targets.append(f"{root}/{relative}")
     try:
         if sources:
             _request("upload the store", url, lambda: fs.put(sources, targets))
         _request("publish the store", url, lambda: fs.put_file(
-            os.path.join(local, ROOT_DOCUMENT), document))
+            os.path.join(local, root_document), document))
     except BaseException:
         try:
             fs.rm(root, recursive=True)
@@ -278,9 +311,13 @@ def publish_store(local, url, storage_options=None, *, overwrite=False) -> None:
 
 
 def _refuse_foreign(fs, document, url) -> None:
-    """Refuse to replace a root ``zarr.json`` that is not an ultrafs store's."""
+    """Refuse to replace a root document that is not an ultrafs store's (a
+    Zarr group's attributes, or the Parquet-long metadata, name its format)."""
     try:
-        attrs = json.loads(fs.cat_file(document)).get("attributes", {})
+        parsed = json.loads(fs.cat_file(document))
+        attrs = (parsed.get("attributes", {}) if document.endswith(ROOT_DOCUMENT)
+                 else parsed)
+        attrs.get("format")
     except (ValueError, AttributeError):
         attrs = {}
     if not str(attrs.get("format", "")).startswith("ultrafs-"):
@@ -289,21 +326,23 @@ def _refuse_foreign(fs, document, url) -> None:
 
 
 @contextlib.contextmanager
-def staged_upload(url, storage_options=None, *, overwrite=False):
+def staged_upload(url, storage_options=None, *, overwrite=False, root_document=ROOT_DOCUMENT):
     """A local folder to write the store of ``url`` in, published on success.
 
     Refuses at once (before any work) a ``url`` that holds a store or
     objects, unless ``overwrite``; yields the path of a store to create in
     a fresh staging folder (``tempfile``'s, under ``TMPDIR``: it needs the
     store's size on local disk); when the block ends without an error,
-    publishes it with :func:`publish_store`.  The staging folder is removed
-    on every exit: after an error nothing is published and nothing is left.
+    publishes it with :func:`publish_store`, ``root_document`` last
+    (``zarr.json``; ``_ultrafs.json`` for a Parquet-long store).  The
+    staging folder is removed on every exit: after an error nothing is
+    published and nothing is left.
     """
     fs, root = filesystem(url, storage_options)
     root = root.rstrip("/")
     fs.invalidate_cache(root)
     if not overwrite and (_request("reach the object store", url,
-                                   lambda: fs.exists(f"{root}/{ROOT_DOCUMENT}"))
+                                   lambda: fs.exists(f"{root}/{root_document}"))
                           or _request("list the object store", url,
                                       lambda: bool(_listing(fs, root)))):
         raise StoreExistsError(f"{url}: already exists (or holds objects): use "
@@ -312,6 +351,7 @@ def staged_upload(url, storage_options=None, *, overwrite=False):
     try:
         local = os.path.join(staging, os.path.basename(root) or "store")
         yield local
-        publish_store(local, url, storage_options, overwrite=overwrite)
+        publish_store(local, url, storage_options, overwrite=overwrite,
+                      root_document=root_document)
     finally:
         shutil.rmtree(staging, ignore_errors=True)

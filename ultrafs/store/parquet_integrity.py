@@ -33,7 +33,7 @@ from ultrafs.store.metadata import is_count
 
 __all__ = ["CHECKSUM_ALGORITHM", "PARQUET_MAGIC", "crc32c", "metadata_checksum",
            "seal_metadata", "verify_metadata", "file_checksum", "read_checked_file",
-           "PartFile", "read_part_footer", "part_file_checksums", "check_checksum_list"]
+           "check_file_bytes", "PartFile", "read_part_footer", "parse_part_footer", "part_file_checksums", "check_checksum_list"]
 
 #: the algorithm of every checksum of a version-3 Parquet-long store
 CHECKSUM_ALGORITHM = "crc32c"
@@ -114,6 +114,12 @@ def read_checked_file(store: Path, name: str, expected: int) -> bytes:
     except OSError as exc:
         raise StoreFormatError(f"{store}: corrupt or truncated store: cannot read "
                                f"{name}: {exc}") from exc
+    return check_file_bytes(store, name, data, expected)
+
+
+def check_file_bytes(store, name: str, data: bytes, expected: int) -> bytes:
+    """``data`` (the whole file ``name`` of ``store``, a path or URL) after
+    checking its CRC-32C; StoreFormatError naming both if it differs."""
     if crc32c(data) != expected:
         raise StoreFormatError(f"{store}: corrupt store: checksum mismatch in {name}")
     return data
@@ -156,23 +162,41 @@ def read_part_footer(part: Path, expected_crc=None) -> PartFile:
         impossible, the checksum differs, the footer does not parse, or the
         row groups do not tile the file (the caller names the store).
     """
+    with open(part, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+
+        def read_at(start, stop):
+            f.seek(start)
+            return f.read(stop - start)
+
+        return parse_part_footer(size, read_at, expected_crc)
+
+
+def parse_part_footer(size: int, read_at, expected_crc=None) -> PartFile:
+    """:func:`read_part_footer` of a file of ``size`` bytes read by
+    ``read_at(start, stop)`` (a local file, or ranged requests to an object
+    store: the opening magic, the trailer and the footer only).
+
+    Raises
+    ------
+    ValueError
+        As :func:`read_part_footer`.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    with open(part, "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size < 12:
-            raise ValueError(f"file of {size} bytes is too short for Parquet")
-        head = f.read(4)
-        f.seek(size - 8)
-        trailer = f.read(8)
-        length = int.from_bytes(trailer[:4], "little")
-        if trailer[4:] != PARQUET_MAGIC:
-            raise ValueError("closing magic is not PAR1")
-        if length + 12 > size:
-            raise ValueError(f"footer length {length} exceeds the file size {size}")
-        f.seek(size - 8 - length)
-        tail = f.read(length + 8)
+    if size < 12:
+        raise ValueError(f"file of {size} bytes is too short for Parquet")
+    head = read_at(0, 4)
+    trailer = read_at(size - 8, size)
+    length = int.from_bytes(trailer[:4], "little")
+    if trailer[4:] != PARQUET_MAGIC:
+        raise ValueError("closing magic is not PAR1")
+    if length + 12 > size:
+        raise ValueError(f"footer length {length} exceeds the file size {size}")
+    tail = read_at(size - 8 - length, size)
+    if len(tail) != length + 8:
+        raise ValueError(f"file shorter than its recorded size {size}")
     footer_crc = crc32c(tail)
     if expected_crc is not None and footer_crc != expected_crc:
         raise ValueError("checksum mismatch in the footer")

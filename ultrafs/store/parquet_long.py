@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ultrafs.errors import StoreFormatError
+from ultrafs.errors import ParameterError, StoreFormatError
 from ultrafs.kernels.long_table import feature_offsets
 from ultrafs.store.base import ColumnBlock, check_column_ids
 from ultrafs.store.feature_names import check_names_attrs
@@ -31,9 +31,11 @@ from ultrafs.store.metadata import (READ_VERSIONS, WRITE_VERSION, RecordedMeta,
                                     check_format_marker, check_version3, required_attrs)
 from ultrafs.store.metadata import is_count as _is_count
 from ultrafs.store.parquet_integrity import (CHECKSUM_ALGORITHM, PartFile,
-                                             check_checksum_list, crc32c, read_checked_file,
+                                             check_checksum_list, check_file_bytes, crc32c,
+                                             parse_part_footer, read_checked_file,
                                              read_part_footer, verify_metadata)
-from ultrafs.store.path_store import WrittenStore, check_regular_files, gather_columns
+from ultrafs.store.path_store import (WrittenStore, check_regular_files, gather_columns, is_url,
+                                     location_of)
 
 __all__ = [
     "ParquetLongStore",
@@ -105,6 +107,34 @@ def _read_metadata(path: Path) -> dict:
     if not isinstance(attrs, dict):
         raise StoreFormatError(
             f"{path}: not an ultrafs store ({METADATA_FILE} is not a JSON object)")
+    return attrs
+
+
+def _read_remote_metadata(url: str, remote, storage_options) -> dict:
+    """The parsed ``_ultrafs.json`` of the store at ``url`` (a published one).
+
+    Raises
+    ------
+    StoreFormatError
+        If ``url`` holds no published store
+        (:func:`~ultrafs.store.object_store.check_published`), or its
+        metadata is not a readable JSON object.
+    """
+    from ultrafs.store.object_store import check_published
+
+    check_published(url, storage_options, METADATA_FILE)
+    try:
+        raw = remote.read(METADATA_FILE)
+    except FileNotFoundError:
+        raise StoreFormatError(f"{url}: not an ultrafs store (no {METADATA_FILE})") from None
+    try:
+        attrs = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StoreFormatError(
+            f"{url}: not an ultrafs store (cannot read {METADATA_FILE}: {exc})") from exc
+    if not isinstance(attrs, dict):
+        raise StoreFormatError(
+            f"{url}: not an ultrafs store ({METADATA_FILE} is not a JSON object)")
     return attrs
 
 
@@ -237,13 +267,28 @@ def _checksum_table(path: Path, attrs: dict, n_files: int, n_row_groups: int,
 
 
 class _StoreMeta(RecordedMeta):
-    """Validated metadata of one Parquet-long store."""
+    """Validated metadata of one Parquet-long store (a local path, or a URL
+    whose files :attr:`remote` reads)."""
 
-    def __init__(self, path: Path):
-        attrs = _read_metadata(path)
-        check_regular_files(path)
+    def __init__(self, path, storage_options=None):
+        #: the store's files at a URL (:class:`~ultrafs.store.parquet_remote.RemoteFiles`),
+        #: None for a local store
+        self.remote = None
+        if is_url(path):
+            from ultrafs.store.parquet_remote import RemoteFiles
+
+            self.remote = RemoteFiles(path, storage_options)
+            attrs = _read_remote_metadata(path, self.remote, storage_options)
+        else:
+            attrs = _read_metadata(path)
+            check_regular_files(path)
         _check_attrs(path, attrs)
-        check_names_attrs(path, attrs, path / NAMES_FILE)
+        check_names_attrs(path, attrs, None if self.remote else path / NAMES_FILE)
+        if self.remote is not None:
+            from ultrafs.store.feature_names import NAMES_SHA_ATTR
+
+            if NAMES_SHA_ATTR in attrs and not self.remote.has(NAMES_FILE):
+                raise StoreFormatError(f"{path}: missing feature names file {NAMES_FILE}")
         super().__init__(attrs)
         self.feature_dtype = np.dtype(attrs["feature_dtype"])
         self.files = _check_files(path, attrs["files"])
@@ -251,7 +296,7 @@ class _StoreMeta(RecordedMeta):
         self.rg_file, self.rg_index = rg["file"], rg["index"]
         self.rg_first, self.rg_last, self.rg_nnz = (
             rg["first_feature"], rg["last_feature"], rg["nnz"])
-        if not (path / LABELS_FILE).is_file():
+        if not (self.remote.has(LABELS_FILE) if self.remote else (path / LABELS_FILE).is_file()):
             raise StoreFormatError(f"{path}: missing labels file {LABELS_FILE}")
         #: the columns read from every part file
         self.columns = ["feature", "row"] if self.binary else ["feature", "row", "value"]
@@ -267,7 +312,7 @@ class _StoreMeta(RecordedMeta):
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        data = read_checked_file(path, COLUMN_IDS_FILE, self.checksums["column_ids"])
+        data = self.checked_bytes(path, COLUMN_IDS_FILE, self.checksums["column_ids"])
         try:
             table = pq.read_table(pa.BufferReader(data), use_threads=False,
                                   page_checksum_verification=True)
@@ -285,6 +330,26 @@ class _StoreMeta(RecordedMeta):
         except ValueError as exc:
             raise StoreFormatError(str(exc)) from None
 
+    def checked_bytes(self, path, name: str, expected) -> bytes:
+        """The whole file ``name``, its CRC-32C checked against ``expected``
+        (None: not checked, before version 3).
+
+        Raises
+        ------
+        StoreFormatError
+            If the file is missing, unreadable or its checksum differs.
+        """
+        if self.remote is None:
+            if expected is None:
+                return (path / name).read_bytes()
+            return read_checked_file(path, name, expected)
+        try:
+            data = self.remote.read(name)
+        except FileNotFoundError:
+            raise StoreFormatError(f"{path}: corrupt or truncated store: cannot read "
+                                   f"{name}: no such object") from None
+        return data if expected is None else check_file_bytes(path, name, data, expected)
+
     def row_groups_of(self, start: int, stop: int) -> np.ndarray:
         """Global numbers of the row groups holding features ``start:stop``."""
         lo = np.searchsorted(self.rg_last, start, side="left")
@@ -298,13 +363,18 @@ class ParquetLongStore(WrittenStore):
     Parameters
     ----------
     path : str or os.PathLike
-        Directory of the store (layout in ``docs/FORMAT.md``).
+        Directory of the store (layout in ``docs/FORMAT.md``), or the fsspec
+        URL of one published by ultrafs (``s3://bucket/train.parquet``:
+        :mod:`ultrafs.store.object_store`).
+    storage_options : dict, optional
+        fsspec options of a URL (``{"endpoint_url": ...}``), over ultrafs'
+        bounded waits; carried to the workers with the store.
 
     Raises
     ------
     StoreFormatError
         If ``path`` is not a Parquet-long ultrafs store, is incomplete, or
-        its metadata is inconsistent.
+        its metadata is inconsistent; a URL: or holds no published store.
     StoreVersionError
         If the store has another format version.
 
@@ -324,17 +394,34 @@ class ParquetLongStore(WrittenStore):
     part file's footer when the file is first needed, each row group's
     byte range when it is read, the labels file when the targets are read)
     and Parquet's page checksums are verified too.  Pickling keeps only
-    the path.
+    the path (and a URL's ``storage_options``).
+
+    At a URL the same checks run on the bytes fetched through fsspec
+    (:mod:`ultrafs.store.parquet_remote`): the metadata whole, each part
+    file's trailer and footer in ranged requests, and in version 3 only
+    the byte ranges of the row groups read, each checked against its
+    CRC-32C before pyarrow decodes those very bytes.
     """
 
     _NAMES_FILE = NAMES_FILE
 
-    def _init_state(self, path) -> None:
+    def __init__(self, path, *, storage_options=None):
+        if storage_options and not is_url(path):
+            raise ParameterError(f"{path}: storage options apply to URLs (s3://...) only")
+        self._init_state(location_of(path), storage_options)
+        self._meta()                         # validate on open
+
+    def _init_state(self, path, storage_options=None) -> None:
         super()._init_state(path)
         self._footers = {}
+        #: fsspec options of a URL (carried by pickles)
+        self.storage_options = dict(storage_options or {})
+
+    def _pickle_args(self) -> tuple:
+        return (str(self._path), self.storage_options)
 
     def _load_meta(self) -> _StoreMeta:
-        return _StoreMeta(self._path)
+        return _StoreMeta(self._path, self.storage_options)
 
     @property
     def attrs(self) -> dict:
@@ -344,12 +431,14 @@ class ParquetLongStore(WrittenStore):
     def _read_raw_label_column(self, meta) -> np.ndarray:
         import pyarrow.parquet as pq
 
-        source = self._path / LABELS_FILE
-        if meta.checksums is not None:
+        if meta.checksums is None and meta.remote is None:
+            source = self._path / LABELS_FILE
+        else:
             import pyarrow as pa
 
-            source = pa.BufferReader(read_checked_file(self._path, LABELS_FILE,
-                                                       meta.checksums["labels"]))
+            source = pa.BufferReader(meta.checked_bytes(
+                self._path, LABELS_FILE,
+                None if meta.checksums is None else meta.checksums["labels"]))
         try:
             table = pq.read_table(source, columns=["label"], use_threads=False,
                                   page_checksum_verification=True)
@@ -457,18 +546,23 @@ class ParquetLongStore(WrittenStore):
 
         meta = self._meta()
         name = meta.files[file_number]
-        part = self._path / name
-        if not part.is_file():
+        remote = meta.remote
+        part = self._path / name if remote is None else None
+        if not (remote.has(name) if remote else part.is_file()):
             raise StoreFormatError(
                 f"{self._path}: corrupt or truncated store: missing part file {name} "
                 f"(needed for {where})")
         try:
-            if meta.checksums is None:
+            if remote is not None:
+                part_file = self._remote_footer(file_number)
+            elif meta.checksums is None:
                 part_file = PartFile(pq.read_metadata(part), None, None, None)
             else:
                 part_file = read_part_footer(part, int(meta.checksums["footers"][file_number]))
             footer = part_file.footer
             schema = footer.schema.to_arrow_schema()
+        except StoreFormatError:            # the object store did not answer
+            raise
         except Exception as exc:
             raise StoreFormatError(
                 f"{self._path}: corrupt or truncated store: cannot read part file "
@@ -497,6 +591,76 @@ class ParquetLongStore(WrittenStore):
             self._footers[file_number] = part_file
         return part_file
 
+    def _remote_footer(self, file_number: int) -> PartFile:
+        """:meth:`_footer`'s read at a URL: the trailer, footer and opening
+        magic in ranged requests (version 3: checked, and the row groups'
+        byte ranges taken from it); before, pyarrow reads the footer through
+        fsspec's file."""
+        import pyarrow.parquet as pq
+
+        meta = self._meta()
+        remote, name = meta.remote, meta.files[file_number]
+        if meta.checksums is None:
+            with remote.fs.open(remote.key(name), "rb") as f:
+                return PartFile(pq.read_metadata(f), None, remote.sizes[name], None)
+        return parse_part_footer(remote.sizes[name],
+                                 lambda start, stop: remote.read(name, start, stop),
+                                 int(meta.checksums["footers"][file_number]))
+
+    def _read_remote_row_groups(self, file_number: int, row_groups, where: str):
+        """:meth:`_read_file_row_groups` at a URL.
+
+        Version 3: the byte ranges of the row groups asked for are fetched
+        (consecutive ones in one request, the requests at once), each
+        checked against its CRC-32C, and pyarrow decodes those very bytes
+        (:class:`~ultrafs.store.parquet_remote.FetchedRanges`: nothing else
+        of the file is read); before, pyarrow reads through fsspec's file.
+        """
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        from ultrafs.store.parquet_remote import FetchedRanges, contiguous_runs
+
+        meta = self._meta()
+        part_file = self._footer(file_number, where)
+        local = meta.rg_index[row_groups].tolist()
+        name, remote = meta.files[file_number], meta.remote
+        try:
+            if part_file.ranges is None:
+                source = remote.fs.open(remote.key(name), "rb")
+            else:
+                recorded = dict(zip(local, meta.checksums["row_groups"][row_groups].tolist()))
+                runs = contiguous_runs([(k, tuple(int(v) for v in part_file.ranges[k]))
+                                        for k in local])
+                pieces = remote.read_ranges(name, [(first, stop) for first, stop, _ in runs])
+                for (first, stop, members), data in zip(runs, pieces):
+                    if len(data) != stop - first:
+                        self._corrupt(where, f"part file {name} is shorter than its footer "
+                                             "says")
+                    view = np.frombuffer(data, dtype=np.uint8)
+                    for k in members:
+                        start, end = (int(v) for v in part_file.ranges[k])
+                        if crc32c(view[start - first:end - first]) != recorded[k]:
+                            self._corrupt(where, f"checksum mismatch in row group {k} of "
+                                                 f"part file {name}")
+                source = pa.PythonFile(FetchedRanges(
+                    part_file.size, [(first, data) for (first, _, _), data in zip(runs, pieces)]),
+                    mode="r")
+        except FileNotFoundError:
+            raise StoreFormatError(
+                f"{self._path}: corrupt or truncated store: missing part file {name} "
+                f"(needed for {where})") from None
+        try:
+            # pre_buffer=False: one read per column chunk, inside the ranges
+            # fetched (pre-buffering coalesces reads across the gaps between them)
+            reader = pq.ParquetFile(source, metadata=part_file.footer, pre_buffer=False,
+                                    page_checksum_verification=True)
+            return reader.read_row_groups(local, columns=meta.columns, use_threads=False)
+        except Exception as exc:
+            raise StoreFormatError(
+                f"{self._path}: corrupt or truncated store: cannot read row groups "
+                f"{local} of part file {name} (needed for {where}): {exc}") from exc
+
     def _read_file_row_groups(self, file_number: int, row_groups, where: str):
         """Table of the global ``row_groups`` (all in one part file), checked.
 
@@ -510,6 +674,8 @@ class ParquetLongStore(WrittenStore):
         import pyarrow.parquet as pq
 
         meta = self._meta()
+        if meta.remote is not None:
+            return self._read_remote_row_groups(file_number, row_groups, where)
         part_file = self._footer(file_number, where)
         local = meta.rg_index[row_groups].tolist()
         name = meta.files[file_number]

@@ -156,15 +156,15 @@ def _store_writer(format):
 
 def _ingest_to_url(input_path, url, storage_options, options, overwrite) -> dict:
     """:func:`ingest_libsvm` into a staging folder, published at ``url``."""
-    from ultrafs.store.object_store import staged_upload
+    from ultrafs.store.object_store import PARQUET_LONG_DOCUMENT, ROOT_DOCUMENT, staged_upload
 
-    if options["format"] != "zarr":
-        raise ParameterError(f"{url}: stores at URLs are Zarr stores: "
-                             "write a Parquet store to a local path")
+    _store_writer(options["format"])            # a bad format: one line, before any request
     check_target(options["target"])
     _check_ingest_parameters(options["dtype"], options["n_features"],
                              options["memory_budget"], options["block_nnz"])
-    with staged_upload(url, storage_options, overwrite=overwrite) as local:
+    document = PARQUET_LONG_DOCUMENT if options["format"] == "parquet" else ROOT_DOCUMENT
+    with staged_upload(url, storage_options, overwrite=overwrite,
+                       root_document=document) as local:
         summary = ingest_libsvm(input_path, local, **options)
     summary["output"] = url
     return summary
@@ -182,9 +182,10 @@ def ingest_libsvm(input_path, output_path, *, dtype="float32", zero_based=False,
         Plain, gzip, bz2 or xz text (detected from the content).
     output_path : str or os.PathLike
         Store directory to create (see ``docs/FORMAT.md``), or the fsspec URL
-        of a Zarr store (``s3://bucket/train.zarr``): written in a local
-        staging folder, then published with its root ``zarr.json`` last
-        (:mod:`ultrafs.store.object_store`).
+        of one (``s3://bucket/train.zarr``; ``s3://bucket/train.parquet`` with
+        ``format="parquet"``): written in a local staging folder, then
+        published with its root document (``zarr.json``, ``_ultrafs.json``)
+        last (:mod:`ultrafs.store.object_store`).
     dtype : {"float32", "float64"}
         Value dtype of the store.
     zero_based : bool

@@ -22,7 +22,9 @@ import os
 
 import numpy as np
 
+from ultrafs.errors import ParameterError
 from ultrafs.store.base import balanced_block_bounds
+from ultrafs.store.path_store import is_url
 from ultrafs.store.writers.block_writer import BlockWriter, check_output_path, write_arrays
 from ultrafs.store.parquet_integrity import (CHECKSUM_ALGORITHM, file_checksum,
                                              part_file_checksums, seal_metadata)
@@ -329,13 +331,16 @@ class ParquetLongWriter(BlockWriter):
 def write_parquet_long(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, id_offset=0,
                        command=None, overwrite=False, chunk_size=CHUNK_ELEMENTS,
                        file_nnz=DEFAULT_FILE_NNZ, target=None,
-                       feature_names=None) -> ParquetLongStore:
+                       feature_names=None, storage_options=None) -> ParquetLongStore:
     """Write a Parquet-long store from numpy / scipy.sparse arrays and open it.
 
     Parameters
     ----------
     path : str or os.PathLike
-        Output directory (created; must not exist unless ``overwrite``).
+        Output directory (created; must not exist unless ``overwrite``), or
+        the fsspec URL of one (``s3://bucket/x.parquet``): written in a
+        local staging folder, then published with its ``_ultrafs.json``
+        last (:func:`ultrafs.store.object_store.staged_upload`).
     X : array-like or scipy.sparse matrix, shape (n_samples, n_features)
         Copied, never modified.  Explicit zeros are dropped.
     y : array-like, shape (n_samples,)
@@ -359,6 +364,8 @@ def write_parquet_long(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, i
         integers: multiclass; else continuous).
     feature_names : sequence of str or None, optional
         One name (or None: unnamed) per column of ``X``.
+    storage_options : dict, optional
+        fsspec options of a URL ``path``.
 
     Returns
     -------
@@ -373,8 +380,17 @@ def write_parquet_long(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, i
     StoreExistsError
         If ``path`` exists and ``overwrite`` is False.
     """
-    return ParquetLongStore(write_arrays(
-        ParquetLongWriter, path, X, y, dtype=dtype, overwrite=overwrite,
-        block_nnz=block_nnz, id_offset=id_offset, command=command,
-        chunk_size=chunk_size, file_nnz=file_nnz, target=target,
-        feature_names=feature_names))
+    options = dict(dtype=dtype, block_nnz=block_nnz, id_offset=id_offset, command=command,
+                   chunk_size=chunk_size, file_nnz=file_nnz, target=target,
+                   feature_names=feature_names)
+    if is_url(path):
+        from ultrafs.store.object_store import staged_upload
+
+        with staged_upload(path, storage_options, overwrite=overwrite,
+                           root_document=METADATA_FILE) as local:
+            write_arrays(ParquetLongWriter, local, X, y, overwrite=False, **options)
+        return ParquetLongStore(path, storage_options=storage_options)
+    if storage_options:
+        raise ParameterError(f"{path}: storage options apply to URLs (s3://...) only")
+    return ParquetLongStore(write_arrays(ParquetLongWriter, path, X, y, overwrite=overwrite,
+                                         **options))

@@ -1,0 +1,214 @@
+"""Parquet-long stores on object storage, against a real S3-protocol server
+(issue 40: "Parquet on object storage the same way").
+
+The server and its bucket are those of ``tests/test_s3_store.py`` (moto's
+server mode on 127.0.0.1, reached through the real s3fs and botocore): its
+``s3`` fixture, imported here, starts one for this module.  The round trip
+``ingest --format parquet`` to ``s3://`` → ``select`` → ``evaluate`` →
+``predict`` gives the model and outputs of the same file ingested into a
+local Parquet-long store, bit for bit; ``write_parquet_long`` to a URL
+publishes what it writes locally; a ``LocalCluster`` of process workers
+opens the store itself; an unpublished prefix and a flipped byte in a row
+group of a part-file object are refused in one line naming the URL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from tests.test_hostile import error_line, invoke
+from tests.test_s3_store import CREDENTIALS, SELECT, s3  # noqa: F401  (the server fixture)
+
+PARQUET = ["--format", "parquet"]
+
+
+@pytest.fixture(scope="module")
+def local_parquet(s3):  # noqa: F811  (the imported fixture)
+    """The LIBSVM files of ``s3`` ingested into local Parquet-long stores."""
+    stores = {}
+    for name in ("train", "test"):
+        stores[name] = s3["root"] / f"{name}.parquet"
+        result = invoke(["ingest", s3["root"] / f"{name}.svm", stores[name], *PARQUET])
+        assert result.exit_code == 0, result.output
+    return stores
+
+
+def _ingested(s3, name, source="train"):  # noqa: F811
+    url = f"s3://bucket/{name}.parquet"
+    result = invoke(["ingest", s3["root"] / f"{source}.svm", url, *PARQUET, *s3["option"]])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout.strip().splitlines()[-1])["output"] == url
+    return url
+
+
+def _model(result):
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_parquet_round_trip_through_s3(s3, local_parquet, tmp_path):  # noqa: F811
+    """ingest --format parquet -> select -> evaluate -> predict -> info
+    through s3://, each giving what the local Parquet store gives, bit for bit."""
+    train, test = _ingested(s3, "train"), _ingested(s3, "test", "test")
+    keys = s3["fs"].ls("bucket/train.parquet", detail=False)
+    assert {k.rsplit("/", 1)[-1] for k in keys} >= {"_ultrafs.json", "_labels.parquet",
+                                                     "part-00000.parquet"}
+    option = s3["option"]
+    remote = _model(invoke(["select", "--data", train, *option, *SELECT, "--out", "-"]))
+    here = _model(invoke(["select", "--data", local_parquet["train"], *SELECT, "--out", "-"]))
+    for key in ("features", "coef", "intercept", "classes", "batches"):
+        assert remote[key] == here[key], key
+    model = tmp_path / "model.json"
+    assert invoke(["select", "--data", train, *option, *SELECT, "--out", model]).exit_code == 0
+    evaluated = invoke(["evaluate", "--model", model, "--data", test, *option])
+    assert evaluated.exit_code == 0, evaluated.output
+    assert evaluated.stdout == invoke(["evaluate", "--model", model, "--data",
+                                       local_parquet["test"]]).stdout
+    for data, out in ((test, tmp_path / "remote.tsv"),
+                      (local_parquet["test"], tmp_path / "local.tsv")):
+        result = invoke(["predict", "--model", model, "--data", data, "--out", out,
+                         *(option if data == test else [])])
+        assert result.exit_code == 0, result.output
+    assert (tmp_path / "remote.tsv").read_bytes() == (tmp_path / "local.tsv").read_bytes()
+    info = invoke(["info", train, *option])
+    assert info.exit_code == 0 and "300" in info.output and "parquet" in info.output
+
+
+def test_write_parquet_long_to_a_url_and_a_pickled_store(s3, tmp_path):  # noqa: F811
+    """``write_parquet_long(url, X, y)`` publishes what it writes locally
+    (same fingerprint, same blocks); the store pickles with its options,
+    and ``api.fit`` on the copy gives the local model."""
+    import pickle
+
+    import scipy.sparse as sp
+
+    from ultrafs.api import fit
+    from ultrafs.store import open_store
+    from ultrafs.store.parquet_long import ParquetLongStore
+    from ultrafs.store.writers.parquet_long_writer import write_parquet_long
+
+    rng = np.random.default_rng(0)
+    X = sp.random(120, 30, density=0.2, random_state=1, format="csc")
+    y = np.where(rng.random(120) > 0.5, 1, -1)
+    options = {"endpoint_url": s3["endpoint"]}
+    url = "s3://bucket/arrays.parquet"
+    # small row groups and part files: reads span several runs and files
+    remote = write_parquet_long(url, X, y, storage_options=options, command="test",
+                                block_nnz=100, chunk_size=40, file_nnz=300)
+    here = write_parquet_long(tmp_path / "arrays.parquet", X, y, command="test",
+                              block_nnz=100, chunk_size=40, file_nnz=300)
+    assert isinstance(remote, ParquetLongStore) and remote.attrs == here.attrs
+    assert remote.fingerprint == here.fingerprint
+    assert len(remote.attrs["files"]) > 1
+    opened = open_store(url, storage_options=options)
+    assert isinstance(opened, ParquetLongStore)
+    copy = pickle.loads(pickle.dumps(opened))
+    assert copy.storage_options == options
+    for store in (remote, copy):
+        np.testing.assert_array_equal(store.read_targets(), here.read_targets())
+        for start, stop in ((0, 30), (3, 17), (29, 30)):
+            a, b = store.read_range(start, stop), here.read_range(start, stop)
+            np.testing.assert_array_equal(a.indptr, b.indptr)
+            np.testing.assert_array_equal(a.indices, b.indices)
+            np.testing.assert_array_equal(a.data, b.data)
+        a, b = store.read_columns([5, 1, 29, 5]), here.read_columns([5, 1, 29, 5])
+        np.testing.assert_array_equal(a.indices, b.indices)
+        np.testing.assert_array_equal(a.data, b.data)
+    remote_model = fit("fgm", copy, B=2, max_iter=2)
+    local_model = fit("fgm", here, B=2, max_iter=2)
+    assert remote_model.features == local_model.features
+    np.testing.assert_array_equal(remote_model.coef, local_model.coef)
+
+
+def test_parquet_process_workers_open_the_store_themselves(s3, local_cluster_client):  # noqa: F811
+    """A LocalCluster of two worker processes: each opens the Parquet store
+    from its URL and options (endpoint and credentials) and reads its row
+    groups from the server; the model is the threaded one."""
+    from ultrafs.api import fit
+    from ultrafs.store import open_store
+
+    url = _ingested(s3, "cluster")
+    store = open_store(url, storage_options={
+        "endpoint_url": s3["endpoint"], "key": CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        "secret": CREDENTIALS["AWS_SECRET_ACCESS_KEY"]})
+
+    def blocks_read_here(store=store):
+        block = store.read_range(0, min(5, store.n_features))
+        return os.getpid(), int(block.indptr[-1]), type(store).__name__
+
+    answers = local_cluster_client.run(blocks_read_here)
+    assert len({pid for pid, _, _ in answers.values()}) == 2
+    assert os.getpid() not in {pid for pid, _, _ in answers.values()}
+    assert {kind for _, _, kind in answers.values()} == {"ParquetLongStore"}
+    distributed = fit("fgm", store, B=2, max_iter=2, scheduler=local_cluster_client)
+    threaded = fit("fgm", store, B=2, max_iter=2, scheduler="threads")
+    assert distributed.features == threaded.features
+    np.testing.assert_array_equal(distributed.coef, threaded.coef)
+
+
+def test_parquet_ingest_refuses_an_existing_store_and_overwrite_replaces_it(s3):  # noqa: F811
+    url = _ingested(s3, "twice")
+    result = invoke(["ingest", s3["root"] / "test.svm", url, *PARQUET, *s3["option"]])
+    assert "already exists" in error_line(result.exit_code, result.stderr, 1)
+    result = invoke(["ingest", s3["root"] / "test.svm", url, *PARQUET, "--overwrite",
+                     *s3["option"]])
+    assert result.exit_code == 0, result.output
+    info = invoke(["info", url, *s3["option"]])
+    assert info.exit_code == 0 and '"n_samples": 100' in info.output
+
+
+def test_unpublished_parquet_store_is_refused(s3):  # noqa: F811
+    """A prefix without its _ultrafs.json (an upload interrupted before the
+    final metadata write) is refused in one line naming the URL."""
+    url = _ingested(s3, "unpublished")
+    s3["fs"].rm_file("bucket/unpublished.parquet/_ultrafs.json")
+    result = invoke(["select", "--data", url, *s3["option"], *SELECT])
+    line = error_line(result.exit_code, result.stderr, 1)
+    assert "not a published store" in line and "_ultrafs.json" in line and url in line
+
+
+@pytest.mark.parametrize("target, offset, words", [
+    ("part-00000.parquet", 10, "checksum mismatch in row group 0 of part file part-00000"),
+    ("part-00000.parquet", -20, "checksum mismatch in the footer"),
+    ("_labels.parquet", 10, "checksum mismatch in _labels.parquet"),
+    ("_ultrafs.json", None, "checksum mismatch in _ultrafs.json"),
+])
+def test_corrupted_parquet_object_is_refused(s3, target, offset, words):  # noqa: F811
+    """A flipped byte in a row group, a footer or the labels of an object
+    fails its CRC-32C; an edited metadata object fails its checksum: one
+    line each, naming the URL."""
+    name = f"corrupt-{target.split('.')[0].strip('_')}-{offset}"
+    url = _ingested(s3, name)
+    key = f"bucket/{name}.parquet/{target}"
+    raw = bytearray(s3["fs"].cat_file(key))
+    if offset is None:
+        document = json.loads(bytes(raw))
+        document["edited"] = True
+        raw = bytearray(json.dumps(document).encode())
+    else:
+        raw[offset] ^= 0xFF
+    s3["fs"].pipe_file(key, bytes(raw))
+    result = invoke(["select", "--data", url, *s3["option"], *SELECT])
+    line = error_line(result.exit_code, result.stderr, 1)
+    assert words in line and url in line
+
+
+def test_fetched_ranges_hold_only_what_was_fetched():
+    """The decoder's view of a remote part file: reads inside a fetched
+    range succeed, anything else is an error (never a silent request)."""
+    from ultrafs.store.parquet_remote import FetchedRanges, contiguous_runs
+
+    assert contiguous_runs([(0, (4, 10)), (1, (10, 30)), (3, (50, 60))]) == [
+        (4, 30, [0, 1]), (50, 60, [3])]
+    f = FetchedRanges(100, [(4, b"abcdef"), (50, b"0123456789")])
+    assert f.seek(0, 2) == 100 and f.seek(5) == 5 and f.read(3) == b"bcd"
+    f.seek(52)
+    assert f.read(8) == b"23456789" and f.tell() == 60
+    for start, length in ((0, 4), (8, 4), (40, 20)):
+        f.seek(start)
+        with pytest.raises(OSError):
+            f.read(length)
