@@ -124,6 +124,41 @@ def test_write_parquet_long_to_a_url_and_a_pickled_store(s3, tmp_path):  # noqa:
     np.testing.assert_array_equal(remote_model.coef, local_model.coef)
 
 
+def test_a_read_fetches_its_row_groups_not_the_part_file(s3, monkeypatch, tmp_path):  # noqa: F811
+    """A column range read fetches the byte ranges of its row groups (in
+    one request per run of consecutive ones), not the whole part file."""
+    import scipy.sparse as sp
+
+    from ultrafs.store import open_store
+    from ultrafs.store.parquet_remote import RemoteFiles
+    from ultrafs.store.writers.parquet_long_writer import write_parquet_long
+
+    X = sp.random(200, 40, density=0.3, random_state=2, format="csc")
+    y = np.arange(200) % 2
+    options = {"endpoint_url": s3["endpoint"]}
+    url = "s3://bucket/ranges.parquet"
+    write_parquet_long(url, X, y, storage_options=options, command="test", block_nnz=200,
+                       chunk_size=100)
+    fetched = []
+    original = RemoteFiles.read_ranges
+
+    def recorded(self, name, ranges):
+        ranges = list(ranges)
+        fetched.append((name, ranges))
+        return original(self, name, ranges)
+
+    monkeypatch.setattr(RemoteFiles, "read_ranges", recorded)
+    store = open_store(url, storage_options=options)
+    here = write_parquet_long(tmp_path / "ranges.parquet", X, y, command="test",
+                              block_nnz=200, chunk_size=100)
+    block = store.read_range(10, 14)
+    np.testing.assert_array_equal(block.indices, here.read_range(10, 14).indices)
+    size = s3["fs"].size("bucket/ranges.parquet/part-00000.parquet")
+    assert [name for name, _ in fetched] == ["part-00000.parquet"]
+    ranges = fetched[0][1]
+    assert len(ranges) == 1 and 0 < ranges[0][1] - ranges[0][0] < size / 4
+
+
 def test_parquet_process_workers_open_the_store_themselves(s3, local_cluster_client):  # noqa: F811
     """A LocalCluster of two worker processes: each opens the Parquet store
     from its URL and options (endpoint and credentials) and reads its row
