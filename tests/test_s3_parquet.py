@@ -247,3 +247,75 @@ def test_fetched_ranges_hold_only_what_was_fetched():
         f.seek(start)
         with pytest.raises(OSError):
             f.read(length)
+
+
+@pytest.mark.parametrize("kind", ["valued", "binary", "sparse", "version1", "version2"])
+def test_every_layout_reads_at_a_url_as_it_reads_locally(s3, tmp_path, kind):  # noqa: F811
+    """A store of each layout (binary, the sparse id layout, and versions
+    1 and 2, which record no byte ranges and are read through fsspec's
+    file), published with ``publish_store``, serves what the local one
+    serves: shape, ids, targets, every block, fingerprint."""
+    from tests.bitflip import snapshot
+    from tests.test_integrity_parquet import _downgrade, write_small
+    from ultrafs.store.object_store import publish_store
+    from ultrafs.store.parquet_long import METADATA_FILE, ParquetLongStore
+
+    local = write_small(tmp_path / "s.pql", binary=kind == "binary", sparse=kind == "sparse")
+    if kind.startswith("version"):
+        _downgrade(local.path, int(kind[-1]))
+    options = {"endpoint_url": s3["endpoint"]}
+    url = f"s3://bucket/layout-{kind}.parquet"
+    publish_store(local.path, url, options, root_document=METADATA_FILE)
+    remote = ParquetLongStore(url, storage_options=options)
+    here = ParquetLongStore(local.path)
+    assert len(here.attrs["files"]) > 1
+    assert snapshot(remote) == snapshot(here)
+    columns = [7, 0, 39, 7, 100]
+    a, b = remote.read_columns(columns), here.read_columns(columns)
+    np.testing.assert_array_equal(a.indptr, b.indptr)
+    np.testing.assert_array_equal(a.indices, b.indices)
+
+
+def test_feature_names_at_a_url(s3, tmp_path):  # noqa: F811
+    from ultrafs.store import open_store
+    from ultrafs.store.writers.parquet_long_writer import write_parquet_long
+
+    rng = np.random.default_rng(3)
+    X, y = rng.random((30, 6)), np.arange(30) % 2
+    names = [f"f{i}" for i in range(5)] + [None]
+    options = {"endpoint_url": s3["endpoint"]}
+    write_parquet_long("s3://bucket/named.parquet", X, y, feature_names=names,
+                       storage_options=options, command="test")
+    store = open_store("s3://bucket/named.parquet", storage_options=options)
+    assert store.has_feature_names and store.feature_names_of([4, 0, 5]) == ["f4", "f0", None]
+    s3["fs"].rm_file("bucket/named.parquet/_feature_names.tsv")
+    with pytest.raises(Exception, match="missing feature names file"):
+        open_store("s3://bucket/named.parquet", storage_options=options)
+
+
+def test_a_flipped_byte_anywhere_in_a_part_file_is_refused(s3, tmp_path):  # noqa: F811
+    """Every byte of a part file lies under a CRC-32C (opening magic, row
+    groups, footer, trailer): a flip at positions spread over the object
+    is refused in one error naming the URL, never served."""
+    from tests.bitflip import snapshot
+    from tests.test_integrity_parquet import write_small
+    from ultrafs.errors import StoreFormatError
+    from ultrafs.store.object_store import publish_store
+    from ultrafs.store.parquet_long import METADATA_FILE, ParquetLongStore
+
+    local = write_small(tmp_path / "s.pql")
+    options = {"endpoint_url": s3["endpoint"]}
+    url = "s3://bucket/flips.parquet"
+    publish_store(local.path, url, options, root_document=METADATA_FILE)
+    key = "bucket/flips.parquet/part-00000.parquet"
+    original = s3["fs"].cat_file(key)
+    for position in sorted({0, 3, 4, len(original) - 1, len(original) - 5,
+                            *range(5, len(original) - 5, max(1, len(original) // 16))}):
+        raw = bytearray(original)
+        raw[position] ^= 0x01
+        s3["fs"].pipe_file(key, bytes(raw))
+        with pytest.raises(StoreFormatError, match=url) as caught:
+            snapshot(ParquetLongStore(url, storage_options=options))
+        assert "\n" not in str(caught.value)
+    s3["fs"].pipe_file(key, original)
+    assert snapshot(ParquetLongStore(url, storage_options=options)) == snapshot(local)

@@ -202,7 +202,7 @@ def check_published(url, storage_options=None, root_document=ROOT_DOCUMENT) -> s
     fs.invalidate_cache(root)
     for name in documents:
         document = f"{root.rstrip('/')}/{name}"
-        if _request("reach the object store", url, lambda: fs.exists(document)):
+        if _request("reach the object store", url, lambda key=document: fs.exists(key)):
             return name
     if _request("list the object store", url, lambda: bool(_listing(fs, root))):
         raise StoreFormatError(
@@ -273,7 +273,8 @@ def publish_store(local, url, storage_options=None, *, overwrite=False,
     document = f"{root}/{root_document}"
     published = None
     for name in ROOT_DOCUMENTS:
-        if _request("reach the object store", url, lambda: fs.exists(f"{root}/{name}")):
+        if _request("reach the object store", url,
+                    lambda key=f"{root}/{name}": fs.exists(key)):
             published = f"{root}/{name}"
             break
     leftovers = published or _request("list the object store", url,
