@@ -1,9 +1,9 @@
 """Parquet-long stores on object storage, against a real S3-protocol server
 (issue 40: "Parquet on object storage the same way").
 
-The server and its bucket are those of ``tests/test_s3_store.py`` (moto's
-server mode on 127.0.0.1, reached through the real s3fs and botocore): its
-``s3`` fixture, imported here, starts one for this module.  The round trip
+The server is that of ``tests/test_s3_store.py`` (moto's server mode on
+127.0.0.1, reached through the real s3fs and botocore), started for this
+module by the same fixture pattern, with a bucket of its own.  The round trip
 ``ingest --format parquet`` to ``s3://`` → ``select`` → ``evaluate`` →
 ``predict`` gives the model and outputs of the same file ingested into a
 local Parquet-long store, bit for bit; ``write_parquet_long`` to a URL
@@ -19,15 +19,50 @@ import os
 
 import numpy as np
 import pytest
+from sklearn.datasets import dump_svmlight_file
 
 from tests.test_hostile import error_line, invoke
-from tests.test_s3_store import CREDENTIALS, SELECT, s3  # noqa: F401  (the server fixture)
+from tests.test_s3_store import CREDENTIALS, SELECT, _server
+from ultrafs.datasets.planted import make_planted_problem
 
 PARQUET = ["--format", "parquet"]
+#: this module's bucket: moto's server keeps its buckets per process, and
+#: tests/test_s3_store.py makes ``bucket`` whichever module runs first
+BUCKET = "parquet-tests"
 
 
 @pytest.fixture(scope="module")
-def local_parquet(s3):  # noqa: F811  (the imported fixture)
+def s3(tmp_path_factory):
+    """A running S3-protocol server (``tests/test_s3_store.py``'s) with this
+    module's bucket, its endpoint, the LIBSVM files and their local
+    Parquet-long stores."""
+    saved = {key: os.environ.get(key) for key in CREDENTIALS}
+    os.environ.update(CREDENTIALS)
+    server, endpoint = _server()
+    root = tmp_path_factory.mktemp("s3p")
+    problem = make_planted_problem(n_samples=300, n_features=60, n_relevant=5, n_test=100,
+                                   seed=4)
+    dump_svmlight_file(problem.X_train, problem.y_train, str(root / "train.svm"),
+                       zero_based=False)
+    dump_svmlight_file(problem.X_test, problem.y_test, str(root / "test.svm"),
+                       zero_based=False)
+    from ultrafs.store.object_store import filesystem
+
+    fs, _ = filesystem(f"s3://{BUCKET}", {"endpoint_url": endpoint})
+    if not fs.exists(BUCKET):
+        fs.mkdir(BUCKET)
+    yield {"endpoint": endpoint, "root": root, "fs": fs,
+           "option": ["--storage-option", f"endpoint_url={endpoint}"]}
+    server.stop()
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
+
+
+@pytest.fixture(scope="module")
+def local_parquet(s3):
     """The LIBSVM files of ``s3`` ingested into local Parquet-long stores."""
     stores = {}
     for name in ("train", "test"):
@@ -37,8 +72,8 @@ def local_parquet(s3):  # noqa: F811  (the imported fixture)
     return stores
 
 
-def _ingested(s3, name, source="train"):  # noqa: F811
-    url = f"s3://bucket/{name}.parquet"
+def _ingested(s3, name, source="train"):
+    url = f"s3://{BUCKET}/{name}.parquet"
     result = invoke(["ingest", s3["root"] / f"{source}.svm", url, *PARQUET, *s3["option"]])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout.strip().splitlines()[-1])["output"] == url
@@ -50,11 +85,11 @@ def _model(result):
     return json.loads(result.stdout)
 
 
-def test_parquet_round_trip_through_s3(s3, local_parquet, tmp_path):  # noqa: F811
+def test_parquet_round_trip_through_s3(s3, local_parquet, tmp_path):
     """ingest --format parquet -> select -> evaluate -> predict -> info
     through s3://, each giving what the local Parquet store gives, bit for bit."""
     train, test = _ingested(s3, "train"), _ingested(s3, "test", "test")
-    keys = s3["fs"].ls("bucket/train.parquet", detail=False)
+    keys = s3["fs"].ls(f"{BUCKET}/train.parquet", detail=False)
     assert {k.rsplit("/", 1)[-1] for k in keys} >= {"_ultrafs.json", "_labels.parquet",
                                                      "part-00000.parquet"}
     option = s3["option"]
@@ -78,7 +113,7 @@ def test_parquet_round_trip_through_s3(s3, local_parquet, tmp_path):  # noqa: F8
     assert info.exit_code == 0 and "300" in info.output and "parquet" in info.output
 
 
-def test_write_parquet_long_to_a_url_and_a_pickled_store(s3, tmp_path):  # noqa: F811
+def test_write_parquet_long_to_a_url_and_a_pickled_store(s3, tmp_path):
     """``write_parquet_long(url, X, y)`` publishes what it writes locally
     (same fingerprint, same blocks); the store pickles with its options,
     and ``api.fit`` on the copy gives the local model."""
@@ -95,7 +130,7 @@ def test_write_parquet_long_to_a_url_and_a_pickled_store(s3, tmp_path):  # noqa:
     X = sp.random(120, 30, density=0.2, random_state=1, format="csc")
     y = np.where(rng.random(120) > 0.5, 1, -1)
     options = {"endpoint_url": s3["endpoint"]}
-    url = "s3://bucket/arrays.parquet"
+    url = f"s3://{BUCKET}/arrays.parquet"
     # small row groups and part files: reads span several runs and files
     remote = write_parquet_long(url, X, y, storage_options=options, command="test",
                                 block_nnz=100, chunk_size=40, file_nnz=300)
@@ -124,7 +159,7 @@ def test_write_parquet_long_to_a_url_and_a_pickled_store(s3, tmp_path):  # noqa:
     np.testing.assert_array_equal(remote_model.coef, local_model.coef)
 
 
-def test_a_read_fetches_its_row_groups_not_the_part_file(s3, monkeypatch, tmp_path):  # noqa: F811
+def test_a_read_fetches_its_row_groups_not_the_part_file(s3, monkeypatch, tmp_path):
     """A column range read fetches the byte ranges of its row groups (in
     one request per run of consecutive ones), not the whole part file."""
     import scipy.sparse as sp
@@ -136,7 +171,7 @@ def test_a_read_fetches_its_row_groups_not_the_part_file(s3, monkeypatch, tmp_pa
     X = sp.random(200, 40, density=0.3, random_state=2, format="csc")
     y = np.arange(200) % 2
     options = {"endpoint_url": s3["endpoint"]}
-    url = "s3://bucket/ranges.parquet"
+    url = f"s3://{BUCKET}/ranges.parquet"
     write_parquet_long(url, X, y, storage_options=options, command="test", block_nnz=200,
                        chunk_size=100)
     fetched = []
@@ -153,13 +188,13 @@ def test_a_read_fetches_its_row_groups_not_the_part_file(s3, monkeypatch, tmp_pa
                               block_nnz=200, chunk_size=100)
     block = store.read_range(10, 14)
     np.testing.assert_array_equal(block.indices, here.read_range(10, 14).indices)
-    size = s3["fs"].size("bucket/ranges.parquet/part-00000.parquet")
+    size = s3["fs"].size(f"{BUCKET}/ranges.parquet/part-00000.parquet")
     assert [name for name, _ in fetched] == ["part-00000.parquet"]
     ranges = fetched[0][1]
     assert len(ranges) == 1 and 0 < ranges[0][1] - ranges[0][0] < size / 4
 
 
-def test_parquet_process_workers_open_the_store_themselves(s3, local_cluster_client):  # noqa: F811
+def test_parquet_process_workers_open_the_store_themselves(s3, local_cluster_client):
     """A LocalCluster of two worker processes: each opens the Parquet store
     from its URL and options (endpoint and credentials) and reads its row
     groups from the server; the model is the threaded one."""
@@ -185,7 +220,7 @@ def test_parquet_process_workers_open_the_store_themselves(s3, local_cluster_cli
     np.testing.assert_array_equal(distributed.coef, threaded.coef)
 
 
-def test_parquet_ingest_refuses_an_existing_store_and_overwrite_replaces_it(s3):  # noqa: F811
+def test_parquet_ingest_refuses_an_existing_store_and_overwrite_replaces_it(s3):
     url = _ingested(s3, "twice")
     result = invoke(["ingest", s3["root"] / "test.svm", url, *PARQUET, *s3["option"]])
     assert "already exists" in error_line(result.exit_code, result.stderr, 1)
@@ -196,11 +231,11 @@ def test_parquet_ingest_refuses_an_existing_store_and_overwrite_replaces_it(s3):
     assert info.exit_code == 0 and '"n_samples": 100' in info.output
 
 
-def test_unpublished_parquet_store_is_refused(s3):  # noqa: F811
+def test_unpublished_parquet_store_is_refused(s3):
     """A prefix without its _ultrafs.json (an upload interrupted before the
     final metadata write) is refused in one line naming the URL."""
     url = _ingested(s3, "unpublished")
-    s3["fs"].rm_file("bucket/unpublished.parquet/_ultrafs.json")
+    s3["fs"].rm_file(f"{BUCKET}/unpublished.parquet/_ultrafs.json")
     result = invoke(["select", "--data", url, *s3["option"], *SELECT])
     line = error_line(result.exit_code, result.stderr, 1)
     assert "not a published store" in line and "_ultrafs.json" in line and url in line
@@ -212,13 +247,13 @@ def test_unpublished_parquet_store_is_refused(s3):  # noqa: F811
     ("_labels.parquet", 10, "checksum mismatch in _labels.parquet"),
     ("_ultrafs.json", None, "checksum mismatch in _ultrafs.json"),
 ])
-def test_corrupted_parquet_object_is_refused(s3, target, offset, words):  # noqa: F811
+def test_corrupted_parquet_object_is_refused(s3, target, offset, words):
     """A flipped byte in a row group, a footer or the labels of an object
     fails its CRC-32C; an edited metadata object fails its checksum: one
     line each, naming the URL."""
     name = f"corrupt-{target.split('.')[0].strip('_')}-{offset}"
     url = _ingested(s3, name)
-    key = f"bucket/{name}.parquet/{target}"
+    key = f"{BUCKET}/{name}.parquet/{target}"
     raw = bytearray(s3["fs"].cat_file(key))
     if offset is None:
         document = json.loads(bytes(raw))
@@ -250,7 +285,7 @@ def test_fetched_ranges_hold_only_what_was_fetched():
 
 
 @pytest.mark.parametrize("kind", ["valued", "binary", "sparse", "version1", "version2"])
-def test_every_layout_reads_at_a_url_as_it_reads_locally(s3, tmp_path, kind):  # noqa: F811
+def test_every_layout_reads_at_a_url_as_it_reads_locally(s3, tmp_path, kind):
     """A store of each layout (binary, the sparse id layout, and versions
     1 and 2, which record no byte ranges and are read through fsspec's
     file), published with ``publish_store``, serves what the local one
@@ -264,7 +299,7 @@ def test_every_layout_reads_at_a_url_as_it_reads_locally(s3, tmp_path, kind):  #
     if kind.startswith("version"):
         _downgrade(local.path, int(kind[-1]))
     options = {"endpoint_url": s3["endpoint"]}
-    url = f"s3://bucket/layout-{kind}.parquet"
+    url = f"s3://{BUCKET}/layout-{kind}.parquet"
     publish_store(local.path, url, options, root_document=METADATA_FILE)
     remote = ParquetLongStore(url, storage_options=options)
     here = ParquetLongStore(local.path)
@@ -276,7 +311,7 @@ def test_every_layout_reads_at_a_url_as_it_reads_locally(s3, tmp_path, kind):  #
     np.testing.assert_array_equal(a.indices, b.indices)
 
 
-def test_feature_names_at_a_url(s3, tmp_path):  # noqa: F811
+def test_feature_names_at_a_url(s3, tmp_path):
     from ultrafs.store import open_store
     from ultrafs.store.writers.parquet_long_writer import write_parquet_long
 
@@ -284,16 +319,16 @@ def test_feature_names_at_a_url(s3, tmp_path):  # noqa: F811
     X, y = rng.random((30, 6)), np.arange(30) % 2
     names = [f"f{i}" for i in range(5)] + [None]
     options = {"endpoint_url": s3["endpoint"]}
-    write_parquet_long("s3://bucket/named.parquet", X, y, feature_names=names,
+    write_parquet_long(f"s3://{BUCKET}/named.parquet", X, y, feature_names=names,
                        storage_options=options, command="test")
-    store = open_store("s3://bucket/named.parquet", storage_options=options)
+    store = open_store(f"s3://{BUCKET}/named.parquet", storage_options=options)
     assert store.has_feature_names and store.feature_names_of([4, 0, 5]) == ["f4", "f0", None]
-    s3["fs"].rm_file("bucket/named.parquet/_feature_names.tsv")
+    s3["fs"].rm_file(f"{BUCKET}/named.parquet/_feature_names.tsv")
     with pytest.raises(Exception, match="missing feature names file"):
-        open_store("s3://bucket/named.parquet", storage_options=options)
+        open_store(f"s3://{BUCKET}/named.parquet", storage_options=options)
 
 
-def test_a_flipped_byte_anywhere_in_a_part_file_is_refused(s3, tmp_path):  # noqa: F811
+def test_a_flipped_byte_anywhere_in_a_part_file_is_refused(s3, tmp_path):
     """Every byte of a part file lies under a CRC-32C (opening magic, row
     groups, footer, trailer): a flip at positions spread over the object
     is refused in one error naming the URL, never served."""
@@ -305,9 +340,9 @@ def test_a_flipped_byte_anywhere_in_a_part_file_is_refused(s3, tmp_path):  # noq
 
     local = write_small(tmp_path / "s.pql")
     options = {"endpoint_url": s3["endpoint"]}
-    url = "s3://bucket/flips.parquet"
+    url = f"s3://{BUCKET}/flips.parquet"
     publish_store(local.path, url, options, root_document=METADATA_FILE)
-    key = "bucket/flips.parquet/part-00000.parquet"
+    key = f"{BUCKET}/flips.parquet/part-00000.parquet"
     original = s3["fs"].cat_file(key)
     for position in sorted({0, 3, 4, len(original) - 1, len(original) - 5,
                             *range(5, len(original) - 5, max(1, len(original) // 16))}):

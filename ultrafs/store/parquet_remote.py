@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import io
 
-__all__ = ["RemoteFiles", "FetchedRanges", "contiguous_runs"]
+__all__ = ["FetchedRanges", "RemoteFiles", "contiguous_runs"]
 
 
 class RemoteFiles:
