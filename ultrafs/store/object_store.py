@@ -42,7 +42,8 @@ from ultrafs.errors import ParameterError, StoreExistsError, StoreFormatError
 __all__ = ["staged_upload", "DEFAULT_TIMEOUT_S", "MAX_ATTEMPTS", "S3FS_TRIES", "ENV_TIMEOUT", "storage_options_for",
            "filesystem", "check_published", "ROOT_DOCUMENT", "ROOT_DOCUMENTS",
            "PARQUET_LONG_DOCUMENT", "publish_store", "zarr_store_of",
-           "remote_metadata_parts", "parse_storage_options", "request_bound_s"]
+           "remote_metadata_parts", "parse_storage_options", "request_bound_s",
+           "request_or_fail"]
 
 #: seconds a request may take to connect, and to answer (per attempt)
 DEFAULT_TIMEOUT_S = 10.0
@@ -161,7 +162,7 @@ def _first_line(exc) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
-def _request(what, url, call):
+def request_or_fail(what, url, call):
     """``call()``, its failures (no answer, refused, denied) one line naming ``url``."""
     try:
         return call()
@@ -202,9 +203,9 @@ def check_published(url, storage_options=None, root_document=ROOT_DOCUMENT) -> s
     fs.invalidate_cache(root)
     for name in documents:
         document = f"{root.rstrip('/')}/{name}"
-        if _request("reach the object store", url, lambda key=document: fs.exists(key)):
+        if request_or_fail("reach the object store", url, lambda key=document: fs.exists(key)):
             return name
-    if _request("list the object store", url, lambda: bool(_listing(fs, root))):
+    if request_or_fail("list the object store", url, lambda: bool(_listing(fs, root))):
         raise StoreFormatError(
             f"{url}: not a published store: it holds objects but no {' or '.join(documents)} "
             "at its root (an ingest still uploading, or one interrupted)")
@@ -228,7 +229,7 @@ def remote_metadata_parts(url, names, storage_options=None):
     for name in names:
         document = f"{root.rstrip('/')}/{name}/zarr.json"
         try:
-            raw = _request("read the store's metadata", url, lambda: fs.cat_file(document))
+            raw = request_or_fail("read the store's metadata", url, lambda: fs.cat_file(document))
         except FileNotFoundError:
             continue
         try:
@@ -273,11 +274,11 @@ def publish_store(local, url, storage_options=None, *, overwrite=False,
     document = f"{root}/{root_document}"
     published = None
     for name in ROOT_DOCUMENTS:
-        if _request("reach the object store", url,
+        if request_or_fail("reach the object store", url,
                     lambda key=f"{root}/{name}": fs.exists(key)):
             published = f"{root}/{name}"
             break
-    leftovers = published or _request("list the object store", url,
+    leftovers = published or request_or_fail("list the object store", url,
                                       lambda: bool(_listing(fs, root)))
     if leftovers and not overwrite:
         what = ("already exists" if published else
@@ -287,8 +288,8 @@ def publish_store(local, url, storage_options=None, *, overwrite=False,
     if leftovers:
         if published:
             _refuse_foreign(fs, published, url)
-            _request("unpublish the old store", url, lambda: fs.rm_file(published))
-        _request("remove the old store", url, lambda: fs.rm(root, recursive=True))
+            request_or_fail("unpublish the old store", url, lambda: fs.rm_file(published))
+        request_or_fail("remove the old store", url, lambda: fs.rm(root, recursive=True))
     local = os.fspath(local)
     sources, targets = [], []
     for folder, _, files in os.walk(local):
@@ -300,8 +301,8 @@ def publish_store(local, url, storage_options=None, *, overwrite=False,
                 targets.append(f"{root}/{relative}")
     try:
         if sources:
-            _request("upload the store", url, lambda: fs.put(sources, targets))
-        _request("publish the store", url, lambda: fs.put_file(
+            request_or_fail("upload the store", url, lambda: fs.put(sources, targets))
+        request_or_fail("publish the store", url, lambda: fs.put_file(
             os.path.join(local, root_document), document))
     except BaseException:
         try:
@@ -342,9 +343,9 @@ def staged_upload(url, storage_options=None, *, overwrite=False, root_document=R
     fs, root = filesystem(url, storage_options)
     root = root.rstrip("/")
     fs.invalidate_cache(root)
-    if not overwrite and (_request("reach the object store", url,
+    if not overwrite and (request_or_fail("reach the object store", url,
                                    lambda: fs.exists(f"{root}/{root_document}"))
-                          or _request("list the object store", url,
+                          or request_or_fail("list the object store", url,
                                       lambda: bool(_listing(fs, root)))):
         raise StoreExistsError(f"{url}: already exists (or holds objects): use "
                                "overwrite=True to replace it")

@@ -40,10 +40,10 @@ class RemoteFiles:
         self.root = root.rstrip("/")
         self._sizes = None
 
-    def _request(self, what, call):
-        from ultrafs.store.object_store import _request
+    def request_or_fail(self, what, call):
+        from ultrafs.store.object_store import request_or_fail
 
-        return _request(what, self.url, call)
+        return request_or_fail(what, self.url, call)
 
     def key(self, name: str) -> str:
         """The object key of the store's file ``name``."""
@@ -58,7 +58,7 @@ class RemoteFiles:
                 return self.fs.ls(self.root, detail=True)
 
             try:
-                entries = self._request("list the object store", listing)
+                entries = self.request_or_fail("list the object store", listing)
             except FileNotFoundError:
                 entries = []
             self._sizes = {str(e["name"]).rstrip("/").rsplit("/", 1)[-1]: int(e.get("size") or 0)
@@ -79,7 +79,7 @@ class RemoteFiles:
         StoreFormatError
             If the server did not answer or refused (one line naming the URL).
         """
-        return self._request("read the object store",
+        return self.request_or_fail("read the object store",
                              lambda: self.fs.cat_file(self.key(name), start=start, end=stop))
 
     def read_ranges(self, name: str, ranges) -> list:
@@ -88,7 +88,7 @@ class RemoteFiles:
         if not ranges:
             return []
         key = self.key(name)
-        return self._request("read the object store", lambda: self.fs.cat_ranges(
+        return self.request_or_fail("read the object store", lambda: self.fs.cat_ranges(
             [key] * len(ranges), [int(a) for a, _ in ranges], [int(b) for _, b in ranges],
             on_error="raise"))
 
