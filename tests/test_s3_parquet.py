@@ -19,11 +19,9 @@ import os
 
 import numpy as np
 import pytest
-from sklearn.datasets import dump_svmlight_file
 
 from tests.test_hostile import error_line, invoke
-from tests.test_s3_store import CREDENTIALS, SELECT, _server
-from ultrafs.datasets.planted import make_planted_problem
+from tests.test_s3_store import CREDENTIALS, SELECT, ingested, model_of, serve_s3
 
 PARQUET = ["--format", "parquet"]
 #: this module's bucket: moto's server keeps its buckets per process, and
@@ -34,31 +32,8 @@ BUCKET = "parquet-tests"
 @pytest.fixture(scope="module")
 def s3(tmp_path_factory):
     """A running S3-protocol server (``tests/test_s3_store.py``'s) with this
-    module's bucket, its endpoint, the LIBSVM files and their local
-    Parquet-long stores."""
-    saved = {key: os.environ.get(key) for key in CREDENTIALS}
-    os.environ.update(CREDENTIALS)
-    server, endpoint = _server()
-    root = tmp_path_factory.mktemp("s3p")
-    problem = make_planted_problem(n_samples=300, n_features=60, n_relevant=5, n_test=100,
-                                   seed=4)
-    dump_svmlight_file(problem.X_train, problem.y_train, str(root / "train.svm"),
-                       zero_based=False)
-    dump_svmlight_file(problem.X_test, problem.y_test, str(root / "test.svm"),
-                       zero_based=False)
-    from ultrafs.store.object_store import filesystem
-
-    fs, _ = filesystem(f"s3://{BUCKET}", {"endpoint_url": endpoint})
-    if not fs.exists(BUCKET):
-        fs.mkdir(BUCKET)
-    yield {"endpoint": endpoint, "root": root, "fs": fs,
-           "option": ["--storage-option", f"endpoint_url={endpoint}"]}
-    server.stop()
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    module's bucket, its endpoint and the LIBSVM files."""
+    yield from serve_s3(tmp_path_factory.mktemp("s3p"), BUCKET)
 
 
 @pytest.fixture(scope="module")
@@ -72,29 +47,20 @@ def local_parquet(s3):
     return stores
 
 
-def _ingested(s3, name, source="train"):
-    url = f"s3://{BUCKET}/{name}.parquet"
-    result = invoke(["ingest", s3["root"] / f"{source}.svm", url, *PARQUET, *s3["option"]])
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout.strip().splitlines()[-1])["output"] == url
-    return url
-
-
-def _model(result):
-    assert result.exit_code == 0, result.output
-    return json.loads(result.stdout)
+def parquet_ingested(s3, name, source="train"):
+    return ingested(s3, name, source, bucket=BUCKET, suffix=".parquet", options=PARQUET)
 
 
 def test_parquet_round_trip_through_s3(s3, local_parquet, tmp_path):
     """ingest --format parquet -> select -> evaluate -> predict -> info
     through s3://, each giving what the local Parquet store gives, bit for bit."""
-    train, test = _ingested(s3, "train"), _ingested(s3, "test", "test")
+    train, test = parquet_ingested(s3, "train"), parquet_ingested(s3, "test", "test")
     keys = s3["fs"].ls(f"{BUCKET}/train.parquet", detail=False)
     assert {k.rsplit("/", 1)[-1] for k in keys} >= {"_ultrafs.json", "_labels.parquet",
                                                      "part-00000.parquet"}
     option = s3["option"]
-    remote = _model(invoke(["select", "--data", train, *option, *SELECT, "--out", "-"]))
-    here = _model(invoke(["select", "--data", local_parquet["train"], *SELECT, "--out", "-"]))
+    remote = model_of(invoke(["select", "--data", train, *option, *SELECT, "--out", "-"]))
+    here = model_of(invoke(["select", "--data", local_parquet["train"], *SELECT, "--out", "-"]))
     for key in ("features", "coef", "intercept", "classes", "batches"):
         assert remote[key] == here[key], key
     model = tmp_path / "model.json"
@@ -201,7 +167,7 @@ def test_parquet_process_workers_open_the_store_themselves(s3, local_cluster_cli
     from ultrafs.api import fit
     from ultrafs.store import open_store
 
-    url = _ingested(s3, "cluster")
+    url = parquet_ingested(s3, "cluster")
     store = open_store(url, storage_options={
         "endpoint_url": s3["endpoint"], "key": CREDENTIALS["AWS_ACCESS_KEY_ID"],
         "secret": CREDENTIALS["AWS_SECRET_ACCESS_KEY"]})
@@ -221,7 +187,7 @@ def test_parquet_process_workers_open_the_store_themselves(s3, local_cluster_cli
 
 
 def test_parquet_ingest_refuses_an_existing_store_and_overwrite_replaces_it(s3):
-    url = _ingested(s3, "twice")
+    url = parquet_ingested(s3, "twice")
     result = invoke(["ingest", s3["root"] / "test.svm", url, *PARQUET, *s3["option"]])
     assert "already exists" in error_line(result.exit_code, result.stderr, 1)
     result = invoke(["ingest", s3["root"] / "test.svm", url, *PARQUET, "--overwrite",
@@ -234,7 +200,7 @@ def test_parquet_ingest_refuses_an_existing_store_and_overwrite_replaces_it(s3):
 def test_unpublished_parquet_store_is_refused(s3):
     """A prefix without its _ultrafs.json (an upload interrupted before the
     final metadata write) is refused in one line naming the URL."""
-    url = _ingested(s3, "unpublished")
+    url = parquet_ingested(s3, "unpublished")
     s3["fs"].rm_file(f"{BUCKET}/unpublished.parquet/_ultrafs.json")
     result = invoke(["select", "--data", url, *s3["option"], *SELECT])
     line = error_line(result.exit_code, result.stderr, 1)
@@ -252,7 +218,7 @@ def test_corrupted_parquet_object_is_refused(s3, target, offset, words):
     fails its CRC-32C; an edited metadata object fails its checksum: one
     line each, naming the URL."""
     name = f"corrupt-{target.split('.')[0].strip('_')}-{offset}"
-    url = _ingested(s3, name)
+    url = parquet_ingested(s3, name)
     key = f"{BUCKET}/{name}.parquet/{target}"
     raw = bytearray(s3["fs"].cat_file(key))
     if offset is None:

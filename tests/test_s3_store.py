@@ -46,14 +46,14 @@ def _server():
     return server, f"http://{host}:{port}"
 
 
-@pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    """A running S3-protocol server with a bucket, its endpoint, the LIBSVM
-    file and its local store."""
+def serve_s3(root, bucket):
+    """A fixture's body: the credentials in the environment, a running
+    S3-protocol server with ``bucket``, and the LIBSVM files
+    ``root/train.svm`` and ``root/test.svm``; yields ``{"endpoint", "root",
+    "fs", "option"}``, then stops the server and restores the environment."""
     saved = {key: os.environ.get(key) for key in CREDENTIALS}
     os.environ.update(CREDENTIALS)
     server, endpoint = _server()
-    root = tmp_path_factory.mktemp("s3")
     problem = make_planted_problem(n_samples=300, n_features=60, n_relevant=5, n_test=100,
                                    seed=4)
     dump_svmlight_file(problem.X_train, problem.y_train, str(root / "train.svm"),
@@ -62,30 +62,43 @@ def s3(tmp_path_factory):
                        zero_based=False)
     from ultrafs.store.object_store import filesystem
 
-    fs, _ = filesystem("s3://bucket", {"endpoint_url": endpoint})
-    fs.mkdir("bucket")
-    for name in ("train", "test"):
-        result = invoke(["ingest", root / f"{name}.svm", root / f"{name}.zarr"])
-        assert result.exit_code == 0, result.output
-    yield {"endpoint": endpoint, "root": root, "fs": fs,
-           "option": ["--storage-option", f"endpoint_url={endpoint}"]}
-    server.stop()
-    for key, value in saved.items():
-        if value is None:
-            os.environ.pop(key, None)
-        else:
-            os.environ[key] = value
+    fs, _ = filesystem(f"s3://{bucket}", {"endpoint_url": endpoint})
+    if not fs.exists(bucket):
+        fs.mkdir(bucket)
+    try:
+        yield {"endpoint": endpoint, "root": root, "fs": fs,
+               "option": ["--storage-option", f"endpoint_url={endpoint}"]}
+    finally:
+        server.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
-def _ingested(s3, name, source="train"):
-    url = f"s3://bucket/{name}.zarr"
-    result = invoke(["ingest", s3["root"] / f"{source}.svm", url, *s3["option"]])
+@pytest.fixture(scope="module")
+def s3(tmp_path_factory):
+    """A running S3-protocol server with a bucket, its endpoint, the LIBSVM
+    files and their local stores."""
+    for served in serve_s3(tmp_path_factory.mktemp("s3"), "bucket"):
+        for name in ("train", "test"):
+            result = invoke(["ingest", served["root"] / f"{name}.svm",
+                             served["root"] / f"{name}.zarr"])
+            assert result.exit_code == 0, result.output
+        yield served
+
+
+def ingested(s3, name, source="train", *, bucket="bucket", suffix=".zarr", options=()):
+    """``ingest`` of ``source``.svm to ``s3://bucket/name``+``suffix``: its URL."""
+    url = f"s3://{bucket}/{name}{suffix}"
+    result = invoke(["ingest", s3["root"] / f"{source}.svm", url, *options, *s3["option"]])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout.strip().splitlines()[-1])["output"] == url
     return url
 
 
-def _model(result):
+def model_of(result):
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
 
@@ -93,11 +106,11 @@ def _model(result):
 def test_round_trip_through_s3(s3, tmp_path):
     """ingest -> select -> evaluate -> predict -> path -> report -> info
     through s3://, each giving what the local store gives, bit for bit."""
-    train, test = _ingested(s3, "train"), _ingested(s3, "test", "test")
+    train, test = ingested(s3, "train"), ingested(s3, "test", "test")
     local, local_test = s3["root"] / "train.zarr", s3["root"] / "test.zarr"
     option = s3["option"]
-    remote = _model(invoke(["select", "--data", train, *option, *SELECT, "--out", "-"]))
-    here = _model(invoke(["select", "--data", local, *SELECT, "--out", "-"]))
+    remote = model_of(invoke(["select", "--data", train, *option, *SELECT, "--out", "-"]))
+    here = model_of(invoke(["select", "--data", local, *SELECT, "--out", "-"]))
     for key in ("features", "coef", "intercept", "classes", "batches"):
         assert remote[key] == here[key], key
     model = tmp_path / "model.json"
@@ -135,7 +148,7 @@ def test_python_api_and_pickled_store(s3):
     from ultrafs.api import fit
     from ultrafs.store import open_store
 
-    url = _ingested(s3, "api")
+    url = ingested(s3, "api")
     store = open_store(url, storage_options={"endpoint_url": s3["endpoint"]})
     copy = pickle.loads(pickle.dumps(store))
     assert copy.storage_options == {"endpoint_url": s3["endpoint"]}
@@ -155,7 +168,7 @@ def test_process_workers_open_the_store_themselves(s3, local_cluster_client):
     from ultrafs.api import fit
     from ultrafs.store import open_store
 
-    url = _ingested(s3, "cluster")
+    url = ingested(s3, "cluster")
     store = open_store(url, storage_options={
         "endpoint_url": s3["endpoint"], "key": CREDENTIALS["AWS_ACCESS_KEY_ID"],
         "secret": CREDENTIALS["AWS_SECRET_ACCESS_KEY"]})
@@ -174,7 +187,7 @@ def test_process_workers_open_the_store_themselves(s3, local_cluster_client):
 
 
 def test_ingest_refuses_an_existing_store_and_overwrite_replaces_it(s3):
-    url = _ingested(s3, "twice")
+    url = ingested(s3, "twice")
     result = invoke(["ingest", s3["root"] / "test.svm", url, *s3["option"]])
     assert "already exists" in error_line(result.exit_code, result.stderr, 1)
     assert url in result.stderr
@@ -210,7 +223,7 @@ def test_unpublished_store_is_refused(s3):
     """A prefix without its root zarr.json (an upload interrupted before the
     final metadata write) is refused in one line; so is one that holds
     nothing."""
-    url = _ingested(s3, "unpublished")
+    url = ingested(s3, "unpublished")
     s3["fs"].rm_file("bucket/unpublished.zarr/zarr.json")
     for data, words in ((url, "not a published store"),
                         ("s3://bucket/nothing.zarr", "no such store")):
@@ -227,7 +240,7 @@ def test_corrupted_object_is_refused(s3, target, words):
     """A flipped byte in a chunk object fails its CRC-32C; an edited array
     metadata object fails the store's metadata checksum: one line each."""
     name = f"corrupt-{target.split('/')[0]}"
-    url = _ingested(s3, name)
+    url = ingested(s3, name)
     key = f"bucket/{name}.zarr/{target}"
     raw = bytearray(s3["fs"].cat_file(key))
     if target.endswith(".json"):
@@ -247,7 +260,7 @@ def _cli(args, env, timeout):
     started = time.monotonic()
     done = subprocess.run([sys.executable, "-c", "from ultrafs.cli import main; main()",
                            *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, env=dict(os.environ, **env))
+                          timeout=timeout, env=dict(os.environ, **env), check=False)
     return done, time.monotonic() - started
 
 
@@ -298,8 +311,12 @@ def test_storage_options_for_a_local_path_are_refused(s3):
 
 
 def test_default_bounds_and_user_options_merge():
-    from ultrafs.store.object_store import (DEFAULT_TIMEOUT_S, parse_storage_options,
-                                            request_bound_s, storage_options_for)
+    from ultrafs.store.object_store import (
+        DEFAULT_TIMEOUT_S,
+        parse_storage_options,
+        request_bound_s,
+        storage_options_for,
+    )
 
     options = storage_options_for("s3://b/x.zarr", {"endpoint_url": "http://h:1",
                                                     "config_kwargs": {"read_timeout": 3}})

@@ -26,16 +26,36 @@ from ultrafs.errors import ParameterError, StoreFormatError
 from ultrafs.kernels.long_table import feature_offsets
 from ultrafs.store.base import ColumnBlock, check_column_ids
 from ultrafs.store.feature_names import check_names_attrs
-from ultrafs.store.metadata import (READ_VERSIONS, WRITE_VERSION, RecordedMeta,
-                                    check_classes_and_bounds, check_complete, check_counts,
-                                    check_format_marker, check_version3, required_attrs)
+from ultrafs.store.metadata import (
+    READ_VERSIONS,
+    WRITE_VERSION,
+    RecordedMeta,
+    check_classes_and_bounds,
+    check_complete,
+    check_counts,
+    check_format_marker,
+    check_version3,
+    required_attrs,
+)
 from ultrafs.store.metadata import is_count as _is_count
-from ultrafs.store.parquet_integrity import (CHECKSUM_ALGORITHM, PartFile,
-                                             check_checksum_list, check_file_bytes, crc32c,
-                                             parse_part_footer, read_checked_file,
-                                             read_part_footer, verify_metadata)
-from ultrafs.store.path_store import (WrittenStore, check_regular_files, gather_columns, is_url,
-                                     location_of)
+from ultrafs.store.parquet_integrity import (
+    CHECKSUM_ALGORITHM,
+    PartFile,
+    check_checksum_list,
+    check_file_bytes,
+    crc32c,
+    parse_part_footer,
+    read_checked_file,
+    read_part_footer,
+    verify_metadata,
+)
+from ultrafs.store.path_store import (
+    WrittenStore,
+    check_regular_files,
+    gather_columns,
+    is_url,
+    location_of,
+)
 
 __all__ = [
     "ParquetLongStore",
@@ -100,13 +120,23 @@ def _read_metadata(path: Path) -> dict:
     if not meta_file.is_file():
         raise StoreFormatError(f"{path}: not an ultrafs store (no {METADATA_FILE})")
     try:
-        attrs = json.loads(meta_file.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raw = meta_file.read_bytes()
+    except OSError as exc:
         raise StoreFormatError(
             f"{path}: not an ultrafs store (cannot read {METADATA_FILE}: {exc})") from exc
+    return _parsed_metadata(path, raw)
+
+
+def _parsed_metadata(where, raw: bytes) -> dict:
+    """``_ultrafs.json``'s bytes as a JSON object; one line naming ``where`` else."""
+    try:
+        attrs = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise StoreFormatError(
+            f"{where}: not an ultrafs store (cannot read {METADATA_FILE}: {exc})") from exc
     if not isinstance(attrs, dict):
         raise StoreFormatError(
-            f"{path}: not an ultrafs store ({METADATA_FILE} is not a JSON object)")
+            f"{where}: not an ultrafs store ({METADATA_FILE} is not a JSON object)")
     return attrs
 
 
@@ -127,15 +157,7 @@ def _read_remote_metadata(url: str, remote, storage_options) -> dict:
         raw = remote.read(METADATA_FILE)
     except FileNotFoundError:
         raise StoreFormatError(f"{url}: not an ultrafs store (no {METADATA_FILE})") from None
-    try:
-        attrs = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise StoreFormatError(
-            f"{url}: not an ultrafs store (cannot read {METADATA_FILE}: {exc})") from exc
-    if not isinstance(attrs, dict):
-        raise StoreFormatError(
-            f"{url}: not an ultrafs store ({METADATA_FILE} is not a JSON object)")
-    return attrs
+    return _parsed_metadata(url, raw)
 
 
 def is_parquet_long_store(path) -> bool:
@@ -617,7 +639,6 @@ class ParquetLongStore(WrittenStore):
         of the file is read); before, pyarrow reads through fsspec's file.
         """
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         from ultrafs.store.parquet_remote import FetchedRanges, contiguous_runs
 
@@ -650,12 +671,20 @@ class ParquetLongStore(WrittenStore):
             raise StoreFormatError(
                 f"{self._path}: corrupt or truncated store: missing part file {name} "
                 f"(needed for {where})") from None
+        # pre_buffer=False: one read per column chunk, inside the ranges
+        # fetched (pre-buffering coalesces reads across the gaps between them)
+        return self._decoded(source, part_file, local, name, where, pre_buffer=False)
+
+    def _decoded(self, source, part_file, local, name, where, **options):
+        """pyarrow's decoding of row groups ``local`` of a part file from
+        ``source`` (page checksums verified); one line naming the store else."""
+        import pyarrow.parquet as pq
+
         try:
-            # pre_buffer=False: one read per column chunk, inside the ranges
-            # fetched (pre-buffering coalesces reads across the gaps between them)
-            reader = pq.ParquetFile(source, metadata=part_file.footer, pre_buffer=False,
-                                    page_checksum_verification=True)
-            return reader.read_row_groups(local, columns=meta.columns, use_threads=False)
+            reader = pq.ParquetFile(source, metadata=part_file.footer,
+                                    page_checksum_verification=True, **options)
+            return reader.read_row_groups(local, columns=self._meta().columns,
+                                          use_threads=False)
         except Exception as exc:
             raise StoreFormatError(
                 f"{self._path}: corrupt or truncated store: cannot read row groups "
@@ -671,7 +700,6 @@ class ParquetLongStore(WrittenStore):
         it, and it goes with the last of them.
         """
         import pyarrow as pa
-        import pyarrow.parquet as pq
 
         meta = self._meta()
         if meta.remote is not None:
@@ -697,15 +725,8 @@ class ParquetLongStore(WrittenStore):
                     self._corrupt(where, f"checksum mismatch in row group {k} of part "
                                          f"file {name}")
             del view
-        try:
-            reader = pq.ParquetFile(pa.BufferReader(pa.py_buffer(mapped)),
-                                    metadata=part_file.footer,
-                                    page_checksum_verification=True)
-            return reader.read_row_groups(local, columns=meta.columns, use_threads=False)
-        except Exception as exc:
-            raise StoreFormatError(
-                f"{self._path}: corrupt or truncated store: cannot read row groups "
-                f"{local} of part file {name} (needed for {where}): {exc}") from exc
+        return self._decoded(pa.BufferReader(pa.py_buffer(mapped)), part_file, local,
+                             name, where)
 
     def _read_row_groups(self, row_groups, where):
         """Concatenated ``feature``, ``row``, ``value`` of global row groups.
