@@ -26,36 +26,16 @@ from ultrafs.errors import ParameterError, StoreFormatError
 from ultrafs.kernels.long_table import feature_offsets
 from ultrafs.store.base import ColumnBlock, check_column_ids
 from ultrafs.store.feature_names import check_names_attrs
-from ultrafs.store.metadata import (
-    READ_VERSIONS,
-    WRITE_VERSION,
-    RecordedMeta,
-    check_classes_and_bounds,
-    check_complete,
-    check_counts,
-    check_format_marker,
-    check_version3,
-    required_attrs,
-)
+from ultrafs.store.metadata import (READ_VERSIONS, WRITE_VERSION, RecordedMeta,
+                                    check_classes_and_bounds, check_complete, check_counts,
+                                    check_format_marker, check_version3, required_attrs)
 from ultrafs.store.metadata import is_count as _is_count
-from ultrafs.store.parquet_integrity import (
-    CHECKSUM_ALGORITHM,
-    PartFile,
-    check_checksum_list,
-    check_file_bytes,
-    crc32c,
-    parse_part_footer,
-    read_checked_file,
-    read_part_footer,
-    verify_metadata,
-)
-from ultrafs.store.path_store import (
-    WrittenStore,
-    check_regular_files,
-    gather_columns,
-    is_url,
-    location_of,
-)
+from ultrafs.store.parquet_integrity import (CHECKSUM_ALGORITHM, PartFile,
+                                             check_checksum_list, check_file_bytes, crc32c,
+                                             parse_part_footer, read_checked_file,
+                                             read_part_footer, verify_metadata)
+from ultrafs.store.path_store import (WrittenStore, check_regular_files, gather_columns, is_url,
+                                     location_of)
 
 __all__ = [
     "ParquetLongStore",
