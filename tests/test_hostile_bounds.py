@@ -53,7 +53,7 @@ def _bomb_member(compress):
 
 def write_bomb(path, kind, expanded=2 * GRACE_BYTES):
     """A file of ``kind`` that expands ``expanded`` bytes, about 1000:1 or more."""
-    compress = {"gzip": lambda b: gzip.compress(b, 9), "bz2": bz2.compress,
+    compress = {"gzip": lambda b: gzip.compress(b, 9, mtime=0), "bz2": bz2.compress,
                 "xz": lzma.compress}[kind]
     member = _bomb_member(compress)
     copies = expanded // len(_BOMB_LINE * (2**20 // len(_BOMB_LINE))) + 1
@@ -93,8 +93,8 @@ def root(tmp_path_factory):
     for kind, suffix in (("gzip", "gz"), ("bz2", "bz2"), ("xz", "xz")):
         write_bomb(r / f"bomb.svm.{suffix}", kind)
     # 260 MiB of one line (the ratio bound lifted by its case)
-    (r / "noline.svm.gz").write_bytes(gzip.compress(b"1")
-                                      + gzip.compress(b" 1:1" * 2**18) * 260)
+    (r / "noline.svm.gz").write_bytes(gzip.compress(b"1", mtime=0)
+                                      + gzip.compress(b" 1:1" * 2**18, mtime=0) * 260)
     (r / "groups_long_line.txt").write_text("1 0\n" + "1 " * 50000 + "\n")
     (r / "groups_20_digits.txt").write_text("1 0\n2 12345678901234567890\n")
     (r / "groups_20_digit_feature.txt").write_text("99999999999999999999 0\n")
@@ -461,7 +461,7 @@ def test_compressed_real_file_ingests_identically(tmp_path):
     plain = tmp_path / "mushrooms.svm"
     plain.write_bytes(bz2.decompress(source.read_bytes()))
     gz = tmp_path / "mushrooms.svm.gz"
-    gz.write_bytes(gzip.compress(plain.read_bytes()))
+    gz.write_bytes(gzip.compress(plain.read_bytes(), mtime=0))
     from ultrafs.store import open_store
 
     fingerprints = set()
