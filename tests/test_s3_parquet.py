@@ -15,13 +15,13 @@ group of a part-file object are refused in one line naming the URL.
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pytest
 
 from tests.test_hostile import error_line, invoke
-from tests.test_s3_store import CREDENTIALS, SELECT, ingested, model_of, serve_s3
+from tests.test_s3_store import (SELECT, check_ingest_twice, check_process_workers,
+                                 check_select_evaluate_predict, ingested, serve_s3)
 
 PARQUET = ["--format", "parquet"]
 #: this module's bucket: moto's server keeps its buckets per process, and
@@ -59,22 +59,8 @@ def test_parquet_round_trip_through_s3(s3, local_parquet, tmp_path):
     assert {k.rsplit("/", 1)[-1] for k in keys} >= {"_ultrafs.json", "_labels.parquet",
                                                      "part-00000.parquet"}
     option = s3["option"]
-    remote = model_of(invoke(["select", "--data", train, *option, *SELECT, "--out", "-"]))
-    here = model_of(invoke(["select", "--data", local_parquet["train"], *SELECT, "--out", "-"]))
-    for key in ("features", "coef", "intercept", "classes", "batches"):
-        assert remote[key] == here[key], key
-    model = tmp_path / "model.json"
-    assert invoke(["select", "--data", train, *option, *SELECT, "--out", model]).exit_code == 0
-    evaluated = invoke(["evaluate", "--model", model, "--data", test, *option])
-    assert evaluated.exit_code == 0, evaluated.output
-    assert evaluated.stdout == invoke(["evaluate", "--model", model, "--data",
-                                       local_parquet["test"]]).stdout
-    for data, out in ((test, tmp_path / "remote.tsv"),
-                      (local_parquet["test"], tmp_path / "local.tsv")):
-        result = invoke(["predict", "--model", model, "--data", data, "--out", out,
-                         *(option if data == test else [])])
-        assert result.exit_code == 0, result.output
-    assert (tmp_path / "remote.tsv").read_bytes() == (tmp_path / "local.tsv").read_bytes()
+    check_select_evaluate_predict(s3, (train, test),
+                                  (local_parquet["train"], local_parquet["test"]), tmp_path)
     info = invoke(["info", train, *option])
     assert info.exit_code == 0 and "300" in info.output and "parquet" in info.output
 
@@ -162,39 +148,13 @@ def test_a_read_fetches_its_row_groups_not_the_part_file(s3, monkeypatch, tmp_pa
 
 def test_parquet_process_workers_open_the_store_themselves(s3, local_cluster_client):
     """A LocalCluster of two worker processes: each opens the Parquet store
-    from its URL and options (endpoint and credentials) and reads its row
-    groups from the server; the model is the threaded one."""
-    from ultrafs.api import fit
-    from ultrafs.store import open_store
-
-    url = parquet_ingested(s3, "cluster")
-    store = open_store(url, storage_options={
-        "endpoint_url": s3["endpoint"], "key": CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        "secret": CREDENTIALS["AWS_SECRET_ACCESS_KEY"]})
-
-    def blocks_read_here(store=store):
-        block = store.read_range(0, min(5, store.n_features))
-        return os.getpid(), int(block.indptr[-1]), type(store).__name__
-
-    answers = local_cluster_client.run(blocks_read_here)
-    assert len({pid for pid, _, _ in answers.values()}) == 2
-    assert os.getpid() not in {pid for pid, _, _ in answers.values()}
-    assert {kind for _, _, kind in answers.values()} == {"ParquetLongStore"}
-    distributed = fit("fgm", store, B=2, max_iter=2, scheduler=local_cluster_client)
-    threaded = fit("fgm", store, B=2, max_iter=2, scheduler="threads")
-    assert distributed.features == threaded.features
-    np.testing.assert_array_equal(distributed.coef, threaded.coef)
+    from its URL and options and reads its row groups from the server."""
+    check_process_workers(s3, parquet_ingested(s3, "cluster"), local_cluster_client,
+                          "ParquetLongStore")
 
 
 def test_parquet_ingest_refuses_an_existing_store_and_overwrite_replaces_it(s3):
-    url = parquet_ingested(s3, "twice")
-    result = invoke(["ingest", s3["root"] / "test.svm", url, *PARQUET, *s3["option"]])
-    assert "already exists" in error_line(result.exit_code, result.stderr, 1)
-    result = invoke(["ingest", s3["root"] / "test.svm", url, *PARQUET, "--overwrite",
-                     *s3["option"]])
-    assert result.exit_code == 0, result.output
-    info = invoke(["info", url, *s3["option"]])
-    assert info.exit_code == 0 and '"n_samples": 100' in info.output
+    check_ingest_twice(s3, parquet_ingested(s3, "twice"), PARQUET)
 
 
 def test_unpublished_parquet_store_is_refused(s3):

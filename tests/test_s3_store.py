@@ -103,16 +103,16 @@ def model_of(result):
     return json.loads(result.stdout)
 
 
-def test_round_trip_through_s3(s3, tmp_path):
-    """ingest -> select -> evaluate -> predict -> path -> report -> info
-    through s3://, each giving what the local store gives, bit for bit."""
-    train, test = ingested(s3, "train"), ingested(s3, "test", "test")
-    local, local_test = s3["root"] / "train.zarr", s3["root"] / "test.zarr"
+def check_select_evaluate_predict(s3, remote, local, tmp_path):
+    """``select``, ``evaluate`` and ``predict`` on the ``(train, test)``
+    stores at URLs give what they give on the ``local`` pair, bit for bit;
+    returns the path of the model file selected from the remote train store."""
+    (train, test), (local_train, local_test) = remote, local
     option = s3["option"]
-    remote = model_of(invoke(["select", "--data", train, *option, *SELECT, "--out", "-"]))
-    here = model_of(invoke(["select", "--data", local, *SELECT, "--out", "-"]))
+    far = model_of(invoke(["select", "--data", train, *option, *SELECT, "--out", "-"]))
+    here = model_of(invoke(["select", "--data", local_train, *SELECT, "--out", "-"]))
     for key in ("features", "coef", "intercept", "classes", "batches"):
-        assert remote[key] == here[key], key
+        assert far[key] == here[key], key
     model = tmp_path / "model.json"
     assert invoke(["select", "--data", train, *option, *SELECT, "--out", model]).exit_code == 0
     evaluated = invoke(["evaluate", "--model", model, "--data", test, *option])
@@ -124,6 +124,16 @@ def test_round_trip_through_s3(s3, tmp_path):
                          *(option if data == test else [])])
         assert result.exit_code == 0, result.output
     assert (tmp_path / "remote.tsv").read_bytes() == (tmp_path / "local.tsv").read_bytes()
+    return model
+
+
+def test_round_trip_through_s3(s3, tmp_path):
+    """ingest -> select -> evaluate -> predict -> path -> report -> info
+    through s3://, each giving what the local store gives, bit for bit."""
+    train, test = ingested(s3, "train"), ingested(s3, "test", "test")
+    local, local_test = s3["root"] / "train.zarr", s3["root"] / "test.zarr"
+    option = s3["option"]
+    model = check_select_evaluate_predict(s3, (train, test), (local, local_test), tmp_path)
     paths = {}
     for data, out in ((train, tmp_path / "path_remote.json"),
                       (local, tmp_path / "path_local.json")):
@@ -159,42 +169,54 @@ def test_python_api_and_pickled_store(s3):
     np.testing.assert_array_equal(remote.coef, here.coef)
 
 
-def test_process_workers_open_the_store_themselves(s3, local_cluster_client):
-    """A LocalCluster of two worker processes: the driver sends the store
-    (its URL and options: endpoint and credentials, since the session's
-    workers may have started before this module set AWS_*), each worker
-    opens it and reads its blocks from the server; the model is the
+def check_process_workers(s3, url, client, kind):
+    """Each of the two worker processes of ``client`` opens the store at
+    ``url`` from its URL and options (endpoint and credentials: the
+    session's workers may have started before a module set AWS_*), reads
+    blocks from the server itself, as a ``kind`` store; the model is the
     threaded one."""
     from ultrafs.api import fit
     from ultrafs.store import open_store
 
-    url = ingested(s3, "cluster")
     store = open_store(url, storage_options={
         "endpoint_url": s3["endpoint"], "key": CREDENTIALS["AWS_ACCESS_KEY_ID"],
         "secret": CREDENTIALS["AWS_SECRET_ACCESS_KEY"]})
 
     def blocks_read_here(store=store):
         block = store.read_range(0, min(5, store.n_features))
-        return os.getpid(), int(block.indptr[-1])
+        return os.getpid(), int(block.indptr[-1]), type(store).__name__
 
-    answers = local_cluster_client.run(blocks_read_here)
-    assert len({pid for pid, _ in answers.values()}) == 2
-    assert os.getpid() not in {pid for pid, _ in answers.values()}
-    distributed = fit("fgm", store, B=2, max_iter=2, scheduler=local_cluster_client)
+    answers = client.run(blocks_read_here)
+    assert len({pid for pid, _, _ in answers.values()}) == 2
+    assert os.getpid() not in {pid for pid, _, _ in answers.values()}
+    assert {name for _, _, name in answers.values()} == {kind}
+    distributed = fit("fgm", store, B=2, max_iter=2, scheduler=client)
     threaded = fit("fgm", store, B=2, max_iter=2, scheduler="threads")
     assert distributed.features == threaded.features
     np.testing.assert_array_equal(distributed.coef, threaded.coef)
 
 
-def test_ingest_refuses_an_existing_store_and_overwrite_replaces_it(s3):
-    url = ingested(s3, "twice")
-    result = invoke(["ingest", s3["root"] / "test.svm", url, *s3["option"]])
+def check_ingest_twice(s3, url, options=()):
+    """A second ingest to ``url`` is refused in one line naming it;
+    ``--overwrite`` replaces the store (the test file's 100 rows)."""
+    result = invoke(["ingest", s3["root"] / "test.svm", url, *options, *s3["option"]])
     assert "already exists" in error_line(result.exit_code, result.stderr, 1)
     assert url in result.stderr
-    result = invoke(["ingest", s3["root"] / "test.svm", url, "--overwrite", *s3["option"]])
+    result = invoke(["ingest", s3["root"] / "test.svm", url, *options, "--overwrite",
+                     *s3["option"]])
     assert result.exit_code == 0, result.output
     info = invoke(["info", url, *s3["option"]])
     assert info.exit_code == 0 and '"n_samples": 100' in info.output
+
+
+def test_process_workers_open_the_store_themselves(s3, local_cluster_client):
+    """A LocalCluster of two worker processes: the driver sends the store,
+    each worker opens it and reads its blocks from the server."""
+    check_process_workers(s3, ingested(s3, "cluster"), local_cluster_client, "ZarrStore")
+
+
+def test_ingest_refuses_an_existing_store_and_overwrite_replaces_it(s3):
+    check_ingest_twice(s3, ingested(s3, "twice"))
 
 
 def test_write_store_to_a_url_and_a_failed_ingest_leaves_nothing(s3, tmp_path):
