@@ -294,8 +294,9 @@ def path_to_dict(path, store, *, command=None, cv=None) -> dict:
            "statistics_seconds": path.statistics_seconds,
            "data_fingerprint": getattr(store, "fingerprint", None),
            "path": steps}
-    if store_id_range(store) is not None:
-        out["id_range"] = store_id_range(store)
+    id_range = store_id_range(store)
+    if id_range is not None:
+        out["id_range"] = id_range
     if cv is not None:
         out["cv"] = cv.to_dict(lambda_max=path.lambda_max)
     if command:

@@ -8,8 +8,9 @@ then :func:`publish_store` uploads every object but the store's root
 document (a Zarr group's ``zarr.json``, a Parquet-long store's
 ``_ultrafs.json``: the ``root_document`` parameter) and uploads that one
 last: it holds ``complete: true`` and the metadata checksum, and a reader
-(:func:`check_published`) refuses a prefix without it in one line.  A store is thus published by one final
-metadata write, and a reader sees it whole or not at all.
+(:func:`check_published`) refuses a prefix without it in one line.  A store
+is thus published by one final metadata write, and a reader sees it whole
+or not at all.
 
 Credentials and endpoints come from the usual places: the environment
 (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_ENDPOINT_URL``,
@@ -39,8 +40,8 @@ import tempfile
 
 from ultrafs.errors import ParameterError, StoreExistsError, StoreFormatError
 
-__all__ = ["staged_upload", "DEFAULT_TIMEOUT_S", "MAX_ATTEMPTS", "S3FS_TRIES", "ENV_TIMEOUT", "storage_options_for",
-           "filesystem", "check_published", "ROOT_DOCUMENT", "ROOT_DOCUMENTS",
+__all__ = ["staged_upload", "DEFAULT_TIMEOUT_S", "MAX_ATTEMPTS", "S3FS_TRIES", "ENV_TIMEOUT",
+           "storage_options_for", "filesystem", "check_published", "ROOT_DOCUMENT", "ROOT_DOCUMENTS",
            "PARQUET_LONG_DOCUMENT", "publish_store", "zarr_store_of",
            "remote_metadata_parts", "parse_storage_options", "request_bound_s",
            "request_or_fail"]
@@ -270,21 +271,8 @@ def publish_store(local, url, storage_options=None, *, overwrite=False,
     """
     fs, root = filesystem(url, storage_options)
     root = root.rstrip("/")
-    fs.invalidate_cache(root)
     document = f"{root}/{root_document}"
-    published = None
-    for name in ROOT_DOCUMENTS:
-        if request_or_fail("reach the object store", url,
-                    lambda key=f"{root}/{name}": fs.exists(key)):
-            published = f"{root}/{name}"
-            break
-    leftovers = published or request_or_fail("list the object store", url,
-                                      lambda: bool(_listing(fs, root)))
-    if leftovers and not overwrite:
-        what = ("already exists" if published else
-                "holds objects but no published store (an interrupted ingest?)")
-        raise StoreExistsError(f"{url}: {what}: use overwrite=True to "
-                               "replace it")
+    published, leftovers = _occupant(fs, root, url, overwrite)
     if leftovers:
         if published:
             _refuse_foreign(fs, published, url)
@@ -310,6 +298,26 @@ def publish_store(local, url, storage_options=None, *, overwrite=False,
         except Exception:  # the server may be gone: the prefix stays unpublished
             pass
         raise
+
+
+def _occupant(fs, root, url, overwrite):
+    """``(published, leftovers)`` at ``root``: the root document of a store
+    published there (or None) and whether anything is there at all; one
+    line refusing either unless ``overwrite``."""
+    fs.invalidate_cache(root)
+    published = None
+    for name in ROOT_DOCUMENTS:
+        if request_or_fail("reach the object store", url,
+                           lambda key=f"{root}/{name}": fs.exists(key)):
+            published = f"{root}/{name}"
+            break
+    leftovers = published is not None or request_or_fail(
+        "list the object store", url, lambda: bool(_listing(fs, root)))
+    if leftovers and not overwrite:
+        what = ("already exists" if published else
+                "holds objects but no published store (an interrupted ingest?)")
+        raise StoreExistsError(f"{url}: {what}: use overwrite=True to replace it")
+    return published, leftovers
 
 
 def _refuse_foreign(fs, document, url) -> None:
@@ -342,13 +350,7 @@ def staged_upload(url, storage_options=None, *, overwrite=False, root_document=R
     """
     fs, root = filesystem(url, storage_options)
     root = root.rstrip("/")
-    fs.invalidate_cache(root)
-    if not overwrite and (request_or_fail("reach the object store", url,
-                                   lambda: fs.exists(f"{root}/{root_document}"))
-                          or request_or_fail("list the object store", url,
-                                      lambda: bool(_listing(fs, root)))):
-        raise StoreExistsError(f"{url}: already exists (or holds objects): use "
-                               "overwrite=True to replace it")
+    _occupant(fs, root, url, overwrite)      # refused before any work
     staging = tempfile.mkdtemp(prefix="ultrafs-stage-")
     try:
         local = os.path.join(staging, os.path.basename(root) or "store")
