@@ -122,6 +122,9 @@ class BlockWriter:
     format_version: int
     #: the feature names file inside the store (see ultrafs.store.feature_names)
     names_file: str
+    #: the document written last, whose presence publishes the store on an
+    #: object store (:func:`ultrafs.store.object_store.staged_upload`)
+    root_document: str
 
     def __init__(self, path, *, n_samples, n_features, nnz, dtype, binary, labels,
                  id_offset, command, block_nnz, overwrite, attrs, chunk_size,
@@ -374,7 +377,7 @@ class BlockWriter:
 
 
 def write_arrays(writer_class, path, X, y, *, dtype, overwrite, target=None,
-                 feature_names=None, **options) -> Path:
+                 feature_names=None, storage_options=None, **options):
     """Write numpy / scipy.sparse arrays with ``writer_class``.
 
     The body of :func:`~ultrafs.store.writers.zarr_writer.write_store` and
@@ -382,13 +385,28 @@ def write_arrays(writer_class, path, X, y, *, dtype, overwrite, target=None,
     docstrings describe ``path``, ``X``, ``y``, ``dtype``, ``overwrite``
     and ``target``; ``feature_names`` (None, or one name or None per
     column of ``X``) and ``options`` are further keyword arguments of
-    ``writer_class`` (a :class:`BlockWriter` subclass).
+    ``writer_class`` (a :class:`BlockWriter` subclass).  A URL ``path``
+    (``s3://...``, with fsspec's ``storage_options``) is written in a local
+    staging folder and published with ``writer_class.root_document`` last
+    (:func:`ultrafs.store.object_store.staged_upload`).
 
     Returns
     -------
-    path : Path
-        The final path of the store.
+    path : Path or str
+        The final path of the store (the URL of one published).
     """
+    from ultrafs.store.path_store import is_url
+
+    if is_url(path):
+        from ultrafs.store.object_store import staged_upload
+
+        with staged_upload(path, storage_options, overwrite=overwrite,
+                           root_document=writer_class.root_document) as local:
+            write_arrays(writer_class, local, X, y, dtype=dtype, overwrite=False,
+                         target=target, feature_names=feature_names, **options)
+        return path
+    if storage_options:
+        raise ParameterError(f"{path}: storage options apply to URLs (s3://...) only")
     from ultrafs.store.memory import to_compact_csc
 
     check_output_path(path, overwrite)

@@ -156,15 +156,14 @@ def _store_writer(format):
 
 def _ingest_to_url(input_path, url, storage_options, options, overwrite) -> dict:
     """:func:`ingest_libsvm` into a staging folder, published at ``url``."""
-    from ultrafs.store.object_store import PARQUET_LONG_DOCUMENT, ROOT_DOCUMENT, staged_upload
+    from ultrafs.store.object_store import staged_upload
 
-    _store_writer(options["format"])            # a bad format: one line, before any request
+    writer_class, _ = _store_writer(options["format"])  # a bad format: before any request
     check_target(options["target"])
     _check_ingest_parameters(options["dtype"], options["n_features"],
                              options["memory_budget"], options["block_nnz"])
-    document = PARQUET_LONG_DOCUMENT if options["format"] == "parquet" else ROOT_DOCUMENT
     with staged_upload(url, storage_options, overwrite=overwrite,
-                       root_document=document) as local:
+                       root_document=writer_class.root_document) as local:
         summary = ingest_libsvm(input_path, local, **options)
     summary["output"] = url
     return summary

@@ -22,9 +22,7 @@ import os
 
 import numpy as np
 
-from ultrafs.errors import ParameterError
 from ultrafs.store.base import balanced_block_bounds
-from ultrafs.store.path_store import is_url
 from ultrafs.store.writers.block_writer import BlockWriter, check_output_path, write_arrays
 from ultrafs.store.parquet_integrity import (CHECKSUM_ALGORITHM, file_checksum,
                                              part_file_checksums, seal_metadata)
@@ -112,6 +110,7 @@ class ParquetLongWriter(BlockWriter):
     format_name = FORMAT_NAME
     format_version = FORMAT_VERSION
     names_file = NAMES_FILE
+    root_document = METADATA_FILE
 
     def __init__(self, path, *, n_samples, n_features, nnz, dtype, binary, labels,
                  id_offset=0, command=None, block_nnz=DEFAULT_BLOCK_NNZ,
@@ -380,17 +379,9 @@ def write_parquet_long(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, i
     StoreExistsError
         If ``path`` exists and ``overwrite`` is False.
     """
-    options = dict(dtype=dtype, block_nnz=block_nnz, id_offset=id_offset, command=command,
-                   chunk_size=chunk_size, file_nnz=file_nnz, target=target,
-                   feature_names=feature_names)
-    if is_url(path):
-        from ultrafs.store.object_store import staged_upload
-
-        with staged_upload(path, storage_options, overwrite=overwrite,
-                           root_document=METADATA_FILE) as local:
-            write_arrays(ParquetLongWriter, local, X, y, overwrite=False, **options)
-        return ParquetLongStore(path, storage_options=storage_options)
-    if storage_options:
-        raise ParameterError(f"{path}: storage options apply to URLs (s3://...) only")
-    return ParquetLongStore(write_arrays(ParquetLongWriter, path, X, y, overwrite=overwrite,
-                                         **options))
+    return ParquetLongStore(write_arrays(
+        ParquetLongWriter, path, X, y, dtype=dtype, overwrite=overwrite,
+        block_nnz=block_nnz, id_offset=id_offset, command=command,
+        chunk_size=chunk_size, file_nnz=file_nnz, target=target,
+        feature_names=feature_names, storage_options=storage_options),
+        storage_options=storage_options)

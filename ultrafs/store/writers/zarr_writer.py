@@ -11,13 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ultrafs.errors import ParameterError
 from ultrafs.errors import StoreExistsError  # noqa: F401  (re-exported)
 from ultrafs.store.base import balanced_block_bounds
 from ultrafs.store.writers.block_writer import (BlockWriter, check_output_path, default_command,  # noqa: F401
                            remove_tree, temporary_sibling, write_arrays)
 from ultrafs.store.metadata import metadata_checksum
-from ultrafs.store.path_store import is_url
 from ultrafs.store.zarr_store import (CHUNK_ELEMENTS, DEFAULT_BLOCK_NNZ, FILL_VALUES,
                          FORMAT_NAME, FORMAT_VERSION, NAMES_FILE, ZarrStore, chunk_codecs,
                          array_metadata_parts)
@@ -95,6 +93,7 @@ class StoreWriter(BlockWriter):
     format_name = FORMAT_NAME
     format_version = FORMAT_VERSION
     names_file = NAMES_FILE
+    root_document = "zarr.json"
 
     def __init__(self, path, *, n_samples, n_features, nnz, dtype, binary, labels,
                  id_offset=0, command=None, block_nnz=DEFAULT_BLOCK_NNZ,
@@ -230,14 +229,9 @@ def write_store(path, X, y, *, dtype=None, block_nnz=DEFAULT_BLOCK_NNZ, id_offse
     StoreExistsError
         If ``path`` exists and ``overwrite`` is False.
     """
-    options = dict(dtype=dtype, block_nnz=block_nnz, id_offset=id_offset, command=command,
-                   chunk_size=chunk_size, target=target, feature_names=feature_names)
-    if is_url(path):
-        from ultrafs.store.object_store import staged_upload
-
-        with staged_upload(path, storage_options, overwrite=overwrite) as local:
-            write_arrays(StoreWriter, local, X, y, overwrite=False, **options)
-        return ZarrStore(path, storage_options=storage_options)
-    if storage_options:
-        raise ParameterError(f"{path}: storage options apply to URLs (s3://...) only")
-    return ZarrStore(write_arrays(StoreWriter, path, X, y, overwrite=overwrite, **options))
+    return ZarrStore(write_arrays(StoreWriter, path, X, y, dtype=dtype, overwrite=overwrite,
+                                  block_nnz=block_nnz, id_offset=id_offset,
+                                  command=command, chunk_size=chunk_size, target=target,
+                                  feature_names=feature_names,
+                                  storage_options=storage_options),
+                     storage_options=storage_options)
